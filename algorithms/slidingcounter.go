@@ -1,0 +1,79 @@
+package algorithms
+
+import "math"
+
+// SlidingCounter approximates a sliding window with two counters: the cost admitted in the
+// current aligned window and in the previous one. At a point that is a fraction f through the
+// current window it estimates the last Window's cost as
+//
+//	previous×(1−f) + current
+//
+// and admits a request when estimate + cost ≤ Limit. It assumes the previous window's requests
+// were spread evenly: it never admits more than 2×Limit in any interval of length Window, and
+// it is exact when traffic is steady. Burst is not used.
+//
+// State: A = the current window's index, B = its cost, C = the previous window's cost.
+// Remaining is Limit minus the estimate, rounded down; ResetAfter is the time until both
+// windows hold nothing; RetryAfter is the time until the estimate leaves room for the cost.
+//
+// The weight is computed in float64, in the same order as the Lua script, so the memory and
+// Redis stores agree to the bit.
+type SlidingCounter struct{}
+
+// Name implements [Algorithm].
+func (SlidingCounter) Name() string { return "sliding_window_counter" }
+
+// Code implements [Algorithm].
+func (SlidingCounter) Code() string { return "sc" }
+
+func (SlidingCounter) sealed() {}
+
+// Check implements [Algorithm].
+func (SlidingCounter) Check(p Params, s State, now, cost int64) (Result, State) {
+	k := floorDiv(now, p.Window)
+	switch {
+	case !s.Init || s.A < k-1:
+		s = State{Init: true, A: k}
+	case s.A == k-1:
+		s = State{Init: true, A: k, C: s.B}
+	}
+	elapsed := now - k*p.Window
+	w := float64(p.Window)
+	est := float64(s.C)*float64(p.Window-elapsed)/w + float64(s.B)
+	r := Result{Allowed: est+float64(cost) <= float64(p.Limit)}
+	cur := s.B
+	switch {
+	case r.Allowed:
+		est += float64(cost)
+		cur += cost
+	case cost > p.Limit:
+		r.RetryAfter = Never
+	default:
+		var at float64
+		if room := p.Limit - s.B - cost; room >= 0 {
+			// Later in this window, as the previous window's weight falls.
+			at = float64(k*p.Window) + math.Ceil(w-float64(room)*w/float64(s.C))
+		} else {
+			// In the next window, where this window's cost is the previous one.
+			at = float64((k + 1) * p.Window)
+			if e := w - float64(p.Limit-cost)*w/float64(s.B); e > 0 {
+				at += math.Ceil(e)
+			}
+		}
+		r.RetryAfter = int64(at) - now
+	}
+	r.Remaining = max(int64(math.Floor(float64(p.Limit)-est)), 0)
+	switch {
+	case cur > 0:
+		r.ResetAfter = (k+2)*p.Window - now
+	case s.C > 0:
+		r.ResetAfter = (k+1)*p.Window - now
+	}
+	return r, s
+}
+
+// Charge implements [Algorithm].
+func (SlidingCounter) Charge(p Params, s State, now, cost int64) (State, int64) {
+	s.B += cost
+	return s, (s.A+2)*p.Window - now
+}

@@ -1,0 +1,65 @@
+package algorithms
+
+// SlidingLog admits at most Limit units of cost in every interval of length Window: it keeps
+// the time of every admitted unit, so it is exact, and its memory grows with Limit. Burst is not
+// used.
+//
+// State: Log = the admitted units' timestamps within the last Window, oldest first.
+// Remaining is Limit minus the units in the log; ResetAfter is the time until the newest unit
+// leaves the window; RetryAfter is the time until enough units leave it for this request.
+type SlidingLog struct{}
+
+// Name implements [Algorithm].
+func (SlidingLog) Name() string { return "sliding_window_log" }
+
+// Code implements [Algorithm].
+func (SlidingLog) Code() string { return "sl" }
+
+func (SlidingLog) sealed() {}
+
+// Check implements [Algorithm].
+func (SlidingLog) Check(p Params, s State, now, cost int64) (Result, State) {
+	s.Init = true
+	// A unit admitted at t counts while now < t+Window.
+	drop := 0
+	for drop < len(s.Log) && s.Log[drop] <= now-p.Window {
+		drop++
+	}
+	if drop > 0 {
+		s.Log = append(s.Log[:0], s.Log[drop:]...)
+	}
+	n := int64(len(s.Log))
+	r := Result{Allowed: n+cost <= p.Limit}
+	used := n
+	newest := int64(0)
+	if n > 0 {
+		newest = s.Log[n-1]
+	}
+	switch {
+	case r.Allowed:
+		used += cost
+		if cost > 0 {
+			newest = now
+		}
+	case cost > p.Limit:
+		r.RetryAfter = Never
+	default:
+		r.RetryAfter = s.Log[n+cost-p.Limit-1] + p.Window - now
+	}
+	r.Remaining = p.Limit - used
+	if used > 0 {
+		r.ResetAfter = newest + p.Window - now
+	}
+	return r, s
+}
+
+// Charge implements [Algorithm].
+func (SlidingLog) Charge(p Params, s State, now, cost int64) (State, int64) {
+	for i := int64(0); i < cost; i++ {
+		s.Log = append(s.Log, now)
+	}
+	if len(s.Log) == 0 {
+		return s, 0
+	}
+	return s, s.Log[len(s.Log)-1] + p.Window - now
+}

@@ -1,0 +1,151 @@
+package ratelimit_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+)
+
+// step is one request of the conformance table: advance the clock, send a request of cost, and
+// expect this decision.
+type step struct {
+	advance   time.Duration
+	cost      int64
+	allowed   bool
+	remaining int64
+	retry     time.Duration
+	reset     time.Duration
+	delay     time.Duration
+}
+
+const ms = time.Millisecond
+
+// Every row of a table is a request; the comments give the state before it.
+var conformance = []struct {
+	name   string
+	policy ratelimit.Policy
+	steps  []step
+}{
+	{"gcra", ratelimit.Per(3, 3*time.Second).Using(algorithms.GCRA{}), []step{
+		{0, 1, true, 2, 0, 1 * time.Second, 0},
+		{0, 1, true, 1, 0, 2 * time.Second, 0},
+		{0, 1, true, 0, 0, 3 * time.Second, 0},
+		{0, 1, false, 0, time.Second, 3 * time.Second, 0},      // burst spent: next slot in 1 s
+		{500 * ms, 1, false, 0, 500 * ms, 2500 * ms, 0},        // half way to it
+		{500 * ms, 1, true, 0, 0, 3 * time.Second, 0},          // the slot came
+		{0, 4, false, 0, ratelimit.Never, 3 * time.Second, 0},  // above the burst: never
+		{0, 0, true, 0, 0, 3 * time.Second, 0},                 // cost 0 reads
+		{10 * time.Second, 2, true, 1, 0, 2 * time.Second, 0},  // long idle: fresh
+		{0, 2, false, 1, time.Second, 2 * time.Second, 0},      // cost 2 with 1 left
+	}},
+	{"token_bucket", ratelimit.Per(3, 3*time.Second).Using(algorithms.TokenBucket{}), []step{
+		{0, 1, true, 2, 0, 1 * time.Second, 0},
+		{0, 1, true, 1, 0, 2 * time.Second, 0},
+		{0, 1, true, 0, 0, 3 * time.Second, 0},
+		{0, 1, false, 0, time.Second, 3 * time.Second, 0},
+		{500 * ms, 1, false, 0, 500 * ms, 2500 * ms, 0},
+		{500 * ms, 1, true, 0, 0, 3 * time.Second, 0},
+		{0, 4, false, 0, ratelimit.Never, 3 * time.Second, 0},
+		{0, 0, true, 0, 0, 3 * time.Second, 0},
+		{10 * time.Second, 2, true, 1, 0, 2 * time.Second, 0},
+		{0, 2, false, 1, time.Second, 2 * time.Second, 0},
+	}},
+	{"token_bucket_burst", ratelimit.Per(1, time.Second).WithBurst(5).Using(algorithms.TokenBucket{}), []step{
+		{0, 5, true, 0, 0, 5 * time.Second, 0},
+		{0, 1, false, 0, time.Second, 5 * time.Second, 0},
+		{2500 * ms, 2, true, 0, 0, 4500 * ms, 0}, // 2 tokens back, the half is kept
+		{500 * ms, 1, true, 0, 0, 5 * time.Second, 0},
+	}},
+	{"leaky_bucket", ratelimit.Per(3, 3*time.Second).Using(algorithms.LeakyBucket{}), []step{
+		{0, 1, true, 2, 0, 1 * time.Second, 0},
+		{0, 1, true, 1, 0, 2 * time.Second, 0},
+		{0, 1, true, 0, 0, 3 * time.Second, 0},
+		{0, 1, false, 0, time.Second, 3 * time.Second, 0},
+		{500 * ms, 1, false, 0, 500 * ms, 2500 * ms, 0},
+		{500 * ms, 1, true, 0, 0, 3 * time.Second, 0},
+		{0, 4, false, 0, ratelimit.Never, 3 * time.Second, 0},
+		{0, 0, true, 0, 0, 3 * time.Second, 0},
+		{10 * time.Second, 2, true, 1, 0, 2 * time.Second, 0},
+		{0, 2, false, 1, time.Second, 2 * time.Second, 0},
+	}},
+	{"leaky_bucket_shaping", ratelimit.Per(3, 3*time.Second).Using(algorithms.LeakyBucket{Shaping: true}), []step{
+		{0, 1, true, 2, 0, 1 * time.Second, 0},
+		{0, 1, true, 1, 0, 2 * time.Second, time.Second}, // queued behind the first
+		{0, 1, true, 0, 0, 3 * time.Second, 2 * time.Second},
+		{0, 1, false, 0, time.Second, 3 * time.Second, 0}, // the queue is full
+		{500 * ms, 1, false, 0, 500 * ms, 2500 * ms, 0},
+		{500 * ms, 1, true, 0, 0, 3 * time.Second, 2 * time.Second},
+		{0, 4, false, 0, ratelimit.Never, 3 * time.Second, 0},
+		{0, 0, true, 0, 0, 3 * time.Second, 0},
+		{10 * time.Second, 2, true, 1, 0, 2 * time.Second, 0},
+		{0, 1, true, 0, 0, 3 * time.Second, 2 * time.Second},
+	}},
+	{"fixed_window", ratelimit.Per(3, 3*time.Second).Using(algorithms.FixedWindow{}), []step{
+		{0, 1, true, 2, 0, 3 * time.Second, 0},
+		{0, 1, true, 1, 0, 3 * time.Second, 0},
+		{0, 1, true, 0, 0, 3 * time.Second, 0},
+		{0, 1, false, 0, 3 * time.Second, 3 * time.Second, 0}, // until the window ends
+		{500 * ms, 1, false, 0, 2500 * ms, 2500 * ms, 0},
+		{500 * ms, 1, false, 0, 2 * time.Second, 2 * time.Second, 0},
+		{0, 4, false, 0, ratelimit.Never, 2 * time.Second, 0},
+		{0, 0, true, 0, 0, 2 * time.Second, 0},
+		{2 * time.Second, 1, true, 2, 0, 3 * time.Second, 0}, // the next window
+		{10 * time.Second, 2, true, 1, 0, 2 * time.Second, 0}, // 1 s into a later window
+	}},
+	{"sliding_window_log", ratelimit.Per(3, 3*time.Second).Using(algorithms.SlidingLog{}), []step{
+		{0, 1, true, 2, 0, 3 * time.Second, 0},
+		{0, 1, true, 1, 0, 3 * time.Second, 0},
+		{0, 1, true, 0, 0, 3 * time.Second, 0},
+		{0, 1, false, 0, 3 * time.Second, 3 * time.Second, 0}, // until the oldest leaves
+		{time.Second, 1, false, 0, 2 * time.Second, 2 * time.Second, 0},
+		{2 * time.Second, 2, true, 1, 0, 3 * time.Second, 0}, // all three left
+		{time.Second, 2, false, 1, 2 * time.Second, 2 * time.Second, 0},
+		{0, 1, true, 0, 0, 3 * time.Second, 0},
+		{0, 4, false, 0, ratelimit.Never, 3 * time.Second, 0},
+		{0, 0, true, 0, 0, 3 * time.Second, 0},
+	}},
+	{"sliding_window_counter", ratelimit.Per(4, 4*time.Second).Using(algorithms.SlidingCounter{}), []step{
+		{0, 3, true, 1, 0, 8 * time.Second, 0},
+		// 3 in this window; the next window weighs them by 1 - elapsed/4s, so 2 more fit
+		// when 3·(1-e/4) ≤ 2, at e = 4/3 s into it.
+		{0, 2, false, 1, 5333334 * time.Microsecond, 8 * time.Second, 0},
+		{4 * time.Second, 1, true, 0, 0, 8 * time.Second, 0}, // estimate 3·1 + 1
+		// 2 s in: estimate 3·0.5 + 1 = 2.5; 2 more fit when 3·(1-e/4) ≤ 1, at e = 8/3 s.
+		{2 * time.Second, 2, false, 1, 666667 * time.Microsecond, 6 * time.Second, 0},
+		{0, 1, true, 0, 0, 6 * time.Second, 0},
+		{0, 5, false, 0, ratelimit.Never, 6 * time.Second, 0},
+		{0, 0, true, 0, 0, 6 * time.Second, 0},
+		{20 * time.Second, 4, true, 0, 0, 6 * time.Second, 0}, // fresh, 2 s into a window
+	}},
+}
+
+func TestConformance(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
+		for _, tc := range conformance {
+			t.Run(tc.name, func(t *testing.T) {
+				clock.Set(t0)
+				l, err := ratelimit.New(store, tc.policy)
+				if err != nil {
+					t.Fatal(err)
+				}
+				key := keyOf(t)
+				for i, s := range tc.steps {
+					clock.Advance(s.advance)
+					d, err := l.AllowN(context.Background(), key, s.cost)
+					if err != nil {
+						t.Fatalf("step %d: %v", i, err)
+					}
+					got := step{s.advance, s.cost, d.Allowed, d.Remaining, d.RetryAfter, d.ResetAfter, d.Delay}
+					if got != s {
+						t.Errorf("step %d (+%v, cost %d):\n got allowed=%v remaining=%d retry=%v reset=%v delay=%v\nwant allowed=%v remaining=%d retry=%v reset=%v delay=%v",
+							i, s.advance, s.cost, got.allowed, got.remaining, got.retry, got.reset, got.delay,
+							s.allowed, s.remaining, s.retry, s.reset, s.delay)
+					}
+				}
+			})
+		}
+	})
+}

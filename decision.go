@@ -1,0 +1,130 @@
+package ratelimit
+
+import (
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+)
+
+// Never is the RetryAfter of a request that can never be admitted: its cost exceeds the
+// capacity of a policy.
+const Never time.Duration = -1
+
+// Decision is the outcome of checking a request against a limiter's policies.
+//
+// Limit, Remaining and ResetAfter describe the binding policy: the denying policy with the
+// longest wait, or, when the request is allowed, the policy with the least remaining.
+type Decision struct {
+	// Allowed reports whether every policy admitted the request. It was charged only then.
+	Allowed bool
+	// Limit is the binding policy's capacity: its Burst for the bucket algorithms, else its
+	// Limit.
+	Limit int64
+	// Remaining is how many more requests of cost 1 the binding policy would admit now.
+	Remaining int64
+	// ResetAfter is the time until the binding policy is fully reset.
+	ResetAfter time.Duration
+	// RetryAfter is the time until this request's cost would be admitted by every policy: 0 when
+	// allowed, [Never] when its cost exceeds a policy's capacity.
+	RetryAfter time.Duration
+	// Delay is how long the request must wait for its slot before it proceeds (leaky bucket
+	// shaping); 0 otherwise.
+	Delay time.Duration
+	// Policy is the binding policy.
+	Policy Policy
+
+	results [4]PolicyResult
+	more    []PolicyResult
+	n       int
+}
+
+// PolicyResult is one policy's own verdict on a request.
+type PolicyResult struct {
+	// Policy is the policy.
+	Policy Policy
+	// Allowed reports whether this policy admitted the request.
+	Allowed bool
+	// Remaining is how many more requests of cost 1 this policy would admit now.
+	Remaining int64
+	// ResetAfter is the time until this policy is fully reset.
+	ResetAfter time.Duration
+	// RetryAfter is the time until this policy would admit the request's cost (0 when it
+	// allowed it, [Never] when it never will).
+	RetryAfter time.Duration
+	// Delay is the wait for the request's slot under a shaping policy.
+	Delay time.Duration
+}
+
+// Results returns every policy's result, in the limiter's policy order.
+func (d *Decision) Results() []PolicyResult {
+	if d.more != nil {
+		return d.more
+	}
+	return d.results[:d.n]
+}
+
+// Denied returns the results of the policies that denied the request.
+func (d *Decision) Denied() []PolicyResult {
+	var out []PolicyResult
+	for _, r := range d.Results() {
+		if !r.Allowed {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func micros(us int64) time.Duration {
+	if us == algorithms.Never {
+		return Never
+	}
+	return time.Duration(us) * time.Microsecond
+}
+
+// longer reports whether retry a waits longer than b, Never being the longest.
+func longer(a, b time.Duration) bool {
+	if a == Never || b == Never {
+		return a == Never && b != Never
+	}
+	return a > b
+}
+
+// decide builds the decision from every policy's result.
+func decide(policies []Policy, raw []algorithms.Result) Decision {
+	d := Decision{Allowed: true, n: len(policies)}
+	rs := d.results[:0]
+	if len(policies) > len(d.results) {
+		d.more = make([]PolicyResult, 0, len(policies))
+		rs = d.more
+	}
+	for i, r := range raw {
+		rs = append(rs, PolicyResult{Policy: policies[i], Allowed: r.Allowed, Remaining: r.Remaining,
+			ResetAfter: micros(r.ResetAfter), RetryAfter: micros(r.RetryAfter), Delay: micros(r.Delay)})
+	}
+	if d.more != nil {
+		d.more = rs
+	}
+	bind := -1
+	for i := range rs {
+		r := &rs[i]
+		if !r.Allowed {
+			if d.Allowed || longer(r.RetryAfter, d.RetryAfter) {
+				bind, d.RetryAfter = i, r.RetryAfter
+			}
+			d.Allowed = false
+			continue
+		}
+		d.Delay = max(d.Delay, r.Delay)
+		if d.Allowed && (bind < 0 || r.Remaining < rs[bind].Remaining) {
+			bind = i
+		}
+	}
+	if !d.Allowed {
+		d.Delay = 0
+	}
+	if bind >= 0 {
+		b := &rs[bind]
+		d.Policy, d.Limit, d.Remaining, d.ResetAfter = b.Policy, b.Policy.Capacity(), b.Remaining, b.ResetAfter
+	}
+	return d
+}

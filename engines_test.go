@@ -1,0 +1,84 @@
+package ratelimit_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+)
+
+func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+
+// engine makes a store for one test: every engine of the conformance suite.
+type engine struct {
+	name  string
+	store func(t *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store
+}
+
+var engines = []engine{
+	{"memory", func(t *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store {
+		return ratelimit.NewMemoryStore(opts...)
+	}},
+	{"redis", func(t *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store {
+		return redisStore(t, redistest.Standalone(t), opts...)
+	}},
+	{"cluster", func(t *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store {
+		return redisStore(t, redistest.Cluster(t), opts...)
+	}},
+}
+
+// redisStore returns a Redis store under a prefix of the test's own, and checks after the test
+// that every key it left has an expiry.
+func redisStore(t *testing.T, client redis.UniversalClient, opts ...ratelimit.StoreOption) *ratelimit.RedisStore {
+	prefix := redistest.Prefix(t)
+	t.Cleanup(func() { assertAllKeysExpire(t, client, prefix) })
+	return ratelimit.NewRedisStore(client, append([]ratelimit.StoreOption{ratelimit.WithPrefix(prefix)}, opts...)...)
+}
+
+// assertAllKeysExpire fails the test when a key under prefix has no TTL.
+func assertAllKeysExpire(t *testing.T, client redis.UniversalClient, prefix string) {
+	ctx := context.Background()
+	check := func(ctx context.Context, c *redis.Client) error {
+		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			ttl, err := c.PTTL(ctx, iter.Val()).Result()
+			if err != nil {
+				return err
+			}
+			if ttl == -1*time.Nanosecond || ttl < 0 && ttl != -2*time.Nanosecond {
+				t.Errorf("key %q has no expiry (PTTL %v)", iter.Val(), ttl)
+			}
+		}
+		return iter.Err()
+	}
+	var err error
+	switch c := client.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, check)
+	case *redis.Client:
+		err = check(ctx, c)
+	}
+	if err != nil {
+		t.Errorf("scanning for keys without expiry: %v", err)
+	}
+}
+
+// forEachEngine runs f once per engine, each with a fake clock and its own store.
+func forEachEngine(t *testing.T, f func(t *testing.T, store ratelimit.Store, clock *fakeClock)) {
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) {
+			clock := newFakeClock()
+			f(t, e.store(t, ratelimit.WithClock(clock)), clock)
+		})
+	}
+}
+
+func keyOf(t *testing.T) string {
+	return strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+}

@@ -1,0 +1,34 @@
+-- check.lua: the entry point; evaluates a whole policy list for one identity, all or nothing.
+--
+-- KEYS[i]   the state key of policy i (all keys share one cluster hash tag)
+-- ARGV[1]   now in microseconds, or "0" to read the Redis server's TIME
+-- ARGV[2]   cost of the request (0 reads without charging)
+-- ARGV[3]   "1" to charge the request when every policy allows it, "0" to only evaluate it
+-- ARGV[4i], ARGV[4i+1], ARGV[4i+2], ARGV[4i+3]
+--           policy i: algorithm code, limit, window in microseconds, burst (0: the limit)
+--
+-- Reply: 5 integers per policy, in order: allowed (1 or 0), remaining, reset after (µs),
+-- retry after (µs; -1 never), delay (µs). Every policy is evaluated before any is charged,
+-- so a denied request consumes nothing.
+local now = tonumber(ARGV[1])
+if now == 0 then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local cost = tonumber(ARGV[2])
+local charge = ARGV[3] == '1'
+
+local reply, commits, all = {}, {}, true
+for i = 1, #KEYS do
+  local a = 4 * i
+  local fn = algorithms[ARGV[a]]
+  if not fn then return redis.error_reply('ratelimit: unknown algorithm code ' .. tostring(ARGV[a])) end
+  local row, commit = fn(KEYS[i], now, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), cost)
+  if row[1] == 0 then all = false end
+  commits[i] = commit
+  for j = 1, 5 do reply[#reply + 1] = row[j] end
+end
+if all and charge and cost > 0 then
+  for i = 1, #commits do commits[i]() end
+end
+return reply

@@ -1,0 +1,22 @@
+-- fixed_window.lua: algorithms.fw, the Lua form of algorithms.FixedWindow.
+-- State: string "window index:cost admitted in it".
+algorithms.fw = function(key, now, limit, window, burst, cost)
+  local k = floor(now / window)
+  local used = 0
+  local s = get_ints(key, 2)
+  if s and s[1] == k then used = s[2] end
+  local to_end = (k + 1) * window - now
+  local allowed = used + cost <= limit
+  local after, retry, reset = used, 0, 0
+  if allowed then
+    after = used + cost
+  elseif cost > limit then
+    retry = -1
+  else
+    retry = to_end
+  end
+  if after > 0 then reset = to_end end
+  return {allowed and 1 or 0, limit - after, reset, retry, 0}, function()
+    set_ints(key, {k, after}, to_end)
+  end
+end

@@ -1,0 +1,59 @@
+-- preamble.lua: shared by every algorithm; the first part of the one script that ratelimit runs.
+-- Defines the table `algorithms` (code -> function) and the helpers below. Times are integer
+-- microseconds held in Lua numbers (exact below 2^53, i.e. until the year 2255).
+--
+-- An algorithm function is called as
+--   fn(key, now, limit, window, burst, cost)
+-- and returns two values: the reply row {allowed (1/0), remaining, reset after, retry after
+-- (-1: never), delay} and a function that writes the charged state (called only when every
+-- policy of the list allowed the request and it is charged).
+
+if redis.replicate_commands then redis.replicate_commands() end
+
+local algorithms = {}
+
+local floor, ceil = math.floor, math.ceil
+
+-- int formats an integer-valued number without exponent or rounding.
+local function int(n)
+  return string.format('%d', n)
+end
+
+-- ttl_ms turns a state lifetime in microseconds into a PX argument (at least 1 ms).
+local function ttl_ms(us)
+  local ms = ceil(us / 1000)
+  if ms < 1 then ms = 1 end
+  return int(ms)
+end
+
+-- get_ints reads a state string of `count` integers separated by ':'; nil when absent.
+local function get_ints(key, count)
+  local v = redis.call('GET', key)
+  if not v then return nil end
+  local out = {}
+  for part in string.gmatch(v, '[^:]+') do
+    local n = tonumber(part)
+    if not n or n ~= floor(n) then out = nil break end
+    out[#out + 1] = n
+  end
+  if not out or #out ~= count then
+    return error('ratelimit: malformed state at key ' .. key)
+  end
+  return out
+end
+
+-- set_ints writes a state string of integers with its expiry.
+local function set_ints(key, values, ttl_us)
+  local parts = {}
+  for i = 1, #values do parts[i] = int(values[i]) end
+  redis.call('SET', key, table.concat(parts, ':'), 'PX', ttl_ms(ttl_us))
+end
+
+local function capacity_of(limit, burst)
+  if burst > 0 then return burst end
+  return limit
+end
+
+local function interval_of(limit, window)
+  return floor((window + limit - 1) / limit)
+end

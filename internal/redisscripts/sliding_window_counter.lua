@@ -1,0 +1,46 @@
+-- sliding_window_counter.lua: algorithms.sc, the Lua form of algorithms.SlidingCounter.
+-- State: string "window index:current window's cost:previous window's cost".
+-- The float expressions keep the Go code's order of operations, so both agree to the bit.
+algorithms.sc = function(key, now, limit, window, burst, cost)
+  local k = floor(now / window)
+  local cur, prev = 0, 0
+  local s = get_ints(key, 3)
+  if s then
+    if s[1] == k then
+      cur, prev = s[2], s[3]
+    elseif s[1] == k - 1 then
+      prev = s[2]
+    end
+  end
+  local elapsed = now - k * window
+  local est = prev * (window - elapsed) / window + cur
+  local allowed = est + cost <= limit
+  local after, retry, reset = cur, 0, 0
+  if allowed then
+    est = est + cost
+    after = cur + cost
+  elseif cost > limit then
+    retry = -1
+  else
+    local at
+    local room = limit - cur - cost
+    if room >= 0 then
+      at = k * window + ceil(window - room * window / prev)
+    else
+      at = (k + 1) * window
+      local e = window - (limit - cost) * window / cur
+      if e > 0 then at = at + ceil(e) end
+    end
+    retry = at - now
+  end
+  local remaining = floor(limit - est)
+  if remaining < 0 then remaining = 0 end
+  if after > 0 then
+    reset = (k + 2) * window - now
+  elseif prev > 0 then
+    reset = (k + 1) * window - now
+  end
+  return {allowed and 1 or 0, remaining, reset, retry, 0}, function()
+    set_ints(key, {k, after, prev}, (k + 2) * window - now)
+  end
+end

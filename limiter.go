@@ -1,0 +1,114 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+)
+
+// Limiter checks requests against a list of policies, all at once: a request is admitted only
+// when every policy admits it, and then it is charged to all of them; a denied request costs
+// nothing. With a [RedisStore] the check is one atomic round trip, shared by every instance.
+//
+// A Limiter is safe for concurrent use.
+type Limiter struct {
+	store    Store
+	policies []Policy
+}
+
+// New returns a limiter that checks every policy against store, such as [NewMemoryStore]()
+// or [NewRedisStore](client). It fails when a policy is invalid, when two policies share a
+// name, or when there is no policy or no store.
+func New(store Store, policies ...Policy) (*Limiter, error) {
+	if store == nil {
+		return nil, errors.New("ratelimit: New needs a store, e.g. ratelimit.NewMemoryStore()")
+	}
+	if len(policies) == 0 {
+		return nil, errors.New("ratelimit: New needs at least one policy, e.g. ratelimit.PerMinute(100)")
+	}
+	l := &Limiter{store: store, policies: make([]Policy, len(policies))}
+	names := make(map[string]bool, len(policies))
+	for i, p := range policies {
+		c, err := p.compile()
+		if err != nil {
+			return nil, err
+		}
+		name := c.DisplayName()
+		if names[name] {
+			return nil, fmt.Errorf("%w %q: two policies have this name; name them apart with Named", ErrInvalidPolicy, name)
+		}
+		names[name] = true
+		l.policies[i] = c
+	}
+	return l, nil
+}
+
+// MustNew is like [New] but panics on an error. It is for package-level limiters whose
+// policies are constants.
+func MustNew(store Store, policies ...Policy) *Limiter {
+	l, err := New(store, policies...)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}
+
+// WithPolicies returns a limiter over the same store with other policies, for a per-route
+// limit that shares the store.
+func (l *Limiter) WithPolicies(policies ...Policy) (*Limiter, error) {
+	return New(l.store, policies...)
+}
+
+// Policies returns a copy of the limiter's policies.
+func (l *Limiter) Policies() []Policy {
+	return append([]Policy(nil), l.policies...)
+}
+
+// Store returns the limiter's store.
+func (l *Limiter) Store() Store { return l.store }
+
+// Allow checks one request from key; it is shorthand for AllowN(ctx, key, 1).
+func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
+	return l.check(ctx, key, 1, true)
+}
+
+// AllowN checks a request of the given cost from key and charges it when every policy admits
+// it. A cost of 0 charges nothing and reports the current state. A cost above a policy's
+// capacity is denied with RetryAfter [Never].
+func (l *Limiter) AllowN(ctx context.Context, key string, cost int64) (Decision, error) {
+	return l.check(ctx, key, cost, true)
+}
+
+// Peek reports what Allow would decide for key, without charging anything.
+func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
+	return l.check(ctx, key, 1, false)
+}
+
+// Reset forgets everything the limiter's policies hold for key.
+func (l *Limiter) Reset(ctx context.Context, key string) error {
+	if key == "" {
+		return ErrEmptyKey
+	}
+	return l.store.Reset(ctx, key, l.policies)
+}
+
+func (l *Limiter) check(ctx context.Context, key string, cost int64, charge bool) (Decision, error) {
+	if key == "" {
+		return Decision{}, ErrEmptyKey
+	}
+	if cost < 0 {
+		return Decision{}, fmt.Errorf("ratelimit: cost %d is negative", cost)
+	}
+	var inline [4]algorithms.Result
+	raw := inline[:]
+	if len(l.policies) > len(inline) {
+		raw = make([]algorithms.Result, len(l.policies))
+	}
+	raw = raw[:len(l.policies)]
+	if err := l.store.Check(ctx, key, l.policies, cost, charge, raw); err != nil {
+		return Decision{}, err
+	}
+	return decide(l.policies, raw), nil
+}

@@ -1,0 +1,61 @@
+package ratelimit
+
+import (
+	"context"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+)
+
+// Store keeps the state of rate limits. [MemoryStore] and [RedisStore] implement it; a wrapper
+// (for metrics, say) can too.
+type Store interface {
+	// Check evaluates a request of cost units from identity key against every policy, all or
+	// nothing: when charge is set and every policy allows the request, it is charged to all of
+	// them; otherwise nothing changes. It writes each policy's result to out[i], which has
+	// len(policies) elements.
+	Check(ctx context.Context, key string, policies []Policy, cost int64, charge bool, out []algorithms.Result) error
+	// Reset forgets the state of identity key under the policies.
+	Reset(ctx context.Context, key string, policies []Policy) error
+}
+
+// Clock tells the time. Inject one with [WithClock] to drive a store from tests.
+type Clock interface {
+	Now() time.Time
+}
+
+// StoreOption configures a store.
+type StoreOption func(*storeConfig)
+
+type storeConfig struct {
+	prefix  string
+	clock   Clock
+	maxKeys int
+}
+
+func newStoreConfig(opts []StoreOption) storeConfig {
+	c := storeConfig{prefix: DefaultPrefix, maxKeys: DefaultMaxKeys}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// WithPrefix sets the prefix of every storage key (default [DefaultPrefix]).
+func WithPrefix(prefix string) StoreOption {
+	return func(c *storeConfig) { c.prefix = prefix }
+}
+
+// WithClock makes the store take the time from clock. By default the memory store uses the
+// system clock and the Redis store the Redis server's TIME, which is one clock for every
+// application server.
+func WithClock(clock Clock) StoreOption {
+	return func(c *storeConfig) { c.clock = clock }
+}
+
+// WithMaxKeys bounds the number of keys the memory store holds (default [DefaultMaxKeys]);
+// see [MemoryStore] for what happens at the bound. The Redis store ignores it: bound Redis
+// with maxmemory.
+func WithMaxKeys(n int) StoreOption {
+	return func(c *storeConfig) { c.maxKeys = n }
+}
