@@ -33,13 +33,13 @@ var conformance = []struct {
 		{0, 1, true, 2, 0, 1 * time.Second, 0},
 		{0, 1, true, 1, 0, 2 * time.Second, 0},
 		{0, 1, true, 0, 0, 3 * time.Second, 0},
-		{0, 1, false, 0, time.Second, 3 * time.Second, 0},      // burst spent: next slot in 1 s
-		{500 * ms, 1, false, 0, 500 * ms, 2500 * ms, 0},        // half way to it
-		{500 * ms, 1, true, 0, 0, 3 * time.Second, 0},          // the slot came
-		{0, 4, false, 0, ratelimit.Never, 3 * time.Second, 0},  // above the burst: never
-		{0, 0, true, 0, 0, 3 * time.Second, 0},                 // cost 0 reads
-		{10 * time.Second, 2, true, 1, 0, 2 * time.Second, 0},  // long idle: fresh
-		{0, 2, false, 1, time.Second, 2 * time.Second, 0},      // cost 2 with 1 left
+		{0, 1, false, 0, time.Second, 3 * time.Second, 0},     // burst spent: next slot in 1 s
+		{500 * ms, 1, false, 0, 500 * ms, 2500 * ms, 0},       // half way to it
+		{500 * ms, 1, true, 0, 0, 3 * time.Second, 0},         // the slot came
+		{0, 4, false, 0, ratelimit.Never, 3 * time.Second, 0}, // above the burst: never
+		{0, 0, true, 0, 0, 3 * time.Second, 0},                // cost 0 reads
+		{10 * time.Second, 2, true, 1, 0, 2 * time.Second, 0}, // long idle: fresh
+		{0, 2, false, 1, time.Second, 2 * time.Second, 0},     // cost 2 with 1 left
 	}},
 	{"token_bucket", ratelimit.Per(3, 3*time.Second).Using(algorithms.TokenBucket{}), []step{
 		{0, 1, true, 2, 0, 1 * time.Second, 0},
@@ -92,7 +92,7 @@ var conformance = []struct {
 		{500 * ms, 1, false, 0, 2 * time.Second, 2 * time.Second, 0},
 		{0, 4, false, 0, ratelimit.Never, 2 * time.Second, 0},
 		{0, 0, true, 0, 0, 2 * time.Second, 0},
-		{2 * time.Second, 1, true, 2, 0, 3 * time.Second, 0}, // the next window
+		{2 * time.Second, 1, true, 2, 0, 3 * time.Second, 0},  // the next window
 		{10 * time.Second, 2, true, 1, 0, 2 * time.Second, 0}, // 1 s into a later window
 	}},
 	{"sliding_window_log", ratelimit.Per(3, 3*time.Second).Using(algorithms.SlidingLog{}), []step{

@@ -56,7 +56,7 @@ type PolicyResult struct {
 }
 
 // Results returns every policy's result, in the limiter's policy order.
-func (d *Decision) Results() []PolicyResult {
+func (d Decision) Results() []PolicyResult {
 	if d.more != nil {
 		return d.more
 	}
@@ -64,7 +64,7 @@ func (d *Decision) Results() []PolicyResult {
 }
 
 // Denied returns the results of the policies that denied the request.
-func (d *Decision) Denied() []PolicyResult {
+func (d Decision) Denied() []PolicyResult {
 	var out []PolicyResult
 	for _, r := range d.Results() {
 		if !r.Allowed {
@@ -92,39 +92,37 @@ func longer(a, b time.Duration) bool {
 // decide builds the decision from every policy's result.
 func decide(policies []Policy, raw []algorithms.Result) Decision {
 	d := Decision{Allowed: true, n: len(policies)}
-	rs := d.results[:0]
 	if len(policies) > len(d.results) {
-		d.more = make([]PolicyResult, 0, len(policies))
-		rs = d.more
-	}
-	for i, r := range raw {
-		rs = append(rs, PolicyResult{Policy: policies[i], Allowed: r.Allowed, Remaining: r.Remaining,
-			ResetAfter: micros(r.ResetAfter), RetryAfter: micros(r.RetryAfter), Delay: micros(r.Delay)})
-	}
-	if d.more != nil {
-		d.more = rs
+		d.more = make([]PolicyResult, len(policies))
 	}
 	bind := -1
-	for i := range rs {
-		r := &rs[i]
-		if !r.Allowed {
-			if d.Allowed || longer(r.RetryAfter, d.RetryAfter) {
-				bind, d.RetryAfter = i, r.RetryAfter
+	for i, r := range raw {
+		pr := PolicyResult{Policy: policies[i], Allowed: r.Allowed, Remaining: r.Remaining,
+			ResetAfter: micros(r.ResetAfter), RetryAfter: micros(r.RetryAfter), Delay: micros(r.Delay)}
+		if d.more != nil {
+			d.more[i] = pr
+		} else {
+			d.results[i] = pr
+		}
+		switch {
+		case !pr.Allowed:
+			if d.Allowed || longer(pr.RetryAfter, d.RetryAfter) {
+				bind, d.RetryAfter = i, pr.RetryAfter
 			}
 			d.Allowed = false
-			continue
-		}
-		d.Delay = max(d.Delay, r.Delay)
-		if d.Allowed && (bind < 0 || r.Remaining < rs[bind].Remaining) {
-			bind = i
+		case d.Allowed:
+			d.Delay = max(d.Delay, pr.Delay)
+			if bind < 0 || pr.Remaining < raw[bind].Remaining {
+				bind = i
+			}
 		}
 	}
 	if !d.Allowed {
 		d.Delay = 0
 	}
 	if bind >= 0 {
-		b := &rs[bind]
-		d.Policy, d.Limit, d.Remaining, d.ResetAfter = b.Policy, b.Policy.Capacity(), b.Remaining, b.ResetAfter
+		p := &policies[bind]
+		d.Policy, d.Limit, d.Remaining, d.ResetAfter = *p, p.Capacity(), raw[bind].Remaining, micros(raw[bind].ResetAfter)
 	}
 	return d
 }

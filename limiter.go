@@ -107,7 +107,19 @@ func (l *Limiter) check(ctx context.Context, key string, cost int64, charge bool
 		raw = make([]algorithms.Result, len(l.policies))
 	}
 	raw = raw[:len(l.policies)]
-	if err := l.store.Check(ctx, key, l.policies, cost, charge, raw); err != nil {
+	// Direct calls to the stores of this package keep raw on the stack.
+	var err error
+	switch s := l.store.(type) {
+	case *MemoryStore:
+		err = s.Check(ctx, key, l.policies, cost, charge, raw)
+	case *RedisStore:
+		err = s.Check(ctx, key, l.policies, cost, charge, raw)
+	default:
+		out := make([]algorithms.Result, len(raw))
+		err = s.Check(ctx, key, l.policies, cost, charge, out)
+		copy(raw, out)
+	}
+	if err != nil {
 		return Decision{}, err
 	}
 	return decide(l.policies, raw), nil

@@ -133,7 +133,7 @@ func (s *MemoryStore) Check(ctx context.Context, key string, policies []Policy, 
 // insert adds a new entry, keeping the shard within its bound. The caller holds sh.mu.
 func (s *MemoryStore) insert(sh *memoryShard, k string, e *memoryEntry, now int64) {
 	sh.writes++
-	if len(sh.entries) >= s.perShard || sh.writes%64 == 0 {
+	if len(sh.entries) >= s.perShard || sh.writes%16 == 0 {
 		s.sweep(sh, now, len(sh.entries) >= s.perShard)
 	}
 	sh.entries[k] = e

@@ -1,0 +1,33 @@
+# make test: what CI runs. Every module of the repository: gofmt, go vet, go test -race.
+MODULES := $(patsubst %/,%,$(dir $(shell find . -name go.mod -not -path "*/testdata/*" | sort)))
+ifeq ($(strip $(MODULES)),)
+MODULES := .
+endif
+GO ?= go
+
+.PHONY: test fmt vet race fuzz bench example
+
+test: fmt vet race fuzz
+
+fmt:
+	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	@for m in $(MODULES); do echo "go vet $$m"; (cd $$m && $(GO) vet ./...) || exit 1; done
+
+race:
+	@for m in $(MODULES); do echo "go test -race $$m"; (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
+
+# A short run of every fuzz target on top of the checked-in seed corpora.
+FUZZTIME ?= 5s
+fuzz:
+	@for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' *_test.go 2>/dev/null | sed 's/^func //'); do \
+		echo "go test -fuzz=$$f -fuzztime=$(FUZZTIME)"; \
+		$(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) . || exit 1; \
+	done
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem .
+
+example:
+	cd examples && $(GO) run ./nethttp

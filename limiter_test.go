@@ -1,0 +1,370 @@
+package ratelimit_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+)
+
+var ctx = context.Background()
+
+func mustNew(t testing.TB, store ratelimit.Store, policies ...ratelimit.Policy) *ratelimit.Limiter {
+	t.Helper()
+	l, err := ratelimit.New(store, policies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func allow(t testing.TB, l *ratelimit.Limiter, key string, cost int64) ratelimit.Decision {
+	t.Helper()
+	d, err := l.AllowN(ctx, key, cost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// A request denied by one policy consumes nothing from the others.
+func TestMultiPolicyAllOrNothing(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
+		perSecond := ratelimit.PerSecond(2).Using(algorithms.FixedWindow{})
+		perMinute := ratelimit.PerMinute(5).Using(algorithms.SlidingLog{})
+		l := mustNew(t, store, perSecond, perMinute)
+		key := keyOf(t)
+		for i := 0; i < 2; i++ {
+			if d := allow(t, l, key, 1); !d.Allowed {
+				t.Fatalf("request %d denied", i)
+			}
+		}
+		for i := 0; i < 10; i++ { // the per-second policy denies; the per-minute one must not pay
+			d := allow(t, l, key, 1)
+			if d.Allowed {
+				t.Fatalf("request %d beyond 2/s allowed", i)
+			}
+			if d.Policy.Name != perSecond.Name || d.Policy.Limit != 2 {
+				t.Fatalf("binding policy %v, want the per-second one", d.Policy)
+			}
+		}
+		res := allow(t, l, key, 0).Results()
+		if got := res[1].Remaining; got != 3 {
+			t.Fatalf("per-minute remaining after denials = %d, want 3", got)
+		}
+		clock.Advance(time.Second)
+		d := allow(t, l, key, 1)
+		if !d.Allowed || d.Remaining != 1 {
+			t.Fatalf("after 1s: allowed=%v remaining=%d, want true 1 (both policies at 1 left)", d.Allowed, d.Remaining)
+		}
+	})
+}
+
+// Mixed algorithms in one list; the binding policy is the one with the least remaining, and on
+// a denial the one with the longest wait.
+func TestMixedAlgorithmsBinding(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
+		policies := []ratelimit.Policy{
+			ratelimit.PerSecond(10).Using(algorithms.TokenBucket{}),
+			ratelimit.PerMinute(4).Using(algorithms.SlidingCounter{}),
+			ratelimit.PerHour(100).Using(algorithms.GCRA{}),
+			ratelimit.PerHour(50).Using(algorithms.LeakyBucket{}),
+			ratelimit.PerDay(1000).Using(algorithms.FixedWindow{}),
+		}
+		l := mustNew(t, store, policies...)
+		key := keyOf(t)
+		d := allow(t, l, key, 1)
+		if !d.Allowed || d.Policy.Limit != 4 || d.Remaining != 3 {
+			t.Fatalf("got allowed=%v binding=%v remaining=%d, want the 4/min policy with 3 left", d.Allowed, d.Policy, d.Remaining)
+		}
+		if n := len(d.Results()); n != 5 {
+			t.Fatalf("got %d results, want 5", n)
+		}
+		allow(t, l, key, 3)
+		d = allow(t, l, key, 1)
+		if d.Allowed || d.Policy.Limit != 4 {
+			t.Fatalf("got allowed=%v binding=%v, want denied by the 4/min policy", d.Allowed, d.Policy)
+		}
+		if d.RetryAfter <= 0 || d.RetryAfter > 2*time.Minute {
+			t.Fatalf("retry after %v, want within the next two minutes", d.RetryAfter)
+		}
+		clock.Advance(d.RetryAfter)
+		if d := allow(t, l, key, 1); !d.Allowed {
+			t.Fatalf("denied after waiting RetryAfter")
+		}
+	})
+}
+
+func TestRetryAfterIsTheLongestDenial(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
+		l := mustNew(t, store, ratelimit.PerSecond(1), ratelimit.PerMinute(1).Using(algorithms.FixedWindow{}))
+		key := keyOf(t)
+		allow(t, l, key, 1)
+		d := allow(t, l, key, 1)
+		if d.Allowed || d.RetryAfter != time.Minute || d.Policy.Window != time.Minute {
+			t.Fatalf("got allowed=%v retry=%v binding=%v, want denied for 1m by the per-minute policy", d.Allowed, d.RetryAfter, d.Policy)
+		}
+		if len(d.Denied()) != 2 {
+			t.Fatalf("got %d denying policies, want 2", len(d.Denied()))
+		}
+	})
+}
+
+func TestPeekChargesNothing(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
+		for _, alg := range allAlgorithms {
+			t.Run(alg.Name(), func(t *testing.T) {
+				l := mustNew(t, store, ratelimit.Per(2, time.Second).Using(alg))
+				key := keyOf(t)
+				for i := 0; i < 5; i++ {
+					if d, err := l.Peek(ctx, key); err != nil || !d.Allowed || d.Remaining != 1 {
+						t.Fatalf("peek %d: allowed=%v remaining=%d err=%v, want true 1", i, d.Allowed, d.Remaining, err)
+					}
+				}
+				allow(t, l, key, 2)
+				if d, _ := l.Peek(ctx, key); d.Allowed {
+					t.Fatal("peek on an exhausted policy says allowed")
+				}
+			})
+		}
+	})
+}
+
+var allAlgorithms = []algorithms.Algorithm{
+	algorithms.FixedWindow{}, algorithms.SlidingLog{}, algorithms.SlidingCounter{},
+	algorithms.TokenBucket{}, algorithms.LeakyBucket{}, algorithms.LeakyBucket{Shaping: true}, algorithms.GCRA{},
+}
+
+func TestResetForgets(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
+		for _, alg := range allAlgorithms {
+			t.Run(alg.Name(), func(t *testing.T) {
+				l := mustNew(t, store, ratelimit.PerHour(1).Using(alg), ratelimit.PerDay(5).Using(alg))
+				key := keyOf(t)
+				allow(t, l, key, 1)
+				if allow(t, l, key, 1).Allowed {
+					t.Fatal("second request in the hour allowed")
+				}
+				if err := l.Reset(ctx, key); err != nil {
+					t.Fatal(err)
+				}
+				if d := allow(t, l, key, 1); !d.Allowed || d.Results()[1].Remaining != 4 {
+					t.Fatalf("after Reset: allowed=%v daily remaining=%d, want true 4", d.Allowed, d.Results()[1].Remaining)
+				}
+			})
+		}
+	})
+}
+
+// Edge cases every algorithm must get right, on every engine.
+func TestEdgeCases(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
+		for _, alg := range allAlgorithms {
+			t.Run(alg.Name(), func(t *testing.T) {
+				key := keyOf(t)
+
+				// Limit 1 per day: one request, then a wait of at most a day (two for the sliding
+				// counter, whose estimate still weighs yesterday's request), then one more.
+				l := mustNew(t, store, ratelimit.PerDay(1).Using(alg))
+				if !allow(t, l, key, 1).Allowed {
+					t.Fatal("first request of 1/day denied")
+				}
+				d := allow(t, l, key, 1)
+				if d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > 48*time.Hour {
+					t.Fatalf("second request of 1/day: allowed=%v retry=%v", d.Allowed, d.RetryAfter)
+				}
+				clock.Advance(d.RetryAfter)
+				if !allow(t, l, key, 1).Allowed {
+					t.Fatal("request after RetryAfter denied")
+				}
+
+				// Cost above the capacity: denied, never admissible, and charges nothing.
+				l = mustNew(t, store, ratelimit.PerMinute(3).Using(alg))
+				d = allow(t, l, key+"-big", 4)
+				if d.Allowed || d.RetryAfter != ratelimit.Never {
+					t.Fatalf("cost 4 of 3/min: allowed=%v retry=%v, want denied, Never", d.Allowed, d.RetryAfter)
+				}
+				if d := allow(t, l, key+"-big", 3); !d.Allowed {
+					t.Fatal("cost 3 after a refused cost 4 denied: the refused request was charged")
+				}
+
+				// A clock far in the future (year 2200) still computes exactly.
+				clock.Set(time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC))
+				l = mustNew(t, store, ratelimit.PerHour(2).Using(alg))
+				if a, b, c := allow(t, l, key+"-far", 1), allow(t, l, key+"-far", 1), allow(t, l, key+"-far", 1); !a.Allowed || !b.Allowed || c.Allowed {
+					t.Fatalf("2/h in 2200: got %v %v %v, want true true false", a.Allowed, b.Allowed, c.Allowed)
+				}
+			})
+		}
+	})
+}
+
+func TestBadInput(t *testing.T) {
+	l := mustNew(t, ratelimit.NewMemoryStore(), ratelimit.PerSecond(1))
+	if _, err := l.Allow(ctx, ""); !errors.Is(err, ratelimit.ErrEmptyKey) {
+		t.Errorf("empty key: got %v, want ErrEmptyKey", err)
+	}
+	if _, err := l.AllowN(ctx, "k", -1); err == nil || !strings.Contains(err.Error(), "negative") {
+		t.Errorf("negative cost: got %v, want an error naming it", err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := l.Allow(cancelled, "k"); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled context: got %v, want context.Canceled", err)
+	}
+}
+
+func TestPolicyValidation(t *testing.T) {
+	cases := []struct {
+		policy ratelimit.Policy
+		field  string
+	}{
+		{ratelimit.PerSecond(0), "Limit"},
+		{ratelimit.PerSecond(-5), "Limit"},
+		{ratelimit.Per(10, 0), "Window"},
+		{ratelimit.Per(10, -time.Second), "Window"},
+		{ratelimit.Per(10, 500*time.Microsecond), "Window"},
+		{ratelimit.Per(10, time.Second+time.Nanosecond), "Window"},
+		{ratelimit.PerSecond(10).WithBurst(-1), "Burst"},
+		{ratelimit.PerSecond(10).WithBurst(5).Using(algorithms.FixedWindow{}), "Burst"},
+		{ratelimit.PerSecond(2_000_000).Using(algorithms.GCRA{}), "Limit"},
+		{ratelimit.PerSecond(200_000).Using(algorithms.SlidingLog{}), "Limit"},
+		{ratelimit.PerSecond(10).Named("Bad Name"), "Name"},
+		{ratelimit.PerSecond(10).Named("1abc"), "Name"},
+	}
+	for _, c := range cases {
+		_, err := ratelimit.New(ratelimit.NewMemoryStore(), c.policy)
+		if !errors.Is(err, ratelimit.ErrInvalidPolicy) || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%v: got %v, want an invalid-policy error naming %s", c.policy, err, c.field)
+		}
+	}
+	if _, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.PerSecond(1), ratelimit.PerSecond(1)); err == nil {
+		t.Error("two policies with one name accepted")
+	}
+	if _, err := ratelimit.New(ratelimit.NewMemoryStore()); err == nil {
+		t.Error("no policy accepted")
+	}
+	if _, err := ratelimit.New(nil, ratelimit.PerSecond(1)); err == nil {
+		t.Error("nil store accepted")
+	}
+}
+
+func TestPolicyString(t *testing.T) {
+	for _, c := range []struct {
+		p    ratelimit.Policy
+		want string
+	}{
+		{ratelimit.PerMinute(100), "100 req/1m gcra (burst 100)"},
+		{ratelimit.PerSecond(10).WithBurst(20).Using(algorithms.TokenBucket{}), "10 req/1s token_bucket (burst 20)"},
+		{ratelimit.PerHour(5).Using(algorithms.SlidingLog{}).Named("login"), "login: 5 req/1h sliding_window_log"},
+		{ratelimit.Per(3, 1500*time.Millisecond).Using(algorithms.FixedWindow{}), "3 req/1500ms fixed_window"},
+	} {
+		if got := c.p.String(); got != c.want {
+			t.Errorf("got %q, want %q", got, c.want)
+		}
+	}
+	if got := ratelimit.PerDay(7).Using(algorithms.SlidingCounter{}).DisplayName(); got != "sliding-window-counter-7-per-1d" {
+		t.Errorf("DisplayName = %q", got)
+	}
+}
+
+// Identities that differ must never share state, whatever bytes they hold.
+func TestKeysDoNotCollide(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
+		l := mustNew(t, store, ratelimit.PerHour(1).Using(algorithms.FixedWindow{}))
+		base := keyOf(t)
+		long := strings.Repeat("x", 10_000)
+		ids := []string{
+			base + "a}b", base + "a", base + "{a}", base + "a:b", base + "a\x00b", base + "a\x00c",
+			base + long, base + long + "y", base + "\xff\xfe", base + "é", base + " ", base + "a/b",
+		}
+		for _, id := range ids {
+			if d := allow(t, l, id, 1); !d.Allowed {
+				t.Fatalf("first request of %.40q denied: it shares state with another identity", id)
+			}
+		}
+		for _, id := range ids {
+			if d := allow(t, l, id, 1); d.Allowed {
+				t.Fatalf("second request of %.40q allowed", id)
+			}
+		}
+	})
+}
+
+// A policy whose parameters change starts afresh rather than misreading the old state.
+func TestChangedPolicyStartsAfresh(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
+		key := keyOf(t)
+		old := mustNew(t, store, ratelimit.PerMinute(2).Using(algorithms.FixedWindow{}).Named("api"))
+		allow(t, old, key, 2)
+		for _, p := range []ratelimit.Policy{
+			ratelimit.PerMinute(3).Using(algorithms.FixedWindow{}).Named("api"),
+			ratelimit.PerHour(2).Using(algorithms.FixedWindow{}).Named("api"),
+			ratelimit.PerMinute(2).Using(algorithms.SlidingCounter{}).Named("api"),
+		} {
+			if d := allow(t, mustNew(t, store, p), key, 1); !d.Allowed {
+				t.Errorf("%v read the state of the old policy", p)
+			}
+		}
+	})
+}
+
+// The server losing its script cache (SCRIPT FLUSH, a restart, a failover) is invisible.
+func TestScriptFlushIsInvisible(t *testing.T) {
+	client := redistest.Standalone(t)
+	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)))
+	l := mustNew(t, store, ratelimit.PerMinute(3))
+	for i := 0; i < 3; i++ {
+		if err := client.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if d := allow(t, l, "flush", 1); !d.Allowed || d.Remaining != int64(2-i) {
+			t.Fatalf("request %d after SCRIPT FLUSH: allowed=%v remaining=%d", i, d.Allowed, d.Remaining)
+		}
+	}
+}
+
+// With no clock injected, the Redis store reads the server's TIME, and keys still expire.
+func TestRedisServerTime(t *testing.T) {
+	for _, e := range engines[1:] {
+		t.Run(e.name, func(t *testing.T) {
+			l := mustNew(t, e.store(t), ratelimit.PerSecond(5), ratelimit.PerMinute(10).Using(algorithms.SlidingLog{}))
+			for i := 0; i < 5; i++ {
+				if !allow(t, l, "servertime", 1).Allowed {
+					t.Fatalf("request %d denied", i)
+				}
+			}
+			d := allow(t, l, "servertime", 1)
+			if d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > 200*time.Millisecond {
+				t.Fatalf("6th request: allowed=%v retry=%v, want denied for about 200ms", d.Allowed, d.RetryAfter)
+			}
+		})
+	}
+}
+
+// Corrupt state in Redis is an error naming the key, not a panic or a silent reset.
+func TestRedisMalformedState(t *testing.T) {
+	client := redistest.Standalone(t)
+	prefix := redistest.Prefix(t)
+	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix)), ratelimit.PerMinute(3).Using(algorithms.TokenBucket{}))
+	allow(t, l, "bad", 1)
+	keys, err := client.Keys(ctx, prefix+"*").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("keys %v %v", keys, err)
+	}
+	client.Set(ctx, keys[0], "not:numbers:at all", time.Minute)
+	if _, err := l.Allow(ctx, "bad"); err == nil || !strings.Contains(err.Error(), "malformed state") {
+		t.Fatalf("got %v, want a malformed-state error", err)
+	}
+	client.Del(ctx, keys[0])
+	client.ZAdd(ctx, keys[0], redisZ(1))
+	client.Expire(ctx, keys[0], time.Minute)
+	if _, err := l.Allow(ctx, "bad"); err == nil {
+		t.Fatal("a key of the wrong type gave no error")
+	}
+}

@@ -1,0 +1,49 @@
+package ratelimit_test
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+)
+
+// A flood of new identities cannot grow the memory store past its bound.
+func TestMemoryStoreBound(t *testing.T) {
+	clock := newFakeClock()
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(clock), ratelimit.WithMaxKeys(6400))
+	l := mustNew(t, store, ratelimit.PerHour(10))
+	for i := 0; i < 100_000; i++ {
+		allow(t, l, "flood-"+strconv.Itoa(i), 1)
+	}
+	if n := store.Len(); n > 6400 {
+		t.Fatalf("store holds %d keys, bound 6400", n)
+	}
+	// A key just charged survives the flood's evictions better than the oldest ones: the store
+	// drops the state closest to expiring.
+	if d := allow(t, l, "flood-99999", 0); d.Remaining != 9 {
+		t.Fatalf("the newest key lost its state (remaining %d, want 9)", d.Remaining)
+	}
+}
+
+// Expired state is reclaimed as the store is used, without a background goroutine.
+func TestMemoryStoreReclaimsExpired(t *testing.T) {
+	clock := newFakeClock()
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(clock))
+	for _, alg := range allAlgorithms {
+		l := mustNew(t, store, ratelimit.PerSecond(5).Using(alg))
+		for i := 0; i < 2000; i++ {
+			allow(t, l, alg.Code()+strconv.Itoa(i), 1)
+		}
+	}
+	before := store.Len()
+	clock.Advance(time.Hour) // every state above has expired
+	l := mustNew(t, store, ratelimit.PerSecond(5).Using(algorithms.GCRA{}).Named("later"))
+	for i := 0; i < 20_000; i++ {
+		allow(t, l, "later"+strconv.Itoa(i), 1)
+	}
+	if after := store.Len(); after >= before+20_000-before/2 {
+		t.Fatalf("store grew from %d to %d keys: expired state is not reclaimed", before, after)
+	}
+}
