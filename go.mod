@@ -1,11 +1,11 @@
 module github.com/a7d3e0dd/ratelimit
 
-go 1.26.8
+go 1.24
 
-require github.com/redis/go-redis/v9 v9.23.0
+require github.com/redis/go-redis/v9 v9.22.0
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	go.uber.org/atomic v1.12.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
+	go.uber.org/atomic v1.11.0 // indirect
+	golang.org/x/sys v0.30.0 // indirect
 )
