@@ -44,9 +44,11 @@ func startCluster() ([]*server, error) {
 	errs := make([]error, clusterNodes)
 	var wg sync.WaitGroup
 	for i := range srvs {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			srvs[i], errs[i] = startServer(fmt.Sprintf("cluster-%d", i), clusterArgs)
-		})
+		}()
 	}
 	wg.Wait()
 	err := errors.Join(errs...)
@@ -92,9 +94,16 @@ func formCluster(srvs []*server) error {
 			return fmt.Errorf("assigning slots %d-%d to %s: %w", lo, hi, addrs[i], err)
 		}
 	}
-	for i := 1; i < len(srvs); i++ {
-		if err := nodes[0].ClusterMeet(ctx, loopback, strconv.Itoa(srvs[i].port)).Err(); err != nil {
-			return fmt.Errorf("CLUSTER MEET %s from %s: %w", addrs[i], addrs[0], err)
+	// Every node meets every other one, rather than relying on gossip to
+	// spread the news, which takes seconds.
+	for i := range nodes {
+		for j := range nodes {
+			if i == j {
+				continue
+			}
+			if err := nodes[i].ClusterMeet(ctx, loopback, strconv.Itoa(srvs[j].port)).Err(); err != nil {
+				return fmt.Errorf("CLUSTER MEET %s from %s: %w", addrs[j], addrs[i], err)
+			}
 		}
 	}
 

@@ -382,7 +382,9 @@ func stopAll() {
 
 	var wg sync.WaitGroup
 	for _, s := range servers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			if err := s.stop(); err != nil {
 				fmt.Fprintf(os.Stderr, "redistest: stopping %s redis-server: %v\n", s.name, err)
 				return // keep the directory: the process may still use it
@@ -390,7 +392,7 @@ func stopAll() {
 			if err := os.RemoveAll(s.dir); err != nil {
 				fmt.Fprintf(os.Stderr, "redistest: removing %s: %v\n", s.dir, err)
 			}
-		})
+		}()
 	}
 	wg.Wait()
 }
