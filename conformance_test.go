@@ -23,54 +23,36 @@ type step struct {
 
 const ms = time.Millisecond
 
+// meterSteps is the table of GCRA, the token bucket and the policing leaky bucket at 3 per 3 s:
+// the three keep different state but admit the same requests and report the same numbers.
+var meterSteps = []step{
+	{0, 1, true, 2, 0, 1 * time.Second, 0},
+	{0, 1, true, 1, 0, 2 * time.Second, 0},
+	{0, 1, true, 0, 0, 3 * time.Second, 0},
+	{0, 1, false, 0, time.Second, 3 * time.Second, 0},     // burst spent: next slot in 1 s
+	{500 * ms, 1, false, 0, 500 * ms, 2500 * ms, 0},       // half way to it
+	{500 * ms, 1, true, 0, 0, 3 * time.Second, 0},         // the slot came
+	{0, 4, false, 0, ratelimit.Never, 3 * time.Second, 0}, // above the burst: never
+	{0, 0, true, 0, 0, 3 * time.Second, 0},                // cost 0 reads
+	{10 * time.Second, 2, true, 1, 0, 2 * time.Second, 0}, // long idle: fresh
+	{0, 2, false, 1, time.Second, 2 * time.Second, 0},     // cost 2 with 1 left
+}
+
 // Every row of a table is a request; the comments give the state before it.
 var conformance = []struct {
 	name   string
 	policy ratelimit.Policy
 	steps  []step
 }{
-	{"gcra", ratelimit.Per(3, 3*time.Second).Using(algorithms.GCRA{}), []step{
-		{0, 1, true, 2, 0, 1 * time.Second, 0},
-		{0, 1, true, 1, 0, 2 * time.Second, 0},
-		{0, 1, true, 0, 0, 3 * time.Second, 0},
-		{0, 1, false, 0, time.Second, 3 * time.Second, 0},     // burst spent: next slot in 1 s
-		{500 * ms, 1, false, 0, 500 * ms, 2500 * ms, 0},       // half way to it
-		{500 * ms, 1, true, 0, 0, 3 * time.Second, 0},         // the slot came
-		{0, 4, false, 0, ratelimit.Never, 3 * time.Second, 0}, // above the burst: never
-		{0, 0, true, 0, 0, 3 * time.Second, 0},                // cost 0 reads
-		{10 * time.Second, 2, true, 1, 0, 2 * time.Second, 0}, // long idle: fresh
-		{0, 2, false, 1, time.Second, 2 * time.Second, 0},     // cost 2 with 1 left
-	}},
-	{"token_bucket", ratelimit.Per(3, 3*time.Second).Using(algorithms.TokenBucket{}), []step{
-		{0, 1, true, 2, 0, 1 * time.Second, 0},
-		{0, 1, true, 1, 0, 2 * time.Second, 0},
-		{0, 1, true, 0, 0, 3 * time.Second, 0},
-		{0, 1, false, 0, time.Second, 3 * time.Second, 0},
-		{500 * ms, 1, false, 0, 500 * ms, 2500 * ms, 0},
-		{500 * ms, 1, true, 0, 0, 3 * time.Second, 0},
-		{0, 4, false, 0, ratelimit.Never, 3 * time.Second, 0},
-		{0, 0, true, 0, 0, 3 * time.Second, 0},
-		{10 * time.Second, 2, true, 1, 0, 2 * time.Second, 0},
-		{0, 2, false, 1, time.Second, 2 * time.Second, 0},
-	}},
+	{"gcra", ratelimit.Per(3, 3*time.Second).Using(algorithms.GCRA{}), meterSteps},
+	{"token_bucket", ratelimit.Per(3, 3*time.Second).Using(algorithms.TokenBucket{}), meterSteps},
 	{"token_bucket_burst", ratelimit.Per(1, time.Second).WithBurst(5).Using(algorithms.TokenBucket{}), []step{
 		{0, 5, true, 0, 0, 5 * time.Second, 0},
 		{0, 1, false, 0, time.Second, 5 * time.Second, 0},
 		{2500 * ms, 2, true, 0, 0, 4500 * ms, 0}, // 2 tokens back, the half is kept
 		{500 * ms, 1, true, 0, 0, 5 * time.Second, 0},
 	}},
-	{"leaky_bucket", ratelimit.Per(3, 3*time.Second).Using(algorithms.LeakyBucket{}), []step{
-		{0, 1, true, 2, 0, 1 * time.Second, 0},
-		{0, 1, true, 1, 0, 2 * time.Second, 0},
-		{0, 1, true, 0, 0, 3 * time.Second, 0},
-		{0, 1, false, 0, time.Second, 3 * time.Second, 0},
-		{500 * ms, 1, false, 0, 500 * ms, 2500 * ms, 0},
-		{500 * ms, 1, true, 0, 0, 3 * time.Second, 0},
-		{0, 4, false, 0, ratelimit.Never, 3 * time.Second, 0},
-		{0, 0, true, 0, 0, 3 * time.Second, 0},
-		{10 * time.Second, 2, true, 1, 0, 2 * time.Second, 0},
-		{0, 2, false, 1, time.Second, 2 * time.Second, 0},
-	}},
+	{"leaky_bucket", ratelimit.Per(3, 3*time.Second).Using(algorithms.LeakyBucket{}), meterSteps},
 	{"leaky_bucket_shaping", ratelimit.Per(3, 3*time.Second).Using(algorithms.LeakyBucket{Shaping: true}), []step{
 		{0, 1, true, 2, 0, 1 * time.Second, 0},
 		{0, 1, true, 1, 0, 2 * time.Second, time.Second}, // queued behind the first

@@ -1,0 +1,51 @@
+package ratelimit_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+)
+
+// The Go transitions (memory store) and the Lua ones (Redis) agree on every decision of long
+// random request sequences, for random parameters of every algorithm.
+func TestEnginesAgreeOnRandomTraffic(t *testing.T) {
+	client := redistest.Standalone(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, alg := range allAlgorithms {
+		for trial := 0; trial < 6; trial++ {
+			limit := 1 + rng.Int64N(50)
+			window := time.Duration(1+rng.Int64N(5000)) * time.Millisecond
+			if rng.IntN(3) == 0 {
+				window += time.Duration(rng.Int64N(1000)) * time.Microsecond // odd windows too
+			}
+			p := ratelimit.Per(limit, window).Using(alg)
+			if rng.IntN(2) == 0 && p.WithBurst(limit*2).Validate() == nil {
+				p = p.WithBurst(limit * 2)
+			}
+			t.Run(fmt.Sprintf("%s/%v", alg.Name(), p), func(t *testing.T) {
+				clock := newFakeClock()
+				clock.Advance(time.Duration(rng.Int64N(int64(time.Hour))))
+				mem := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), p)
+				red := mustNew(t, redisStore(t, client, ratelimit.WithClock(clock)), p)
+				key := keyOf(t)
+				for i := 0; i < 300; i++ {
+					clock.Advance(time.Duration(rng.Int64N(int64(window) / max(1, limit/2))))
+					cost := rng.Int64N(3)
+					if rng.IntN(20) == 0 {
+						cost = rng.Int64N(2*limit + 2)
+					}
+					a, b := allow(t, mem, key, cost), allow(t, red, key, cost)
+					if a.Allowed != b.Allowed || a.Remaining != b.Remaining || a.RetryAfter != b.RetryAfter ||
+						a.ResetAfter != b.ResetAfter || a.Delay != b.Delay {
+						t.Fatalf("step %d (cost %d): memory and Redis disagree\nmemory: allowed=%v remaining=%d retry=%v reset=%v delay=%v\n redis: allowed=%v remaining=%d retry=%v reset=%v delay=%v",
+							i, cost, a.Allowed, a.Remaining, a.RetryAfter, a.ResetAfter, a.Delay, b.Allowed, b.Remaining, b.RetryAfter, b.ResetAfter, b.Delay)
+					}
+				}
+			})
+		}
+	}
+}
