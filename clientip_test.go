@@ -1,0 +1,245 @@
+package ratelimit_test
+
+import (
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/a7d3e0dd/ratelimit"
+)
+
+// ipReq is a request from remote with the given header lines.
+func ipReq(remote string, header ...string) ratelimit.Request {
+	r := &http.Request{RemoteAddr: remote, Header: http.Header{}}
+	for i := 0; i < len(header); i += 2 {
+		r.Header.Add(header[i], header[i+1])
+	}
+	return ratelimit.HTTPRequest(r)
+}
+
+var (
+	trustLAN = ratelimit.TrustProxies("10.0.0.0/8", "2001:db8:ffff::/48")
+	spoofs   = []string{"X-Forwarded-For", "203.0.113.66", "X-Real-IP", "203.0.113.67", "Forwarded", "for=203.0.113.68"}
+)
+
+func TestClientIP(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		opts   []ratelimit.IPOption
+		req    ratelimit.Request
+		want   string // the address, or a part of the error
+		errors bool
+	}{
+		// The connection's address, normalised.
+		{name: "ipv4", req: ipReq("192.0.2.1:1234"), want: "192.0.2.1"},
+		{name: "ipv6", req: ipReq("[2001:db8::1]:443"), want: "2001:db8::1"},
+		{name: "ipv4-mapped ipv6", req: ipReq("[::ffff:192.0.2.1]:80"), want: "192.0.2.1"},
+		{name: "zone", req: ipReq("[fe80::1%eth0]:80"), want: "fe80::1"},
+		{name: "no port", req: ipReq("192.0.2.1"), want: "192.0.2.1"},
+		{name: "ipv6 without port", req: ipReq("2001:db8::1"), want: "2001:db8::1"},
+		{name: "ipv6 in brackets without port", req: ipReq("[2001:db8::1]"), want: "2001:db8::1"},
+		{name: "unix socket", req: ipReq("@"), want: `the connection's address "@" is not an IP address`, errors: true},
+		{name: "empty", req: ipReq(""), want: "is not an IP address", errors: true},
+		{name: "host name", req: ipReq("example.com:80"), want: "is not an IP address", errors: true},
+		{name: "ipv4 in brackets", req: ipReq("[192.0.2.1]"), want: "is not an IP address", errors: true},
+
+		// Spoofed headers change nothing without trusted proxies.
+		{name: "spoofed headers", req: ipReq("192.0.2.1:1234", spoofs...), want: "192.0.2.1"},
+		{name: "spoofed headers from a private address", req: ipReq("10.0.0.1:1234", spoofs...), want: "10.0.0.1"},
+		// ...nor when the peer is not a trusted proxy.
+		{name: "spoofed headers, untrusted peer", opts: []ratelimit.IPOption{trustLAN}, req: ipReq("192.0.2.1:1", spoofs...), want: "192.0.2.1"},
+
+		// X-Forwarded-For from a trusted proxy: the rightmost untrusted address.
+		{name: "xff", opts: []ratelimit.IPOption{trustLAN}, req: ipReq("10.0.0.1:1", "X-Forwarded-For", "203.0.113.7"), want: "203.0.113.7"},
+		{name: "xff: what the client wrote is ignored", opts: []ratelimit.IPOption{trustLAN},
+			req: ipReq("10.0.0.1:1", "X-Forwarded-For", "198.51.100.1, 10.9.9.9, 203.0.113.7"), want: "203.0.113.7"},
+		{name: "xff: a chain of trusted proxies", opts: []ratelimit.IPOption{trustLAN},
+			req: ipReq("10.0.0.1:1", "X-Forwarded-For", "198.51.100.1, 203.0.113.7, 10.0.0.3, 2001:db8:ffff::1"), want: "203.0.113.7"},
+		{name: "xff: all trusted, the leftmost", opts: []ratelimit.IPOption{trustLAN},
+			req: ipReq("10.0.0.1:1", "X-Forwarded-For", "10.0.0.3, 10.0.0.2"), want: "10.0.0.3"},
+		{name: "xff: the proxy's own line comes last", opts: []ratelimit.IPOption{trustLAN},
+			req: ipReq("10.0.0.1:1", "X-Forwarded-For", "198.51.100.66", "X-Forwarded-For", "203.0.113.7"), want: "203.0.113.7"},
+		{name: "xff: absent", opts: []ratelimit.IPOption{trustLAN}, req: ipReq("10.0.0.1:1"), want: "10.0.0.1"},
+		{name: "xff: ports, brackets, blanks", opts: []ratelimit.IPOption{trustLAN},
+			req: ipReq("10.0.0.1:1", "X-Forwarded-For", " , [2001:db8::7]:4711 ,\t10.0.0.2:80,, "), want: "2001:db8::7"},
+		{name: "xff: ipv4-mapped", opts: []ratelimit.IPOption{trustLAN}, req: ipReq("[::ffff:10.0.0.1]:1", "X-Forwarded-For", "::ffff:203.0.113.7"), want: "203.0.113.7"},
+		{name: "xff: garbage to the left is never read", opts: []ratelimit.IPOption{trustLAN},
+			req: ipReq("10.0.0.1:1", "X-Forwarded-For", "<script>, 203.0.113.7"), want: "203.0.113.7"},
+		{name: "xff: garbage where the client should be", opts: []ratelimit.IPOption{trustLAN},
+			req: ipReq("10.0.0.1:1", "X-Forwarded-For", "203.0.113.7, unknown"), want: `X-Forwarded-For entry "unknown" is not an IP address`, errors: true},
+		{name: "xff: huge", opts: []ratelimit.IPOption{trustLAN},
+			req: ipReq("10.0.0.1:1", "X-Forwarded-For", strings.Repeat("10.0.0.1,", 1000)), want: "key too long", errors: true},
+		{name: "xff: other headers are ignored", opts: []ratelimit.IPOption{trustLAN},
+			req: ipReq("10.0.0.1:1", "X-Real-IP", "203.0.113.67", "Forwarded", "for=203.0.113.68"), want: "10.0.0.1"},
+		{name: "single trusted address", opts: []ratelimit.IPOption{ratelimit.TrustProxies("10.0.0.1")},
+			req: ipReq("10.0.0.1:1", "X-Forwarded-For", "10.0.0.2, 203.0.113.7"), want: "203.0.113.7"},
+		{name: "ipv4-mapped trusted prefix", opts: []ratelimit.IPOption{ratelimit.TrustProxies("::ffff:10.0.0.0/104")},
+			req: ipReq("10.0.0.1:1", "X-Forwarded-For", "203.0.113.7"), want: "203.0.113.7"},
+
+		// Single-address headers.
+		{name: "x-real-ip", opts: []ratelimit.IPOption{trustLAN, ratelimit.ProxyHeader("X-Real-IP")},
+			req: ipReq("10.0.0.1:1", "X-Real-IP", "203.0.113.7", "X-Forwarded-For", "198.51.100.1"), want: "203.0.113.7"},
+		{name: "x-real-ip absent", opts: []ratelimit.IPOption{trustLAN, ratelimit.ProxyHeader("x-real-ip")},
+			req: ipReq("10.0.0.1:1", "X-Forwarded-For", "198.51.100.1"), want: "10.0.0.1"},
+
+		// Forwarded (RFC 7239).
+		{name: "forwarded", opts: []ratelimit.IPOption{trustLAN, ratelimit.ProxyHeader("Forwarded")},
+			req: ipReq("10.0.0.1:1", "Forwarded", `for=198.51.100.1, for="[2001:db8:cafe::17]:4711";proto=https`), want: "2001:db8:cafe::17"},
+		{name: "forwarded: a chain of trusted proxies", opts: []ratelimit.IPOption{trustLAN, ratelimit.ProxyHeader("Forwarded")},
+			req: ipReq("10.0.0.1:1", "Forwarded", `for=198.51.100.1;by=x, For=203.0.113.7;proto=https, for="10.0.0.2:8080"`), want: "203.0.113.7"},
+		{name: "forwarded: two lines", opts: []ratelimit.IPOption{trustLAN, ratelimit.ProxyHeader("Forwarded")},
+			req: ipReq("10.0.0.1:1", "Forwarded", `for=198.51.100.66`, "Forwarded", "for=203.0.113.7"), want: "203.0.113.7"},
+		{name: "forwarded: unknown", opts: []ratelimit.IPOption{trustLAN, ratelimit.ProxyHeader("Forwarded")},
+			req: ipReq("10.0.0.1:1", "Forwarded", "for=unknown"), want: `for="unknown" does not disclose the client address`, errors: true},
+		{name: "forwarded: obfuscated", opts: []ratelimit.IPOption{trustLAN, ratelimit.ProxyHeader("Forwarded")},
+			req: ipReq("10.0.0.1:1", "Forwarded", "for=_hidden"), want: "does not disclose", errors: true},
+		{name: "forwarded: no for", opts: []ratelimit.IPOption{trustLAN, ratelimit.ProxyHeader("Forwarded")},
+			req: ipReq("10.0.0.1:1", "Forwarded", "proto=https"), want: "has no for= parameter", errors: true},
+		{name: "forwarded: malformed", opts: []ratelimit.IPOption{trustLAN, ratelimit.ProxyHeader("Forwarded")},
+			req: ipReq("10.0.0.1:1", "Forwarded", `for="203.0.113.7`), want: "unterminated quoted string", errors: true},
+		{name: "forwarded: x-forwarded-for is ignored", opts: []ratelimit.IPOption{trustLAN, ratelimit.ProxyHeader("Forwarded")},
+			req: ipReq("10.0.0.1:1", "X-Forwarded-For", "203.0.113.66"), want: "10.0.0.1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := ratelimit.NewIPResolver(c.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := res.ClientIP(c.req)
+			switch {
+			case c.errors && err == nil:
+				t.Errorf("got %v, want an error containing %q", got, c.want)
+			case c.errors && !strings.Contains(err.Error(), c.want):
+				t.Errorf("got error %q, want one containing %q", err, c.want)
+			case !c.errors && (err != nil || got.String() != c.want):
+				t.Errorf("got %v, %v; want %s", got, err, c.want)
+			}
+		})
+	}
+}
+
+func TestKeyByIP(t *testing.T) {
+	for _, c := range []struct {
+		opts   []ratelimit.IPOption
+		remote string
+		want   string
+	}{
+		{nil, "192.0.2.1:1", "ip:192.0.2.1"},
+		{nil, "[::ffff:192.0.2.1]:1", "ip:192.0.2.1"},
+		{nil, "[2001:db8:1:2:3:4:5:6]:1", "ip:2001:db8:1:2::/64"},
+		{nil, "[2001:db8:1:2::ffff]:1", "ip:2001:db8:1:2::/64"},
+		{nil, "[fe80::1%eth0]:1", "ip:fe80::/64"},
+		{[]ratelimit.IPOption{ratelimit.IPv6Prefix(48)}, "[2001:db8:1:2:3:4:5:6]:1", "ip:2001:db8:1::/48"},
+		{[]ratelimit.IPOption{ratelimit.IPv6Prefix(128)}, "[2001:db8:1:2:3:4:5:6]:1", "ip:2001:db8:1:2:3:4:5:6"},
+		{[]ratelimit.IPOption{ratelimit.IPv6Prefix(48)}, "192.0.2.1:1", "ip:192.0.2.1"},
+	} {
+		got, err := ratelimit.KeyByIP(c.opts...)(ipReq(c.remote))
+		if err != nil || got != c.want {
+			t.Errorf("KeyByIP from %s: got %q, %v; want %q", c.remote, got, err, c.want)
+		}
+	}
+}
+
+func TestIPOptionErrors(t *testing.T) {
+	for _, c := range []struct {
+		opts []ratelimit.IPOption
+		want string
+	}{
+		{[]ratelimit.IPOption{ratelimit.TrustProxies("10.0.0.0/33")}, `ratelimit: client IP: TrustProxies: "10.0.0.0/33" is neither a CIDR prefix nor an IP address`},
+		{[]ratelimit.IPOption{ratelimit.TrustProxies("localhost")}, `TrustProxies: "localhost" is neither`},
+		{[]ratelimit.IPOption{ratelimit.TrustProxies("::ffff:10.0.0.0/8")}, `TrustProxies: "::ffff:10.0.0.0/8" is neither`},
+		{[]ratelimit.IPOption{ratelimit.IPv6Prefix(0)}, "IPv6Prefix(0): bits must be between 1 and 128"},
+		{[]ratelimit.IPOption{ratelimit.IPv6Prefix(129)}, "IPv6Prefix(129)"},
+		{[]ratelimit.IPOption{trustLAN, ratelimit.ProxyHeader("X Real IP")}, `ProxyHeader: "X Real IP" is not a valid header name`},
+		{[]ratelimit.IPOption{ratelimit.ProxyHeader("X-Real-IP")}, `ProxyHeader("X-Real-Ip") has no effect without TrustProxies`},
+		{[]ratelimit.IPOption{nil}, "an IPOption is nil"},
+	} {
+		_, err := ratelimit.NewIPResolver(c.opts...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want an error containing %q", err, c.want)
+		}
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(r.(error).Error(), "IPv6Prefix(0)") {
+			t.Errorf("KeyByIP(IPv6Prefix(0)): got panic %v, want one naming the option", r)
+		}
+	}()
+	ratelimit.KeyByIP(ratelimit.IPv6Prefix(0))
+}
+
+// FuzzClientIP holds the resolver to its rules on any input: it never panics; it returns a
+// valid, normalised address or an error; without trusted proxies, or with an untrusted peer,
+// headers never change the result; with a trusted peer, the result is the peer or an address
+// written in the header.
+func FuzzClientIP(f *testing.F) {
+	f.Add("192.0.2.1:1234", "203.0.113.7", "198.51.100.1", "for=203.0.113.9")
+	f.Add("10.0.0.1:1234", "198.51.100.1, 203.0.113.7, 10.0.0.2", "203.0.113.8", `for="[2001:db8::1]:80", for=10.0.0.2`)
+	f.Add("[2001:db8:ffff::1]:443", "::ffff:203.0.113.7", "", `for=_hidden;by=x;proto=https`)
+	f.Add("[fe80::1%eth0]:80", ",,", "unknown", `for="\"\\"`)
+	f.Add("@", "", "", "")
+	plain, _ := ratelimit.NewIPResolver()
+	xff, _ := ratelimit.NewIPResolver(trustLAN)
+	realIP, _ := ratelimit.NewIPResolver(trustLAN, ratelimit.ProxyHeader("X-Real-IP"))
+	fwd, _ := ratelimit.NewIPResolver(trustLAN, ratelimit.ProxyHeader("Forwarded"))
+	lan := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8:ffff::/48")}
+	trusted := func(a netip.Addr) bool { return lan[0].Contains(a) || lan[1].Contains(a) }
+
+	f.Fuzz(func(t *testing.T, remote, xffValue, realIPValue, fwdValue string) {
+		bare := ipReq(remote)
+		spoofed := ipReq(remote, "X-Forwarded-For", xffValue, "X-Real-IP", realIPValue, "Forwarded", fwdValue)
+		peer, peerErr := plain.ClientIP(bare)
+		for _, r := range []*ratelimit.IPResolver{plain, xff, realIP, fwd} {
+			got, err := r.ClientIP(spoofed)
+			if err != nil {
+				if peerErr == nil && (r == plain || !trusted(peer)) {
+					t.Fatalf("error %v, but the peer %v is the client", err, peer)
+				}
+				continue
+			}
+			if !got.IsValid() || got.Zone() != "" || got.Is4In6() {
+				t.Fatalf("got %v: not a normalised address", got)
+			}
+			switch {
+			case peerErr != nil:
+				t.Fatalf("got %v from a peer address %q that is not an IP address", got, remote)
+			case (r == plain || !trusted(peer)) && got != peer:
+				t.Fatalf("got %v, want the peer %v: the headers were trusted", got, peer)
+			case got != peer && !fromHeader(got, r, xff, realIP, xffValue, realIPValue, fwdValue):
+				t.Fatalf("got %v, which is neither the peer %v nor in the proxy header", got, peer)
+			}
+			key, err := r.Key(spoofed)
+			if err != nil || !strings.HasPrefix(key, "ip:") || len(key) > 64 {
+				t.Fatalf("Key: got %q, %v", key, err)
+			}
+		}
+	})
+}
+
+// fromHeader reports whether a is one of the addresses of the header resolver r reads.
+func fromHeader(a netip.Addr, r, xff, realIP *ratelimit.IPResolver, xffValue, realIPValue, fwdValue string) bool {
+	var nodes []string
+	switch r {
+	case xff:
+		nodes = strings.Split(xffValue, ",")
+	case realIP:
+		nodes = strings.Split(realIPValue, ",")
+	default:
+		elems, _ := ratelimit.ParseForwarded(fwdValue)
+		for _, e := range elems {
+			nodes = append(nodes, e[0])
+		}
+	}
+	for _, n := range nodes {
+		if b, err := ratelimit.ParseForwardedNode(strings.Trim(n, " \t")); err == nil && b == a {
+			return true
+		}
+		if ap, err := netip.ParseAddrPort(strings.Trim(n, " \t")); err == nil && ap.Addr().WithZone("").Unmap() == a {
+			return true
+		}
+		if b, err := netip.ParseAddr(strings.Trim(n, " \t[]")); err == nil && b.WithZone("").Unmap() == a {
+			return true
+		}
+	}
+	return false
+}

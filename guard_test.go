@@ -1,0 +1,216 @@
+package ratelimit_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/textproto"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+)
+
+func TestNewGuardOptionErrors(t *testing.T) {
+	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), ratelimit.PerMinute(10))
+	shaping := ratelimit.PerSecond(10).Using(algorithms.LeakyBucket{Shaping: true}).Named("queue")
+	for _, c := range []struct {
+		opts []ratelimit.Option
+		want string
+	}{
+		{[]ratelimit.Option{ratelimit.WithPolicies()}, "ratelimit: WithPolicies(): give it at least one policy"},
+		{[]ratelimit.Option{ratelimit.WithPolicies(ratelimit.PerMinute(0))}, `ratelimit: WithPolicies: invalid policy "gcra-0-per-1m": Limit is 0; it must be at least 1`},
+		{[]ratelimit.Option{ratelimit.WithKey(nil)}, "ratelimit: WithKey(nil): give it a key function"},
+		{[]ratelimit.Option{ratelimit.RejectMissingKey(200)}, "ratelimit: RejectMissingKey(200): the status must be a 4xx client error"},
+		{[]ratelimit.Option{ratelimit.WithCost(nil)}, "ratelimit: WithCost(nil)"},
+		{[]ratelimit.Option{ratelimit.FailClosed(500)}, "ratelimit: FailClosed(500): the status must be 503 or 429"},
+		{[]ratelimit.Option{ratelimit.WithTimeout(0)}, "ratelimit: WithTimeout(0s): the timeout must be positive"},
+		{[]ratelimit.Option{ratelimit.WithErrorHandler(nil)}, "ratelimit: WithErrorHandler(nil)"},
+		{[]ratelimit.Option{ratelimit.WithDenyResponse(nil)}, "ratelimit: WithDenyResponse(nil)"},
+		{[]ratelimit.Option{ratelimit.WithHeaders(8)}, "ratelimit: WithHeaders(8): unknown header style"},
+		{[]ratelimit.Option{ratelimit.WithSkip(nil)}, "ratelimit: WithSkip(nil)"},
+		{[]ratelimit.Option{ratelimit.CountIf(nil)}, "ratelimit: CountIf(nil)"},
+		{[]ratelimit.Option{ratelimit.WithNow(nil)}, "ratelimit: WithNow(nil)"},
+		{[]ratelimit.Option{nil}, "ratelimit: option 1 is nil"},
+		{[]ratelimit.Option{ratelimit.WithPolicies(shaping), ratelimit.CountIf(func(int) bool { return true })},
+			`ratelimit: CountIf cannot be combined with the shaping policy "queue"`},
+		{[]ratelimit.Option{ratelimit.WithTimeout(-1), ratelimit.FailClosed(418)}, // every error, one a line
+			"ratelimit: WithTimeout(-1ns): the timeout must be positive\nratelimit: FailClosed(418)"},
+	} {
+		g, err := ratelimit.NewGuard(l, c.opts...)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("got %v, %v; want an error starting %q", g, err, c.want)
+		}
+	}
+	if _, err := ratelimit.NewGuard(l, ratelimit.WithPolicies(ratelimit.PerMinute(0))); !errors.Is(err, ratelimit.ErrInvalidPolicy) {
+		t.Errorf("got %v, want it to wrap ErrInvalidPolicy", err)
+	}
+	if _, err := ratelimit.NewGuard(nil); err == nil || !strings.Contains(err.Error(), "the limiter is nil") {
+		t.Errorf("NewGuard(nil): got %v", err)
+	}
+	if _, err := ratelimit.NewMiddleware(l, ratelimit.WithTimeout(0)); err == nil {
+		t.Error("NewMiddleware accepted an invalid option")
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(r.(error).Error(), "WithTimeout(0s)") {
+			t.Errorf("Middleware: got panic %v, want one naming the option", r)
+		}
+	}()
+	ratelimit.Middleware(l, ratelimit.WithTimeout(0))
+}
+
+func TestGuardWithPolicies(t *testing.T) {
+	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), ratelimit.PerMinute(10))
+	g, err := ratelimit.NewGuard(l, ratelimit.WithPolicies(ratelimit.PerSecond(1).Named("route")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Limiter().Policies(); len(got) != 1 || got[0].Name != "route" || g.Limiter().Store() != l.Store() {
+		t.Errorf("got policies %v over store %v, want the route's over the limiter's store", got, g.Limiter().Store())
+	}
+}
+
+// TestOutcomeHeaders: Outcome.Headers, for the adapters, gives what Outcome.Write writes, under
+// names that http.Header finds.
+func TestOutcomeHeaders(t *testing.T) {
+	clock := newFakeClock()
+	l := ratelimit.MustNew(ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), fixed(1, time.Minute, "minute"), fixed(5, time.Hour, "hour"))
+	g, err := ratelimit.NewGuard(l, ratelimit.WithNow(clock.Now), ratelimit.WithHeaders(ratelimit.HeadersXRateLimit|ratelimit.HeadersIETFDraft))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := ratelimit.HTTPRequest(httptest.NewRequest(http.MethodGet, "/", nil))
+	for i, want := range []http.Header{
+		{
+			"X-Ratelimit-Limit": {"1"}, "X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"1699999260"},
+			"Ratelimit-Policy": {`"minute";q=1;w=60, "hour";q=5;w=3600`}, "Ratelimit": {`"minute";r=0;t=60`},
+		},
+		{
+			"X-Ratelimit-Limit": {"1"}, "X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"1699999260"},
+			"Ratelimit-Policy": {`"minute";q=1;w=60, "hour";q=5;w=3600`}, "Ratelimit": {`"minute";r=0;t=60`},
+			"Retry-After": {"60"},
+		},
+	} {
+		o := g.Check(req)
+		if o.Proceed != (i == 0) || o.Decision.Limit != 1 || o.Err != nil {
+			t.Errorf("check %d: got %+v", i, o)
+		}
+		got := http.Header{}
+		o.Headers(func(name, value string) {
+			if textproto.CanonicalMIMEHeaderKey(name) != name && !strings.Contains(name, "RateLimit") {
+				t.Errorf("unexpected spelling %q", name)
+			}
+			got.Add(name, value)
+		})
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("check %d: Headers gave %v, want %v", i, got, want)
+		}
+		w := httptest.NewRecorder()
+		o.Write(w)
+		delete(w.Header(), "Content-Type")
+		delete(w.Header(), "X-Content-Type-Options")
+		if !reflect.DeepEqual(w.Header(), want) {
+			t.Errorf("check %d: Write wrote %v, want %v", i, w.Header(), want)
+		}
+		g.Done(&o, http.StatusOK) // nothing to do without CountIf
+	}
+}
+
+// TestGuardDoneOnce: with CountIf, Done charges once, whatever the caller does.
+func TestGuardDoneOnce(t *testing.T) {
+	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), fixed(2, time.Minute, "minute"))
+	g, err := ratelimit.NewGuard(l, ratelimit.CountIf(func(int) bool { return true }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := ratelimit.HTTPRequest(httptest.NewRequest(http.MethodGet, "/", nil))
+	o := g.Check(req)
+	g.Done(&o, 200)
+	g.Done(&o, 200)
+	if o := g.Check(req); !o.Proceed || o.Decision.Remaining != 0 {
+		t.Errorf("after one charged request: got proceed %v, remaining %d; want true, 0", o.Proceed, o.Decision.Remaining)
+	}
+}
+
+// TestCountIfSeesTheStatus runs count-by-outcome through handlers that answer in every way.
+func TestCountIfSeesTheStatus(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		handler http.HandlerFunc
+		counted bool
+	}{
+		{"WriteHeader", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(401) }, true},
+		{"interim response first", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(103); w.WriteHeader(401) }, true},
+		{"Write only", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("hi")) }, false},
+		{"nothing", func(w http.ResponseWriter, r *http.Request) {}, false},
+		{"Flush", func(w http.ResponseWriter, r *http.Request) { w.(http.Flusher).Flush(); w.WriteHeader(401) }, false},
+		{"ResponseController", func(w http.ResponseWriter, r *http.Request) {
+			if err := http.NewResponseController(w).Flush(); err != nil {
+				t.Error(err)
+			}
+		}, false},
+		{"Hijack unsupported", func(w http.ResponseWriter, r *http.Request) {
+			if _, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				t.Error("a recorder was hijacked")
+			}
+			w.WriteHeader(401)
+		}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := ratelimit.MustNew(ratelimit.NewMemoryStore(), fixed(1, time.Minute, "minute"))
+			h := ratelimit.Middleware(l, ratelimit.CountIf(func(s int) bool { return s == 401 }))(c.handler)
+			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+			if counted := w.Code == 429; counted != c.counted {
+				t.Errorf("counted: got %v, want %v", counted, c.counted)
+			}
+		})
+	}
+}
+
+// TestDefaultErrorHandler: errors are logged, at most once a second.
+func TestDefaultErrorHandler(t *testing.T) {
+	var buf bytes.Buffer
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	l := ratelimit.MustNew(errStore{errors.New("disk on fire")}, ratelimit.PerMinute(1))
+	h := ratelimit.Middleware(l)(okHandler)
+	for range 50 {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
+	}
+	logged := strings.Count(buf.String(), "\n")
+	if logged < 1 || logged > 2 || !strings.Contains(buf.String(), `msg="ratelimit: the store failed; the request was let through (fail-open)" error="ratelimit: store: disk on fire"`) {
+		t.Errorf("logged %d lines, want 1 or 2:\n%s", logged, buf.String())
+	}
+}
+
+// TestGuardAllocations holds the allowed path with the memory store to its allocation budget.
+func TestGuardAllocations(t *testing.T) {
+	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), ratelimit.PerHour(1e9))
+	h := ratelimit.Middleware(l)(okHandler)
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	w := &discardWriter{h: http.Header{}}
+	if n := testing.AllocsPerRun(1000, func() { clear(w.h); h.ServeHTTP(w, r) }); n > 6 {
+		t.Errorf("the middleware allocates %v times per request, want at most 6", n)
+	}
+}
+
+func TestSkipDoesNotTouchTheStore(t *testing.T) {
+	l := ratelimit.MustNew(errStore{errors.New("must not be called")}, ratelimit.PerMinute(1))
+	g, err := ratelimit.NewGuard(l, ratelimit.WithSkip(func(ratelimit.Request) bool { return true }),
+		ratelimit.WithErrorHandler(func(_ ratelimit.Request, err error) { t.Error(err) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := g.Check(ratelimit.HTTPRequest(httptest.NewRequest(http.MethodGet, "/", nil).WithContext(context.Background())))
+	if !o.Proceed || o.Decision.Limit != 0 {
+		t.Errorf("got %+v, want to proceed unchecked", o)
+	}
+}

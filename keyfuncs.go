@@ -1,0 +1,211 @@
+package ratelimit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/textproto"
+	"strconv"
+	"strings"
+)
+
+// KeyFunc returns the identity a request is limited by: every request with the same key
+// shares one quota. It returns an error wrapping [ErrNoKey] when the request has no such
+// identity (no API key header, an anonymous user), and another error when the request is
+// malformed (see [ErrKeyTooLong]).
+//
+// The built-in key functions put their kind before the value ("ip:", "hdr:x-api-key:",
+// "user:", "route:"), so keys of different kinds never collide: an API key that reads like an
+// IP address does not share that address's quota.
+type KeyFunc func(Request) (string, error)
+
+// ErrNoKey is returned by a [KeyFunc] when the request carries no key of its kind. The
+// [Guard] then falls back to the client IP or rejects the request (see [RejectMissingKey]);
+// it never lets the request through unlimited.
+var ErrNoKey = errors.New("ratelimit: request has no key")
+
+// ErrKeyTooLong is wrapped by the error of a key function whose request data is longer than
+// [MaxKeyBytes].
+var ErrKeyTooLong = errors.New("ratelimit: key too long")
+
+// MaxKeyBytes is the longest request data a key function reads, and the longest key the
+// [Guard] accepts; longer is an error wrapping [ErrKeyTooLong]. Data longer than 256 bytes is
+// replaced in the key by its SHA-256 digest, so keys stay short even when joined. (The stores
+// hash long keys too, but a key function must not even copy a megabyte header around.)
+const MaxKeyBytes = 4096
+
+// maxKeyPart is the longest request data a key keeps as it is.
+const maxKeyPart = 256
+
+// boundedKey returns kind + value, with value replaced by '#' and its digest when it is
+// longer than maxKeyPart bytes or starts with '#' (so a value cannot pose as a digest).
+func boundedKey(kind, value, what string) (string, error) {
+	switch {
+	case len(value) > MaxKeyBytes:
+		return "", fmt.Errorf("%w: %s is %d bytes, more than %d", ErrKeyTooLong, what, len(value), MaxKeyBytes)
+	case len(value) > maxKeyPart || strings.HasPrefix(value, "#"):
+		sum := sha256.Sum256([]byte(value))
+		b := make([]byte, 0, len(kind)+1+base64.RawURLEncoding.EncodedLen(len(sum)))
+		b = append(append(b, kind...), '#')
+		return string(base64.RawURLEncoding.AppendEncode(b, sum[:])), nil
+	}
+	return kind + value, nil
+}
+
+// KeyByHeader keys requests by the value of the named request header, e.g. "X-API-Key", as
+// "hdr:x-api-key:<value>". A request without the header, or with an empty one, has no key
+// ([ErrNoKey]). Values longer than 256 bytes are replaced by their SHA-256 digest; values
+// longer than [MaxKeyBytes] are an error.
+//
+// Only use a header that your own code or a proxy you control sets or verifies: a client can
+// send any value, and a new value is a new quota. An API key that your handlers reject is
+// such a header; key by it with [RejectMissingKey], and limit the failures with a second
+// middleware keyed by IP.
+//
+// KeyByHeader panics if name is not a valid header name.
+func KeyByHeader(name string) KeyFunc {
+	if !validHeaderName(name) {
+		panic(fmt.Sprintf("ratelimit: KeyByHeader(%q): not a valid header name", name))
+	}
+	canonical := textproto.CanonicalMIMEHeaderKey(name)
+	kind := "hdr:" + strings.ToLower(name) + ":"
+	what := "header " + canonical
+	return func(r Request) (string, error) {
+		v := r.Header(canonical)
+		if v == "" {
+			return "", ErrNoKey
+		}
+		return boundedKey(kind, v, what)
+	}
+}
+
+// validHeaderName reports whether name is an RFC 9110 token.
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// KeyByUser keys requests by the authenticated user, as "user:<id>". user reads the identity
+// from the request context, where your authentication middleware (which must run before the
+// rate limiter) put it; it reports false, or an empty id, for an anonymous request, which then
+// has no key ([ErrNoKey]). Ids longer than 256 bytes are replaced by their SHA-256 digest.
+//
+// KeyByUser panics if user is nil.
+func KeyByUser(user func(context.Context) (id string, ok bool)) KeyFunc {
+	if user == nil {
+		panic("ratelimit: KeyByUser(nil): the function that reads the user is missing")
+	}
+	return func(r Request) (string, error) {
+		id, ok := user(r.Context())
+		if !ok || id == "" {
+			return "", ErrNoKey
+		}
+		return boundedKey("user:", id, "user id")
+	}
+}
+
+// KeyByRoute keys requests by their method and matched route pattern, as
+// "route:GET /items/{id}": one quota per route, shared by all clients. Join it with a client
+// key to get one quota per client and route:
+//
+//	ratelimit.KeyJoin(ratelimit.KeyByIP(), ratelimit.KeyByRoute())
+//
+// The route is the pattern, never the raw path, so a client cannot mint new quotas by
+// varying the path; methods outside the nine of RFC 9110 count as one, "OTHER", for the same
+// reason. A pattern that names its method ("GET /x") is used as it is.
+//
+// A request whose route is unknown has no key ([ErrNoKey]). With net/http the route is known
+// inside a ServeMux: put the middleware on the handler you register, not around the mux.
+func KeyByRoute() KeyFunc {
+	return func(r Request) (string, error) {
+		route := r.Route()
+		if route == "" {
+			return "", ErrNoKey
+		}
+		if len(route) > maxKeyPart {
+			return boundedKey("route:", route, "route")
+		}
+		if i := strings.IndexByte(route, ' '); i > 0 && !strings.HasPrefix(route, "/") {
+			return "route:" + route, nil // "GET /x" or "GET example.com/x"
+		}
+		return "route:" + knownMethod(r.Method()) + " " + route, nil
+	}
+}
+
+// knownMethod returns m when it is one of the methods of RFC 9110 (and PATCH), else "OTHER".
+func knownMethod(m string) string {
+	switch m {
+	case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT":
+		return m
+	}
+	return "OTHER"
+}
+
+// KeyJoin keys requests by several keys at once, e.g. the client IP and the route. The parts
+// are joined unambiguously, each prefixed with its length ("12:ip:192.0.2.1|16:route:GET /x"),
+// so ("a:b", "c") and ("a", "b:c") are different keys. A request missing any part has no key
+// ([ErrNoKey]); any other error is returned as it is.
+//
+// KeyJoin panics if it is given no function or a nil one.
+func KeyJoin(fns ...KeyFunc) KeyFunc {
+	checkKeyFuncs("KeyJoin", fns)
+	fns = append([]KeyFunc(nil), fns...)
+	return func(r Request) (string, error) {
+		var buf [256]byte
+		b := buf[:0]
+		for i, fn := range fns {
+			part, err := fn(r)
+			if err != nil {
+				return "", err
+			}
+			if i > 0 {
+				b = append(b, '|')
+			}
+			b = strconv.AppendInt(b, int64(len(part)), 10)
+			b = append(b, ':')
+			b = append(b, part...)
+		}
+		return string(b), nil
+	}
+}
+
+// KeyOr keys requests by the first of fns that finds a key: KeyOr(KeyByHeader("X-API-Key"),
+// KeyByIP()) limits clients by API key and anonymous ones by IP. A function's error other
+// than [ErrNoKey] is returned at once; when none finds a key, the result is ErrNoKey.
+//
+// KeyOr panics if it is given no function or a nil one.
+func KeyOr(fns ...KeyFunc) KeyFunc {
+	checkKeyFuncs("KeyOr", fns)
+	fns = append([]KeyFunc(nil), fns...)
+	return func(r Request) (string, error) {
+		for _, fn := range fns {
+			key, err := fn(r)
+			if !errors.Is(err, ErrNoKey) {
+				return key, err
+			}
+		}
+		return "", ErrNoKey
+	}
+}
+
+func checkKeyFuncs(name string, fns []KeyFunc) {
+	if len(fns) == 0 {
+		panic("ratelimit: " + name + "(): give it at least one key function")
+	}
+	for i, fn := range fns {
+		if fn == nil {
+			panic(fmt.Sprintf("ratelimit: %s: key function %d is nil", name, i+1))
+		}
+	}
+}

@@ -1,0 +1,111 @@
+package ratelimit
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+)
+
+// Middleware returns net/http middleware that limits requests with l. Without options it keys
+// requests by the connection's IP address ([KeyByIP]), checks every policy of l, writes the
+// X-RateLimit headers on every limited response, and answers 429 Too Many Requests, with
+// Retry-After, to a request any policy denies.
+//
+// Wrapping a whole mux is one line:
+//
+//	http.ListenAndServe(":8080", ratelimit.Middleware(l)(mux))
+//
+// and so is a per-route limit, with its own options:
+//
+//	mux.Handle("POST /login", ratelimit.Middleware(l,
+//		ratelimit.WithPolicies(ratelimit.PerMinute(5).Named("login")),
+//	)(loginHandler))
+//
+// Middleware panics if an option is invalid, when the server is being set up; use
+// [NewMiddleware] to get the error instead. It never panics on a request. See [Guard] for
+// what happens to each request, and [Option] for the options.
+func Middleware(l *Limiter, opts ...Option) func(http.Handler) http.Handler {
+	mw, err := NewMiddleware(l, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return mw
+}
+
+// NewMiddleware is like [Middleware] but returns an error when an option is invalid.
+func NewMiddleware(l *Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
+	g, err := NewGuard(l, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return func(next http.Handler) http.Handler { return &limitHandler{g, next} }, nil
+}
+
+// limitHandler is the middleware around one handler.
+type limitHandler struct {
+	g    *Guard
+	next http.Handler
+}
+
+func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	o := h.g.Check(HTTPRequest(r))
+	o.Write(w)
+	if !o.Proceed {
+		return
+	}
+	if !o.pending {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	h.next.ServeHTTP(sw, r)
+	h.g.Done(&o, sw.statusCode())
+}
+
+// statusWriter records the status a handler answers, for CountIf. It passes Flush and Hijack
+// through, and unwraps for http.ResponseController.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 { // 1xx are interim responses
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) statusCode() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
+}
+
+// Unwrap returns the wrapped writer, for http.ResponseController.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush implements http.Flusher when the wrapped writer can flush.
+func (w *statusWriter) Flush() {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Hijack implements http.Hijacker when the wrapped writer can hijack.
+func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err == nil && w.status == 0 {
+		w.status = http.StatusSwitchingProtocols
+	}
+	return conn, rw, err
+}

@@ -1,0 +1,57 @@
+package ratelimit
+
+import "net/http"
+
+// Outcome is what a [Guard] decided about one request, and what to answer. When Proceed is
+// set, write the headers ([Outcome.Headers]) and call the next handler, then report its status
+// to [Guard.Done]; otherwise answer Status with the headers, ContentType and Body.
+type Outcome struct {
+	// Proceed reports whether the request goes on to the next handler.
+	Proceed bool
+	// Status is the status to answer when the request does not proceed: 429 when the limiter
+	// denied it (or the WithDenyResponse status); the FailClosed status when the store failed;
+	// the RejectMissingKey status when it had no key; 400 when its key could not be read (a
+	// malformed proxy header, say); 499 when its client went away while the guard waited.
+	Status int
+	// ContentType is the media type of Body.
+	ContentType string
+	// Body is the response body when the request does not proceed. It may be shared between
+	// outcomes: do not modify it.
+	Body []byte
+	// Decision is the limiter's decision. It is the zero Decision (Limit 0) when the limiter
+	// did not decide: the request was skipped, had no usable key, or the store failed.
+	Decision Decision
+	// Err is the error that kept the limiter from deciding: a store error or timeout, or a key
+	// function's error, already reported to the error handler; or the request's context ending
+	// (not reported: a client going away is no fault).
+	Err error
+
+	style    HeaderStyle // rate-limit headers to write; none unless the limiter decided
+	resetAt  int64       // X-RateLimit-Reset: Unix seconds
+	resetIn  int64       // RateLimit t: seconds
+	retry    int64       // Retry-After seconds; 0 for none
+	binding  string      // the binding policy's name
+	policies string      // RateLimit-Policy
+
+	// Count by outcome: the charge Guard.Done makes.
+	pending bool
+	req     Request
+	key     string
+	cost    int64
+}
+
+// Write writes the outcome to w: its headers, and the whole response when the request does
+// not proceed. When it proceeds, call the next handler after Write.
+func (o *Outcome) Write(w http.ResponseWriter) {
+	h := w.Header()
+	o.writeHeaders(h)
+	if o.Proceed {
+		return
+	}
+	if o.ContentType != "" {
+		h["Content-Type"] = []string{o.ContentType}
+		h["X-Content-Type-Options"] = []string{"nosniff"}
+	}
+	w.WriteHeader(o.Status)
+	_, _ = w.Write(o.Body) // the client's connection failing is not ours to report
+}

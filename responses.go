@@ -1,0 +1,116 @@
+package ratelimit
+
+import (
+	"net/http"
+	"strconv"
+	"unicode/utf8"
+)
+
+// The guard's own responses: short, actionable, and free of anything internal (no key, no
+// store, no policy unless WithProblemJSON asks for the names).
+
+const (
+	contentTypePlain   = "text/plain; charset=utf-8"
+	contentTypeProblem = "application/problem+json"
+
+	// quotaExceeded is the problem type of the IETF rate-limit draft for a denied request.
+	quotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exceeded"
+
+	// statusClientClosed is the status (nginx's 499) of a request whose client went away
+	// while the guard waited; nobody reads the response, but logs and metrics do, and a 5xx
+	// would page someone for nothing.
+	statusClientClosed = 499
+)
+
+// response is a status, content type and body.
+type response struct {
+	status      int
+	contentType string
+	body        []byte
+}
+
+// refusal builds a response that does not depend on the request: plain text, or a problem
+// document of type about:blank.
+func refusal(status int, detail string, problem bool) response {
+	title := http.StatusText(status)
+	if status == statusClientClosed {
+		title = "Client Closed Request"
+	}
+	if !problem {
+		return response{status, contentTypePlain, []byte(title + ": " + detail + "\n")}
+	}
+	b := appendProblem(nil, "about:blank", title, status, detail)
+	return response{status, contentTypeProblem, append(b, "}\n"...)}
+}
+
+// denyBody returns the body of a 429 for decision d, whose Retry-After is retry seconds (0
+// when the request can never be admitted).
+func denyBody(d *Decision, retry int64, names func(*Policy) string, problem bool) (string, []byte) {
+	var detail []byte
+	if retry == 0 {
+		detail = append(detail, "This request costs more than the rate limit allows; it cannot be admitted."...)
+	} else {
+		detail = append(detail, "Rate limit exceeded. Retry in "...)
+		detail = strconv.AppendInt(detail, retry, 10)
+		if retry == 1 {
+			detail = append(detail, " second."...)
+		} else {
+			detail = append(detail, " seconds."...)
+		}
+	}
+	if !problem {
+		b := append([]byte("Too Many Requests: "), detail...)
+		return contentTypePlain, append(b, '\n')
+	}
+	b := appendProblem(nil, quotaExceeded, "Request cannot be satisfied as assigned quota has been exceeded",
+		http.StatusTooManyRequests, string(detail))
+	b = append(b, `,"violated-policies":[`...)
+	first := true
+	for _, r := range d.Results() {
+		if r.Allowed {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = appendJSONString(b, names(&r.Policy))
+	}
+	return contentTypeProblem, append(b, "]}\n"...)
+}
+
+// appendProblem appends an RFC 9457 problem document without its closing brace.
+func appendProblem(b []byte, typ, title string, status int, detail string) []byte {
+	b = append(b, `{"type":`...)
+	b = appendJSONString(b, typ)
+	b = append(b, `,"title":`...)
+	b = appendJSONString(b, title)
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	b = append(b, `,"detail":`...)
+	return appendJSONString(b, detail)
+}
+
+// appendJSONString appends s as a JSON string; invalid UTF-8 becomes U+FFFD.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+		default:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			b = utf8.AppendRune(b, r)
+			i += size
+			continue
+		}
+		i++
+	}
+	return append(b, '"')
+}
