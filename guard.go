@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -46,6 +47,7 @@ type Guard struct {
 	problem  bool
 	timeout  time.Duration
 	local    bool // the store answers without I/O: no deadline, no goroutine
+	direct   bool // the store gives up at its context's deadline: no goroutine
 
 	failStatus int
 	// Responses that do not depend on the request.
@@ -77,6 +79,9 @@ func NewGuard(l *Limiter, opts ...Option) (*Guard, error) {
 		timeout: c.timeout, failStatus: c.failStatus,
 	}
 	_, g.local = l.store.(*MemoryStore)
+	if rs, ok := l.store.(*RedisStore); ok {
+		g.direct = rs.deadlines
+	}
 	g.names = make([]string, len(l.policies))
 	for i, p := range l.policies {
 		g.names[i] = p.DisplayName()
@@ -223,8 +228,9 @@ func (g *Guard) Done(o *Outcome, status int) {
 
 // call runs the check under the guard's deadline and writes the decision to d. Not every
 // store client gives up at its context's deadline (go-redis, unless ContextTimeoutEnabled,
-// waits for its ReadTimeout), so the call runs in a goroutine of its own and is abandoned at
-// the deadline; it ends when the store answers, and its result is dropped.
+// waits for its ReadTimeout), so unless the store is known to, the call runs in a goroutine of
+// its own and is abandoned at the deadline; it ends when the store answers, and its result is
+// dropped.
 func (g *Guard) call(ctx context.Context, key string, cost int64, charge bool, d *Decision) error {
 	if g.local {
 		var err error
@@ -233,6 +239,15 @@ func (g *Guard) call(ctx context.Context, key string, cost int64, charge bool, d
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
+	if g.direct {
+		var err error
+		*d, err = g.limiter.check(ctx, key, cost, charge)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() && !errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err) // go-redis says "i/o timeout"
+		}
+		return err
+	}
 	c := &storeCall{done: make(chan struct{})}
 	go c.run(ctx, g.limiter, key, cost, charge)
 	select {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
 )
@@ -54,8 +56,21 @@ func BenchmarkMiddleware(b *testing.B) {
 // measured the same way) and how many requests failed open because Redis did not answer in
 // time. With n clients in a closed loop, latency is at least n / throughput: on a machine
 // whose cores Redis, the client and the benchmark share, 64 clients queue.
+//
+// "ctxtimeout" is a go-redis client with ContextTimeoutEnabled, which the middleware calls
+// directly; "default" is one without, whose calls the middleware runs in a goroutine of their
+// own to keep its deadline.
 func BenchmarkMiddlewareRedis(b *testing.B) {
-	store := ratelimit.NewRedisStore(redistest.Standalone(b), ratelimit.WithPrefix(redistest.Prefix(b)))
+	for _, ctxTimeout := range []bool{false, true} {
+		client := redis.NewClient(&redis.Options{Addr: redistest.Addr(b), ContextTimeoutEnabled: ctxTimeout, PoolSize: 64})
+		b.Cleanup(func() { client.Close() })
+		name := map[bool]string{false: "default", true: "ctxtimeout"}[ctxTimeout]
+		b.Run(name, func(b *testing.B) { benchMiddlewareRedis(b, client) })
+	}
+}
+
+func benchMiddlewareRedis(b *testing.B, client *redis.Client) {
+	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(b)))
 	l := ratelimit.MustNew(store, ratelimit.PerHour(1e9))
 	var failed atomic.Int64
 	limited := ratelimit.Middleware(l, ratelimit.WithErrorHandler(func(ratelimit.Request, error) { failed.Add(1) }))(okHandler)

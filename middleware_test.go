@@ -648,7 +648,9 @@ func TestMiddlewareStoreTimeout(t *testing.T) {
 	}{
 		{"hanging-store", func(t *testing.T) ratelimit.Store { return newHangingStore(t) }},
 		// go-redis without ContextTimeoutEnabled waits for its ReadTimeout, 3 s by default.
-		{"redis-not-answering", func(t *testing.T) ratelimit.Store { return ratelimit.NewRedisStore(silentRedis(t)) }},
+		{"redis-not-answering", func(t *testing.T) ratelimit.Store { return ratelimit.NewRedisStore(silentRedis(t, false)) }},
+		// With ContextTimeoutEnabled the call is direct, and go-redis keeps the deadline.
+		{"redis-not-answering-ctx-timeout", func(t *testing.T) ratelimit.Store { return ratelimit.NewRedisStore(silentRedis(t, true)) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			store := c.store(t)
@@ -710,7 +712,7 @@ func deadRedis(t *testing.T) *redis.Client {
 }
 
 // silentRedis returns a client of a server that accepts connections and never answers.
-func silentRedis(t *testing.T) *redis.Client {
+func silentRedis(t *testing.T, contextTimeout bool) *redis.Client {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -739,7 +741,7 @@ func silentRedis(t *testing.T) *redis.Client {
 			c.Close()
 		}
 	})
-	c := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), MaxRetries: -1, ContextTimeoutEnabled: contextTimeout})
 	t.Cleanup(func() { c.Close() })
 	return c
 }

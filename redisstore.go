@@ -25,6 +25,9 @@ type RedisStore struct {
 	client redis.Scripter
 	prefix string
 	clock  Clock
+	// deadlines reports that the client gives up at its context's deadline (go-redis with
+	// ContextTimeoutEnabled), so callers need not guard the call themselves.
+	deadlines bool
 }
 
 // NewRedisStore returns a store over client, which may be any go-redis v9 client: *redis.Client,
@@ -32,7 +35,22 @@ type RedisStore struct {
 // [WithClock].
 func NewRedisStore(client redis.Scripter, opts ...StoreOption) *RedisStore {
 	c := newStoreConfig(opts)
-	return &RedisStore{client: client, prefix: c.prefix, clock: c.clock}
+	return &RedisStore{client: client, prefix: c.prefix, clock: c.clock, deadlines: honoursDeadlines(client)}
+}
+
+// honoursDeadlines reports whether client gives up at its context's deadline. A go-redis
+// client does only with ContextTimeoutEnabled; without it, it waits for its ReadTimeout, and
+// the middleware runs each call in a goroutine of its own to keep its deadline.
+func honoursDeadlines(client redis.Scripter) bool {
+	switch c := client.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
 }
 
 // Check implements [Store].
