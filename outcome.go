@@ -55,3 +55,21 @@ func (o *Outcome) Write(w http.ResponseWriter) {
 	w.WriteHeader(o.Status)
 	_, _ = w.Write(o.Body) // the client's connection failing is not ours to report
 }
+
+// Pending reports whether [Guard.Done] needs the handler's status to complete the outcome:
+// the request proceeded and the guard counts by outcome ([CountIf]). A framework that turns a
+// handler's error into a response only after the middleware returns (Echo, Fiber) has the
+// error answered first when Pending is set, so that Done gets the status the client sees.
+func (o *Outcome) Pending() bool { return o.pending }
+
+// ResponseHeaders calls set(name, value) for every header [Outcome.Write] writes: those of
+// [Outcome.Headers] and, when the request does not proceed, the Content-Type of its body and
+// X-Content-Type-Options: nosniff. It is for frameworks whose response is not an
+// [net/http.ResponseWriter] (Fiber); the others call Write.
+func (o *Outcome) ResponseHeaders(set func(name, value string)) {
+	o.Headers(set)
+	if !o.Proceed && o.ContentType != "" {
+		set("Content-Type", o.ContentType)
+		set("X-Content-Type-Options", "nosniff")
+	}
+}

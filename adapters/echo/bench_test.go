@@ -1,0 +1,47 @@
+package echolimit_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/adapters/echo"
+)
+
+// discardWriter is the cheapest http.ResponseWriter, so a benchmark measures the router.
+type discardWriter struct{ h http.Header }
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *discardWriter) WriteHeader(int)             {}
+
+// BenchmarkEcho measures an Echo route bare and behind echolimit.New with the memory store and
+// one policy that admits every request: the overhead per request is limited minus bare
+// (compare BenchmarkMiddleware of the core for net/http).
+func BenchmarkEcho(b *testing.B) {
+	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), ratelimit.PerHour(1e9))
+	ok := func(c echo.Context) error { return c.NoContent(http.StatusOK) }
+	bare := echo.New()
+	bare.GET("/", ok)
+	limited := echo.New()
+	limited.Use(echolimit.New(l))
+	limited.GET("/", ok)
+	for _, bc := range []struct {
+		name string
+		h    http.Handler
+	}{{"bare", bare}, {"limited", limited}} {
+		b.Run(bc.name, func(b *testing.B) {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.RemoteAddr = "192.0.2.1:1234"
+			w := &discardWriter{h: http.Header{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				clear(w.h)
+				bc.h.ServeHTTP(w, r)
+			}
+		})
+	}
+}

@@ -1,0 +1,69 @@
+package fiberlimit_test
+
+import (
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/adapters/fiber"
+)
+
+// discardWriter is the cheapest http.ResponseWriter, for the net/http reference.
+type discardWriter struct{ h http.Header }
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *discardWriter) WriteHeader(int)             {}
+
+// BenchmarkFiber measures a Fiber route bare and behind fiberlimit.New with the memory store
+// and one policy that admits every request, calling the app's fasthttp handler directly; the
+// overhead per request is limited minus bare. The nethttp pair measures the core's net/http
+// middleware the same way in the same run, for the ratio of the two overheads.
+func BenchmarkFiber(b *testing.B) {
+	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), ratelimit.PerHour(1e9))
+	ok := func(c *fiber.Ctx) error { return c.SendStatus(http.StatusOK) }
+	bare := fiber.New()
+	bare.Get("/", ok)
+	limited := fiber.New()
+	limited.Use(fiberlimit.New(l))
+	limited.Get("/", ok)
+	for _, bc := range []struct {
+		name string
+		app  *fiber.App
+	}{{"bare", bare}, {"limited", limited}} {
+		b.Run(bc.name, func(b *testing.B) {
+			var req fasthttp.Request
+			req.Header.SetMethod(http.MethodGet)
+			req.SetRequestURI("/")
+			var ctx fasthttp.RequestCtx
+			ctx.Init(&req, &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 1234}, nil)
+			h := bc.app.Handler()
+			b.ReportAllocs()
+			for b.Loop() {
+				h(&ctx)
+			}
+		})
+	}
+
+	okHTTP := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	for _, bc := range []struct {
+		name string
+		h    http.Handler
+	}{{"nethttp-bare", okHTTP}, {"nethttp-limited", ratelimit.Middleware(l)(okHTTP)}} {
+		b.Run(bc.name, func(b *testing.B) {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.RemoteAddr = "192.0.2.1:1234"
+			w := &discardWriter{h: http.Header{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				clear(w.h)
+				bc.h.ServeHTTP(w, r)
+			}
+		})
+	}
+}

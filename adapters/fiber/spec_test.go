@@ -1,0 +1,75 @@
+package fiberlimit_test
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"testing"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/adapters/fiber"
+	"github.com/a7d3e0dd/ratelimit/internal/httpspec"
+)
+
+// remoteAddrHeader carries the client address over app.Test, which serves every request from
+// 0.0.0.0; the first handler of the test app moves it to the connection's remote address.
+const remoteAddrHeader = "X-Test-Remote-Addr"
+
+// TestHTTPSpec runs the HTTP spec table through Fiber with app.Test: the limit on the app
+// (app.Use), and the per-route limit as a handler of POST /login.
+func TestHTTPSpec(t *testing.T) {
+	httpspec.Run(t, func(t *testing.T, c httpspec.Config) httpspec.Server {
+		h := func(ctx *fiber.Ctx) error {
+			status, asError := c.Reply(string(ctx.Request().URI().QueryString()))
+			if asError {
+				return fiber.NewError(status)
+			}
+			ctx.Set(fiber.HeaderContentType, "text/plain; charset=utf-8")
+			return ctx.Status(status).SendString("ok")
+		}
+		app := fiber.New(fiber.Config{ReadBufferSize: 16 << 10}) // room for the over-long key header
+		app.Use(func(ctx *fiber.Ctx) error {
+			ap := netip.MustParseAddrPort(ctx.Get(remoteAddrHeader))
+			ctx.Context().SetRemoteAddr(net.TCPAddrFromAddrPort(ap))
+			ctx.Request().Header.Del(remoteAddrHeader)
+			return ctx.Next()
+		})
+		app.Use(fiberlimit.New(c.Limiter, c.Options...))
+		app.Get("/items/:id", h)
+		app.Get("/health", h)
+		if c.Login != nil {
+			app.Post("/login", fiberlimit.New(c.Limiter, c.Login...), h)
+		} else {
+			app.Post("/login", h)
+		}
+		return func(req *http.Request) *http.Response {
+			req.Header.Set(remoteAddrHeader, req.RemoteAddr)
+			resp, err := app.Test(req, -1)
+			if err != nil {
+				t.Fatalf("app.Test: %v", err)
+			}
+			return resp
+		}
+	})
+}
+
+// TestRoute checks the route key functions see: the route's pattern in a route's handler, and
+// "" in app.Use middleware, which runs before Fiber has matched the route.
+func TestRoute(t *testing.T) {
+	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), ratelimit.PerMinute(100))
+	var routes []string
+	record := ratelimit.WithSkip(func(r ratelimit.Request) bool { routes = append(routes, r.Route()); return false })
+	app := fiber.New()
+	app.Use(fiberlimit.New(l, record))
+	app.Get("/items/:id", fiberlimit.New(l, record), func(c *fiber.Ctx) error { return nil })
+	if _, err := app.Test(httptest.NewRequest(http.MethodGet, "/items/7", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(routes), "[ /items/:id]"; got != want {
+		t.Errorf("routes seen by the app's and the route's middleware: %q, want %q", got, want)
+	}
+}

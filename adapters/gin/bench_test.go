@@ -1,0 +1,47 @@
+package ginlimit_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/adapters/gin"
+)
+
+// discardWriter is the cheapest http.ResponseWriter, so a benchmark measures the router.
+type discardWriter struct{ h http.Header }
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *discardWriter) WriteHeader(int)             {}
+
+// BenchmarkGin measures a Gin route bare and behind ginlimit.New with the memory store and one
+// policy that admits every request: the overhead per request is limited minus bare (compare
+// BenchmarkMiddleware of the core for net/http).
+func BenchmarkGin(b *testing.B) {
+	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), ratelimit.PerHour(1e9))
+	ok := func(c *gin.Context) { c.Status(http.StatusOK) }
+	bare := gin.New()
+	bare.GET("/", ok)
+	limited := gin.New()
+	limited.Use(ginlimit.New(l))
+	limited.GET("/", ok)
+	for _, bc := range []struct {
+		name string
+		h    http.Handler
+	}{{"bare", bare}, {"limited", limited}} {
+		b.Run(bc.name, func(b *testing.B) {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.RemoteAddr = "192.0.2.1:1234"
+			w := &discardWriter{h: http.Header{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				clear(w.h)
+				bc.h.ServeHTTP(w, r)
+			}
+		})
+	}
+}

@@ -1,0 +1,55 @@
+package ginlimit_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/adapters/gin"
+	"github.com/a7d3e0dd/ratelimit/internal/httpspec"
+)
+
+func init() { gin.SetMode(gin.ReleaseMode) }
+
+// TestHTTPSpec runs the HTTP spec table through Gin: the limit on the router (r.Use), and the
+// per-route limit as a handler of POST /login.
+func TestHTTPSpec(t *testing.T) {
+	httpspec.Run(t, func(t *testing.T, c httpspec.Config) httpspec.Server {
+		h := func(ctx *gin.Context) {
+			status, _ := c.Reply(ctx.Request.URL.RawQuery) // no error path in Gin: write the status
+			ctx.Data(status, "text/plain; charset=utf-8", []byte("ok"))
+		}
+		r := gin.New()
+		r.Use(ginlimit.New(c.Limiter, c.Options...))
+		r.GET("/items/:id", h)
+		r.GET("/health", h)
+		if c.Login != nil {
+			r.POST("/login", ginlimit.New(c.Limiter, c.Login...), h)
+		} else {
+			r.POST("/login", h)
+		}
+		return func(req *http.Request) *http.Response {
+			w := httptest.NewRecorder()
+			r.ServeHTTP(w, req)
+			return w.Result()
+		}
+	})
+}
+
+// TestRoute checks the route key functions see: Gin has matched it before any middleware runs.
+func TestRoute(t *testing.T) {
+	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), ratelimit.PerMinute(100))
+	var routes []string
+	record := ratelimit.WithSkip(func(r ratelimit.Request) bool { routes = append(routes, r.Route()); return false })
+	r := gin.New()
+	r.Use(ginlimit.New(l, record))
+	r.GET("/items/:id", ginlimit.New(l, record), func(c *gin.Context) {})
+	r.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/items/7", nil))
+	if got, want := fmt.Sprint(routes), "[/items/:id /items/:id]"; got != want {
+		t.Errorf("routes seen by the router's and the route's middleware: %s, want %s", got, want)
+	}
+}

@@ -1,0 +1,137 @@
+// Command gin is a rate-limited Gin server. Every route is limited per client IP address by
+// two policies at once: 5 requests per 10 seconds ("burst", exact) and 100 per hour
+// ("hourly"); POST /login has a stricter limit of its own on top: 3 per minute ("login").
+//
+//	go run ./gin                                         # limits in memory
+//	REDIS_URL=redis://localhost:6379/0 go run ./gin      # limits shared by every instance
+//
+// Then send a few requests; the sixth within 10 seconds is refused, and so is the fourth login
+// within a minute:
+//
+//	for i in 1 2 3 4 5 6; do curl -s -o /dev/null -D - localhost:8080/ | grep -iE '^(HTTP|x-ratelimit|retry|ratelimit)'; done
+//	for i in 1 2 3 4; do curl -s -o /dev/null -w '%{http_code}\n' -X POST localhost:8080/login; done
+//
+// Environment:
+//
+//	ADDR              address to listen on (default :8080)
+//	REDIS_URL         redis://[user:password@]host:port/db; the memory store when unset
+//	RATELIMIT_PREFIX  prefix of the keys in Redis (default "rl:")
+//
+// The client is the connection's address: no proxy header is trusted, and Gin's own ClientIP
+// settings play no part. Behind a reverse proxy, give ratelimit.KeyByIP the proxies' addresses
+// with ratelimit.TrustProxies. If Redis fails, requests pass (fail-open) and the error is
+// logged.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/adapters/gin"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+)
+
+func main() {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, log); err != nil {
+		log.Error("gin: " + err.Error())
+		os.Exit(1)
+	}
+}
+
+// run serves until ctx ends.
+func run(ctx context.Context, log *slog.Logger) error {
+	store, closeStore, err := newStore(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+
+	limiter, err := ratelimit.New(store,
+		ratelimit.Per(5, 10*time.Second).Using(algorithms.SlidingLog{}).Named("burst"),
+		ratelimit.PerHour(100).Using(algorithms.SlidingCounter{}).Named("hourly"),
+	)
+	if err != nil {
+		return err
+	}
+	onError := ratelimit.WithErrorHandler(func(r ratelimit.Request, err error) {
+		log.Warn("rate limiting failed; the request passes", "error", err)
+	})
+	headers := ratelimit.WithHeaders(ratelimit.HeadersXRateLimit | ratelimit.HeadersIETFDraft)
+
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.Use(gin.Recovery())
+	r.Use(ginlimit.New(limiter, ratelimit.WithKey(ratelimit.KeyByIP()), headers, onError))
+	r.POST("/login", ginlimit.New(limiter,
+		ratelimit.WithPolicies(ratelimit.PerMinute(3).Using(algorithms.SlidingLog{}).Named("login")),
+		ratelimit.WithKey(ratelimit.KeyByIP()), headers, onError,
+	), func(c *gin.Context) {
+		c.String(http.StatusOK, "welcome\n")
+	})
+	r.NoRoute(func(c *gin.Context) {
+		c.String(http.StatusOK, "hello from %s\n", c.Request.URL.Path)
+	})
+
+	addr := os.Getenv("ADDR")
+	if addr == "" {
+		addr = ":8080"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: r, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	log.Info("serving", "url", "http://"+ln.Addr().String())
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// newStore returns the Redis store when REDIS_URL is set, else the memory store.
+func newStore(ctx context.Context, log *slog.Logger) (ratelimit.Store, func(), error) {
+	url := os.Getenv("REDIS_URL")
+	if url == "" {
+		log.Info("using the memory store: limits are per instance (set REDIS_URL to share them)")
+		return ratelimit.NewMemoryStore(), func() {}, nil
+	}
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	// Let a slow Redis give up at the limiter's deadline (100 ms) rather than its ReadTimeout.
+	opts.ContextTimeoutEnabled = true
+	client := redis.NewClient(opts)
+	var storeOpts []ratelimit.StoreOption
+	if prefix := os.Getenv("RATELIMIT_PREFIX"); prefix != "" {
+		storeOpts = append(storeOpts, ratelimit.WithPrefix(prefix))
+	}
+	ping, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := client.Ping(ping).Err(); err != nil {
+		log.Warn("Redis does not answer yet; requests pass until it does", "addr", opts.Addr, "error", err)
+	}
+	log.Info("using the Redis store: limits are shared by every instance", "addr", opts.Addr, "db", opts.DB)
+	return ratelimit.NewRedisStore(client, storeOpts...), func() { _ = client.Close() }, nil
+}

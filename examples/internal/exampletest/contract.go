@@ -1,0 +1,79 @@
+package exampletest
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+)
+
+// The limits every framework example sets: per client IP, 5 requests per 10 s ("burst") and
+// 100 per hour on every route, and 3 logins per minute on POST /login on top.
+const (
+	burst = 5
+	login = 3
+)
+
+// Contract checks what every framework example promises (the examples of Gin, Echo and Fiber
+// share it): the limits above with the memory store, limits shared through Redis, forwarding
+// headers ignored, and requests passing when Redis is down.
+func Contract(t *testing.T) {
+	bin := Build(t)
+
+	t.Run("memory store", func(t *testing.T) {
+		inst := Start(t, bin)
+		if !strings.Contains(inst.Log(), "using the memory store") {
+			t.Fatalf("the instance does not say it uses the memory store:\n%s", inst.Log())
+		}
+		// The fourth login is refused by the login limit, and its headers are the login
+		// limit's; the global limit, which let it through, counted it.
+		if got, want := fmt.Sprint(Statuses(t, login, http.MethodPost, inst.URL+"/login")), "[200 200 200]"; got != want {
+			t.Errorf("logins: got %s, want %s", got, want)
+		}
+		resp := Do(t, http.MethodPost, inst.URL+"/login")
+		if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("X-RateLimit-Limit") != fmt.Sprint(login) ||
+			resp.Header.Get("Retry-After") == "" || resp.Header.Get("RateLimit-Policy") == "" {
+			t.Errorf("login %d: got %d %v, want 429 with Retry-After, RateLimit-Policy and X-RateLimit-Limit %d",
+				login+1, resp.StatusCode, resp.Header, login)
+		}
+		// One request is left of the burst; forwarding headers do not make a new client.
+		got := Statuses(t, 2, http.MethodGet, inst.URL+"/items/1")
+		got = append(got, Statuses(t, 1, http.MethodGet, inst.URL+"/", "X-Forwarded-For", "203.0.113.9", "X-Real-IP", "203.0.113.9")...)
+		if want := "[200 429 429]"; fmt.Sprint(got) != want {
+			t.Errorf("requests after the logins, the last with forwarding headers: got %v, want %s", got, want)
+		}
+		if resp := Do(t, http.MethodGet, inst.URL+"/"); resp.Header.Get("X-RateLimit-Limit") != fmt.Sprint(burst) {
+			t.Errorf("got X-RateLimit-Limit %q, want %d", resp.Header.Get("X-RateLimit-Limit"), burst)
+		}
+	})
+
+	t.Run("Redis shared by two instances", func(t *testing.T) {
+		env := []string{"REDIS_URL=redis://" + redistest.Addr(t) + "/0", "RATELIMIT_PREFIX=" + redistest.Prefix(t)}
+		a, b := Start(t, bin, env...), Start(t, bin, env...)
+		for _, inst := range []*Instance{a, b} {
+			if !strings.Contains(inst.Log(), "using the Redis store") {
+				t.Fatalf("the instance does not say it uses Redis:\n%s", inst.Log())
+			}
+		}
+		var got []int
+		for i := range burst + 1 {
+			url := []string{a.URL, b.URL}[i%2]
+			got = append(got, Statuses(t, 1, http.MethodGet, url+"/items/"+fmt.Sprint(i))...)
+		}
+		if want := "[200 200 200 200 200 429]"; fmt.Sprint(got) != want {
+			t.Errorf("alternating between the instances: got %v, want %s", got, want)
+		}
+	})
+
+	t.Run("fail-open when Redis is down", func(t *testing.T) {
+		inst := Start(t, bin, "REDIS_URL=redis://127.0.0.1:1/0")
+		if got := Statuses(t, burst+1, http.MethodGet, inst.URL+"/"); fmt.Sprint(got) != "[200 200 200 200 200 200]" {
+			t.Errorf("got %v, want every request to pass", got)
+		}
+		if !strings.Contains(inst.Log(), "rate limiting failed; the request passes") {
+			t.Errorf("the failure is not logged:\n%s", inst.Log())
+		}
+	})
+}

@@ -1,0 +1,168 @@
+// Package httpspec is the HTTP behaviour every entry point of ratelimit must share: one table
+// of requests and the exact responses they get, run through net/http ([ratelimit.Middleware])
+// and through the Gin, Echo and Fiber adapters.
+//
+// A framework's test supplies a [NewServer] that builds an application with the routes below
+// and returns a [Server]; [Run] drives it through every case with a fake clock, so no test
+// sleeps.
+//
+// Routes (the path syntax is the framework's own):
+//
+//	GET  /items/{id}   the limit of Config.Options only (the framework-wide middleware)
+//	GET  /health       the same
+//	POST /login        Config.Options, then, when Config.Login is not nil, a per-route limit
+//	                   with the options Config.Login, in the framework's per-route idiom
+//
+// Every route's handler calls [Config.Reply] with the request's raw query string and answers
+// the status it returns, with Content-Type "text/plain; charset=utf-8" and the body "ok".
+// When Reply reports asError, a framework whose handlers return errors (Echo, Fiber) answers
+// by returning its HTTP error of that status instead; the others write the status.
+//
+// The client address is the [http.Request.RemoteAddr] of the request the runner sends; a
+// framework whose test transport drops it (Fiber's app.Test) must carry it over to the
+// connection's remote address.
+package httpspec
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/internal/testhook"
+)
+
+// Config is what a [NewServer] builds an application from.
+type Config struct {
+	// Limiter is the limiter of every middleware of the application.
+	Limiter *ratelimit.Limiter
+	// Options configure the middleware in front of every route.
+	Options []ratelimit.Option
+	// Login, when not nil, configures a second middleware on POST /login only.
+	Login []ratelimit.Option
+	// Reply is the application handler: call it with the request's raw query string.
+	Reply func(rawQuery string) (status int, asError bool)
+}
+
+// Server serves one request through the application and returns the complete response.
+type Server func(*http.Request) *http.Response
+
+// NewServer builds an application from c; it fails t when it cannot.
+type NewServer func(t *testing.T, c Config) Server
+
+// T0 is the fake clock's start: a whole hour, so every window the cases use starts at T0.
+var T0 = time.Unix(1_700_000_000-1_700_000_000%3600, 0)
+
+// clock is a fake clock shared by the store and the guard's WithNow.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// env is the world of one case: the clock, the store, the errors reported, the shaping
+// waits, and the calls of the handler.
+type env struct {
+	clock *clock
+	store *ratelimit.MemoryStore
+	errs  atomic.Int64
+	calls atomic.Int64
+
+	mu         sync.Mutex
+	waits      []time.Duration
+	cancelWait bool // the next shaping wait ends as if the client went away
+}
+
+func newEnv() *env {
+	c := &clock{now: T0}
+	return &env{clock: c, store: ratelimit.NewMemoryStore(ratelimit.WithClock(c))}
+}
+
+// base are the options every middleware of a case starts with: the fake clock for the reset
+// time, an error handler that counts, and a shaping wait that records and returns at once.
+func (e *env) base() []ratelimit.Option {
+	return []ratelimit.Option{
+		ratelimit.WithNow(e.clock.Now),
+		ratelimit.WithErrorHandler(func(ratelimit.Request, error) { e.errs.Add(1) }),
+		testhook.WithWait(e.wait).(ratelimit.Option),
+	}
+}
+
+// wait is the shaping wait: it records d and returns at once.
+func (e *env) wait(ctx context.Context, d time.Duration) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.waits = append(e.waits, d)
+	if e.cancelWait {
+		e.cancelWait = false
+		return context.Canceled
+	}
+	return ctx.Err()
+}
+
+// reply is the application handler: ?status=N answers N, ?error=N answers N through the
+// framework's error path; the default is 200.
+func (e *env) reply(rawQuery string) (int, bool) {
+	e.calls.Add(1)
+	q, _ := url.ParseQuery(rawQuery)
+	if s, err := strconv.Atoi(q.Get("error")); err == nil {
+		return s, true
+	}
+	if s, err := strconv.Atoi(q.Get("status")); err == nil {
+		return s, false
+	}
+	return http.StatusOK, false
+}
+
+// limiter returns a limiter of the policies over store, or the case's memory store.
+func (e *env) limiter(store ratelimit.Store, policies ...ratelimit.Policy) *ratelimit.Limiter {
+	if store == nil {
+		store = e.store
+	}
+	return ratelimit.MustNew(store, policies...)
+}
+
+// epoch returns the Unix time T0+sec as a header value.
+func epoch(sec int64) string { return strconv.FormatInt(T0.Unix()+sec, 10) }
+
+// brokenStore fails every call.
+type brokenStore struct{}
+
+var errStoreDown = errors.New("httpspec: the store is down")
+
+func (brokenStore) Check(context.Context, string, []ratelimit.Policy, int64, bool, []algorithms.Result) error {
+	return errStoreDown
+}
+
+func (brokenStore) Reset(context.Context, string, []ratelimit.Policy) error { return errStoreDown }
+
+// slowStore answers only when the call's context ends, as a store that stopped responding.
+type slowStore struct{}
+
+func (slowStore) Check(ctx context.Context, _ string, _ []ratelimit.Policy, _ int64, _ bool, _ []algorithms.Result) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (slowStore) Reset(ctx context.Context, _ string, _ []ratelimit.Policy) error {
+	<-ctx.Done()
+	return ctx.Err()
+}

@@ -1,0 +1,165 @@
+package httpspec
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// step is one request of a case and the response it must get.
+type step struct {
+	advance time.Duration // moves the clock before the request
+	method  string        // default GET
+	target  string        // default /items/1
+	remote  string        // default 192.0.2.1:1234
+	header  []string      // name, value pairs; a repeated name sends several field lines
+	// cancelWait makes the shaping wait end as if the client went away.
+	cancelWait bool
+	want       want
+}
+
+// want is the response a step must get.
+type want struct {
+	status  int
+	handled bool              // the application handler ran
+	header  map[string]string // every header the limiter writes, exactly (see ownedHeaders)
+	body    string            // the exact body when the handler did not run
+	errs    int64             // errors reported to the error handler since the case began
+	waits   []time.Duration   // shaping waits since the case began
+}
+
+// ownedHeaders are the headers the limiter writes. A response must carry exactly those of
+// want.header, each once, and none of the others. Content-Type is compared when want.header
+// names it (the limiter's refusals); otherwise it is the handler's or framework's.
+var ownedHeaders = []string{
+	"X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset",
+	"Ratelimit-Policy", "Ratelimit", "Retry-After", "X-Content-Type-Options",
+}
+
+// Run runs every case of the table through the servers newServer builds, one per case.
+func Run(t *testing.T, newServer NewServer) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv()
+			cfg := c.build(e)
+			cfg.Options = append(e.base(), cfg.Options...)
+			if cfg.Login != nil {
+				cfg.Login = append(e.base(), cfg.Login...)
+			}
+			cfg.Reply = e.reply
+			srv := newServer(t, cfg)
+			for i, s := range c.steps {
+				e.clock.advance(s.advance)
+				e.mu.Lock()
+				e.cancelWait = s.cancelWait
+				e.mu.Unlock()
+				req := s.request()
+				calls := e.calls.Load()
+				resp := srv(req)
+				body, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil {
+					t.Fatalf("step %d: reading the body: %v", i+1, err)
+				}
+				handled := e.calls.Load() - calls
+				s.check(t, i+1, resp, string(body), handled, e)
+			}
+		})
+	}
+}
+
+func (s step) request() *http.Request {
+	method, target, remote := s.method, s.target, s.remote
+	if method == "" {
+		method = http.MethodGet
+	}
+	if target == "" {
+		target = "/items/1"
+	}
+	if remote == "" {
+		remote = "192.0.2.1:1234"
+	}
+	req := httptest.NewRequest(method, target, nil)
+	req.RemoteAddr = remote
+	for i := 0; i+1 < len(s.header); i += 2 {
+		req.Header.Add(s.header[i], s.header[i+1])
+	}
+	return req
+}
+
+func (s step) check(t *testing.T, n int, resp *http.Response, body string, handled int64, e *env) {
+	t.Helper()
+	w := s.want
+	where := func() string { return s.describe(n) }
+	if resp.StatusCode != w.status {
+		t.Errorf("%s: status %d, want %d (body %q)", where(), resp.StatusCode, w.status, body)
+	}
+	switch {
+	case w.handled && handled != 1:
+		t.Errorf("%s: the handler ran %d times, want once", where(), handled)
+	case !w.handled && handled != 0:
+		t.Errorf("%s: the handler ran %d times, want never", where(), handled)
+	}
+	names := ownedHeaders
+	if _, ok := w.header["Content-Type"]; ok {
+		names = append(slices.Clone(names), "Content-Type")
+	}
+	for name := range w.header {
+		if !slices.Contains(names, name) {
+			t.Fatalf("%s: the case names header %q, which is not in ownedHeaders", where(), name)
+		}
+	}
+	for _, name := range names {
+		got := resp.Header.Values(name)
+		want, ok := w.header[name]
+		switch {
+		case !ok && len(got) > 0:
+			t.Errorf("%s: header %s: %q, want none", where(), name, got)
+		case ok && len(got) == 0:
+			t.Errorf("%s: header %s missing, want %q", where(), name, want)
+		case ok && (len(got) != 1 || got[0] != want):
+			t.Errorf("%s: header %s: %q, want exactly [%q]", where(), name, got, want)
+		}
+	}
+	if !w.handled && body != w.body {
+		t.Errorf("%s: body %q, want %q", where(), body, w.body)
+	}
+	if got := e.errs.Load(); got != w.errs {
+		t.Errorf("%s: %d errors reported so far, want %d", where(), got, w.errs)
+	}
+	e.mu.Lock()
+	waits := slices.Clone(e.waits)
+	e.mu.Unlock()
+	if !slices.Equal(waits, w.waits) {
+		t.Errorf("%s: shaping waits so far %v, want %v", where(), waits, w.waits)
+	}
+}
+
+func (s step) describe(n int) string {
+	r := s.request()
+	var b strings.Builder
+	b.WriteString("step ")
+	b.WriteString(strconv.Itoa(n))
+	b.WriteString(" (")
+	b.WriteString(r.Method + " " + r.URL.RequestURI() + " from " + r.RemoteAddr)
+	for i := 0; i+1 < len(s.header); i += 2 {
+		b.WriteString(", " + s.header[i] + ": " + clip(s.header[i+1]))
+	}
+	if s.advance != 0 {
+		b.WriteString(", after " + s.advance.String())
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
+}
