@@ -111,6 +111,12 @@ func BenchmarkRedis(b *testing.B) {
 	b.Run("trivial-evalsha/throughput", func(b *testing.B) {
 		throughput(b, func(key string) { trivial.Run(ctx, client, []string{key}) })
 	})
+	// The least any limiter script does: read a timestamp, write it back with an expiry.
+	readWrite := redis.NewScript(`local t = tonumber(redis.call('GET', KEYS[1]) or ARGV[1])
+redis.call('SET', KEYS[1], string.format('%d', t + 1), 'PX', 60000) return {1, 0, 0, 0, 0}`)
+	b.Run("get-set-evalsha/latency", func(b *testing.B) {
+		latency(b, func() { readWrite.Run(ctx, client, []string{"rw"}, 1) })
+	})
 	for _, alg := range benchAlgorithms() {
 		for _, n := range []int{1, 3} {
 			l := mustNew(b, store, benchPolicies(alg, n)...)
