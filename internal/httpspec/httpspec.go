@@ -36,6 +36,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
 	"github.com/a7d3e0dd/ratelimit/internal/testhook"
 )
 
@@ -58,30 +59,12 @@ type Server func(*http.Request) *http.Response
 type NewServer func(t *testing.T, c Config) Server
 
 // T0 is the fake clock's start: a whole hour, so every window the cases use starts at T0.
-var T0 = time.Unix(1_700_000_000-1_700_000_000%3600, 0)
-
-// clock is a fake clock shared by the store and the guard's WithNow.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+var T0 = fakeclock.T0
 
 // env is the world of one case: the clock, the store, the errors reported, the shaping
 // waits, and the calls of the handler.
 type env struct {
-	clock *clock
+	clock *fakeclock.Clock
 	store *ratelimit.MemoryStore
 	errs  atomic.Int64
 	calls atomic.Int64
@@ -92,7 +75,7 @@ type env struct {
 }
 
 func newEnv() *env {
-	c := &clock{now: T0}
+	c := fakeclock.New(T0)
 	return &env{clock: c, store: ratelimit.NewMemoryStore(ratelimit.WithClock(c))}
 }
 

@@ -54,7 +54,7 @@ func Run(t *testing.T, newServer NewServer) {
 			cfg.Reply = e.reply
 			srv := newServer(t, cfg)
 			for i, s := range c.steps {
-				e.clock.advance(s.advance)
+				e.clock.Advance(s.advance)
 				e.mu.Lock()
 				e.cancelWait = s.cancelWait
 				e.mu.Unlock()
