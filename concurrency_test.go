@@ -45,6 +45,8 @@ func hammer(t *testing.T, limiters []*ratelimit.Limiter, workers, perWorker int,
 func TestConcurrentInstancesRedis(t *testing.T) {
 	addr := redistest.Addr(t)
 	prefix := redistest.Prefix(t)
+	checker := redistest.Standalone(t)
+	t.Cleanup(func() { assertAllKeysExpire(t, checker, prefix) })
 	clock := newFakeClock()
 	const limit = 100
 	for _, alg := range allAlgorithms {

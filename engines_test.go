@@ -61,6 +61,8 @@ func assertAllKeysExpire(t *testing.T, client redis.UniversalClient, prefix stri
 	switch c := client.(type) {
 	case *redis.ClusterClient:
 		err = c.ForEachMaster(ctx, check)
+	case *redis.Ring:
+		err = c.ForEachShard(ctx, check)
 	case *redis.Client:
 		err = check(ctx, c)
 	}

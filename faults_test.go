@@ -22,7 +22,7 @@ func TestRedisCrashWhileServing(t *testing.T) {
 		t.Run(map[bool]string{false: "default-client", true: "ctxtimeout-client"}[ctxTimeout], func(t *testing.T) {
 			client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), ContextTimeoutEnabled: ctxTimeout, MaxRetries: -1})
 			t.Cleanup(func() { client.Close() })
-			store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)))
+			store := redisStore(t, client)
 			l := mustNew(t, store, ratelimit.PerHour(3))
 			var failures atomic.Int64
 			h := ratelimit.Middleware(l, ratelimit.WithTimeout(50*time.Millisecond),

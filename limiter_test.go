@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
@@ -317,8 +319,7 @@ func TestChangedPolicyStartsAfresh(t *testing.T) {
 // The server losing its script cache (SCRIPT FLUSH, a restart, a failover) is invisible.
 func TestScriptFlushIsInvisible(t *testing.T) {
 	client := redistest.Standalone(t)
-	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)))
-	l := mustNew(t, store, ratelimit.PerMinute(3))
+	l := mustNew(t, redisStore(t, client), ratelimit.PerMinute(3))
 	for i := 0; i < 3; i++ {
 		if err := client.ScriptFlush(ctx).Err(); err != nil {
 			t.Fatal(err)
@@ -366,5 +367,18 @@ func TestRedisMalformedState(t *testing.T) {
 	client.Expire(ctx, keys[0], time.Minute)
 	if _, err := l.Allow(ctx, "bad"); err == nil {
 		t.Fatal("a key of the wrong type gave no error")
+	}
+}
+
+// Any go-redis client fits the Redis store: a Ring (here of two shards on one server) too.
+func TestRedisRing(t *testing.T) {
+	addr := redistest.Addr(t)
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addr, "b": addr}})
+	t.Cleanup(func() { ring.Close() })
+	l := mustNew(t, redisStore(t, ring), ratelimit.PerMinute(2), ratelimit.PerHour(5).Using(algorithms.SlidingLog{}))
+	for i, want := range []bool{true, true, false} {
+		if d := allow(t, l, "ring", 1); d.Allowed != want {
+			t.Fatalf("request %d: allowed=%v, want %v", i, d.Allowed, want)
+		}
 	}
 }
