@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -11,7 +12,8 @@ import (
 )
 
 // The Go transitions (memory store) and the Lua ones (Redis) agree on every decision of long
-// random request sequences, for random parameters of every algorithm.
+// random request sequences, for random parameters of every algorithm: with peeks, costs far
+// beyond any capacity, and a clock that sometimes goes back.
 func TestEnginesAgreeOnRandomTraffic(t *testing.T) {
 	client := redistest.Standalone(t)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -33,12 +35,29 @@ func TestEnginesAgreeOnRandomTraffic(t *testing.T) {
 				red := mustNew(t, redisStore(t, client, ratelimit.WithClock(clock)), p)
 				key := keyOf(t)
 				for i := 0; i < 300; i++ {
-					clock.Advance(time.Duration(rng.Int64N(int64(window) / max(1, limit/2))))
-					cost := rng.Int64N(3)
-					if rng.IntN(20) == 0 {
-						cost = rng.Int64N(2*limit + 2)
+					step := time.Duration(rng.Int64N(int64(window) / max(1, limit/2)))
+					if rng.IntN(15) == 0 {
+						step = -step // the clock goes back (NTP, a failover to another server)
 					}
-					a, b := allow(t, mem, key, cost), allow(t, red, key, cost)
+					clock.Advance(step)
+					cost := rng.Int64N(3)
+					switch rng.IntN(20) {
+					case 0:
+						cost = rng.Int64N(2*limit + 2)
+					case 1:
+						cost = []int64{math.MaxInt64, 1 << 54, 1 << 40}[rng.IntN(3)]
+					}
+					check := func(l *ratelimit.Limiter) ratelimit.Decision { return allow(t, l, key, cost) }
+					if rng.IntN(10) == 0 {
+						check = func(l *ratelimit.Limiter) ratelimit.Decision {
+							d, err := l.Peek(ctx, key)
+							if err != nil {
+								t.Fatal(err)
+							}
+							return d
+						}
+					}
+					a, b := check(mem), check(red)
 					if a.Allowed != b.Allowed || a.Remaining != b.Remaining || a.RetryAfter != b.RetryAfter ||
 						a.ResetAfter != b.ResetAfter || a.Delay != b.Delay {
 						t.Fatalf("step %d (cost %d): memory and Redis disagree\nmemory: allowed=%v remaining=%d retry=%v reset=%v delay=%v\n redis: allowed=%v remaining=%d retry=%v reset=%v delay=%v",

@@ -107,20 +107,40 @@ func (l *Limiter) check(ctx context.Context, key string, cost int64, charge bool
 		raw = make([]algorithms.Result, len(l.policies))
 	}
 	raw = raw[:len(l.policies)]
-	// Direct calls to the stores of this package keep raw on the stack.
-	var err error
-	switch s := l.store.(type) {
-	case *MemoryStore:
-		err = s.Check(ctx, key, l.policies, cost, charge, raw)
-	case *RedisStore:
-		err = s.Check(ctx, key, l.policies, cost, charge, raw)
-	default:
-		out := make([]algorithms.Result, len(raw))
-		err = s.Check(ctx, key, l.policies, cost, charge, out)
-		copy(raw, out)
+	// A cost above a policy's capacity can never be admitted. Such a request is not run
+	// through the algorithms (a huge cost would overflow their arithmetic): the store only
+	// reports the current state, and those policies deny it for ever.
+	tooCostly := false
+	for i := range l.policies {
+		tooCostly = tooCostly || cost > l.policies[i].Capacity()
 	}
-	if err != nil {
+	if tooCostly {
+		if err := l.storeCheck(ctx, key, 0, false, raw); err != nil {
+			return Decision{}, err
+		}
+		for i := range l.policies {
+			if cost > l.policies[i].Capacity() {
+				raw[i].Allowed, raw[i].RetryAfter, raw[i].Delay = false, algorithms.Never, 0
+			}
+		}
+		return decide(l.policies, raw), nil
+	}
+	if err := l.storeCheck(ctx, key, cost, charge, raw); err != nil {
 		return Decision{}, err
 	}
 	return decide(l.policies, raw), nil
+}
+
+// storeCheck asks the store. Direct calls to the stores of this package keep raw on the stack.
+func (l *Limiter) storeCheck(ctx context.Context, key string, cost int64, charge bool, raw []algorithms.Result) error {
+	switch s := l.store.(type) {
+	case *MemoryStore:
+		return s.Check(ctx, key, l.policies, cost, charge, raw)
+	case *RedisStore:
+		return s.Check(ctx, key, l.policies, cost, charge, raw)
+	}
+	out := make([]algorithms.Result, len(raw))
+	err := l.store.Check(ctx, key, l.policies, cost, charge, out)
+	copy(raw, out)
+	return err
 }

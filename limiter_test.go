@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -191,6 +192,11 @@ func TestEdgeCases(t *testing.T) {
 				if d.Allowed || d.RetryAfter != ratelimit.Never {
 					t.Fatalf("cost 4 of 3/min: allowed=%v retry=%v, want denied, Never", d.Allowed, d.RetryAfter)
 				}
+				for _, huge := range []int64{math.MaxInt64, 1 << 54, 1 << 62} { // would overflow the arithmetic
+					if d := allow(t, l, key+"-big", huge); d.Allowed || d.RetryAfter != ratelimit.Never {
+						t.Fatalf("cost %d of 3/min: allowed=%v retry=%v, want denied, Never", huge, d.Allowed, d.RetryAfter)
+					}
+				}
 				if d := allow(t, l, key+"-big", 3); !d.Allowed {
 					t.Fatal("cost 3 after a refused cost 4 denied: the refused request was charged")
 				}
@@ -238,6 +244,8 @@ func TestPolicyValidation(t *testing.T) {
 		{ratelimit.PerSecond(200_000).Using(algorithms.SlidingLog{}), "Limit"},
 		{ratelimit.PerSecond(10).Named("Bad Name"), "Name"},
 		{ratelimit.PerSecond(10).Named("1abc"), "Name"},
+		{ratelimit.PerDay(366).WithBurst(1 << 40), "Burst"},
+		{ratelimit.Per(1, 366*24*time.Hour).WithBurst(1 << 20).Using(algorithms.TokenBucket{}), "Burst"},
 	}
 	for _, c := range cases {
 		_, err := ratelimit.New(ratelimit.NewMemoryStore(), c.policy)

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,6 +31,7 @@ type MemoryStore struct {
 	prefix   string
 	clock    Clock
 	perShard int
+	start    time.Time // with its monotonic reading: the store's time never goes back
 }
 
 type memoryShard struct {
@@ -48,7 +50,7 @@ type memoryEntry struct {
 func NewMemoryStore(opts ...StoreOption) *MemoryStore {
 	c := newStoreConfig(opts)
 	s := &MemoryStore{seed: maphash.MakeSeed(), prefix: c.prefix, clock: c.clock,
-		perShard: max(1, c.maxKeys/memoryShards)}
+		perShard: max(1, c.maxKeys/memoryShards), start: time.Now()}
 	for i := range s.shards {
 		s.shards[i].entries = make(map[string]*memoryEntry)
 	}
@@ -59,7 +61,8 @@ func (s *MemoryStore) now() int64 {
 	if s.clock != nil {
 		return s.clock.Now().UnixMicro()
 	}
-	return time.Now().UnixMicro()
+	// The wall clock may step back (NTP, a migrated VM); the monotonic clock does not.
+	return s.start.UnixMicro() + time.Since(s.start).Microseconds()
 }
 
 func (s *MemoryStore) shard(key string) *memoryShard {
@@ -107,10 +110,8 @@ func (s *MemoryStore) Check(ctx context.Context, key string, policies []Policy, 
 		} else if e != nil {
 			state.Log = e.state.Log[:0] // expired: reuse the log's memory
 		}
+		// Like the Redis store, keep nothing of a check that charges nothing.
 		out[i], state = p.algorithm().Check(p.params(), state, now, cost)
-		if e != nil {
-			e.state = state // normalising changes no decision; keep the log's storage in step
-		}
 		states, ents = append(states, state), append(ents, e)
 		all = all && out[i].Allowed
 	}
@@ -123,25 +124,28 @@ func (s *MemoryStore) Check(ctx context.Context, key string, policies []Policy, 
 		e := ents[i]
 		if e == nil {
 			e = &memoryEntry{}
-			s.insert(sh, string(appendKey(buf[:0], s.prefix, key, p.tag())), e, now)
+			ents[i] = e
+			s.insert(sh, string(appendKey(buf[:0], s.prefix, key, p.tag())), e, now, ents)
 		}
 		e.state, e.expires = state, now+max(ttl, 1)
 	}
 	return nil
 }
 
-// insert adds a new entry, keeping the shard within its bound. The caller holds sh.mu.
-func (s *MemoryStore) insert(sh *memoryShard, k string, e *memoryEntry, now int64) {
+// insert adds a new entry, keeping the shard within its bound, and never dropping the entries
+// of the check under way (keep). The caller holds sh.mu.
+func (s *MemoryStore) insert(sh *memoryShard, k string, e *memoryEntry, now int64, keep []*memoryEntry) {
 	sh.writes++
 	if len(sh.entries) >= s.perShard || sh.writes%16 == 0 {
-		s.sweep(sh, now, len(sh.entries) >= s.perShard)
+		s.sweep(sh, now, len(sh.entries) >= s.perShard, keep)
 	}
 	sh.entries[k] = e
 }
 
 // sweep drops expired entries among a sample of the shard; when the shard must make room and
-// none had expired, it drops the sampled entry closest to expiring.
-func (s *MemoryStore) sweep(sh *memoryShard, now int64, makeRoom bool) {
+// none had expired, it drops the sampled entry closest to expiring. It leaves the entries of
+// keep alone.
+func (s *MemoryStore) sweep(sh *memoryShard, now int64, makeRoom bool, keep []*memoryEntry) {
 	const sample = 32
 	var (
 		victim    string
@@ -150,6 +154,9 @@ func (s *MemoryStore) sweep(sh *memoryShard, now int64, makeRoom bool) {
 		dropped   bool
 	)
 	for k, e := range sh.entries { // map iteration starts at a random entry
+		if slices.Contains(keep, e) {
+			continue
+		}
 		if e.expires <= now {
 			delete(sh.entries, k)
 			dropped = true

@@ -47,3 +47,23 @@ func TestMemoryStoreReclaimsExpired(t *testing.T) {
 		t.Fatalf("store grew from %d to %d keys: expired state is not reclaimed", before, after)
 	}
 }
+
+// The store's housekeeping never drops state that the check under way is about to charge.
+func TestMemoryStoreSweepKeepsChargedState(t *testing.T) {
+	clock := newFakeClock()
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(clock))
+	perSecond := ratelimit.PerSecond(1).Named("s")
+	l1 := mustNew(t, store, perSecond)
+	l2 := mustNew(t, store, ratelimit.PerHour(1).Named("h"), perSecond) // shares "s" with l1
+	for i := 0; i < 2000; i++ {
+		key := "k" + strconv.Itoa(i)
+		allow(t, l1, key, 1)
+		clock.Advance(time.Second) // "s" of key has expired, but its entry is still there
+		if !allow(t, l2, key, 1).Allowed {
+			t.Fatalf("%s: l2 denied", key)
+		}
+		if allow(t, l1, key, 1).Allowed {
+			t.Fatalf("%s: the per-second charge made through l2 was lost", key)
+		}
+	}
+}

@@ -146,6 +146,7 @@ const (
 	maxWindow   = 366 * 24 * time.Hour
 	maxLimit    = 1 << 40
 	maxLogLimit = 100_000 // the sliding log keeps one entry per unit of cost
+	maxSpan     = 1 << 50 // microseconds (35 years): the longest a bucket may take to drain
 )
 
 // ErrInvalidPolicy is wrapped by every error [Policy.Validate] returns.
@@ -185,6 +186,10 @@ func (p Policy) Validate() error {
 	default:
 		if p.Window.Microseconds() < p.Limit {
 			return bad("Limit %d per Window %v is more than one request per microsecond", p.Limit, p.Window)
+		}
+		// A full bucket drains in Burst emission intervals; keep that span exact in both engines.
+		if pp := p.params(); pp.Capacity() > maxSpan/pp.Interval() {
+			return bad("Burst %d takes longer than %v to drain at %d per %v; lower Burst", pp.Capacity(), time.Duration(maxSpan)*time.Microsecond, p.Limit, p.Window)
 		}
 	}
 	return nil

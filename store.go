@@ -2,6 +2,8 @@ package ratelimit
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit/algorithms"
@@ -41,8 +43,13 @@ func newStoreConfig(opts []StoreOption) storeConfig {
 	return c
 }
 
-// WithPrefix sets the prefix of every storage key (default [DefaultPrefix]).
+// WithPrefix sets the prefix of every storage key (default [DefaultPrefix]). The identity
+// that follows is the key's Redis Cluster hash tag, so the prefix may not hold '{' or '}':
+// WithPrefix panics if it does.
 func WithPrefix(prefix string) StoreOption {
+	if strings.ContainsAny(prefix, "{}") {
+		panic(fmt.Sprintf("ratelimit: WithPrefix(%q): a prefix may not hold '{' or '}', which would change the keys' cluster hash tag", prefix))
+	}
 	return func(c *storeConfig) { c.prefix = prefix }
 }
 
@@ -54,8 +61,12 @@ func WithClock(clock Clock) StoreOption {
 }
 
 // WithMaxKeys bounds the number of keys the memory store holds (default [DefaultMaxKeys]);
-// see [MemoryStore] for what happens at the bound. The Redis store ignores it: bound Redis
-// with maxmemory.
+// see [MemoryStore] for what happens at the bound. The bound is shared by 64 shards, so it
+// is at least 64. The Redis store ignores it: bound Redis with maxmemory. WithMaxKeys panics
+// if n is below 1.
 func WithMaxKeys(n int) StoreOption {
+	if n < 1 {
+		panic(fmt.Sprintf("ratelimit: WithMaxKeys(%d): the bound must be at least 1", n))
+	}
 	return func(c *storeConfig) { c.maxKeys = n }
 }

@@ -6,7 +6,7 @@ package algorithms
 //
 // State: A = the window's index (now / Window), B = the cost admitted in it.
 // Remaining is Limit minus the cost admitted in the current window; ResetAfter and RetryAfter
-// are the time to the window's end.
+// are the time to the window's end. Should the clock go back, the state's window stays current.
 type FixedWindow struct{}
 
 // Name implements [Algorithm].
@@ -20,6 +20,9 @@ func (FixedWindow) sealed() {}
 // Check implements [Algorithm].
 func (FixedWindow) Check(p Params, s State, now, cost int64) (Result, State) {
 	k := floorDiv(now, p.Window)
+	if s.Init && s.A > k {
+		k = s.A // the clock went back: stay in the state's window
+	}
 	if !s.Init || s.A != k {
 		s = State{Init: true, A: k}
 	}

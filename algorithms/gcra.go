@@ -50,7 +50,7 @@ func checkTAT(p Params, s State, now, cost int64, shaping bool) (Result, State) 
 	default:
 		r.RetryAfter = next - horizon
 	}
-	r.Remaining = (horizon - tat) / interval
+	r.Remaining = max(0, horizon-tat) / interval
 	r.ResetAfter = tat - now
 	return r, s
 }

@@ -15,6 +15,7 @@ import "math"
 // State: A = the current window's index, B = its cost, C = the previous window's cost.
 // Remaining is Limit minus the estimate, rounded down; ResetAfter is the time until both
 // windows hold nothing; RetryAfter is the time until the estimate leaves room for the cost.
+// Should the clock go back, the state's window stays current.
 //
 // The weight is computed in float64, in the same order as the Lua script, so the memory and
 // Redis stores agree to the bit.
@@ -31,6 +32,9 @@ func (SlidingCounter) sealed() {}
 // Check implements [Algorithm].
 func (SlidingCounter) Check(p Params, s State, now, cost int64) (Result, State) {
 	k := floorDiv(now, p.Window)
+	if s.Init && s.A > k {
+		k = s.A // the clock went back: stay in the state's window
+	}
 	switch {
 	case !s.Init || s.A < k-1:
 		s = State{Init: true, A: k}

@@ -4,7 +4,8 @@ package algorithms
 // the time of every admitted unit, so it is exact, and its memory grows with Limit. Burst is not
 // used.
 //
-// State: Log = the admitted units' timestamps within the last Window, oldest first.
+// State: Log = the admitted units' timestamps within the last Window, oldest first. Should the
+// clock go back, new units are logged at the newest time, so the order holds.
 // Remaining is Limit minus the units in the log; ResetAfter is the time until the newest unit
 // leaves the window; RetryAfter is the time until enough units leave it for this request.
 type SlidingLog struct{}
@@ -20,14 +21,13 @@ func (SlidingLog) sealed() {}
 // Check implements [Algorithm].
 func (SlidingLog) Check(p Params, s State, now, cost int64) (Result, State) {
 	s.Init = true
-	// A unit admitted at t counts while now < t+Window.
+	// A unit admitted at t counts while now < t+Window. Dropping re-slices: the entries before
+	// are not moved, so a state that is not kept is not disturbed.
 	drop := 0
 	for drop < len(s.Log) && s.Log[drop] <= now-p.Window {
 		drop++
 	}
-	if drop > 0 {
-		s.Log = append(s.Log[:0], s.Log[drop:]...)
-	}
+	s.Log = s.Log[drop:]
 	n := int64(len(s.Log))
 	r := Result{Allowed: n+cost <= p.Limit}
 	used := n
@@ -39,7 +39,7 @@ func (SlidingLog) Check(p Params, s State, now, cost int64) (Result, State) {
 	case r.Allowed:
 		used += cost
 		if cost > 0 {
-			newest = now
+			newest = max(newest, now) // see Charge
 		}
 	case cost > p.Limit:
 		r.RetryAfter = Never
@@ -55,8 +55,12 @@ func (SlidingLog) Check(p Params, s State, now, cost int64) (Result, State) {
 
 // Charge implements [Algorithm].
 func (SlidingLog) Charge(p Params, s State, now, cost int64) (State, int64) {
+	at := now
+	if n := len(s.Log); n > 0 && at < s.Log[n-1] {
+		at = s.Log[n-1] // the clock went back: keep the log in order
+	}
 	for i := int64(0); i < cost; i++ {
-		s.Log = append(s.Log, now)
+		s.Log = append(s.Log, at)
 	}
 	if len(s.Log) == 0 {
 		return s, 0

@@ -4,6 +4,7 @@ algorithms.fw = function(key, now, limit, window, burst, cost)
   local k = floor(now / window)
   local used = 0
   local s = get_ints(key, 2)
+  if s and s[1] > k then k = s[1] end -- the clock went back: stay in the state's window
   if s and s[1] == k then used = s[2] end
   local to_end = (k + 1) * window - now
   local allowed = used + cost <= limit

@@ -18,7 +18,7 @@ local function tat_check(key, now, limit, window, burst, cost, shaping)
   else
     retry = nxt - horizon
   end
-  return {allowed and 1 or 0, floor((horizon - after) / interval), after - now, retry, delay}, function()
+  return {allowed and 1 or 0, floor(math.max(0, horizon - after) / interval), after - now, retry, delay}, function()
     redis.call('SET', key, int(after), 'PX', ttl_ms(after - now))
   end
 end

@@ -5,6 +5,7 @@ algorithms.sc = function(key, now, limit, window, burst, cost)
   local k = floor(now / window)
   local cur, prev = 0, 0
   local s = get_ints(key, 3)
+  if s and s[1] > k then k = s[1] end -- the clock went back: stay in the state's window
   if s then
     if s[1] == k then
       cur, prev = s[2], s[3]

@@ -1,32 +1,45 @@
 -- sliding_window_log.lua: algorithms.sl, the Lua form of algorithms.SlidingLog.
--- State: a sorted set with one member per admitted unit of cost, scored by its time.
+-- State: a sorted set with one member per admitted unit of cost, scored by its time. Members
+-- that left the window are removed when the key is charged, as the Go transition does.
 algorithms.sl = function(key, now, limit, window, burst, cost)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', int(now - window))
-  local n = redis.call('ZCARD', key)
+  local since = '(' .. int(now - window)
+  local n = redis.call('ZCOUNT', key, since, '+inf')
   local allowed = n + cost <= limit
   local used, newest, retry, reset = n, 0, 0, 0
   if n > 0 then newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) end
+  local at = now
+  if n > 0 and newest > now then at = newest end -- the clock went back: keep the log in order
+  local may_clash = n > 0 and newest >= now -- a member of time `at` may exist already
   if allowed then
     used = n + cost
-    if cost > 0 then newest = now end
+    if cost > 0 then newest = at end
   elseif cost > limit then
     retry = -1
   else
     local i = n + cost - limit - 1
-    retry = tonumber(redis.call('ZRANGE', key, i, i, 'WITHSCORES')[2]) + window - now
+    retry = tonumber(redis.call('ZRANGEBYSCORE', key, since, '+inf', 'WITHSCORES', 'LIMIT', i, 1)[2]) + window - now
   end
   if used > 0 then reset = newest + window - now end
   return {allowed and 1 or 0, limit - used, reset, retry, 0}, function()
-    -- Members are "time:position"; positions only grow while entries of one time live.
-    local args = {}
-    for i = 1, cost do
-      args[#args + 1] = int(now)
-      args[#args + 1] = int(now) .. ':' .. int(n + i)
-      if #args >= 1000 or i == cost then
-        redis.call('ZADD', key, unpack(args))
-        args = {}
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', int(now - window))
+    -- Members are "time:position". At a new time no member can clash; at the newest time
+    -- (the clock stood still or went back) one may, so each is added only where it is new.
+    if not may_clash then
+      local args = {}
+      for i = 1, cost do
+        args[#args + 1] = int(at)
+        args[#args + 1] = int(at) .. ':' .. int(n + i)
+        if #args >= 1000 or i == cost then
+          redis.call('ZADD', key, unpack(args))
+          args = {}
+        end
+      end
+    else
+      local pos = n
+      for i = 1, cost do
+        repeat pos = pos + 1 until redis.call('ZADD', key, 'NX', int(at), int(at) .. ':' .. int(pos)) == 1
       end
     end
-    redis.call('PEXPIRE', key, ttl_ms(window))
+    redis.call('PEXPIRE', key, ttl_ms(at + window - now))
   end
 end
