@@ -32,6 +32,7 @@ type MemoryStore struct {
 	clock    Clock
 	perShard int
 	start    time.Time // with its monotonic reading: the store's time never goes back
+	startUS  int64     // start in Unix microseconds
 }
 
 type memoryShard struct {
@@ -51,6 +52,7 @@ func NewMemoryStore(opts ...StoreOption) *MemoryStore {
 	c := newStoreConfig(opts)
 	s := &MemoryStore{seed: maphash.MakeSeed(), prefix: c.prefix, clock: c.clock,
 		perShard: max(1, c.maxKeys/memoryShards), start: time.Now()}
+	s.startUS = s.start.UnixMicro()
 	for i := range s.shards {
 		s.shards[i].entries = make(map[string]*memoryEntry)
 	}
@@ -62,7 +64,7 @@ func (s *MemoryStore) now() int64 {
 		return s.clock.Now().UnixMicro()
 	}
 	// The wall clock may step back (NTP, a migrated VM); the monotonic clock does not.
-	return s.start.UnixMicro() + time.Since(s.start).Microseconds()
+	return s.startUS + int64(time.Since(s.start)/time.Microsecond)
 }
 
 func (s *MemoryStore) shard(key string) *memoryShard {
