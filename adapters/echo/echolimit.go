@@ -8,11 +8,15 @@
 //	e.POST("/login", login, echolimit.New(limiter, ratelimit.WithPolicies(ratelimit.PerMinute(5).Named("login"))))
 //
 // Key functions see Echo's matched route ([echo.Context.Path]) as [ratelimit.Request.Route],
-// and resolve the client IP with the core's rules ([ratelimit.KeyByIP]), not Echo's RealIP.
+// and "" when no route matched (Echo answers 404), whatever the Echo version: before v4.10.1
+// Echo reports the raw request path there, with which [ratelimit.KeyByRoute] would give every
+// unknown path a quota of its own. They resolve the client IP with the core's rules
+// ([ratelimit.KeyByIP]), not Echo's RealIP.
 package echolimit
 
 import (
 	"context"
+	"reflect"
 
 	"github.com/labstack/echo/v4"
 
@@ -62,9 +66,26 @@ type request struct{ c echo.Context }
 func (r request) Context() context.Context { return r.c.Request().Context() }
 func (r request) Method() string           { return r.c.Request().Method }
 func (r request) Path() string             { return r.c.Request().URL.Path }
-func (r request) Route() string            { return r.c.Path() }
 func (r request) RemoteAddr() string       { return r.c.Request().RemoteAddr }
 
 func (r request) Header(name string) string {
 	return ratelimit.HTTPRequest(r.c.Request()).Header(name)
 }
+
+// Route returns the matched route's pattern, or "" when no route matched. Every Echo v4 gives
+// an unmatched request [echo.NotFoundHandler] as its handler, but Echo before v4.10.1 leaves
+// the raw request path in [echo.Context.Path] when its router gives up early, so the handler,
+// not the path, tells an unmatched request. The handler is compared by code pointer with
+// echo.NotFoundHandler as it is when the request is checked, so one the program put there
+// instead is recognised too. A registered route keeps its pattern whatever its handler (Echo
+// wraps every one in a closure of its own): RouteNotFound routes, the catch-all routes of a
+// group's middleware ("/api/*"), and routes that lack the request's method (405).
+func (r request) Route() string {
+	if h := r.c.Handler(); h == nil || funcPC(h) == funcPC(echo.NotFoundHandler) {
+		return ""
+	}
+	return r.c.Path()
+}
+
+// funcPC returns the code pointer of h, without allocating (a func is pointer-shaped).
+func funcPC(h echo.HandlerFunc) uintptr { return reflect.ValueOf(h).Pointer() }

@@ -3,7 +3,9 @@ module github.com/a7d3e0dd/ratelimit/adapters/echo
 go 1.24
 
 // echo v4.0.0 is the oldest Echo this adapter supports, and the one its tests run against:
-// the adapter uses nothing that v4 did not have from its first release.
+// the adapter uses nothing that v4 did not have from its first release. Echo before v4.10.1
+// leaves the raw path of an unmatched request in Context.Path; the adapter tells such a
+// request by its handler (echo.NotFoundHandler) instead, and route_test.go checks it here.
 require (
 	github.com/a7d3e0dd/ratelimit v0.0.0
 	github.com/labstack/echo/v4 v4.0.0 // oldest supported; see the note above

@@ -10,10 +10,18 @@
 //
 // Requests reach key functions as a [ratelimit.Request] read straight from fasthttp, without
 // building an *http.Request. The client IP follows the core's rules ([ratelimit.KeyByIP]), not
-// Fiber's IP or ProxyHeader settings. Request.Context is Fiber's UserContext. Request.Route is
-// the pattern of a route's handler, and "" in middleware of app.Use or a group, where Fiber has
-// not matched the route yet. Request.Path, like every string Fiber hands a handler, is valid
-// until the handler returns; header values are copied.
+// Fiber's IP or ProxyHeader settings. Request.Route is the pattern of a route's handler, and ""
+// in middleware of app.Use or a group, where Fiber has not matched the route yet.
+// Request.Path, like every string Fiber hands a handler, is valid until the handler returns;
+// header values are copied.
+//
+// Request.Context is Fiber's UserContext: context.Background unless the app sets one
+// (Ctx.SetUserContext), and the context whose values [ratelimit.KeyByUser] reads. fasthttp
+// does not tell a handler that its client went away, so, unlike with net/http, a shaping wait
+// (algorithms.LeakyBucket{Shaping: true} delaying a request to its slot) runs to its end even
+// if the client has gone, and the handler then runs for nobody. The wait is still bounded by
+// the policy's burst: at most Burst intervals of Window/Limit ([ratelimit.Policy.Burst]). Nor
+// does it end when the app shuts down: Shutdown waits for it, as for any request in flight.
 package fiberlimit
 
 import (
@@ -68,6 +76,12 @@ func FromGuard(g *ratelimit.Guard) fiber.Handler {
 // to an interface without allocating.
 type request struct{ c *fiber.Ctx }
 
+// Context returns the app's UserContext, which is never cancelled unless the app made it so.
+// The fasthttp.RequestCtx (Ctx.Context), whose Done is closed when the server shuts down, is
+// not used in its place: its Value reads Fiber's Locals, not the UserContext that KeyByUser
+// must see; a deadline derived from it, as the guard sets for a store call, costs a goroutine
+// per call (it is no stdlib context); and it is recycled for the next request once the handler
+// returns, while a store call abandoned at its deadline may still hold it.
 func (r request) Context() context.Context { return r.c.UserContext() }
 func (r request) Method() string           { return r.c.Method() }
 func (r request) Path() string             { return r.c.Path() }

@@ -1,6 +1,7 @@
 package fiberlimit_test
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -71,5 +72,37 @@ func TestRoute(t *testing.T) {
 	}
 	if got, want := fmt.Sprint(routes), "[ /items/:id]"; got != want {
 		t.Errorf("routes seen by the app's and the route's middleware: %q, want %q", got, want)
+	}
+}
+
+// TestContext checks that key functions see the app's UserContext as the request's context,
+// with its values: the user KeyByUser reads, here, and not fasthttp's RequestCtx, whose
+// values are Fiber's Locals.
+func TestContext(t *testing.T) {
+	type userKey struct{}
+	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), ratelimit.PerMinute(1))
+	app := fiber.New()
+	app.Use(func(c *fiber.Ctx) error {
+		c.SetUserContext(context.WithValue(c.UserContext(), userKey{}, c.Get("X-User")))
+		c.Locals(userKey{}, "local")
+		return c.Next()
+	})
+	app.Use(fiberlimit.New(l, ratelimit.WithKey(ratelimit.KeyByUser(func(ctx context.Context) (string, bool) {
+		id, ok := ctx.Value(userKey{}).(string)
+		return id, ok
+	}))))
+	app.Get("/", func(c *fiber.Ctx) error { return c.SendStatus(http.StatusOK) })
+	var got []int
+	for _, user := range []string{"ann", "ann", "bob"} {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Header.Set("X-User", user)
+		resp, err := app.Test(req, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, resp.StatusCode)
+	}
+	if got, want := fmt.Sprint(got), "[200 429 200]"; got != want {
+		t.Errorf("statuses of ann, ann, bob under PerMinute(1) per user: %s, want %s", got, want)
 	}
 }
