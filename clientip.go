@@ -46,6 +46,12 @@ type ipConfig struct {
 // ("10.0.0.0/8", "2001:db8::/32") or single addresses ("192.0.2.10"). Only a request whose
 // connection comes from one of them has its proxy header read. Give every proxy of the chain
 // (load balancer, ingress, sidecar), and nothing a client can reach directly.
+//
+// The proxies are those of one key function only. A [Guard] limits a request whose key
+// function finds no key ([ErrNoKey]) by its fallback key, by default KeyByIP() without
+// options: the proxy's address, shared by every client. Give the fallback the proxies too,
+// with [WithFallbackKey](KeyByIP(TrustProxies(...))), or refuse such requests with
+// [RejectMissingKey].
 func TrustProxies(cidrs ...string) IPOption {
 	return func(c *ipConfig) {
 		for _, s := range cidrs {
@@ -131,6 +137,13 @@ func NewIPResolver(opts ...IPOption) (*IPResolver, error) {
 // KeyByIP keys requests by client IP address, as "ip:192.0.2.1" or, for IPv6, by prefix,
 // "ip:2001:db8:1:2::/64". Without options the address is the connection's peer; behind
 // reverse proxies, name them with [TrustProxies]. See [IPResolver] for the rules.
+//
+// Behind reverse proxies, name them wherever KeyByIP is used, including the [Guard]'s
+// fallback key, which limits requests whose key function finds no key ([ErrNoKey]) and is
+// KeyByIP() without options unless [WithFallbackKey] says otherwise:
+//
+//	ratelimit.WithKey(ratelimit.KeyJoin(ratelimit.KeyByIP(ratelimit.TrustProxies("10.0.0.0/8")), ratelimit.KeyByRoute())),
+//	ratelimit.WithFallbackKey(ratelimit.KeyByIP(ratelimit.TrustProxies("10.0.0.0/8"))),
 //
 // KeyByIP panics if an option is invalid; [NewIPResolver] returns the error instead.
 func KeyByIP(opts ...IPOption) KeyFunc {

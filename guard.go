@@ -26,7 +26,8 @@ import (
 //	g.Done(&o, status)
 //
 // A Guard never panics on a request and never answers 500: a failing store fails open (or
-// closed, see [FailClosed]), a malformed request is answered 400.
+// closed, see [FailClosed]), a malformed request (a key that cannot be read, a negative cost)
+// is answered 400.
 //
 // A Guard is safe for concurrent use.
 type Guard struct {
@@ -35,7 +36,7 @@ type Guard struct {
 	policyHeader string   // RateLimit-Policy
 
 	key      KeyFunc
-	fallback KeyFunc // used when key finds no key; nil to refuse with missing
+	fallback KeyFunc // used when key finds no key ([WithFallbackKey]); nil to refuse with missing
 	cost     func(Request) int64
 	skip     func(Request) bool
 	countIf  func(int) bool
@@ -51,7 +52,7 @@ type Guard struct {
 
 	failStatus int
 	// Responses that do not depend on the request.
-	missing, badRequest, failed, gone response
+	missing, badRequest, badCost, failed, gone response
 }
 
 // NewGuard returns a guard of the requests limited by l, configured by opts. It fails when
@@ -76,7 +77,7 @@ func NewGuard(l *Limiter, opts ...Option) (*Guard, error) {
 	g := &Guard{
 		limiter: l, key: c.key, cost: c.cost, skip: c.skip, countIf: c.countIf, deny: c.deny,
 		onError: c.onError, now: c.now, wait: c.wait, headers: c.headers, problem: c.problem,
-		timeout: c.timeout, failStatus: c.failStatus,
+		timeout: c.timeout, failStatus: c.failStatus, fallback: c.fallback,
 	}
 	_, g.local = l.store.(*MemoryStore)
 	if rs, ok := l.store.(*RedisStore); ok {
@@ -87,12 +88,11 @@ func NewGuard(l *Limiter, opts ...Option) (*Guard, error) {
 		g.names[i] = p.DisplayName()
 	}
 	g.policyHeader = policyHeader(l.policies, g.names)
-	ip := KeyByIP()
 	if g.key == nil {
-		g.key = ip
+		g.key = KeyByIP()
 	}
-	if c.missingStatus == 0 {
-		g.fallback = ip
+	if c.missingStatus == 0 && g.fallback == nil {
+		g.fallback = KeyByIP()
 	}
 	if g.now == nil {
 		g.now = time.Now
@@ -116,6 +116,9 @@ func (c *config) limiter(l *Limiter) (*Limiter, error) {
 		} else {
 			l = pl
 		}
+	}
+	if c.fallback != nil && c.missingStatus != 0 {
+		c.errorf("WithFallbackKey cannot be combined with RejectMissingKey(%d): a request without a key is either limited by the fallback key or refused; choose one", c.missingStatus)
 	}
 	if c.countIf != nil {
 		for _, p := range l.policies {
@@ -141,6 +144,7 @@ func (g *Guard) prepareResponses(c *config) {
 		g.missing = refusal(c.missingStatus, "the request does not identify its client.", c.problem)
 	}
 	g.badRequest = refusal(http.StatusBadRequest, "the request's client could not be identified.", c.problem)
+	g.badCost = refusal(http.StatusBadRequest, "the request's cost is invalid.", c.problem)
 	g.gone = refusal(statusClientClosed, "the request was cancelled.", c.problem)
 	if c.failStatus != 0 {
 		detail := "the service is temporarily unavailable. Retry in 1 second."
@@ -169,6 +173,9 @@ func (g *Guard) Check(r Request) (o Outcome) {
 			return o
 		}
 		key, err = g.fallback(r)
+		if errors.Is(err, ErrNoKey) {
+			err = fmt.Errorf("neither the key function nor the fallback key function found a key: %w", err)
+		}
 	}
 	if err == nil && key == "" {
 		err = errors.New("the key function returned an empty key")
@@ -185,6 +192,13 @@ func (g *Guard) Check(r Request) (o Outcome) {
 	cost := int64(1)
 	if g.cost != nil {
 		cost = g.cost(r)
+	}
+	if cost < 0 {
+		// A request error, not a store failure: failing open would let it through unlimited.
+		err := &opError{"cost", fmt.Errorf("the cost function returned %d; a cost cannot be negative", cost)}
+		g.onError(r, err)
+		g.refuse(&o, g.badCost, err)
+		return o
 	}
 	if err := g.call(r.Context(), key, cost, g.countIf == nil, &o.Decision); err != nil {
 		g.storeFailed(&o, r, err)
@@ -398,6 +412,8 @@ func (l *errorLog) message(err error) string {
 	switch {
 	case errors.As(err, &op) && op.op == "key":
 		return "ratelimit: request answered 400: its key could not be read"
+	case errors.As(err, &op) && op.op == "cost":
+		return "ratelimit: request answered 400: its cost is negative"
 	case errors.As(err, &op) && strings.Contains(op.op, "after the handler"):
 		return "ratelimit: a request could not be charged after its handler"
 	case l.failOpen:

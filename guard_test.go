@@ -37,6 +37,11 @@ func TestNewGuardOptionErrors(t *testing.T) {
 		{[]ratelimit.Option{ratelimit.WithSkip(nil)}, "ratelimit: WithSkip(nil)"},
 		{[]ratelimit.Option{ratelimit.CountIf(nil)}, "ratelimit: CountIf(nil)"},
 		{[]ratelimit.Option{ratelimit.WithNow(nil)}, "ratelimit: WithNow(nil)"},
+		{[]ratelimit.Option{ratelimit.WithFallbackKey(nil)}, "ratelimit: WithFallbackKey(nil): give it a key function"},
+		{[]ratelimit.Option{ratelimit.WithFallbackKey(ratelimit.KeyByIP()), ratelimit.RejectMissingKey(401)},
+			"ratelimit: WithFallbackKey cannot be combined with RejectMissingKey(401)"},
+		{[]ratelimit.Option{ratelimit.RejectMissingKey(400), ratelimit.WithFallbackKey(ratelimit.KeyByIP())},
+			"ratelimit: WithFallbackKey cannot be combined with RejectMissingKey(400)"},
 		{[]ratelimit.Option{nil}, "ratelimit: option 1 is nil"},
 		{[]ratelimit.Option{ratelimit.WithPolicies(shaping), ratelimit.CountIf(func(int) bool { return true })},
 			`ratelimit: CountIf cannot be combined with the shaping policy "queue"`},
@@ -212,5 +217,29 @@ func TestSkipDoesNotTouchTheStore(t *testing.T) {
 	o := g.Check(ratelimit.HTTPRequest(httptest.NewRequest(http.MethodGet, "/", nil).WithContext(context.Background())))
 	if !o.Proceed || o.Decision.Limit != 0 {
 		t.Errorf("got %+v, want to proceed unchecked", o)
+	}
+}
+
+// TestGuardNegativeCost: a negative cost is a refused request with no decision, and the
+// default error handler says so, not that the store failed.
+func TestGuardNegativeCost(t *testing.T) {
+	var buf bytes.Buffer
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	l := ratelimit.MustNew(errStore{errors.New("must not be called")}, ratelimit.PerMinute(1))
+	g, err := ratelimit.NewGuard(l, ratelimit.WithCost(func(ratelimit.Request) int64 { return -3 }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := g.Check(ratelimit.HTTPRequest(httptest.NewRequest(http.MethodGet, "/", nil)))
+	if o.Proceed || o.Status != http.StatusBadRequest || o.Decision.Limit != 0 || o.Err == nil ||
+		o.Err.Error() != "ratelimit: cost: the cost function returned -3; a cost cannot be negative" {
+		t.Errorf("got %+v, want a 400 refusal with the cost error", o)
+	}
+	o.Headers(func(name, value string) {
+		t.Errorf("header %s: %s written on a refusal without a decision", name, value)
+	})
+	if !strings.Contains(buf.String(), `msg="ratelimit: request answered 400: its cost is negative"`) {
+		t.Errorf("logged %q, want the 400 explained", buf.String())
 	}
 }

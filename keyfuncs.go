@@ -22,8 +22,9 @@ import (
 type KeyFunc func(Request) (string, error)
 
 // ErrNoKey is returned by a [KeyFunc] when the request carries no key of its kind. The
-// [Guard] then falls back to the client IP or rejects the request (see [RejectMissingKey]);
-// it never lets the request through unlimited.
+// [Guard] then falls back to the fallback key (see [WithFallbackKey]; by default the
+// connection's IP address, which behind a proxy is the proxy's) or rejects the request (see
+// [RejectMissingKey]); it never lets the request through unlimited.
 var ErrNoKey = errors.New("ratelimit: request has no key")
 
 // ErrKeyTooLong is wrapped by the error of a key function whose request data is longer than
@@ -59,6 +60,13 @@ func boundedKey(kind, value, what string) (string, error) {
 // ([ErrNoKey]). Values longer than 256 bytes are replaced by their SHA-256 digest; values
 // longer than [MaxKeyBytes] are an error.
 //
+// A value containing a comma is malformed, and an error (not ErrNoKey): the [Guard] answers
+// 400 Bad Request and reports it. A request may carry the header on several field lines, and
+// [Request.Header] joins them with ", "; an application that reads the first line
+// (http.Header.Get) would accept "X-API-Key: valid" followed by "X-API-Key: junk1", while a
+// key of the joined value would give each new second line a new quota. Identity headers (API
+// keys, tokens, user and tenant ids) never hold a comma, so no single valid value is refused.
+//
 // Only use a header that your own code or a proxy you control sets or verifies: a client can
 // send any value, and a new value is a new quota. An API key that your handlers reject is
 // such a header; key by it with [RejectMissingKey], and limit the failures with a second
@@ -76,6 +84,10 @@ func KeyByHeader(name string) KeyFunc {
 		v := r.Header(canonical)
 		if v == "" {
 			return "", ErrNoKey
+		}
+		if len(v) <= MaxKeyBytes && strings.IndexByte(v, ',') >= 0 {
+			// The value is a secret, often: say nothing of it.
+			return "", fmt.Errorf("ratelimit: %s has a comma: the header is repeated, or its value is not an identity", what)
 		}
 		return boundedKey(kind, v, what)
 	}
@@ -127,6 +139,8 @@ func KeyByUser(user func(context.Context) (id string, ok bool)) KeyFunc {
 //
 // A request whose route is unknown has no key ([ErrNoKey]). With net/http the route is known
 // inside a ServeMux: put the middleware on the handler you register, not around the mux.
+// Around the mux every request falls back to the fallback key, by default the connection's
+// address; behind proxies, set [WithFallbackKey] with the proxies (see [WithKey]).
 func KeyByRoute() KeyFunc {
 	return func(r Request) (string, error) {
 		route := r.Route()

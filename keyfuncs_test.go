@@ -75,7 +75,10 @@ func TestKeyByHeader(t *testing.T) {
 	runKeyCases(t, []keyCase{
 		{name: "present", fn: apiKey, req: newReq("/", "X-Api-Key", "abc"), want: "hdr:x-api-key:abc"},
 		{name: "name is case-insensitive", fn: ratelimit.KeyByHeader("x-api-key"), req: newReq("/", "X-API-KEY", "abc"), want: "hdr:x-api-key:abc"},
-		{name: "two lines are one value", fn: apiKey, req: newReq("/", "X-API-Key", "a", "X-API-Key", "b"), want: "hdr:x-api-key:a, b"},
+		{name: "two lines are malformed", fn: apiKey, req: newReq("/", "X-API-Key", "a", "X-API-Key", "b"),
+			errText: "header X-Api-Key has a comma: the header is repeated, or its value is not an identity"},
+		{name: "an empty first line and another", fn: apiKey, req: newReq("/", "X-API-Key", "", "X-API-Key", "b"), errText: "has a comma"},
+		{name: "a comma in one line is malformed", fn: apiKey, req: newReq("/", "X-API-Key", "a,b"), errText: "has a comma"},
 		{name: "absent", fn: apiKey, req: newReq("/"), wantErr: ratelimit.ErrNoKey},
 		{name: "empty", fn: apiKey, req: newReq("/", "X-API-Key", ""), wantErr: ratelimit.ErrNoKey},
 		{name: "long is hashed", fn: apiKey, req: newReq("/", "X-API-Key", long), want: "hdr:x-api-key:" + digest(long)},
@@ -85,6 +88,10 @@ func TestKeyByHeader(t *testing.T) {
 			errText: "header X-Api-Key is 1048576 bytes, more than 4096"},
 		{name: "binary", fn: apiKey, req: newReq("/", "X-API-Key", "\x00\xff\x80"), want: "hdr:x-api-key:\x00\xff\x80"},
 	})
+	_, err := apiKey(newReq("/", "X-API-Key", "s3cret-key", "X-API-Key", "junk1"))
+	if err == nil || errors.Is(err, ratelimit.ErrNoKey) || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "junk1") {
+		t.Errorf("repeated lines: got error %v, want one that is not ErrNoKey and does not tell the value", err)
+	}
 	a, _ := ratelimit.KeyByHeader("X-A")(newReq("/", "X-A", "v"))
 	b, _ := ratelimit.KeyByHeader("X-B")(newReq("/", "X-B", "v"))
 	if a == b {
@@ -180,6 +187,8 @@ func TestKeyOr(t *testing.T) {
 		{name: "fallback", fn: ratelimit.KeyOr(none, none, static("c")), req: newReq("/"), want: "c"},
 		{name: "api key or ip", fn: ratelimit.KeyOr(ratelimit.KeyByHeader("X-API-Key"), ratelimit.KeyByIP()), req: newReq("/"), want: "ip:192.0.2.1"},
 		{name: "an error is not a missing key", fn: ratelimit.KeyOr(failing(boom), static("b")), req: newReq("/"), wantErr: boom},
+		{name: "a repeated api key is an error, not a missing key", fn: ratelimit.KeyOr(ratelimit.KeyByHeader("X-API-Key"), ratelimit.KeyByIP()),
+			req: newReq("/", "X-API-Key", "a", "X-API-Key", "b"), errText: "has a comma"},
 		{name: "none", fn: ratelimit.KeyOr(none, none), req: newReq("/"), wantErr: ratelimit.ErrNoKey},
 	})
 }

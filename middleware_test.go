@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -202,7 +203,7 @@ var specTable = []specCase{
 		},
 	},
 	{
-		name:     "cost: above capacity is never admitted, 0 only reads",
+		name:     "cost: above capacity is never admitted, 0 only reads, negative is a bad request",
 		policies: []ratelimit.Policy{fixed(3, time.Minute, "minute")},
 		opts:     opts(ratelimit.WithCost(costHeader)),
 		steps: []specStep{
@@ -211,7 +212,11 @@ var specTable = []specCase{
 			{req: withHeader("X-Cost", "0"), status: 200, handled: true, limit: 3, remaining: 3},
 			{req: withHeader("X-Cost", "2"), status: 200, handled: true, limit: 3, remaining: 1, reset: time.Minute},
 			{req: withHeader("X-Cost", "2"), status: 429, limit: 3, remaining: 1, reset: time.Minute, retry: "60"},
-			{req: withHeader("X-Cost", "-1"), status: 200, handled: true, reported: "ratelimit: store: cost -1 is negative"}, // a bug fails open
+			// A negative cost is the request's fault, not the store's: never failed open.
+			{req: withHeader("X-Cost", "-1"), status: 400, body: "Bad Request: the request's cost is invalid.",
+				headers:  map[string]string{"Content-Type": plainText, "X-Content-Type-Options": "nosniff"},
+				reported: "ratelimit: cost: the cost function returned -1; a cost cannot be negative"},
+			{req: withHeader("X-Cost", "1"), status: 200, handled: true, limit: 3, remaining: 0, reset: time.Minute}, // it charged nothing
 		},
 	},
 	{
@@ -744,4 +749,206 @@ func silentRedis(t *testing.T, contextTimeout bool) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), MaxRetries: -1, ContextTimeoutEnabled: contextTimeout})
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// TestMiddlewareRepeatedKeyHeader: a client that repeats its API key header with a new junk
+// line each time does not get a new quota each time. The application reads the first line
+// (Header.Get) and accepts the key; the limiter refuses the request as malformed.
+func TestMiddlewareRepeatedKeyHeader(t *testing.T) {
+	l := ratelimit.MustNew(ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock())), ratelimit.PerMinute(3))
+	var reported []error
+	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-API-Key") != "valid-key" {
+			w.WriteHeader(http.StatusUnauthorized)
+		}
+	})
+	srv := httptest.NewServer(ratelimit.Middleware(l, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")),
+		ratelimit.WithErrorHandler(func(_ ratelimit.Request, err error) { reported = append(reported, err) }))(app))
+	defer srv.Close()
+	send := func(lines ...string) int {
+		t.Helper()
+		r, err := http.NewRequest(http.MethodGet, srv.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range lines {
+			r.Header.Add("X-API-Key", v) // one field line each, on the wire
+		}
+		resp, err := srv.Client().Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	ok := 0
+	for i := range 50 {
+		var status int
+		if i%2 == 0 {
+			status = send("valid-key")
+			if want := http.StatusOK; i >= 6 {
+				want = http.StatusTooManyRequests
+				if status != want {
+					t.Errorf("request %d, one line: got status %d, want %d", i, status, want)
+				}
+			} else if status != want {
+				t.Errorf("request %d, one line: got status %d, want %d", i, status, want)
+			}
+		} else {
+			status = send("valid-key", "junk"+strconv.Itoa(i))
+			if status != http.StatusBadRequest {
+				t.Errorf("request %d, a junk second line: got status %d, want 400", i, status)
+			}
+		}
+		if status == http.StatusOK {
+			ok++
+		}
+	}
+	if ok > 3 {
+		t.Errorf("%d requests were served under PerMinute(3)", ok)
+	}
+	if len(reported) != 25 || !strings.Contains(reported[0].Error(), "ratelimit: key: header X-Api-Key has a comma") {
+		t.Errorf("got %d errors reported (first %v), want 25 about the comma", len(reported), reported)
+	}
+}
+
+// TestMiddlewareNegativeCost: a negative cost is answered 400 and reported, whatever the fail
+// mode, and the store is not asked.
+func TestMiddlewareNegativeCost(t *testing.T) {
+	for _, fail := range []ratelimit.Option{ratelimit.FailOpen(), ratelimit.FailClosed(503), ratelimit.FailClosed(429)} {
+		l := ratelimit.MustNew(errStore{errors.New("the store was asked")}, ratelimit.PerMinute(1))
+		var reported []error
+		handled := false
+		h := ratelimit.Middleware(l, fail, ratelimit.WithProblemJSON(),
+			ratelimit.WithCost(func(ratelimit.Request) int64 { return math.MinInt64 }),
+			ratelimit.WithErrorHandler(func(_ ratelimit.Request, err error) { reported = append(reported, err) }))(
+			http.HandlerFunc(func(http.ResponseWriter, *http.Request) { handled = true }))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+		if w.Code != http.StatusBadRequest || handled || w.Header().Get("Retry-After") != "" ||
+			w.Body.String() != `{"type":"about:blank","title":"Bad Request","status":400,"detail":"the request's cost is invalid."}`+"\n" {
+			t.Errorf("got status %d, handled %v, Retry-After %q, body %q; want 400, not handled, no Retry-After",
+				w.Code, handled, w.Header().Get("Retry-After"), w.Body)
+		}
+		if len(reported) != 1 || reported[0].Error() != "ratelimit: cost: the cost function returned -9223372036854775808; a cost cannot be negative" {
+			t.Errorf("reported %v, want the negative cost alone", reported)
+		}
+	}
+}
+
+// TestMiddlewareHugeCost: a cost far above every capacity, up to math.MaxInt64, is denied for
+// ever (429 without Retry-After) by every algorithm, is never let through, and leaves the
+// quota as it was.
+func TestMiddlewareHugeCost(t *testing.T) {
+	for _, alg := range allAlgorithms {
+		for _, cost := range []int64{math.MaxInt64, 1 << 54} {
+			t.Run(alg.Name()+"/"+strconv.FormatInt(cost, 10), func(t *testing.T) {
+				l := ratelimit.MustNew(ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock())),
+					ratelimit.Per(3, time.Minute).Using(alg).Named("p"))
+				var reported []error
+				handled := 0
+				h := ratelimit.Middleware(l,
+					ratelimit.WithCost(func(r ratelimit.Request) int64 {
+						if r.Header("X-Small") != "" {
+							return 1
+						}
+						return cost
+					}),
+					ratelimit.WithWait(func(context.Context, time.Duration) error { return nil }),
+					ratelimit.WithErrorHandler(func(_ ratelimit.Request, err error) { reported = append(reported, err) }))(
+					http.HandlerFunc(func(http.ResponseWriter, *http.Request) { handled++ }))
+				for i := range 5 {
+					w := httptest.NewRecorder()
+					h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+					if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "" ||
+						!strings.Contains(w.Body.String(), "it cannot be admitted") {
+						t.Errorf("request %d: got status %d, Retry-After %q, body %q; want 429 for ever, without Retry-After",
+							i, w.Code, w.Header().Get("Retry-After"), w.Body)
+					}
+				}
+				if handled != 0 || len(reported) != 0 {
+					t.Fatalf("the handler ran %d times, errors reported %v; want neither", handled, reported)
+				}
+				// The quota is untouched: three small requests pass, the fourth does not.
+				for i, want := range []int{200, 200, 200, 429} {
+					r := httptest.NewRequest(http.MethodGet, "/", nil)
+					r.Header.Set("X-Small", "1")
+					w := httptest.NewRecorder()
+					h.ServeHTTP(w, r)
+					if w.Code != want {
+						t.Errorf("small request %d after the huge ones: got status %d, want %d", i, w.Code, want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestMiddlewareFallbackKey: behind a load balancer, a middleware around the whole mux keys by
+// client IP and route; the route is unknown there, so every request falls back. With the
+// proxies given to WithFallbackKey each client has its own quota; without, every request falls
+// back to the connection's address, the balancer's, as documented.
+func TestMiddlewareFallbackKey(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
+		for _, c := range []struct {
+			name, policy string
+			fallback     []ratelimit.Option
+			want         []int // the status of each request below
+		}{
+			{"with the proxies", "with-proxies", []ratelimit.Option{ratelimit.WithFallbackKey(ratelimit.KeyByIP(ratelimit.TrustProxies("10.0.0.0/8")))},
+				[]int{200, 200, 429, 200, 200, 429, 200}},
+			{"without: the connection's address", "without", nil,
+				[]int{200, 200, 429, 429, 429, 429, 429}},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				l := ratelimit.MustNew(store, fixed(2, time.Minute, c.policy))
+				mux := http.NewServeMux()
+				mux.Handle("GET /items/{id}", okHandler)
+				options := append([]ratelimit.Option{
+					ratelimit.WithKey(ratelimit.KeyJoin(ratelimit.KeyByIP(ratelimit.TrustProxies("10.0.0.0/8")), ratelimit.KeyByRoute())),
+					ratelimit.WithNow(clock.Now),
+				}, c.fallback...)
+				h := ratelimit.Middleware(l, options...)(mux)
+				for i, client := range []string{"203.0.113.1", "203.0.113.1", "203.0.113.1", "203.0.113.2", "203.0.113.2", "203.0.113.2", "198.51.100.7"} {
+					r := httptest.NewRequest(http.MethodGet, "/items/7", nil)
+					r.RemoteAddr = "10.0.0.1:5555" // the load balancer
+					r.Header.Set("X-Forwarded-For", client+", 10.0.0.2")
+					w := httptest.NewRecorder()
+					h.ServeHTTP(w, r)
+					if w.Code != c.want[i] {
+						t.Errorf("request %d from %s: got status %d, want %d", i, client, w.Code, c.want[i])
+					}
+				}
+			})
+		}
+	})
+}
+
+// TestMiddlewareFallbackKeyFindsNoKey: a fallback that finds no key either is a bad request,
+// reported; the request is never let through unlimited.
+func TestMiddlewareFallbackKeyFindsNoKey(t *testing.T) {
+	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), ratelimit.PerMinute(1))
+	var reported []error
+	handled := false
+	h := ratelimit.Middleware(l, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")),
+		ratelimit.WithFallbackKey(ratelimit.KeyByHeader("X-Tenant")),
+		ratelimit.WithErrorHandler(func(_ ratelimit.Request, err error) { reported = append(reported, err) }))(
+		http.HandlerFunc(func(http.ResponseWriter, *http.Request) { handled = true }))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+	if w.Code != http.StatusBadRequest || handled || len(reported) != 1 || !errors.Is(reported[0], ratelimit.ErrNoKey) ||
+		!strings.Contains(reported[0].Error(), "neither the key function nor the fallback key function found a key") {
+		t.Errorf("got status %d, handled %v, reported %v; want 400, not handled, the missing key reported", w.Code, handled, reported)
+	}
+	// The fallback's key is used, and limits.
+	for i, want := range []int{200, 429} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.Header.Set("X-Tenant", "t1")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != want {
+			t.Errorf("request %d with a tenant: got status %d, want %d", i, w.Code, want)
+		}
+	}
 }

@@ -17,6 +17,7 @@ const DefaultTimeout = 100 * time.Millisecond
 type config struct {
 	policies      []Policy
 	key           KeyFunc
+	fallback      KeyFunc // nil: KeyByIP(), unless missingStatus is set
 	cost          func(Request) int64
 	failStatus    int // 0: fail open
 	timeout       time.Duration
@@ -25,7 +26,7 @@ type config struct {
 	headers       HeaderStyle
 	problem       bool
 	skip          func(Request) bool
-	missingStatus int // 0: fall back to the connection's IP
+	missingStatus int // 0: fall back to fallback
 	countIf       func(status int) bool
 	now           func() time.Time
 	wait          func(ctx context.Context, d time.Duration) error
@@ -54,6 +55,18 @@ func WithPolicies(policies ...Policy) Option {
 }
 
 // WithKey sets what requests are limited by (default [KeyByIP]() — the connection's address).
+//
+// A request for which key finds no key ([ErrNoKey]: no API key header, an anonymous user, a
+// route [KeyByRoute] does not know) is limited by the fallback key instead, which by default
+// is KeyByIP() with no options: the address of the connection's peer, not the client behind
+// a proxy. Behind reverse proxies, that is the proxy's address, and every such request of
+// every client shares the proxy's one quota. So behind proxies, set the fallback too, with
+// the same proxies:
+//
+//	ratelimit.WithKey(ratelimit.KeyJoin(ratelimit.KeyByIP(ratelimit.TrustProxies("10.0.0.0/8")), ratelimit.KeyByRoute())),
+//	ratelimit.WithFallbackKey(ratelimit.KeyByIP(ratelimit.TrustProxies("10.0.0.0/8"))),
+//
+// or refuse such requests with [RejectMissingKey].
 func WithKey(key KeyFunc) Option {
 	return func(c *config) {
 		if key == nil {
@@ -66,8 +79,11 @@ func WithKey(key KeyFunc) Option {
 
 // RejectMissingKey answers status (for example 401 Unauthorized, or 400 Bad Request) when the
 // key function finds no key ([ErrNoKey]). By default such a request is limited by the
-// connection's IP address instead, under the same policies; to fall back to something else,
-// use [KeyOr].
+// fallback key instead, under the same policies: the connection's IP address unless
+// [WithFallbackKey] says otherwise. Behind reverse proxies the connection's address is the
+// proxy's, shared by every client, so there either reject such requests with RejectMissingKey
+// or set WithFallbackKey([KeyByIP]([TrustProxies](...))). RejectMissingKey cannot be combined
+// with WithFallbackKey.
 func RejectMissingKey(status int) Option {
 	return func(c *config) {
 		if status < 400 || status > 499 {
@@ -78,10 +94,31 @@ func RejectMissingKey(status int) Option {
 	}
 }
 
+// WithFallbackKey sets the key of requests whose key function finds no key ([ErrNoKey]);
+// default [KeyByIP](), the connection's address. Behind reverse proxies, give it the proxies,
+// as to the key function:
+//
+//	ratelimit.WithFallbackKey(ratelimit.KeyByIP(ratelimit.TrustProxies("10.0.0.0/8")))
+//
+// otherwise every request without a key is limited by the proxy's address, and all clients
+// share one quota. A request for which fn finds no key either is answered 400 Bad Request, and
+// the error goes to the error handler. WithFallbackKey cannot be combined with
+// [RejectMissingKey], which refuses such requests instead.
+func WithFallbackKey(fn KeyFunc) Option {
+	return func(c *config) {
+		if fn == nil {
+			c.errorf("WithFallbackKey(nil): give it a key function, e.g. ratelimit.KeyByIP(ratelimit.TrustProxies(...))")
+			return
+		}
+		c.fallback = fn
+	}
+}
+
 // WithCost sets the cost of each request (default 1): a bulk endpoint can charge for each item.
-// A cost of 0 charges nothing; a cost above a policy's capacity is refused with 429 and no
-// Retry-After, since waiting would not help; a negative cost is an error, handled like a
-// store error.
+// A cost of 0 charges nothing; a cost above a policy's capacity, however large, is refused with
+// 429 and no Retry-After, since waiting would not help. A negative cost is a malformed
+// request: it is answered 400 Bad Request without asking the store, and the error goes to the
+// error handler (see [WithErrorHandler]), whatever the fail mode; it is never let through.
 func WithCost(cost func(Request) int64) Option {
 	return func(c *config) {
 		if cost == nil {
@@ -128,9 +165,9 @@ func WithTimeout(d time.Duration) Option {
 }
 
 // WithErrorHandler sets the function told about every error the guard meets: a store error or
-// timeout (the request then fails open or closed), a key function's error (the request is
-// answered 400 Bad Request), an error charging after the handler ([CountIf]). Errors wrap the
-// cause with %w. It is called on the request's goroutine and must be quick.
+// timeout (the request then fails open or closed), a key function's error or a negative cost
+// (the request is answered 400 Bad Request), an error charging after the handler ([CountIf]).
+// Errors wrap the cause with %w. It is called on the request's goroutine and must be quick.
 //
 // By default errors are logged with [log/slog] at warning level, at most once a second per
 // guard, with the number of errors not logged since.
