@@ -12,8 +12,8 @@ import (
 )
 
 // The Go transitions (memory store) and the Lua ones (Redis) agree on every decision of long
-// random request sequences, for random parameters of every algorithm: with peeks, costs far
-// beyond any capacity, and a clock that sometimes goes back.
+// random request sequences, for random parameters of every algorithm: with peeks, refunds,
+// costs far beyond any capacity, and a clock that sometimes goes back.
 func TestEnginesAgreeOnRandomTraffic(t *testing.T) {
 	client := redistest.Standalone(t)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -55,6 +55,15 @@ func TestEnginesAgreeOnRandomTraffic(t *testing.T) {
 								t.Fatal(err)
 							}
 							return d
+						}
+					}
+					if rng.IntN(12) == 0 {
+						n := rng.Int64N(3)
+						if err := mem.Refund(ctx, key, n); err != nil {
+							t.Fatal(err)
+						}
+						if err := red.Refund(ctx, key, n); err != nil {
+							t.Fatal(err)
 						}
 					}
 					a, b := check(mem), check(red)

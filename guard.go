@@ -200,7 +200,7 @@ func (g *Guard) Check(r Request) (o Outcome) {
 		g.refuse(&o, g.badCost, err)
 		return o
 	}
-	if err := g.call(r.Context(), key, cost, g.countIf == nil, &o.Decision); err != nil {
+	if err := g.call(r.Context(), key, cost, true, &o.Decision); err != nil {
 		g.storeFailed(&o, r, err)
 		return o
 	}
@@ -223,20 +223,33 @@ func (g *Guard) Check(r Request) (o Outcome) {
 }
 
 // Done completes a request the guard let through, given the status its handler answered.
-// With [CountIf], it charges the request when the status counts; otherwise it does nothing.
-// Call it once per outcome, after the handler.
+// With [CountIf], it refunds the request's charge when the status does not count; otherwise
+// it does nothing. Call it once per outcome, after the handler.
 func (g *Guard) Done(o *Outcome, status int) {
 	if !o.pending {
 		return
 	}
 	o.pending = false
-	if !g.countIf(status) {
+	if g.countIf(status) {
 		return
 	}
-	// The client may be gone, but the request was served: charge it all the same.
-	var d Decision
-	if err := g.call(context.WithoutCancel(o.req.Context()), o.key, o.cost, true, &d); err != nil {
-		g.onError(o.req, g.storeError(err, "store, charging after the handler"))
+	// The client may be gone, but the request was served: refund it all the same.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(o.req.Context()), g.timeout)
+	defer cancel()
+	var err error
+	if g.local || g.direct {
+		err = g.limiter.Refund(ctx, o.key, o.cost)
+	} else {
+		done := make(chan error, 1)
+		go func() { done <- g.limiter.Refund(ctx, o.key, o.cost) }()
+		select {
+		case err = <-done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	if err != nil {
+		g.onError(o.req, g.storeError(err, "store, refunding after the handler"))
 	}
 }
 
@@ -415,7 +428,7 @@ func (l *errorLog) message(err error) string {
 	case errors.As(err, &op) && op.op == "cost":
 		return "ratelimit: request answered 400: its cost is negative"
 	case errors.As(err, &op) && strings.Contains(op.op, "after the handler"):
-		return "ratelimit: a request could not be charged after its handler"
+		return "ratelimit: a request could not be refunded after its handler"
 	case l.failOpen:
 		return "ratelimit: the store failed; the request was let through (fail-open)"
 	}

@@ -9,7 +9,10 @@ import (
 	"net/http/httptest"
 	"net/textproto"
 	"reflect"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,20 +130,69 @@ func TestOutcomeHeaders(t *testing.T) {
 	}
 }
 
-// TestGuardDoneOnce: with CountIf, Done charges once, whatever the caller does.
+// TestGuardDoneOnce: with CountIf, Done refunds once, whatever the caller does.
 func TestGuardDoneOnce(t *testing.T) {
-	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), fixed(2, time.Minute, "minute"))
-	g, err := ratelimit.NewGuard(l, ratelimit.CountIf(func(int) bool { return true }))
+	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), fixed(3, time.Minute, "minute"))
+	g, err := ratelimit.NewGuard(l, ratelimit.CountIf(func(s int) bool { return s == http.StatusUnauthorized }))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req := ratelimit.HTTPRequest(httptest.NewRequest(http.MethodGet, "/", nil))
-	o := g.Check(req)
-	g.Done(&o, 200)
-	g.Done(&o, 200)
-	if o := g.Check(req); !o.Proceed || o.Decision.Remaining != 0 {
-		t.Errorf("after one charged request: got proceed %v, remaining %d; want true, 0", o.Proceed, o.Decision.Remaining)
+	failed := g.Check(req)
+	g.Done(&failed, http.StatusUnauthorized) // counts: keeps its charge
+	ok := g.Check(req)
+	g.Done(&ok, http.StatusOK) // does not count: refunded, once
+	g.Done(&ok, http.StatusOK)
+	if o := g.Check(req); !o.Proceed || o.Decision.Remaining != 1 {
+		t.Errorf("after one counted and one refunded request: got proceed %v, remaining %d; want true, 1", o.Proceed, o.Decision.Remaining)
 	}
+}
+
+// TestCountIfConcurrent: requests in flight hold their charge, so a burst of concurrent
+// failed logins never gets past the limit; successful ones give their charge back.
+func TestCountIfConcurrent(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
+		l := ratelimit.MustNew(store, ratelimit.PerMinute(5))
+		release := make(chan struct{})
+		var reached atomic.Int64
+		login := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			reached.Add(1)
+			<-release // every admitted login is in flight at once
+			w.WriteHeader(http.StatusUnauthorized)
+		})
+		h := ratelimit.Middleware(l, ratelimit.CountIf(func(s int) bool { return s == http.StatusUnauthorized }))(login)
+		var wg sync.WaitGroup
+		codes := make(chan int, 200)
+		for range 200 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/login", nil))
+				codes <- w.Code
+			}()
+		}
+		for reached.Load() < 5 && len(codes) < 195 {
+			runtime.Gosched()
+		}
+		close(release)
+		wg.Wait()
+		if n := reached.Load(); n > 5 {
+			t.Fatalf("%d concurrent failed logins reached the handler; the limit is 5", n)
+		}
+
+		// Successful requests do not count: their charge comes back.
+		ok := ratelimit.Middleware(l, ratelimit.CountIf(func(s int) bool { return s == http.StatusUnauthorized }))(okHandler)
+		clock.Advance(time.Hour)
+		for i := 0; i < 20; i++ {
+			w := httptest.NewRecorder()
+			r := httptest.NewRequest(http.MethodPost, "/login", nil)
+			ok.ServeHTTP(w, r)
+			if w.Code != http.StatusOK {
+				t.Fatalf("successful login %d: status %d", i, w.Code)
+			}
+		}
+	})
 }
 
 // TestCountIfSeesTheStatus runs count-by-outcome through handlers that answer in every way.

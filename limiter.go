@@ -86,6 +86,22 @@ func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
 	return l.check(ctx, key, 1, false)
 }
 
+// Refund gives back cost units charged to key before, under every policy, as far as their
+// state still holds them: a request that should not have counted (see [CountIf]). A refund
+// never leaves more available than a fresh state.
+func (l *Limiter) Refund(ctx context.Context, key string, cost int64) error {
+	if key == "" {
+		return ErrEmptyKey
+	}
+	if cost < 0 {
+		return fmt.Errorf("ratelimit: refund of %d is negative", cost)
+	}
+	if cost == 0 {
+		return nil
+	}
+	return l.store.Refund(ctx, key, l.policies, cost)
+}
+
 // Reset forgets everything the limiter's policies hold for key.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if key == "" {

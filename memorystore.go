@@ -174,6 +174,36 @@ func (s *MemoryStore) sweep(sh *memoryShard, now int64, makeRoom bool, keep []*m
 	}
 }
 
+// Refund implements [Store].
+func (s *MemoryStore) Refund(ctx context.Context, key string, policies []Policy, cost int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now := s.now()
+	sh := s.shard(key)
+	var buf [160]byte
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for i := range policies {
+		p := &policies[i]
+		k := appendKey(buf[:0], s.prefix, key, p.tag())
+		e := sh.entries[string(k)]
+		if e == nil {
+			continue
+		}
+		// As the script does: leave unchanged state alone, drop state that is back to fresh.
+		state, ttl := p.algorithm().Refund(p.params(), e.state, now, cost)
+		switch {
+		case state.A == e.state.A && state.B == e.state.B && state.C == e.state.C && len(state.Log) == len(e.state.Log):
+		case ttl <= 0:
+			delete(sh.entries, string(k))
+		default:
+			e.state, e.expires = state, now+ttl
+		}
+	}
+	return nil
+}
+
 // Reset implements [Store].
 func (s *MemoryStore) Reset(ctx context.Context, key string, policies []Policy) error {
 	if err := ctx.Err(); err != nil {

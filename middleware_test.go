@@ -595,6 +595,9 @@ func (s errStore) Check(context.Context, string, []ratelimit.Policy, int64, bool
 	return s.err
 }
 func (s errStore) Reset(context.Context, string, []ratelimit.Policy) error { return s.err }
+func (s errStore) Refund(context.Context, string, []ratelimit.Policy, int64) error {
+	return s.err
+}
 
 // brokenStores are stores that fail: a broken store in memory, and Redis that is down.
 var brokenStores = []struct {
@@ -702,6 +705,9 @@ func (s hangingStore) Check(context.Context, string, []ratelimit.Policy, int64, 
 	return errors.New("released")
 }
 func (s hangingStore) Reset(context.Context, string, []ratelimit.Policy) error { return nil }
+func (s hangingStore) Refund(context.Context, string, []ratelimit.Policy, int64) error {
+	return nil
+}
 
 // deadRedis returns a client of an address where nothing listens.
 func deadRedis(t *testing.T) *redis.Client {

@@ -166,7 +166,7 @@ func WithTimeout(d time.Duration) Option {
 
 // WithErrorHandler sets the function told about every error the guard meets: a store error or
 // timeout (the request then fails open or closed), a key function's error or a negative cost
-// (the request is answered 400 Bad Request), an error charging after the handler ([CountIf]).
+// (the request is answered 400 Bad Request), an error refunding after the handler ([CountIf]).
 // Errors wrap the cause with %w. It is called on the request's goroutine and must be quick.
 //
 // By default errors are logged with [log/slog] at warning level, at most once a second per
@@ -230,12 +230,12 @@ func WithSkip(skip func(Request) bool) Option {
 // CountIf charges only requests whose response status satisfies count: with
 // func(s int) bool { return s == 401 }, only failed logins use up the quota.
 //
-// Before the handler, the guard checks the quota without charging it, and refuses the request
-// if it would be denied; after the handler, it charges the request if count(status) holds.
-// The two steps are not atomic: requests in flight at the same time are all admitted by the
-// first step, so a burst of concurrent requests can exceed the limit by their number.
-// X-RateLimit-Remaining assumes the request will count. CountIf cannot be combined with a
-// shaping policy, whose slot is reserved before the request runs.
+// The guard charges every request before its handler, atomically, as without CountIf, and
+// refunds it afterwards when count(status) does not hold. So a burst of concurrent requests
+// never gets past the limit — each one in flight holds its unit — and requests that did not
+// count give their unit back when they finish. X-RateLimit-Remaining counts the request as
+// charged. CountIf cannot be combined with a shaping policy, whose slot is reserved in a
+// queue before the request runs.
 func CountIf(count func(status int) bool) Option {
 	return func(c *config) {
 		if count == nil {

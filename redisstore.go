@@ -55,25 +55,11 @@ func honoursDeadlines(client redis.Scripter) bool {
 
 // Check implements [Store].
 func (s *RedisStore) Check(ctx context.Context, key string, policies []Policy, cost int64, charge bool, out []algorithms.Result) error {
-	keys := make([]string, len(policies))
-	args := make([]any, 3, 3+4*len(policies))
-	args[0], args[1], args[2] = int64(0), cost, 0
-	if s.clock != nil {
-		args[0] = s.clock.Now().UnixMicro()
-	}
+	mode := 0
 	if charge {
-		args[2] = 1
+		mode = 1
 	}
-	for i := range policies {
-		p := &policies[i]
-		keys[i] = storageKey(s.prefix, key, p)
-		if p.compiled != nil {
-			args = append(args, p.compiled.redisArgs...)
-		} else {
-			params := p.params()
-			args = append(args, p.algorithm().Code(), params.Limit, params.Window, params.Burst)
-		}
-	}
+	keys, args := s.scriptArgs(key, policies, cost, mode)
 	reply, err := checkScript.Run(ctx, s.client, keys, args...).Int64Slice()
 	if err != nil {
 		return fmt.Errorf("ratelimit: redis check: %w", err)
@@ -89,6 +75,37 @@ func (s *RedisStore) Check(ctx context.Context, key string, policies []Policy, c
 		out[i] = algorithms.Result{Allowed: row[0] == 1, Remaining: row[1], ResetAfter: row[2], RetryAfter: row[3], Delay: row[4]}
 	}
 	return nil
+}
+
+// Refund implements [Store].
+func (s *RedisStore) Refund(ctx context.Context, key string, policies []Policy, cost int64) error {
+	keys, args := s.scriptArgs(key, policies, cost, 2)
+	if err := checkScript.Run(ctx, s.client, keys, args...).Err(); err != nil && err != redis.Nil {
+		return fmt.Errorf("ratelimit: redis refund: %w", err)
+	}
+	return nil
+}
+
+// scriptArgs returns the KEYS and ARGV of check.lua; mode is 0 (evaluate), 1 (charge) or 2
+// (refund).
+func (s *RedisStore) scriptArgs(key string, policies []Policy, cost int64, mode int) ([]string, []any) {
+	keys := make([]string, len(policies))
+	args := make([]any, 3, 3+4*len(policies))
+	args[0], args[1], args[2] = int64(0), cost, mode
+	if s.clock != nil {
+		args[0] = s.clock.Now().UnixMicro()
+	}
+	for i := range policies {
+		p := &policies[i]
+		keys[i] = storageKey(s.prefix, key, p)
+		if p.compiled != nil {
+			args = append(args, p.compiled.redisArgs...)
+		} else {
+			params := p.params()
+			args = append(args, p.algorithm().Code(), params.Limit, params.Window, params.Burst)
+		}
+	}
+	return keys, args
 }
 
 // Reset implements [Store].

@@ -17,6 +17,9 @@ type Store interface {
 	// them; otherwise nothing changes. It writes each policy's result to out[i], which has
 	// len(policies) elements.
 	Check(ctx context.Context, key string, policies []Policy, cost int64, charge bool, out []algorithms.Result) error
+	// Refund gives back up to cost units charged to identity key under every policy, as far
+	// as their state still holds them.
+	Refund(ctx context.Context, key string, policies []Policy, cost int64) error
 	// Reset forgets the state of identity key under the policies.
 	Reset(ctx context.Context, key string, policies []Policy) error
 }

@@ -98,6 +98,10 @@ type Algorithm interface {
 	// new state and how long, in microseconds, it matters: after that it is equivalent to no
 	// state and may be dropped.
 	Charge(p Params, s State, now, cost int64) (State, int64)
+	// Refund gives back up to cost units that Charge took from s, as far as the state still
+	// holds them (a window that has ended keeps its count), and returns the new state and how
+	// long it matters. It never leaves more available than a fresh state.
+	Refund(p Params, s State, now, cost int64) (State, int64)
 
 	sealed()
 }

@@ -59,3 +59,16 @@ func chargeTAT(p Params, s State, now, cost int64) (State, int64) {
 	s.A += cost * p.Interval()
 	return s, s.A - now
 }
+
+// Refund implements [Algorithm]: the TAT moves back by the cost's intervals, never before now.
+func (GCRA) Refund(p Params, s State, now, cost int64) (State, int64) {
+	return refundTAT(p, s, now, cost)
+}
+
+func refundTAT(p Params, s State, now, cost int64) (State, int64) {
+	if !s.Init || s.A <= now {
+		return s, 0
+	}
+	s.A = max(now, s.A-cost*p.Interval())
+	return s, s.A - now
+}

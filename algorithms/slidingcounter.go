@@ -81,3 +81,16 @@ func (SlidingCounter) Charge(p Params, s State, now, cost int64) (State, int64) 
 	s.B += cost
 	return s, (s.A+2)*p.Window - now
 }
+
+// Refund implements [Algorithm]: the cost leaves the current window's count, then the previous
+// one's.
+func (a SlidingCounter) Refund(p Params, s State, now, cost int64) (State, int64) {
+	if !s.Init {
+		return s, 0
+	}
+	_, s = a.Check(p, s, now, 0) // roll the windows to now
+	fromCur := min(cost, s.B)
+	s.B -= fromCur
+	s.C = max(0, s.C-(cost-fromCur))
+	return s, (s.A+2)*p.Window - now
+}

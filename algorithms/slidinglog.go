@@ -67,3 +67,12 @@ func (SlidingLog) Charge(p Params, s State, now, cost int64) (State, int64) {
 	}
 	return s, s.Log[len(s.Log)-1] + p.Window - now
 }
+
+// Refund implements [Algorithm]: the newest cost units leave the log.
+func (SlidingLog) Refund(p Params, s State, now, cost int64) (State, int64) {
+	s.Log = s.Log[:max(0, int64(len(s.Log))-cost)]
+	if len(s.Log) == 0 {
+		return s, 0
+	}
+	return s, s.Log[len(s.Log)-1] + p.Window - now
+}

@@ -56,3 +56,13 @@ func (TokenBucket) Charge(p Params, s State, now, cost int64) (State, int64) {
 	s.A -= cost
 	return s, s.B + (p.Capacity()-s.A)*p.Interval() - now
 }
+
+// Refund implements [Algorithm]: the cost goes back into the bucket, which never overflows.
+func (a TokenBucket) Refund(p Params, s State, now, cost int64) (State, int64) {
+	if !s.Init {
+		return s, 0
+	}
+	_, s = a.Check(p, s, now, 0) // refill to now
+	s.A = min(p.Capacity(), s.A+cost)
+	return s, s.B + (p.Capacity()-s.A)*p.Interval() - now
+}

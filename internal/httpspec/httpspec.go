@@ -136,6 +136,9 @@ func (brokenStore) Check(context.Context, string, []ratelimit.Policy, int64, boo
 }
 
 func (brokenStore) Reset(context.Context, string, []ratelimit.Policy) error { return errStoreDown }
+func (brokenStore) Refund(context.Context, string, []ratelimit.Policy, int64) error {
+	return errStoreDown
+}
 
 // slowStore answers only when the call's context ends, as a store that stopped responding.
 type slowStore struct{}
@@ -146,6 +149,11 @@ func (slowStore) Check(ctx context.Context, _ string, _ []ratelimit.Policy, _ in
 }
 
 func (slowStore) Reset(ctx context.Context, _ string, _ []ratelimit.Policy) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (slowStore) Refund(ctx context.Context, _ string, _ []ratelimit.Policy, _ int64) error {
 	<-ctx.Done()
 	return ctx.Err()
 }

@@ -3,7 +3,8 @@
 -- KEYS[i]   the state key of policy i (all keys share one cluster hash tag)
 -- ARGV[1]   now in microseconds, or "0" to read the Redis server's TIME
 -- ARGV[2]   cost of the request (0 reads without charging)
--- ARGV[3]   "1" to charge the request when every policy allows it, "0" to only evaluate it
+-- ARGV[3]   "1" to charge the request when every policy allows it, "0" to only evaluate it,
+--           "2" to refund a cost charged before (the reply is then empty)
 -- ARGV[4i], ARGV[4i+1], ARGV[4i+2], ARGV[4i+3]
 --           policy i: algorithm code, limit, window in microseconds, burst (0: the limit)
 --
@@ -17,6 +18,16 @@ if now == 0 then
 end
 local cost = tonumber(ARGV[2])
 local charge = ARGV[3] == '1'
+
+if ARGV[3] == '2' then
+  for i = 1, #KEYS do
+    local a = 4 * i
+    local fn = refunds[ARGV[a]]
+    if not fn then return redis.error_reply('ratelimit: unknown algorithm code ' .. tostring(ARGV[a])) end
+    fn(KEYS[i], now, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), cost)
+  end
+  return {}
+end
 
 local reply, commits, all = {}, {}, true
 for i = 1, #KEYS do

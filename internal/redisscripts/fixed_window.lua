@@ -21,3 +21,10 @@ algorithms.fw = function(key, now, limit, window, burst, cost)
     set_ints(key, {k, after}, to_end)
   end
 end
+
+refunds.fw = function(key, now, limit, window, burst, cost)
+  local k = floor(now / window)
+  local s = get_ints(key, 2)
+  if not s or s[1] ~= k then return end
+  put_ints(key, s, {k, math.max(0, s[2] - cost)}, (k + 1) * window - now)
+end

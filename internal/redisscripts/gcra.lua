@@ -30,3 +30,16 @@ end
 algorithms.ls = function(key, now, limit, window, burst, cost)
   return tat_check(key, now, limit, window, burst, cost, true)
 end
+
+local function tat_refund(key, now, limit, window, burst, cost)
+  local tat = tonumber(redis.call('GET', key))
+  if not tat or tat <= now then return end
+  tat = math.max(now, tat - cost * interval_of(limit, window))
+  if tat == now then
+    redis.call('DEL', key) -- back to fresh
+  else
+    redis.call('SET', key, int(tat), 'PX', ttl_ms(tat - now))
+  end
+end
+
+refunds.gc, refunds.ls = tat_refund, tat_refund

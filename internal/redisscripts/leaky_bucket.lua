@@ -27,3 +27,20 @@ algorithms.lb = function(key, now, limit, window, burst, cost)
     set_ints(key, {after, last}, last + after * interval - now)
   end
 end
+
+refunds.lb = function(key, now, limit, window, burst, cost)
+  local interval = interval_of(limit, window)
+  local s = get_ints(key, 2)
+  if not s then return end
+  local level, last = s[1], s[2]
+  if now > last then
+    local leaked = floor((now - last) / interval)
+    if leaked > 0 then
+      level = math.max(0, level - leaked)
+      last = last + leaked * interval
+    end
+  end
+  level = math.max(0, level - cost)
+  if level == 0 and last < now then last = now end
+  put_ints(key, s, {level, last}, last + level * interval - now)
+end

@@ -7,10 +7,14 @@
 -- and returns two values: the reply row {allowed (1/0), remaining, reset after, retry after
 -- (-1: never), delay} and a function that writes the charged state (called only when every
 -- policy of the list allowed the request and it is charged).
+--
+-- `refunds` (code -> function) holds each algorithm's refund, called as
+--   fn(key, now, limit, window, burst, cost)
+-- which gives back up to cost units that a charge took, as the Go Refund does.
 
 if redis.replicate_commands then redis.replicate_commands() end
 
-local algorithms = {}
+local algorithms, refunds = {}, {}
 
 local floor, ceil = math.floor, math.ceil
 
@@ -47,6 +51,19 @@ local function set_ints(key, values, ttl_us)
   local parts = {}
   for i = 1, #values do parts[i] = int(values[i]) end
   redis.call('SET', key, table.concat(parts, ':'), 'PX', ttl_ms(ttl_us))
+end
+
+-- put_ints writes a refunded state: nothing when it is unchanged (old), and deletes the key
+-- when the state is back to fresh (its lifetime is over).
+local function put_ints(key, old, values, ttl_us)
+  local same = true
+  for i = 1, #values do same = same and old[i] == values[i] end
+  if same then return end
+  if ttl_us <= 0 then
+    redis.call('DEL', key)
+  else
+    set_ints(key, values, ttl_us)
+  end
 end
 
 local function capacity_of(limit, burst)

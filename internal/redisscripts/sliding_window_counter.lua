@@ -45,3 +45,18 @@ algorithms.sc = function(key, now, limit, window, burst, cost)
     set_ints(key, {k, after, prev}, (k + 2) * window - now)
   end
 end
+
+refunds.sc = function(key, now, limit, window, burst, cost)
+  local s = get_ints(key, 3)
+  if not s then return end
+  local k = floor(now / window)
+  if s[1] > k then k = s[1] end
+  local cur, prev = 0, 0
+  if s[1] == k then
+    cur, prev = s[2], s[3]
+  elseif s[1] == k - 1 then
+    prev = s[2]
+  end
+  local from_cur = math.min(cost, cur)
+  put_ints(key, s, {k, cur - from_cur, math.max(0, prev - (cost - from_cur))}, (k + 2) * window - now)
+end

@@ -43,3 +43,16 @@ algorithms.sl = function(key, now, limit, window, burst, cost)
     redis.call('PEXPIRE', key, ttl_ms(at + window - now))
   end
 end
+
+refunds.sl = function(key, now, limit, window, burst, cost)
+  if redis.call('EXISTS', key) == 0 then return end
+  redis.call('ZPOPMAX', key, cost)
+  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
+  if not newest then return end
+  local ttl = tonumber(newest) + window - now
+  if ttl <= 0 then
+    redis.call('DEL', key) -- what is left has left the window
+  else
+    redis.call('PEXPIRE', key, ttl_ms(ttl))
+  end
+end

@@ -27,3 +27,20 @@ algorithms.tb = function(key, now, limit, window, burst, cost)
     set_ints(key, {after, last}, last + (capacity - after) * interval - now)
   end
 end
+
+refunds.tb = function(key, now, limit, window, burst, cost)
+  local capacity, interval = capacity_of(limit, burst), interval_of(limit, window)
+  local s = get_ints(key, 2)
+  if not s then return end
+  local tokens, last = s[1], s[2]
+  if now > last then
+    local add = floor((now - last) / interval)
+    if add > 0 then
+      tokens = math.min(capacity, tokens + add)
+      last = last + add * interval
+    end
+  end
+  if tokens >= capacity and last < now then last = now end
+  tokens = math.min(capacity, tokens + cost)
+  put_ints(key, s, {tokens, last}, last + (capacity - tokens) * interval - now)
+end
