@@ -36,6 +36,8 @@ type Decision struct {
 	results [4]PolicyResult
 	more    []PolicyResult
 	n       int
+	cost    int64 // what the request was charged, for Limiter.Refund; 0 when nothing was
+	at      int64 // when, in the store's microseconds
 }
 
 // PolicyResult is one policy's own verdict on a request.

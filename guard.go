@@ -211,7 +211,7 @@ func (g *Guard) Check(r Request) (o Outcome) {
 	}
 	o.Proceed = true
 	if g.countIf != nil {
-		o.pending, o.req, o.key, o.cost = true, r, key, cost
+		o.pending, o.req, o.key = true, r, key
 	}
 	if d := o.Decision.Delay; d > 0 {
 		if err := g.wait(r.Context(), d); err != nil {
@@ -237,11 +237,12 @@ func (g *Guard) Done(o *Outcome, status int) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(o.req.Context()), g.timeout)
 	defer cancel()
 	var err error
+	key, d := o.key, o.Decision
 	if g.local || g.direct {
-		err = g.limiter.Refund(ctx, o.key, o.cost)
+		err = g.limiter.Refund(ctx, key, d)
 	} else {
 		done := make(chan error, 1)
-		go func() { done <- g.limiter.Refund(ctx, o.key, o.cost) }()
+		go func() { done <- g.limiter.Refund(ctx, key, d) }()
 		select {
 		case err = <-done:
 		case <-ctx.Done():

@@ -86,20 +86,18 @@ func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
 	return l.check(ctx, key, 1, false)
 }
 
-// Refund gives back cost units charged to key before, under every policy, as far as their
-// state still holds them: a request that should not have counted (see [CountIf]). A refund
-// never leaves more available than a fresh state.
-func (l *Limiter) Refund(ctx context.Context, key string, cost int64) error {
+// Refund gives back the charge that decision d made for key — a request that turned out not to
+// count (see [CountIf]) — as far as it still weighs on each policy: what time has given back
+// already (a bucket that refilled, a window that ended) is not given back twice. A decision
+// that charged nothing (denied, a peek, cost 0) refunds nothing.
+func (l *Limiter) Refund(ctx context.Context, key string, d Decision) error {
 	if key == "" {
 		return ErrEmptyKey
 	}
-	if cost < 0 {
-		return fmt.Errorf("ratelimit: refund of %d is negative", cost)
-	}
-	if cost == 0 {
+	if d.cost == 0 {
 		return nil
 	}
-	return l.store.Refund(ctx, key, l.policies, cost)
+	return l.store.Refund(ctx, key, l.policies, d.cost, d.at)
 }
 
 // Reset forgets everything the limiter's policies hold for key.
@@ -144,7 +142,11 @@ func (l *Limiter) check(ctx context.Context, key string, cost int64, charge bool
 	if err := l.storeCheck(ctx, key, cost, charge, raw); err != nil {
 		return Decision{}, err
 	}
-	return decide(l.policies, raw), nil
+	d := decide(l.policies, raw)
+	if charge && d.Allowed && len(raw) > 0 {
+		d.cost, d.at = cost, raw[0].At
+	}
+	return d, nil
 }
 
 // storeCheck asks the store. Direct calls to the stores of this package keep raw on the stack.

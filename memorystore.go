@@ -114,6 +114,7 @@ func (s *MemoryStore) Check(ctx context.Context, key string, policies []Policy, 
 		}
 		// Like the Redis store, keep nothing of a check that charges nothing.
 		out[i], state = p.algorithm().Check(p.params(), state, now, cost)
+		out[i].At = now
 		states, ents = append(states, state), append(ents, e)
 		all = all && out[i].Allowed
 	}
@@ -175,7 +176,7 @@ func (s *MemoryStore) sweep(sh *memoryShard, now int64, makeRoom bool, keep []*m
 }
 
 // Refund implements [Store].
-func (s *MemoryStore) Refund(ctx context.Context, key string, policies []Policy, cost int64) error {
+func (s *MemoryStore) Refund(ctx context.Context, key string, policies []Policy, cost, at int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -192,7 +193,7 @@ func (s *MemoryStore) Refund(ctx context.Context, key string, policies []Policy,
 			continue
 		}
 		// As the script does: leave unchanged state alone, drop state that is back to fresh.
-		state, ttl := p.algorithm().Refund(p.params(), e.state, now, cost)
+		state, ttl := p.algorithm().Refund(p.params(), e.state, now, cost, at)
 		switch {
 		case state.A == e.state.A && state.B == e.state.B && state.C == e.state.C && len(state.Log) == len(e.state.Log):
 		case ttl <= 0:

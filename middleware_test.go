@@ -595,7 +595,7 @@ func (s errStore) Check(context.Context, string, []ratelimit.Policy, int64, bool
 	return s.err
 }
 func (s errStore) Reset(context.Context, string, []ratelimit.Policy) error { return s.err }
-func (s errStore) Refund(context.Context, string, []ratelimit.Policy, int64) error {
+func (s errStore) Refund(context.Context, string, []ratelimit.Policy, int64, int64) error {
 	return s.err
 }
 
@@ -705,7 +705,7 @@ func (s hangingStore) Check(context.Context, string, []ratelimit.Policy, int64, 
 	return errors.New("released")
 }
 func (s hangingStore) Reset(context.Context, string, []ratelimit.Policy) error { return nil }
-func (s hangingStore) Refund(context.Context, string, []ratelimit.Policy, int64) error {
+func (s hangingStore) Refund(context.Context, string, []ratelimit.Policy, int64, int64) error {
 	return nil
 }
 

@@ -231,11 +231,12 @@ func WithSkip(skip func(Request) bool) Option {
 // func(s int) bool { return s == 401 }, only failed logins use up the quota.
 //
 // The guard charges every request before its handler, atomically, as without CountIf, and
-// refunds it afterwards when count(status) does not hold. So a burst of concurrent requests
-// never gets past the limit — each one in flight holds its unit — and requests that did not
-// count give their unit back when they finish. X-RateLimit-Remaining counts the request as
-// charged. CountIf cannot be combined with a shaping policy, whose slot is reserved in a
-// queue before the request runs.
+// after the handler refunds the charge of a request whose status does not count
+// ([Limiter.Refund]). A request in flight holds its charge, so a burst of concurrent failed
+// logins cannot get past the limit. A refund gives back only what time has not already given
+// back (a slow handler's charge may have refilled meanwhile), so nothing is credited twice.
+// X-RateLimit-Remaining counts the request as charged. CountIf cannot be combined with a
+// shaping policy, whose slot is reserved in a queue before the request runs.
 func CountIf(count func(status int) bool) Option {
 	return func(c *config) {
 		if count == nil {

@@ -34,11 +34,10 @@ type Outcome struct {
 	binding  string      // the binding policy's name
 	policies string      // RateLimit-Policy
 
-	// Count by outcome: the charge Guard.Done makes.
+	// Count by outcome: what Guard.Done needs to refund the charge.
 	pending bool
 	req     Request
 	key     string
-	cost    int64
 }
 
 // Write writes the outcome to w: its headers, and the whole response when the request does

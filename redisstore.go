@@ -59,27 +59,28 @@ func (s *RedisStore) Check(ctx context.Context, key string, policies []Policy, c
 	if charge {
 		mode = 1
 	}
-	keys, args := s.scriptArgs(key, policies, cost, mode)
+	keys, args := s.scriptArgs(key, policies, cost, mode, 0)
 	reply, err := checkScript.Run(ctx, s.client, keys, args...).Int64Slice()
 	if err != nil {
 		return fmt.Errorf("ratelimit: redis check: %w", err)
 	}
-	if len(reply) != 5*len(policies) {
-		return fmt.Errorf("ratelimit: redis check: got %d integers, want %d", len(reply), 5*len(policies))
+	if len(reply) != 5*len(policies)+1 {
+		return fmt.Errorf("ratelimit: redis check: got %d integers, want %d", len(reply), 5*len(policies)+1)
 	}
+	at := reply[len(reply)-1]
 	for i := range policies {
 		row := reply[5*i : 5*i+5]
 		if row[0] != 0 && row[0] != 1 {
 			return fmt.Errorf("ratelimit: redis check: bad allowed flag %d", row[0])
 		}
-		out[i] = algorithms.Result{Allowed: row[0] == 1, Remaining: row[1], ResetAfter: row[2], RetryAfter: row[3], Delay: row[4]}
+		out[i] = algorithms.Result{Allowed: row[0] == 1, Remaining: row[1], ResetAfter: row[2], RetryAfter: row[3], Delay: row[4], At: at}
 	}
 	return nil
 }
 
 // Refund implements [Store].
-func (s *RedisStore) Refund(ctx context.Context, key string, policies []Policy, cost int64) error {
-	keys, args := s.scriptArgs(key, policies, cost, 2)
+func (s *RedisStore) Refund(ctx context.Context, key string, policies []Policy, cost, at int64) error {
+	keys, args := s.scriptArgs(key, policies, cost, 2, at)
 	if err := checkScript.Run(ctx, s.client, keys, args...).Err(); err != nil && err != redis.Nil {
 		return fmt.Errorf("ratelimit: redis refund: %w", err)
 	}
@@ -87,11 +88,11 @@ func (s *RedisStore) Refund(ctx context.Context, key string, policies []Policy, 
 }
 
 // scriptArgs returns the KEYS and ARGV of check.lua; mode is 0 (evaluate), 1 (charge) or 2
-// (refund).
-func (s *RedisStore) scriptArgs(key string, policies []Policy, cost int64, mode int) ([]string, []any) {
+// (refund the charge made at at).
+func (s *RedisStore) scriptArgs(key string, policies []Policy, cost int64, mode int, at int64) ([]string, []any) {
 	keys := make([]string, len(policies))
-	args := make([]any, 3, 3+4*len(policies))
-	args[0], args[1], args[2] = int64(0), cost, mode
+	args := make([]any, 4, 4+4*len(policies))
+	args[0], args[1], args[2], args[3] = int64(0), cost, mode, at
 	if s.clock != nil {
 		args[0] = s.clock.Now().UnixMicro()
 	}

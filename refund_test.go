@@ -8,51 +8,100 @@ import (
 	"github.com/a7d3e0dd/ratelimit/algorithms"
 )
 
-// A refund gives back what was charged, never more than a fresh state holds, and is a no-op
-// on state that is gone.
+// refundable are the algorithms whose charges can be given back (shaping shares GCRA's).
+var refundable = []algorithms.Algorithm{
+	algorithms.FixedWindow{}, algorithms.SlidingLog{}, algorithms.SlidingCounter{},
+	algorithms.TokenBucket{}, algorithms.LeakyBucket{}, algorithms.GCRA{},
+}
+
+// A refund gives back the charge of its decision, once, and nothing that was not charged.
 func TestRefund(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
-		for _, alg := range allAlgorithms {
-			if _, ok := alg.(algorithms.LeakyBucket); ok && alg.(algorithms.LeakyBucket).Shaping {
-				continue // shaping reserves slots in a queue; covered by the GCRA case it shares
-			}
+		for _, alg := range refundable {
 			t.Run(alg.Name(), func(t *testing.T) {
 				clock.Set(t0)
 				l := mustNew(t, store, ratelimit.PerMinute(3).Using(alg))
 				key := keyOf(t)
-				if err := l.Refund(ctx, key, 2); err != nil { // nothing to refund: no state appears
-					t.Fatal(err)
-				}
-				allow(t, l, key, 3)
-				if allow(t, l, key, 1).Allowed {
+				first := allow(t, l, key, 1)
+				allow(t, l, key, 2)
+				denied := allow(t, l, key, 1)
+				if denied.Allowed {
 					t.Fatal("4th request of 3/min allowed")
 				}
-				if err := l.Refund(ctx, key, 1); err != nil {
+				if err := l.Refund(ctx, key, denied); err != nil { // charged nothing: gives nothing
 					t.Fatal(err)
 				}
-				if d := allow(t, l, key, 1); !d.Allowed {
+				if allow(t, l, key, 1).Allowed {
+					t.Fatal("refunding a denied request gave something back")
+				}
+				if err := l.Refund(ctx, key, first); err != nil {
+					t.Fatal(err)
+				}
+				if !allow(t, l, key, 1).Allowed {
 					t.Fatal("request after a refund of 1 denied")
 				}
 				if allow(t, l, key, 1).Allowed {
 					t.Fatal("a refund of 1 gave back more than 1")
 				}
-				if err := l.Refund(ctx, key, 100); err != nil { // more than was charged
-					t.Fatal(err)
+			})
+		}
+	})
+}
+
+// A refund never gives back what time has already given back: after the state has recovered
+// from a charge (a window ended, a bucket refilled, logged units left), refunding that charge
+// credits nothing — the abuse a slow handler under CountIf would otherwise allow.
+func TestRefundNeverCreditsTwice(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
+		for _, alg := range refundable {
+			t.Run(alg.Name(), func(t *testing.T) {
+				clock.Set(t0)
+				l := mustNew(t, store, ratelimit.PerMinute(5).Using(alg))
+				key := keyOf(t)
+				old := allow(t, l, key, 5)
+				clock.Advance(2 * time.Minute) // everything is available again
+				if !allow(t, l, key, 5).Allowed {
+					t.Fatal("a full charge after two windows denied")
 				}
-				for i := 0; i < 3; i++ {
-					if !allow(t, l, key, 1).Allowed {
-						t.Fatalf("request %d after refunding everything denied", i)
-					}
+				if err := l.Refund(ctx, key, old); err != nil {
+					t.Fatal(err)
 				}
 				if allow(t, l, key, 1).Allowed {
-					t.Fatal("a large refund left more than a fresh state")
+					t.Fatal("refunding a charge that time had given back credited it again")
 				}
-				clock.Advance(time.Hour) // the state expires; a refund then is a no-op
-				if err := l.Refund(ctx, key, 5); err != nil {
+			})
+		}
+	})
+}
+
+// Half way through a charge's recovery, the rate algorithms give back only the half that is
+// left: 5 at 0 s, 2 more at 30 s, a refund of the first 5 at 31 s — and no more than 5 in any
+// burst.
+func TestRefundPartial(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
+		for _, alg := range []algorithms.Algorithm{algorithms.TokenBucket{}, algorithms.LeakyBucket{}, algorithms.GCRA{}} {
+			t.Run(alg.Name(), func(t *testing.T) {
+				clock.Set(t0)
+				l := mustNew(t, store, ratelimit.PerMinute(5).Using(alg)) // one back every 12 s
+				key := keyOf(t)
+				first := allow(t, l, key, 5)
+				clock.Advance(30 * time.Second)
+				admitted := 0
+				for allow(t, l, key, 1).Allowed {
+					admitted++
+				}
+				clock.Advance(time.Second)
+				if err := l.Refund(ctx, key, first); err != nil {
 					t.Fatal(err)
 				}
-				if d := allow(t, l, key, 0); d.Remaining != 3 {
-					t.Fatalf("remaining %d after expiry and a refund, want 3", d.Remaining)
+				for allow(t, l, key, 1).Allowed {
+					admitted++
+				}
+				if admitted > 5 {
+					t.Fatalf("%d admitted within one second after the refund; the burst is 5", admitted)
+				}
+				if admitted < 4 {
+					t.Fatalf("only %d admitted: the refund gave back too little", admitted)
 				}
 			})
 		}

@@ -15,11 +15,12 @@ type Store interface {
 	// Check evaluates a request of cost units from identity key against every policy, all or
 	// nothing: when charge is set and every policy allows the request, it is charged to all of
 	// them; otherwise nothing changes. It writes each policy's result to out[i], which has
-	// len(policies) elements.
+	// len(policies) elements, each with the time of the check in At.
 	Check(ctx context.Context, key string, policies []Policy, cost int64, charge bool, out []algorithms.Result) error
-	// Refund gives back up to cost units charged to identity key under every policy, as far
-	// as their state still holds them.
-	Refund(ctx context.Context, key string, policies []Policy, cost int64) error
+	// Refund gives back a charge of cost units that Check made for identity key at time at
+	// (the At of its results), as far as the charge still weighs on each policy: never what
+	// time has given back already.
+	Refund(ctx context.Context, key string, policies []Policy, cost, at int64) error
 	// Reset forgets the state of identity key under the policies.
 	Reset(ctx context.Context, key string, policies []Policy) error
 }

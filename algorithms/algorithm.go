@@ -75,6 +75,9 @@ type Result struct {
 	RetryAfter int64
 	// Delay is the time the request must wait for its slot (leaky bucket shaping only).
 	Delay int64
+	// At is the time of the check, in microseconds: a refund of its charge names it. The
+	// stores fill it in.
+	At int64
 }
 
 // Algorithm is one rate-limiting algorithm. Check evaluates a request of cost units at time now
@@ -98,12 +101,20 @@ type Algorithm interface {
 	// new state and how long, in microseconds, it matters: after that it is equivalent to no
 	// state and may be dropped.
 	Charge(p Params, s State, now, cost int64) (State, int64)
-	// Refund gives back up to cost units that Charge took from s, as far as the state still
-	// holds them (a window that has ended keeps its count), and returns the new state and how
-	// long it matters. It never leaves more available than a fresh state.
-	Refund(p Params, s State, now, cost int64) (State, int64)
+	// Refund gives back a charge of cost units made at time at, as far as the charge still
+	// weighs on s, and returns the new state and how long it matters. It never gives back
+	// what time has already given back (a bucket that refilled since, a window that ended, a
+	// logged unit that left the window), so nothing is credited twice.
+	Refund(p Params, s State, now, cost, at int64) (State, int64)
 
 	sealed()
+}
+
+// unspent is the part, in microseconds, of a charge of cost units made at time at that the
+// rate-based algorithms have not yet given back by refilling: at least that much of the
+// charge still weighs on the state at now.
+func unspent(p Params, now, cost, at int64) int64 {
+	return max(0, min(cost*p.Interval(), at+cost*p.Interval()-now))
 }
 
 // ceilDiv is a/b rounded up, for a >= 0 and b > 0.

@@ -50,13 +50,10 @@ func (FixedWindow) Charge(p Params, s State, now, cost int64) (State, int64) {
 	return s, (s.A+1)*p.Window - now
 }
 
-// Refund implements [Algorithm]: the cost leaves the count of the current window.
-func (FixedWindow) Refund(p Params, s State, now, cost int64) (State, int64) {
-	if !s.Init {
+// Refund implements [Algorithm]: the cost leaves the count if its window is still the state's.
+func (FixedWindow) Refund(p Params, s State, now, cost, at int64) (State, int64) {
+	if !s.Init || s.A != floorDiv(at, p.Window) {
 		return s, 0
-	}
-	if s.A != floorDiv(now, p.Window) {
-		return s, (s.A+1)*p.Window - now // not this window's: leave it as it is
 	}
 	s.B = max(0, s.B-cost)
 	return s, (s.A+1)*p.Window - now

@@ -60,15 +60,16 @@ func chargeTAT(p Params, s State, now, cost int64) (State, int64) {
 	return s, s.A - now
 }
 
-// Refund implements [Algorithm]: the TAT moves back by the cost's intervals, never before now.
-func (GCRA) Refund(p Params, s State, now, cost int64) (State, int64) {
-	return refundTAT(p, s, now, cost)
+// Refund implements [Algorithm]: the TAT moves back by what of the charge time has not yet
+// passed, never before now.
+func (GCRA) Refund(p Params, s State, now, cost, at int64) (State, int64) {
+	return refundTAT(p, s, now, cost, at)
 }
 
-func refundTAT(p Params, s State, now, cost int64) (State, int64) {
+func refundTAT(p Params, s State, now, cost, at int64) (State, int64) {
 	if !s.Init || s.A <= now {
 		return s, 0
 	}
-	s.A = max(now, s.A-cost*p.Interval())
+	s.A = max(now, s.A-unspent(p, now, cost, at))
 	return s, s.A - now
 }

@@ -81,16 +81,17 @@ func (b LeakyBucket) Charge(p Params, s State, now, cost int64) (State, int64) {
 	return s, s.B + s.A*p.Interval() - now
 }
 
-// Refund implements [Algorithm]: the cost leaves the bucket (or the queue, when shaping).
-func (b LeakyBucket) Refund(p Params, s State, now, cost int64) (State, int64) {
+// Refund implements [Algorithm]: what has not leaked since at leaves the bucket (or the
+// queue, when shaping).
+func (b LeakyBucket) Refund(p Params, s State, now, cost, at int64) (State, int64) {
 	if b.Shaping {
-		return refundTAT(p, s, now, cost)
+		return refundTAT(p, s, now, cost, at)
 	}
 	if !s.Init {
 		return s, 0
 	}
 	_, s = b.Check(p, s, now, 0) // leak to now
-	s.A = max(0, s.A-cost)
+	s.A = max(0, s.A-unspent(p, now, cost, at)/p.Interval())
 	if s.A == 0 {
 		s.B = max(s.B, now)
 	}

@@ -82,15 +82,18 @@ func (SlidingCounter) Charge(p Params, s State, now, cost int64) (State, int64) 
 	return s, (s.A+2)*p.Window - now
 }
 
-// Refund implements [Algorithm]: the cost leaves the current window's count, then the previous
-// one's.
-func (a SlidingCounter) Refund(p Params, s State, now, cost int64) (State, int64) {
+// Refund implements [Algorithm]: the cost leaves the count of the window it was charged in,
+// the current or the previous one.
+func (a SlidingCounter) Refund(p Params, s State, now, cost, at int64) (State, int64) {
 	if !s.Init {
 		return s, 0
 	}
 	_, s = a.Check(p, s, now, 0) // roll the windows to now
-	fromCur := min(cost, s.B)
-	s.B -= fromCur
-	s.C = max(0, s.C-(cost-fromCur))
+	switch floorDiv(at, p.Window) {
+	case s.A:
+		s.B = max(0, s.B-cost)
+	case s.A - 1:
+		s.C = max(0, s.C-cost)
+	}
 	return s, (s.A+2)*p.Window - now
 }

@@ -68,11 +68,27 @@ func (SlidingLog) Charge(p Params, s State, now, cost int64) (State, int64) {
 	return s, s.Log[len(s.Log)-1] + p.Window - now
 }
 
-// Refund implements [Algorithm]: the newest cost units leave the log.
-func (SlidingLog) Refund(p Params, s State, now, cost int64) (State, int64) {
-	s.Log = s.Log[:max(0, int64(len(s.Log))-cost)]
-	if len(s.Log) == 0 {
-		return s, 0
+// Refund implements [Algorithm]: up to cost of the units logged at time at leave the log.
+func (SlidingLog) Refund(p Params, s State, now, cost, at int64) (State, int64) {
+	end := len(s.Log)
+	for end > 0 && s.Log[end-1] > at {
+		end--
 	}
-	return s, s.Log[len(s.Log)-1] + p.Window - now
+	start := end
+	for start > 0 && s.Log[start-1] == at && int64(end-start) < cost {
+		start--
+	}
+	if start == end {
+		return s, ttlOfLog(p, s, now)
+	}
+	s.Log = append(s.Log[:start:start], s.Log[end:]...) // a new array: the old state stays whole
+	return s, ttlOfLog(p, s, now)
+}
+
+// ttlOfLog is how long a log matters: until its newest unit leaves the window.
+func ttlOfLog(p Params, s State, now int64) int64 {
+	if len(s.Log) == 0 {
+		return 0
+	}
+	return s.Log[len(s.Log)-1] + p.Window - now
 }

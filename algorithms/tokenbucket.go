@@ -57,12 +57,13 @@ func (TokenBucket) Charge(p Params, s State, now, cost int64) (State, int64) {
 	return s, s.B + (p.Capacity()-s.A)*p.Interval() - now
 }
 
-// Refund implements [Algorithm]: the cost goes back into the bucket, which never overflows.
-func (a TokenBucket) Refund(p Params, s State, now, cost int64) (State, int64) {
+// Refund implements [Algorithm]: the tokens the bucket has not refilled since at go back into
+// it, which never overflows.
+func (a TokenBucket) Refund(p Params, s State, now, cost, at int64) (State, int64) {
 	if !s.Init {
 		return s, 0
 	}
 	_, s = a.Check(p, s, now, 0) // refill to now
-	s.A = min(p.Capacity(), s.A+cost)
+	s.A = min(p.Capacity(), s.A+unspent(p, now, cost, at)/p.Interval())
 	return s, s.B + (p.Capacity()-s.A)*p.Interval() - now
 }

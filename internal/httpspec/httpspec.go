@@ -136,7 +136,7 @@ func (brokenStore) Check(context.Context, string, []ratelimit.Policy, int64, boo
 }
 
 func (brokenStore) Reset(context.Context, string, []ratelimit.Policy) error { return errStoreDown }
-func (brokenStore) Refund(context.Context, string, []ratelimit.Policy, int64) error {
+func (brokenStore) Refund(context.Context, string, []ratelimit.Policy, int64, int64) error {
 	return errStoreDown
 }
 
@@ -153,7 +153,7 @@ func (slowStore) Reset(ctx context.Context, _ string, _ []ratelimit.Policy) erro
 	return ctx.Err()
 }
 
-func (slowStore) Refund(ctx context.Context, _ string, _ []ratelimit.Policy, _ int64) error {
+func (slowStore) Refund(ctx context.Context, _ string, _ []ratelimit.Policy, _, _ int64) error {
 	<-ctx.Done()
 	return ctx.Err()
 }

@@ -4,13 +4,14 @@
 -- ARGV[1]   now in microseconds, or "0" to read the Redis server's TIME
 -- ARGV[2]   cost of the request (0 reads without charging)
 -- ARGV[3]   "1" to charge the request when every policy allows it, "0" to only evaluate it,
---           "2" to refund a cost charged before (the reply is then empty)
--- ARGV[4i], ARGV[4i+1], ARGV[4i+2], ARGV[4i+3]
+--           "2" to refund a charge of cost made at ARGV[4] (the reply is then empty)
+-- ARGV[4]   with "2": the time of the charge (the last integer of its reply); else "0"
+-- ARGV[4i+1], ARGV[4i+2], ARGV[4i+3], ARGV[4i+4]
 --           policy i: algorithm code, limit, window in microseconds, burst (0: the limit)
 --
 -- Reply: 5 integers per policy, in order: allowed (1 or 0), remaining, reset after (µs),
--- retry after (µs; -1 never), delay (µs). Every policy is evaluated before any is charged,
--- so a denied request consumes nothing.
+-- retry after (µs; -1 never), delay (µs); then the time of the check (µs). Every policy is
+-- evaluated before any is charged, so a denied request consumes nothing.
 local now = tonumber(ARGV[1])
 if now == 0 then
   local t = redis.call('TIME')
@@ -20,18 +21,19 @@ local cost = tonumber(ARGV[2])
 local charge = ARGV[3] == '1'
 
 if ARGV[3] == '2' then
+  local at = tonumber(ARGV[4])
   for i = 1, #KEYS do
-    local a = 4 * i
+    local a = 4 * i + 1
     local fn = refunds[ARGV[a]]
     if not fn then return redis.error_reply('ratelimit: unknown algorithm code ' .. tostring(ARGV[a])) end
-    fn(KEYS[i], now, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), cost)
+    fn(KEYS[i], now, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), cost, at)
   end
   return {}
 end
 
 local reply, commits, all = {}, {}, true
 for i = 1, #KEYS do
-  local a = 4 * i
+  local a = 4 * i + 1
   local fn = algorithms[ARGV[a]]
   if not fn then return redis.error_reply('ratelimit: unknown algorithm code ' .. tostring(ARGV[a])) end
   local row, commit = fn(KEYS[i], now, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), cost)
@@ -42,4 +44,5 @@ end
 if all and charge and cost > 0 then
   for i = 1, #commits do commits[i]() end
 end
+reply[#reply + 1] = now
 return reply

@@ -22,9 +22,8 @@ algorithms.fw = function(key, now, limit, window, burst, cost)
   end
 end
 
-refunds.fw = function(key, now, limit, window, burst, cost)
-  local k = floor(now / window)
+refunds.fw = function(key, now, limit, window, burst, cost, at)
   local s = get_ints(key, 2)
-  if not s or s[1] ~= k then return end
-  put_ints(key, s, {k, math.max(0, s[2] - cost)}, (k + 1) * window - now)
+  if not s or s[1] ~= floor(at / window) then return end
+  put_ints(key, s, {s[1], math.max(0, s[2] - cost)}, (s[1] + 1) * window - now)
 end

@@ -31,10 +31,10 @@ algorithms.ls = function(key, now, limit, window, burst, cost)
   return tat_check(key, now, limit, window, burst, cost, true)
 end
 
-local function tat_refund(key, now, limit, window, burst, cost)
+local function tat_refund(key, now, limit, window, burst, cost, at)
   local tat = tonumber(redis.call('GET', key))
   if not tat or tat <= now then return end
-  tat = math.max(now, tat - cost * interval_of(limit, window))
+  tat = math.max(now, tat - unspent(interval_of(limit, window), now, cost, at))
   if tat == now then
     redis.call('DEL', key) -- back to fresh
   else

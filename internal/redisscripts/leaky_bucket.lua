@@ -28,7 +28,7 @@ algorithms.lb = function(key, now, limit, window, burst, cost)
   end
 end
 
-refunds.lb = function(key, now, limit, window, burst, cost)
+refunds.lb = function(key, now, limit, window, burst, cost, at)
   local interval = interval_of(limit, window)
   local s = get_ints(key, 2)
   if not s then return end
@@ -40,7 +40,7 @@ refunds.lb = function(key, now, limit, window, burst, cost)
       last = last + leaked * interval
     end
   end
-  level = math.max(0, level - cost)
+  level = math.max(0, level - floor(unspent(interval, now, cost, at) / interval))
   if level == 0 and last < now then last = now end
   put_ints(key, s, {level, last}, last + level * interval - now)
 end

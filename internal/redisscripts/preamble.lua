@@ -9,8 +9,8 @@
 -- policy of the list allowed the request and it is charged).
 --
 -- `refunds` (code -> function) holds each algorithm's refund, called as
---   fn(key, now, limit, window, burst, cost)
--- which gives back up to cost units that a charge took, as the Go Refund does.
+--   fn(key, now, limit, window, burst, cost, at)
+-- which gives back a charge of cost units made at time at, as the Go Refund does.
 
 if redis.replicate_commands then redis.replicate_commands() end
 
@@ -73,4 +73,10 @@ end
 
 local function interval_of(limit, window)
   return floor((window + limit - 1) / limit)
+end
+
+-- unspent is the part (µs) of a charge of cost units made at time at that the rate-based
+-- algorithms have not yet given back by refilling (algorithms.unspent).
+local function unspent(interval, now, cost, at)
+  return math.max(0, math.min(cost * interval, at + cost * interval - now))
 end

@@ -46,7 +46,7 @@ algorithms.sc = function(key, now, limit, window, burst, cost)
   end
 end
 
-refunds.sc = function(key, now, limit, window, burst, cost)
+refunds.sc = function(key, now, limit, window, burst, cost, at)
   local s = get_ints(key, 3)
   if not s then return end
   local k = floor(now / window)
@@ -57,6 +57,11 @@ refunds.sc = function(key, now, limit, window, burst, cost)
   elseif s[1] == k - 1 then
     prev = s[2]
   end
-  local from_cur = math.min(cost, cur)
-  put_ints(key, s, {k, cur - from_cur, math.max(0, prev - (cost - from_cur))}, (k + 2) * window - now)
+  local ka = floor(at / window)
+  if ka == k then
+    cur = math.max(0, cur - cost)
+  elseif ka == k - 1 then
+    prev = math.max(0, prev - cost)
+  end
+  put_ints(key, s, {k, cur, prev}, (k + 2) * window - now)
 end

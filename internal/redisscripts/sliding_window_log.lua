@@ -44,9 +44,12 @@ algorithms.sl = function(key, now, limit, window, burst, cost)
   end
 end
 
-refunds.sl = function(key, now, limit, window, burst, cost)
-  if redis.call('EXISTS', key) == 0 then return end
-  redis.call('ZPOPMAX', key, cost)
+refunds.sl = function(key, now, limit, window, burst, cost, at)
+  local m = redis.call('ZCOUNT', key, int(at), int(at))
+  local n = math.min(cost, m)
+  if n <= 0 then return end
+  local before = redis.call('ZCOUNT', key, '-inf', '(' .. int(at))
+  redis.call('ZREMRANGEBYRANK', key, before + m - n, before + m - 1)
   local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
   if not newest then return end
   local ttl = tonumber(newest) + window - now

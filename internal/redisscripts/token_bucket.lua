@@ -28,7 +28,7 @@ algorithms.tb = function(key, now, limit, window, burst, cost)
   end
 end
 
-refunds.tb = function(key, now, limit, window, burst, cost)
+refunds.tb = function(key, now, limit, window, burst, cost, at)
   local capacity, interval = capacity_of(limit, burst), interval_of(limit, window)
   local s = get_ints(key, 2)
   if not s then return end
@@ -41,6 +41,6 @@ refunds.tb = function(key, now, limit, window, burst, cost)
     end
   end
   if tokens >= capacity and last < now then last = now end
-  tokens = math.min(capacity, tokens + cost)
+  tokens = math.min(capacity, tokens + floor(unspent(interval, now, cost, at) / interval))
   put_ints(key, s, {tokens, last}, last + (capacity - tokens) * interval - now)
 end
