@@ -22,35 +22,21 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/examples/internal/exampleserver"
 )
 
-func main() {
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, log); err != nil {
-		log.Error("nethttp: " + err.Error())
-		os.Exit(1)
-	}
-}
+func main() { exampleserver.Main("nethttp", run) }
 
 // run serves until ctx ends.
 func run(ctx context.Context, log *slog.Logger) error {
-	store, closeStore, err := newStore(ctx, log)
+	store, closeStore, err := exampleserver.Store(ctx, log)
 	if err != nil {
 		return err
 	}
@@ -75,51 +61,5 @@ func run(ctx context.Context, log *slog.Logger) error {
 		}),
 	)(mux)
 
-	addr := os.Getenv("ADDR")
-	if addr == "" {
-		addr = ":8080"
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	log.Info("serving", "url", "http://"+ln.Addr().String())
-	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
-}
-
-// newStore returns the Redis store when REDIS_URL is set, else the memory store.
-func newStore(ctx context.Context, log *slog.Logger) (ratelimit.Store, func(), error) {
-	url := os.Getenv("REDIS_URL")
-	if url == "" {
-		log.Info("using the memory store: limits are per instance (set REDIS_URL to share them)")
-		return ratelimit.NewMemoryStore(), func() {}, nil
-	}
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, nil, fmt.Errorf("REDIS_URL: %w", err)
-	}
-	// Let a slow Redis give up at the limiter's deadline (100 ms) rather than its ReadTimeout.
-	opts.ContextTimeoutEnabled = true
-	client := redis.NewClient(opts)
-	var storeOpts []ratelimit.StoreOption
-	if prefix := os.Getenv("RATELIMIT_PREFIX"); prefix != "" {
-		storeOpts = append(storeOpts, ratelimit.WithPrefix(prefix))
-	}
-	ping, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	if err := client.Ping(ping).Err(); err != nil {
-		log.Warn("Redis does not answer yet; requests pass until it does", "addr", opts.Addr, "error", err)
-	}
-	log.Info("using the Redis store: limits are shared by every instance", "addr", opts.Addr, "db", opts.DB)
-	return ratelimit.NewRedisStore(client, storeOpts...), func() { _ = client.Close() }, nil
+	return exampleserver.ServeHTTP(ctx, log, handler)
 }
