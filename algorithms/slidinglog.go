@@ -1,5 +1,7 @@
 package algorithms
 
+import "slices"
+
 // SlidingLog admits at most Limit units of cost in every interval of length Window: it keeps
 // the time of every admitted unit, so it is exact, and its memory grows with Limit. Burst is not
 // used.
@@ -23,10 +25,7 @@ func (SlidingLog) Check(p Params, s State, now, cost int64) (Result, State) {
 	s.Init = true
 	// A unit admitted at t counts while now < t+Window. Dropping re-slices: the entries before
 	// are not moved, so a state that is not kept is not disturbed.
-	drop := 0
-	for drop < len(s.Log) && s.Log[drop] <= now-p.Window {
-		drop++
-	}
+	drop, _ := slices.BinarySearch(s.Log, now-p.Window+1) // the first unit still in the window
 	s.Log = s.Log[drop:]
 	n := int64(len(s.Log))
 	r := Result{Allowed: n+cost <= p.Limit}
