@@ -113,7 +113,7 @@ func (s *MemoryStore) Check(ctx context.Context, key string, policies []Policy, 
 			state.Log = e.state.Log[:0] // expired: reuse the log's memory
 		}
 		// Like the Redis store, keep nothing of a check that charges nothing.
-		out[i], state = p.algorithm().Check(p.params(), state, now, cost)
+		out[i], state = checkStatic(p.algorithm(), p.params(), state, now, cost)
 		out[i].At = now
 		states, ents = append(states, state), append(ents, e)
 		all = all && out[i].Allowed
@@ -123,7 +123,7 @@ func (s *MemoryStore) Check(ctx context.Context, key string, policies []Policy, 
 	}
 	for i := range policies {
 		p := &policies[i]
-		state, ttl := p.algorithm().Charge(p.params(), states[i], now, cost)
+		state, ttl := chargeStatic(p.algorithm(), p.params(), states[i], now, cost)
 		e := ents[i]
 		if e == nil {
 			e = &memoryEntry{}
@@ -218,4 +218,43 @@ func (s *MemoryStore) Reset(ctx context.Context, key string, policies []Policy) 
 		delete(sh.entries, string(appendKey(buf[:0], s.prefix, key, policies[i].tag())))
 	}
 	return nil
+}
+
+// checkStatic and chargeStatic call the algorithm's Check and Charge statically: the interface call, with
+// its state and result passed by value and nothing inlined, costs a third of a memory-store
+// check (BenchmarkMemory: about 370 ns against 260 ns for GCRA).
+func checkStatic(a algorithms.Algorithm, p algorithms.Params, s algorithms.State, now, cost int64) (algorithms.Result, algorithms.State) {
+	switch a := a.(type) {
+	case algorithms.GCRA:
+		return a.Check(p, s, now, cost)
+	case algorithms.TokenBucket:
+		return a.Check(p, s, now, cost)
+	case algorithms.LeakyBucket:
+		return a.Check(p, s, now, cost)
+	case algorithms.FixedWindow:
+		return a.Check(p, s, now, cost)
+	case algorithms.SlidingCounter:
+		return a.Check(p, s, now, cost)
+	case algorithms.SlidingLog:
+		return a.Check(p, s, now, cost)
+	}
+	return a.Check(p, s, now, cost)
+}
+
+func chargeStatic(a algorithms.Algorithm, p algorithms.Params, s algorithms.State, now, cost int64) (algorithms.State, int64) {
+	switch a := a.(type) {
+	case algorithms.GCRA:
+		return a.Charge(p, s, now, cost)
+	case algorithms.TokenBucket:
+		return a.Charge(p, s, now, cost)
+	case algorithms.LeakyBucket:
+		return a.Charge(p, s, now, cost)
+	case algorithms.FixedWindow:
+		return a.Charge(p, s, now, cost)
+	case algorithms.SlidingCounter:
+		return a.Charge(p, s, now, cost)
+	case algorithms.SlidingLog:
+		return a.Charge(p, s, now, cost)
+	}
+	return a.Charge(p, s, now, cost)
 }
