@@ -26,6 +26,7 @@ import (
 // An IPResolver is safe for concurrent use.
 type IPResolver struct {
 	trusted   []netip.Prefix
+	unix      bool   // a peer that is not an IP address (a Unix socket) is a trusted proxy
 	header    string // canonical name of the header the trusted proxies write
 	forwarded bool   // header is Forwarded (RFC 7239)
 	v6bits    int
@@ -36,6 +37,7 @@ type IPOption func(*ipConfig)
 
 type ipConfig struct {
 	trusted   []netip.Prefix
+	unix      bool
 	header    string
 	headerSet bool
 	v6bits    int
@@ -63,6 +65,14 @@ func TrustProxies(cidrs ...string) IPOption {
 			c.trusted = append(c.trusted, p)
 		}
 	}
+}
+
+// TrustUnixSocket trusts a peer that has no IP address — a reverse proxy on a Unix socket,
+// such as nginx with proxy_pass to unix:/run/app.sock — as a proxy: the client is read from its
+// proxy header. A request on the socket without the header, or whose header yields no
+// address, has no client IP (an error, answered 400), never the socket's quota.
+func TrustUnixSocket() IPOption {
+	return func(c *ipConfig) { c.unix = true }
 }
 
 func parsePrefix(s string) (netip.Prefix, error) {
@@ -125,13 +135,13 @@ func NewIPResolver(opts ...IPOption) (*IPResolver, error) {
 		}
 		o(&c)
 	}
-	if c.headerSet && len(c.trusted) == 0 && len(c.errs) == 0 {
-		c.errs = append(c.errs, fmt.Errorf("ProxyHeader(%q) has no effect without TrustProxies", c.header))
+	if c.headerSet && len(c.trusted) == 0 && !c.unix && len(c.errs) == 0 {
+		c.errs = append(c.errs, fmt.Errorf("ProxyHeader(%q) has no effect without TrustProxies or TrustUnixSocket", c.header))
 	}
 	if err := errors.Join(c.errs...); err != nil {
 		return nil, fmt.Errorf("ratelimit: client IP: %w", err)
 	}
-	return &IPResolver{trusted: c.trusted, header: c.header, forwarded: c.header == "Forwarded", v6bits: c.v6bits}, nil
+	return &IPResolver{trusted: c.trusted, unix: c.unix, header: c.header, forwarded: c.header == "Forwarded", v6bits: c.v6bits}, nil
 }
 
 // KeyByIP keys requests by client IP address, as "ip:192.0.2.1" or, for IPv6, by prefix,
@@ -171,14 +181,25 @@ func (res *IPResolver) Key(r Request) (string, error) {
 }
 
 // ClientIP returns the client address of r, normalised (IPv4-mapped addresses unmapped, no
-// zone). It fails when the peer address is not an IP address (a Unix socket), or when a
-// trusted proxy's header is malformed where it must be read.
+// zone). It fails when the peer address is not an IP address (a Unix socket) unless
+// [TrustUnixSocket] is given, or when a trusted proxy's header is malformed where it must be
+// read.
 func (res *IPResolver) ClientIP(r Request) (netip.Addr, error) {
 	remote := r.RemoteAddr()
 	client, ok := parseHostPort(remote)
-	if !ok {
+	if !ok && !res.unix {
 		return netip.Addr{}, fmt.Errorf("ratelimit: client IP: the connection's address %q is not an IP address", clip(remote))
 	}
+	// Unless it is an IP address, the peer stays the zero Addr, which isTrusted trusts.
+	a, err := res.walk(r, client)
+	if err == nil && !a.IsValid() {
+		err = fmt.Errorf("ratelimit: client IP: the Unix socket's peer sent no client address in %s", res.header)
+	}
+	return a, err
+}
+
+// walk returns the client behind the trusted proxies, starting from the peer.
+func (res *IPResolver) walk(r Request, client netip.Addr) (netip.Addr, error) {
 	if !res.isTrusted(client) {
 		return client, nil
 	}
@@ -234,6 +255,9 @@ func (res *IPResolver) fromForwarded(client netip.Addr, v string) (netip.Addr, e
 }
 
 func (res *IPResolver) isTrusted(a netip.Addr) bool {
+	if !a.IsValid() {
+		return res.unix // the peer of a Unix socket
+	}
 	for _, p := range res.trusted {
 		if p.Contains(a) {
 			return true

@@ -44,6 +44,20 @@ func TestClientIP(t *testing.T) {
 		{name: "host name", req: ipReq("example.com:80"), want: "is not an IP address", errors: true},
 		{name: "ipv4 in brackets", req: ipReq("[192.0.2.1]"), want: "is not an IP address", errors: true},
 
+		// A reverse proxy on a Unix socket, trusted by TrustUnixSocket.
+		{name: "unix socket, trusted", opts: []ratelimit.IPOption{ratelimit.TrustUnixSocket()},
+			req: ipReq("@", "X-Forwarded-For", "198.51.100.1, 203.0.113.7"), want: "203.0.113.7"},
+		{name: "unix socket, trusted, then trusted proxies", opts: []ratelimit.IPOption{ratelimit.TrustUnixSocket(), trustLAN},
+			req: ipReq("", "X-Forwarded-For", "203.0.113.7, 10.0.0.2"), want: "203.0.113.7"},
+		{name: "unix socket, trusted, Forwarded", opts: []ratelimit.IPOption{ratelimit.TrustUnixSocket(), ratelimit.ProxyHeader("Forwarded")},
+			req: ipReq("@", "Forwarded", `for="[2001:db8::7]:4711"`), want: "2001:db8::7"},
+		{name: "unix socket, trusted, no header", opts: []ratelimit.IPOption{ratelimit.TrustUnixSocket()},
+			req: ipReq("@"), want: "the Unix socket's peer sent no client address", errors: true},
+		{name: "unix socket, trusted, empty list", opts: []ratelimit.IPOption{ratelimit.TrustUnixSocket()},
+			req: ipReq("@", "X-Forwarded-For", " , "), want: "the Unix socket's peer sent no client address", errors: true},
+		{name: "TrustUnixSocket trusts no IP peer", opts: []ratelimit.IPOption{ratelimit.TrustUnixSocket()},
+			req: ipReq("192.0.2.1:1", spoofs...), want: "192.0.2.1"},
+
 		// Spoofed headers change nothing without trusted proxies.
 		{name: "spoofed headers", req: ipReq("192.0.2.1:1234", spoofs...), want: "192.0.2.1"},
 		{name: "spoofed headers from a private address", req: ipReq("10.0.0.1:1234", spoofs...), want: "10.0.0.1"},
