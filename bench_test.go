@@ -17,17 +17,17 @@ import (
 // threePolicies is the multi-window list of the targets: 10/s + 100/min + 1000/h.
 func threePolicies(alg algorithms.Algorithm) []ratelimit.Policy {
 	return []ratelimit.Policy{
-		ratelimit.PerSecond(10).Using(alg), ratelimit.PerMinute(100).Using(alg), ratelimit.PerHour(1000).Using(alg),
+		ratelimit.Policy{Limit: 10, Window: time.Second, Algorithm: alg}, ratelimit.Policy{Limit: 100, Window: time.Minute, Algorithm: alg}, ratelimit.Policy{Limit: 1000, Window: time.Hour, Algorithm: alg},
 	}
 }
 
 // Large limits keep every benchmark request on the allowed path, the one that writes.
 func benchPolicies(alg algorithms.Algorithm, n int) []ratelimit.Policy {
 	if n == 1 {
-		return []ratelimit.Policy{ratelimit.PerSecond(1_000_000).Using(alg).WithBurst(0)}
+		return []ratelimit.Policy{ratelimit.Policy{Limit: 1_000_000, Window: time.Second, Burst: 0, Algorithm: alg}}
 	}
 	return []ratelimit.Policy{
-		ratelimit.PerSecond(100_000).Using(alg), ratelimit.PerMinute(1_000_000).Using(alg), ratelimit.PerHour(10_000_000).Using(alg),
+		ratelimit.Policy{Limit: 100_000, Window: time.Second, Algorithm: alg}, ratelimit.Policy{Limit: 1_000_000, Window: time.Minute, Algorithm: alg}, ratelimit.Policy{Limit: 10_000_000, Window: time.Hour, Algorithm: alg},
 	}
 }
 
@@ -55,7 +55,7 @@ func BenchmarkMemory(b *testing.B) {
 	}
 	b.Run("sliding_window_log/1policy", func(b *testing.B) {
 		clock := newFakeClock()
-		l := mustNew(b, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), ratelimit.Per(100, time.Second).Using(algorithms.SlidingLog{}))
+		l := mustNew(b, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), ratelimit.Policy{Limit: 100, Window: time.Second, Algorithm: algorithms.SlidingLog{}})
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
 			clock.Advance(10 * time.Millisecond) // steady at the limit: one in, one out
@@ -141,7 +141,7 @@ func TestRedisMemoryPerKey(t *testing.T) {
 	client := redistest.Standalone(t)
 	for _, alg := range allAlgorithms {
 		store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix("m:"))
-		l := mustNew(t, store, ratelimit.PerMinute(100).Using(alg))
+		l := mustNew(t, store, ratelimit.Policy{Limit: 100, Window: time.Minute, Algorithm: alg})
 		key := "10.1.2.3"
 		l.Reset(ctx, key)
 		allow(t, l, key, 1)

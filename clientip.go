@@ -8,23 +8,18 @@ import (
 	"strings"
 )
 
-// IPResolver finds a request's client IP address. By default it is the address of the
+// ipResolver finds a request's client IP address. By default it is the address of the
 // connection's peer, and headers are ignored: X-Forwarded-For, X-Real-IP and Forwarded are
-// written by whoever sends the request, so trusting them by default would let every client
-// pick its own identity.
-//
-// Behind reverse proxies, name them with [TrustProxies]. When the peer is a trusted proxy, the
-// resolver reads the header the proxies write ([ProxyHeader], X-Forwarded-For by default) from
-// the right, skipping the addresses of trusted proxies: the first address that is not trusted
-// is the client. Everything to its left was written by the client or its own proxies and is
-// never read. When every address is trusted the request came from inside, and the leftmost
-// address is the client.
+// written by whoever sends the request, so trusting them by default would let every client pick
+// its own identity. With trusted proxies ([TrustProxies]), when the peer is one of them, the
+// resolver reads the header the proxies write from the right, skipping the addresses of trusted
+// proxies: the first address that is not trusted is the client. Everything to its left was
+// written by the client or its own proxies and is never read. When every address is trusted
+// the request came from inside, and the leftmost address is the client.
 //
 // Addresses are normalised: IPv4-mapped IPv6 addresses become IPv4, zones and ports are
-// dropped. [IPResolver.Key] groups IPv6 clients by prefix (see [IPv6Prefix]).
-//
-// An IPResolver is safe for concurrent use.
-type IPResolver struct {
+// dropped; IPv6 clients are grouped by prefix ([IPv6Prefix]).
+type ipResolver struct {
 	trusted   []netip.Prefix
 	unix      bool   // a peer that is not an IP address (a Unix socket) is a trusted proxy
 	header    string // canonical name of the header the trusted proxies write
@@ -32,47 +27,66 @@ type IPResolver struct {
 	v6bits    int
 }
 
-// IPOption configures an [IPResolver] or [KeyByIP].
-type IPOption func(*ipConfig)
-
+// ipConfig is what the client-IP options set.
 type ipConfig struct {
 	trusted   []netip.Prefix
 	unix      bool
 	header    string
 	headerSet bool
 	v6bits    int
-	errs      []error
 }
 
-// TrustProxies names the reverse proxies in front of the service, as CIDR prefixes
-// ("10.0.0.0/8", "2001:db8::/32") or single addresses ("192.0.2.10"). Only a request whose
-// connection comes from one of them has its proxy header read. Give every proxy of the chain
-// (load balancer, ingress, sidecar), and nothing a client can reach directly.
+func (c ipConfig) resolver() *ipResolver {
+	header := c.header
+	if header == "" {
+		header = "X-Forwarded-For"
+	}
+	return &ipResolver{trusted: c.trusted, unix: c.unix, header: header, forwarded: header == "Forwarded", v6bits: c.v6bits}
+}
+
+// peerOnly is the resolver of a key function called outside a guard: the connection's peer.
+var peerOnly = ipConfig{v6bits: 64}.resolver()
+
+// TrustProxies names the reverse proxies in front of the service and the header they write the
+// client's address into. It configures a guard, and through it every use of the client IP:
+// [KeyByIP], and the client IP that limits a request whose key function finds no key.
 //
-// The proxies are those of one key function only. A [Guard] limits a request whose key
-// function finds no key ([ErrNoKey]) by its fallback key, by default KeyByIP() without
-// options: the proxy's address, shared by every client. Give the fallback the proxies too,
-// with [WithFallbackKey](KeyByIP(TrustProxies(...))), or refuse such requests with
-// [RejectMissingKey].
-func TrustProxies(cidrs ...string) IPOption {
-	return func(c *ipConfig) {
-		for _, s := range cidrs {
-			p, err := parsePrefix(s)
-			if err != nil {
-				c.errs = append(c.errs, fmt.Errorf("TrustProxies: %q is neither a CIDR prefix nor an IP address", s))
+//	ratelimit.TrustProxies("X-Forwarded-For", "10.0.0.0/8", "2001:db8::/32")
+//
+// header is "X-Forwarded-For", "Forwarded" (RFC 7239, read from its for= parameters), or a
+// single-address header such as "X-Real-IP" or "CF-Connecting-IP"; any header but Forwarded is
+// read as a comma-separated list of addresses. Only this header is read, and only from a
+// request whose connection comes from a proxy: a client's spoofed copy of any header is
+// ignored. proxies are CIDR prefixes ("10.0.0.0/8") or single addresses ("192.0.2.10"); give
+// every proxy of the chain (load balancer, ingress, sidecar), and nothing a client can reach
+// directly. "unix" trusts a peer on a Unix socket (nginx with proxy_pass to
+// unix:/run/app.sock): a request on the socket without the header has no client IP (a 400),
+// never the socket's quota.
+func TrustProxies(header string, proxies ...string) Option {
+	return func(c *config) {
+		gc := c.forGuard("TrustProxies")
+		if gc == nil {
+			return
+		}
+		if !validHeaderName(header) {
+			c.errorf("TrustProxies: %q is not a valid header name; the first argument names the header the proxies write", header)
+			return
+		}
+		ip := ipConfig{header: textproto.CanonicalMIMEHeaderKey(header), headerSet: true, v6bits: gc.ip.v6bits}
+		for _, s := range proxies {
+			if s == "unix" {
+				ip.unix = true
 				continue
 			}
-			c.trusted = append(c.trusted, p)
+			p, err := parsePrefix(s)
+			if err != nil {
+				c.errorf("TrustProxies: %q is neither a CIDR prefix nor an IP address", s)
+				return
+			}
+			ip.trusted = append(ip.trusted, p)
 		}
+		gc.ip = ip
 	}
-}
-
-// TrustUnixSocket trusts a peer that has no IP address — a reverse proxy on a Unix socket,
-// such as nginx with proxy_pass to unix:/run/app.sock — as a proxy: the client is read from its
-// proxy header. A request on the socket without the header, or whose header yields no
-// address, has no client IP (an error, answered 400), never the socket's quota.
-func TrustUnixSocket() IPOption {
-	return func(c *ipConfig) { c.unix = true }
 }
 
 func parsePrefix(s string) (netip.Prefix, error) {
@@ -98,75 +112,37 @@ func parsePrefix(s string) (netip.Prefix, error) {
 	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
-// ProxyHeader names the header the trusted proxies write the client address into:
-// "X-Forwarded-For" (the default), "Forwarded" (RFC 7239, read from its for= parameters), or
-// a single-address header such as "X-Real-IP" or "CF-Connecting-IP". Any header other than
-// Forwarded is read as a comma-separated list of addresses. Only this header is read: a
-// client's spoofed copy of another is ignored. ProxyHeader needs [TrustProxies].
-func ProxyHeader(name string) IPOption {
-	return func(c *ipConfig) {
-		if !validHeaderName(name) {
-			c.errs = append(c.errs, fmt.Errorf("ProxyHeader: %q is not a valid header name", name))
-			return
-		}
-		c.header, c.headerSet = textproto.CanonicalMIMEHeaderKey(name), true
-	}
-}
-
 // IPv6Prefix sets how many leading bits of an IPv6 client address form its key (default 64).
-// One subscriber usually holds a whole /64, so keying by full address would give a client
-// 2^64 quotas. 128 keys by the full address.
-func IPv6Prefix(bits int) IPOption {
-	return func(c *ipConfig) {
-		if bits < 1 || bits > 128 {
-			c.errs = append(c.errs, fmt.Errorf("IPv6Prefix(%d): bits must be between 1 and 128", bits))
-			return
+// One subscriber usually holds a whole /64, so keying by full address would give a client 2^64
+// quotas; 128 keys by the full address. It configures a guard.
+func IPv6Prefix(bits int) Option {
+	return func(c *config) {
+		if gc := c.forGuard("IPv6Prefix"); gc != nil {
+			if bits < 1 || bits > 128 {
+				c.errorf("IPv6Prefix(%d): bits must be between 1 and 128", bits)
+				return
+			}
+			gc.ip.v6bits = bits
 		}
-		c.v6bits = bits
 	}
-}
-
-// NewIPResolver returns a resolver configured by opts, or an error naming the bad option.
-func NewIPResolver(opts ...IPOption) (*IPResolver, error) {
-	c := ipConfig{header: "X-Forwarded-For", v6bits: 64}
-	for _, o := range opts {
-		if o == nil {
-			return nil, errors.New("ratelimit: NewIPResolver: an IPOption is nil")
-		}
-		o(&c)
-	}
-	if c.headerSet && len(c.trusted) == 0 && !c.unix && len(c.errs) == 0 {
-		c.errs = append(c.errs, fmt.Errorf("ProxyHeader(%q) has no effect without TrustProxies or TrustUnixSocket", c.header))
-	}
-	if err := errors.Join(c.errs...); err != nil {
-		return nil, fmt.Errorf("ratelimit: client IP: %w", err)
-	}
-	return &IPResolver{trusted: c.trusted, unix: c.unix, header: c.header, forwarded: c.header == "Forwarded", v6bits: c.v6bits}, nil
 }
 
 // KeyByIP keys requests by client IP address, as "ip:192.0.2.1" or, for IPv6, by prefix,
-// "ip:2001:db8:1:2::/64". Without options the address is the connection's peer; behind
-// reverse proxies, name them with [TrustProxies]. See [IPResolver] for the rules.
-//
-// Behind reverse proxies, name them wherever KeyByIP is used, including the [Guard]'s
-// fallback key, which limits requests whose key function finds no key ([ErrNoKey]) and is
-// KeyByIP() without options unless [WithFallbackKey] says otherwise:
-//
-//	ratelimit.WithKey(ratelimit.KeyJoin(ratelimit.KeyByIP(ratelimit.TrustProxies("10.0.0.0/8")), ratelimit.KeyByRoute())),
-//	ratelimit.WithFallbackKey(ratelimit.KeyByIP(ratelimit.TrustProxies("10.0.0.0/8"))),
-//
-// KeyByIP panics if an option is invalid; [NewIPResolver] returns the error instead.
-func KeyByIP(opts ...IPOption) KeyFunc {
-	r, err := NewIPResolver(opts...)
-	if err != nil {
-		panic(err)
+// "ip:2001:db8:1:2::/64". The client is the connection's peer unless the guard trusts proxies
+// ([TrustProxies]); IPv6 clients are grouped by [IPv6Prefix]. It is the guard's default key.
+func KeyByIP() KeyFunc { return keyByIP }
+
+func keyByIP(r Request) (string, error) {
+	res := peerOnly
+	if g, ok := r.(*guardRequest); ok {
+		res = g.ip
 	}
-	return r.Key
+	return res.key(r)
 }
 
-// Key is a [KeyFunc]: it returns "ip:" and the client address, or for IPv6 its prefix.
-func (res *IPResolver) Key(r Request) (string, error) {
-	a, err := res.ClientIP(r)
+// key returns "ip:" and the client address, or for IPv6 its prefix.
+func (res *ipResolver) key(r Request) (string, error) {
+	a, err := res.clientIP(r)
 	if err != nil {
 		return "", err
 	}
@@ -180,11 +156,10 @@ func (res *IPResolver) Key(r Request) (string, error) {
 	return string(b), nil
 }
 
-// ClientIP returns the client address of r, normalised (IPv4-mapped addresses unmapped, no
-// zone). It fails when the peer address is not an IP address (a Unix socket) unless
-// [TrustUnixSocket] is given, or when a trusted proxy's header is malformed where it must be
-// read.
-func (res *IPResolver) ClientIP(r Request) (netip.Addr, error) {
+// clientIP returns the client address of r, normalised (IPv4-mapped addresses unmapped, no
+// zone). It fails when the peer address is not an IP address (a Unix socket) and Unix sockets
+// are not trusted, or when a trusted proxy's header is malformed where it must be read.
+func (res *ipResolver) clientIP(r Request) (netip.Addr, error) {
 	remote := r.RemoteAddr()
 	client, ok := parseHostPort(remote)
 	if !ok && !res.unix {
@@ -199,7 +174,7 @@ func (res *IPResolver) ClientIP(r Request) (netip.Addr, error) {
 }
 
 // walk returns the client behind the trusted proxies, starting from the peer.
-func (res *IPResolver) walk(r Request, client netip.Addr) (netip.Addr, error) {
+func (res *ipResolver) walk(r Request, client netip.Addr) (netip.Addr, error) {
 	if !res.isTrusted(client) {
 		return client, nil
 	}
@@ -207,8 +182,8 @@ func (res *IPResolver) walk(r Request, client netip.Addr) (netip.Addr, error) {
 	if v == "" {
 		return client, nil
 	}
-	if len(v) > MaxKeyBytes {
-		return netip.Addr{}, fmt.Errorf("%w: header %s is %d bytes, more than %d", ErrKeyTooLong, res.header, len(v), MaxKeyBytes)
+	if len(v) > maxKeyBytes {
+		return netip.Addr{}, fmt.Errorf("%w: header %s is %d bytes, more than %d", ErrBadKey, res.header, len(v), maxKeyBytes)
 	}
 	if res.forwarded {
 		return res.fromForwarded(client, v)
@@ -235,7 +210,7 @@ func (res *IPResolver) walk(r Request, client netip.Addr) (netip.Addr, error) {
 }
 
 // fromForwarded walks the for= parameters of a Forwarded header from the right.
-func (res *IPResolver) fromForwarded(client netip.Addr, v string) (netip.Addr, error) {
+func (res *ipResolver) fromForwarded(client netip.Addr, v string) (netip.Addr, error) {
 	elems, err := parseForwarded(v)
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("ratelimit: client IP: %w", err)
@@ -254,7 +229,7 @@ func (res *IPResolver) fromForwarded(client netip.Addr, v string) (netip.Addr, e
 	return client, nil
 }
 
-func (res *IPResolver) isTrusted(a netip.Addr) bool {
+func (res *ipResolver) isTrusted(a netip.Addr) bool {
 	if !a.IsValid() {
 		return res.unix // the peer of a Unix socket
 	}

@@ -56,7 +56,7 @@ func TestConcurrentInstancesRedis(t *testing.T) {
 				client := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 16})
 				t.Cleanup(func() { client.Close() })
 				store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithClock(clock))
-				limiters = append(limiters, mustNew(t, store, ratelimit.PerMinute(limit).Using(alg)))
+				limiters = append(limiters, mustNew(t, store, ratelimit.Policy{Limit: limit, Window: time.Minute, Algorithm: alg}))
 			}
 			if got := hammer(t, limiters, 64, 8, "hot"); got != limit {
 				t.Fatalf("admitted %d of 512, want exactly %d", got, limit)
@@ -71,7 +71,7 @@ func TestConcurrentInstancesRedis(t *testing.T) {
 			for i := 0; i < 4; i++ {
 				client := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 16})
 				t.Cleanup(func() { client.Close() })
-				limiters = append(limiters, mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix)), ratelimit.PerHour(limit).Using(alg)))
+				limiters = append(limiters, mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix)), ratelimit.Policy{Limit: limit, Window: time.Hour, Algorithm: alg}))
 			}
 			start := time.Now()
 			got := hammer(t, limiters, 64, 8, "hot-servertime")
@@ -87,7 +87,7 @@ func TestConcurrentMemory(t *testing.T) {
 	store := ratelimit.NewMemoryStore(ratelimit.WithClock(clock))
 	for _, alg := range allAlgorithms {
 		t.Run(alg.Name(), func(t *testing.T) {
-			l := mustNew(t, store, ratelimit.PerMinute(1000).Using(alg))
+			l := mustNew(t, store, ratelimit.Policy{Limit: 1000, Window: time.Minute, Algorithm: alg})
 			if got := hammer(t, []*ratelimit.Limiter{l}, 256, 8, "hot"); got != 1000 {
 				t.Fatalf("admitted %d of 2048, want exactly 1000", got)
 			}
@@ -105,7 +105,7 @@ func TestConcurrentBoundsWhileTimeMoves(t *testing.T) {
 			t.Run(alg.Name(), func(t *testing.T) {
 				clock.Set(t0)
 				const limit = 20
-				l := mustNew(t, store, ratelimit.Per(limit, time.Second).Using(alg))
+				l := mustNew(t, store, ratelimit.Policy{Limit: limit, Window: time.Second, Algorithm: alg})
 				key := keyOf(t)
 				var total int64
 				// 4 seconds in steps of 250ms, 64 requests from 16 goroutines each step.

@@ -44,16 +44,16 @@ var conformance = []struct {
 	policy ratelimit.Policy
 	steps  []step
 }{
-	{"gcra", ratelimit.Per(3, 3*time.Second).Using(algorithms.GCRA{}), meterSteps},
-	{"token_bucket", ratelimit.Per(3, 3*time.Second).Using(algorithms.TokenBucket{}), meterSteps},
-	{"token_bucket_burst", ratelimit.Per(1, time.Second).WithBurst(5).Using(algorithms.TokenBucket{}), []step{
+	{"gcra", ratelimit.Policy{Limit: 3, Window: 3 * time.Second, Algorithm: algorithms.GCRA{}}, meterSteps},
+	{"token_bucket", ratelimit.Policy{Limit: 3, Window: 3 * time.Second, Algorithm: algorithms.TokenBucket{}}, meterSteps},
+	{"token_bucket_burst", ratelimit.Policy{Limit: 1, Window: time.Second, Burst: 5, Algorithm: algorithms.TokenBucket{}}, []step{
 		{0, 5, true, 0, 0, 5 * time.Second, 0},
 		{0, 1, false, 0, time.Second, 5 * time.Second, 0},
 		{2500 * ms, 2, true, 0, 0, 4500 * ms, 0}, // 2 tokens back, the half is kept
 		{500 * ms, 1, true, 0, 0, 5 * time.Second, 0},
 	}},
-	{"leaky_bucket", ratelimit.Per(3, 3*time.Second).Using(algorithms.LeakyBucket{}), meterSteps},
-	{"leaky_bucket_shaping", ratelimit.Per(3, 3*time.Second).Using(algorithms.LeakyBucket{Shaping: true}), []step{
+	{"leaky_bucket", ratelimit.Policy{Limit: 3, Window: 3 * time.Second, Algorithm: algorithms.LeakyBucket{}}, meterSteps},
+	{"leaky_bucket_shaping", ratelimit.Policy{Limit: 3, Window: 3 * time.Second, Algorithm: algorithms.LeakyBucket{Shaping: true}}, []step{
 		{0, 1, true, 2, 0, 1 * time.Second, 0},
 		{0, 1, true, 1, 0, 2 * time.Second, time.Second}, // queued behind the first
 		{0, 1, true, 0, 0, 3 * time.Second, 2 * time.Second},
@@ -65,7 +65,7 @@ var conformance = []struct {
 		{10 * time.Second, 2, true, 1, 0, 2 * time.Second, 0},
 		{0, 1, true, 0, 0, 3 * time.Second, 2 * time.Second},
 	}},
-	{"fixed_window", ratelimit.Per(3, 3*time.Second).Using(algorithms.FixedWindow{}), []step{
+	{"fixed_window", ratelimit.Policy{Limit: 3, Window: 3 * time.Second, Algorithm: algorithms.FixedWindow{}}, []step{
 		{0, 1, true, 2, 0, 3 * time.Second, 0},
 		{0, 1, true, 1, 0, 3 * time.Second, 0},
 		{0, 1, true, 0, 0, 3 * time.Second, 0},
@@ -77,7 +77,7 @@ var conformance = []struct {
 		{2 * time.Second, 1, true, 2, 0, 3 * time.Second, 0},  // the next window
 		{10 * time.Second, 2, true, 1, 0, 2 * time.Second, 0}, // 1 s into a later window
 	}},
-	{"sliding_window_log", ratelimit.Per(3, 3*time.Second).Using(algorithms.SlidingLog{}), []step{
+	{"sliding_window_log", ratelimit.Policy{Limit: 3, Window: 3 * time.Second, Algorithm: algorithms.SlidingLog{}}, []step{
 		{0, 1, true, 2, 0, 3 * time.Second, 0},
 		{0, 1, true, 1, 0, 3 * time.Second, 0},
 		{0, 1, true, 0, 0, 3 * time.Second, 0},
@@ -89,7 +89,7 @@ var conformance = []struct {
 		{0, 4, false, 0, ratelimit.Never, 3 * time.Second, 0},
 		{0, 0, true, 0, 0, 3 * time.Second, 0},
 	}},
-	{"sliding_window_counter", ratelimit.Per(4, 4*time.Second).Using(algorithms.SlidingCounter{}), []step{
+	{"sliding_window_counter", ratelimit.Policy{Limit: 4, Window: 4 * time.Second, Algorithm: algorithms.SlidingCounter{}}, []step{
 		{0, 3, true, 1, 0, 8 * time.Second, 0},
 		// 3 in this window; the next window weighs them by 1 - elapsed/4s, so 2 more fit
 		// when 3·(1-e/4) ≤ 2, at e = 4/3 s into it.

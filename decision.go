@@ -3,7 +3,7 @@ package ratelimit
 import (
 	"time"
 
-	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/internal/algo"
 )
 
 // Never is the RetryAfter of a request that can never be admitted: its cost exceeds the
@@ -14,6 +14,9 @@ const Never time.Duration = -1
 //
 // Limit, Remaining and ResetAfter describe the binding policy: the denying policy with the
 // longest wait, or, when the request is allowed, the policy with the least remaining.
+//
+// The [Guard] hands the decision of every request it lets through to the handler: see
+// [DecisionFrom], and the framework adapters' Decision functions.
 type Decision struct {
 	// Allowed reports whether every policy admitted the request. It was charged only then.
 	Allowed bool
@@ -36,8 +39,8 @@ type Decision struct {
 	results [4]PolicyResult
 	more    []PolicyResult
 	n       int
-	cost    int64 // what the request was charged, for Limiter.Refund; 0 when nothing was
-	at      int64 // when, in the store's microseconds
+	cost    int64     // what the request was charged, for Limiter.Refund; 0 when nothing was
+	at      time.Time // when, on the store's clock
 }
 
 // PolicyResult is one policy's own verdict on a request.
@@ -65,22 +68,22 @@ func (d Decision) Results() []PolicyResult {
 	return d.results[:d.n]
 }
 
-// Denied returns the results of the policies that denied the request.
-func (d Decision) Denied() []PolicyResult {
-	var out []PolicyResult
-	for _, r := range d.Results() {
-		if !r.Allowed {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 func micros(us int64) time.Duration {
-	if us == algorithms.Never {
+	if us == algo.Never {
 		return Never
 	}
 	return time.Duration(us) * time.Microsecond
+}
+
+// set fills in r's verdict from an algorithm's result.
+func (r *PolicyResult) set(a algo.Result) {
+	r.setMicros(a.Allowed, a.Remaining, a.ResetAfter, a.RetryAfter, a.Delay)
+}
+
+// setMicros fills in r's verdict from microseconds (RetryAfter -1: never).
+func (r *PolicyResult) setMicros(allowed bool, remaining, resetAfter, retryAfter, delay int64) {
+	r.Allowed, r.Remaining = allowed, remaining
+	r.ResetAfter, r.RetryAfter, r.Delay = micros(resetAfter), micros(retryAfter), micros(delay)
 }
 
 // longer reports whether retry a waits longer than b, Never being the longest.
@@ -91,16 +94,16 @@ func longer(a, b time.Duration) bool {
 	return a > b
 }
 
-// decide builds the decision from every policy's result.
-func decide(policies []Policy, raw []algorithms.Result) Decision {
-	d := Decision{Allowed: true, n: len(policies)}
+// decide builds the decision from every policy's result, checked at time at.
+func decide(policies []Policy, raw []PolicyResult, at time.Time) Decision {
+	d := Decision{Allowed: true, n: len(policies), at: at}
 	if len(policies) > len(d.results) {
 		d.more = make([]PolicyResult, len(policies))
 	}
 	bind := -1
-	for i, r := range raw {
-		pr := PolicyResult{Policy: policies[i], Allowed: r.Allowed, Remaining: r.Remaining,
-			ResetAfter: micros(r.ResetAfter), RetryAfter: micros(r.RetryAfter), Delay: micros(r.Delay)}
+	for i := range raw {
+		pr := raw[i]
+		pr.Policy = policies[i]
 		if d.more != nil {
 			d.more[i] = pr
 		} else {
@@ -124,7 +127,7 @@ func decide(policies []Policy, raw []algorithms.Result) Decision {
 	}
 	if bind >= 0 {
 		p := &policies[bind]
-		d.Policy, d.Limit, d.Remaining, d.ResetAfter = *p, p.Capacity(), raw[bind].Remaining, micros(raw[bind].ResetAfter)
+		d.Policy, d.Limit, d.Remaining, d.ResetAfter = *p, p.capacity(), raw[bind].Remaining, raw[bind].ResetAfter
 	}
 	return d
 }

@@ -24,7 +24,7 @@ func TestEnginesAgreeOnRandomTraffic(t *testing.T) {
 			if rng.IntN(3) == 0 {
 				window += time.Duration(rng.Int64N(1000)) * time.Microsecond // odd windows too
 			}
-			p := ratelimit.Per(limit, window).Using(alg)
+			p := ratelimit.Policy{Limit: limit, Window: window, Algorithm: alg}
 			if rng.IntN(2) == 0 && p.WithBurst(limit*2).Validate() == nil {
 				p = p.WithBurst(limit * 2)
 			}

@@ -23,7 +23,7 @@ func show(w *httptest.ResponseRecorder) {
 // Limit every route of a mux to 2 requests per second and 100 per hour per client IP: one
 // line around the mux.
 func ExampleMiddleware() {
-	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.PerSecond(2), ratelimit.PerHour(100))
+	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 2, Window: time.Second}, ratelimit.Policy{Limit: 100, Window: time.Hour})
 	if err != nil {
 		panic(err)
 	}
@@ -45,14 +45,14 @@ func ExampleMiddleware() {
 // A stricter limit on one route, keyed by client IP and route, over the same store: one
 // line around the route's handler.
 func ExampleMiddleware_perRoute() {
-	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.PerMinute(100))
+	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 100, Window: time.Minute})
 	if err != nil {
 		panic(err)
 	}
 	login := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "welcome") })
 	mux := http.NewServeMux()
 	mux.Handle("POST /login", ratelimit.Middleware(limiter,
-		ratelimit.WithPolicies(ratelimit.PerMinute(2).Named("login")),
+		ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 2, Window: time.Minute}),
 		ratelimit.WithKey(ratelimit.KeyJoin(ratelimit.KeyByIP(), ratelimit.KeyByRoute())),
 	)(login))
 	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "home") })
@@ -102,7 +102,7 @@ func ExampleKeyOr() {
 // Count only failed logins: a client gets 3 wrong passwords a minute, and as many right ones
 // as it likes until then.
 func ExampleCountIf() {
-	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.PerMinute(3))
+	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 3, Window: time.Minute})
 	if err != nil {
 		panic(err)
 	}
@@ -132,7 +132,7 @@ func ExampleCountIf() {
 // A framework adapter is a few lines around a Guard: check, write the headers, answer or call
 // the next handler, and report its status.
 func ExampleGuard() {
-	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.PerMinute(1))
+	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1, Window: time.Minute})
 	if err != nil {
 		panic(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 // A limiter of 2 requests per second and 100 per hour, in memory.
 func ExampleNew() {
-	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.PerSecond(2), ratelimit.PerHour(100))
+	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 2, Window: time.Second}, ratelimit.Policy{Limit: 100, Window: time.Hour})
 	if err != nil {
 		panic(err)
 	}
@@ -28,9 +28,9 @@ func ExampleNew() {
 // Every policy of a list must admit a request; the decision names the one that binds.
 func ExampleLimiter_AllowN() {
 	clock := newFakeClock()
-	limiter := ratelimit.MustNew(ratelimit.NewMemoryStore(ratelimit.WithClock(clock)),
-		ratelimit.PerSecond(10).Named("burst"),
-		ratelimit.PerMinute(15).Using(algorithms.SlidingLog{}).Named("sustained"))
+	limiter := mustNew(ratelimit.NewMemoryStore(ratelimit.WithClock(clock)),
+		ratelimit.Policy{Name: "burst", Limit: 10, Window: time.Second},
+		ratelimit.Policy{Name: "sustained", Limit: 15, Window: time.Minute, Algorithm: algorithms.SlidingLog{}})
 
 	d, _ := limiter.AllowN(context.Background(), "client-42", 10)
 	fmt.Println(d.Allowed, d.Policy.Name, d.Remaining)
@@ -46,8 +46,8 @@ func ExampleLimiter_AllowN() {
 }
 
 func ExamplePolicy_String() {
-	fmt.Println(ratelimit.PerMinute(100))
-	fmt.Println(ratelimit.PerSecond(5).WithBurst(20).Using(algorithms.TokenBucket{}).Named("api"))
+	fmt.Println(ratelimit.Policy{Limit: 100, Window: time.Minute})
+	fmt.Println(ratelimit.Policy{Name: "api", Limit: 5, Window: time.Second, Burst: 20, Algorithm: algorithms.TokenBucket{}})
 	// Output:
 	// 100 req/1m gcra (burst 100)
 	// api: 5 req/1s token_bucket (burst 20)

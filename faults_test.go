@@ -23,7 +23,7 @@ func TestRedisCrashWhileServing(t *testing.T) {
 			client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), ContextTimeoutEnabled: ctxTimeout, MaxRetries: -1})
 			t.Cleanup(func() { client.Close() })
 			store := redisStore(t, client)
-			l := mustNew(t, store, ratelimit.PerHour(3))
+			l := mustNew(t, store, ratelimit.Policy{Limit: 3, Window: time.Hour})
 			var failures atomic.Int64
 			h := ratelimit.Middleware(l, ratelimit.WithTimeout(50*time.Millisecond),
 				ratelimit.WithErrorHandler(func(ratelimit.Request, error) { failures.Add(1) }))(okHandler)

@@ -21,14 +21,14 @@ import (
 )
 
 func TestNewGuardOptionErrors(t *testing.T) {
-	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), ratelimit.PerMinute(10))
-	shaping := ratelimit.PerSecond(10).Using(algorithms.LeakyBucket{Shaping: true}).Named("queue")
+	l := mustNew(t, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 10, Window: time.Minute})
+	shaping := ratelimit.Policy{Name: "queue", Limit: 10, Window: time.Second, Algorithm: algorithms.LeakyBucket{Shaping: true}}
 	for _, c := range []struct {
 		opts []ratelimit.Option
 		want string
 	}{
 		{[]ratelimit.Option{ratelimit.WithPolicies()}, "ratelimit: WithPolicies(): give it at least one policy"},
-		{[]ratelimit.Option{ratelimit.WithPolicies(ratelimit.PerMinute(0))}, `ratelimit: WithPolicies: invalid policy "gcra-0-per-1m": Limit is 0; it must be at least 1`},
+		{[]ratelimit.Option{ratelimit.WithPolicies(ratelimit.Policy{Limit: 0, Window: time.Minute})}, `ratelimit: WithPolicies: invalid policy "gcra-0-per-1m": Limit is 0; it must be at least 1`},
 		{[]ratelimit.Option{ratelimit.WithKey(nil)}, "ratelimit: WithKey(nil): give it a key function"},
 		{[]ratelimit.Option{ratelimit.RejectMissingKey(200)}, "ratelimit: RejectMissingKey(200): the status must be a 4xx client error"},
 		{[]ratelimit.Option{ratelimit.WithCost(nil)}, "ratelimit: WithCost(nil)"},
@@ -56,7 +56,7 @@ func TestNewGuardOptionErrors(t *testing.T) {
 			t.Errorf("got %v, %v; want an error starting %q", g, err, c.want)
 		}
 	}
-	if _, err := ratelimit.NewGuard(l, ratelimit.WithPolicies(ratelimit.PerMinute(0))); !errors.Is(err, ratelimit.ErrInvalidPolicy) {
+	if _, err := ratelimit.NewGuard(l, ratelimit.WithPolicies(ratelimit.Policy{Limit: 0, Window: time.Minute})); !errors.Is(err, ratelimit.ErrInvalidPolicy) {
 		t.Errorf("got %v, want it to wrap ErrInvalidPolicy", err)
 	}
 	if _, err := ratelimit.NewGuard(nil); err == nil || !strings.Contains(err.Error(), "the limiter is nil") {
@@ -74,8 +74,8 @@ func TestNewGuardOptionErrors(t *testing.T) {
 }
 
 func TestGuardWithPolicies(t *testing.T) {
-	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), ratelimit.PerMinute(10))
-	g, err := ratelimit.NewGuard(l, ratelimit.WithPolicies(ratelimit.PerSecond(1).Named("route")))
+	l := mustNew(t, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 10, Window: time.Minute})
+	g, err := ratelimit.NewGuard(l, ratelimit.WithPolicies(ratelimit.Policy{Name: "route", Limit: 1, Window: time.Second}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,8 +88,8 @@ func TestGuardWithPolicies(t *testing.T) {
 // names that http.Header finds.
 func TestOutcomeHeaders(t *testing.T) {
 	clock := newFakeClock()
-	l := ratelimit.MustNew(ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), fixed(1, time.Minute, "minute"), fixed(5, time.Hour, "hour"))
-	g, err := ratelimit.NewGuard(l, ratelimit.WithNow(clock.Now), ratelimit.WithHeaders(ratelimit.HeadersXRateLimit|ratelimit.HeadersIETFDraft))
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), fixed(1, time.Minute, "minute"), fixed(5, time.Hour, "hour"))
+	g, err := ratelimit.NewGuard(l, ratelimit.WithNow(clock.Now), ratelimit.WithHeaders(ratelimit.XRateLimitHeaders|ratelimit.IETFDraftHeaders))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestOutcomeHeaders(t *testing.T) {
 
 // TestGuardDoneOnce: with CountIf, Done refunds once, whatever the caller does.
 func TestGuardDoneOnce(t *testing.T) {
-	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), fixed(3, time.Minute, "minute"))
+	l := mustNew(t, ratelimit.NewMemoryStore(), fixed(3, time.Minute, "minute"))
 	g, err := ratelimit.NewGuard(l, ratelimit.CountIf(func(s int) bool { return s == http.StatusUnauthorized }))
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +152,7 @@ func TestGuardDoneOnce(t *testing.T) {
 // failed logins never gets past the limit; successful ones give their charge back.
 func TestCountIfConcurrent(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
-		l := ratelimit.MustNew(store, ratelimit.PerMinute(5))
+		l := mustNew(t, store, ratelimit.Policy{Limit: 5, Window: time.Minute})
 		release := make(chan struct{})
 		var reached atomic.Int64
 		login := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -220,7 +220,7 @@ func TestCountIfSeesTheStatus(t *testing.T) {
 		}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			l := ratelimit.MustNew(ratelimit.NewMemoryStore(), fixed(1, time.Minute, "minute"))
+			l := mustNew(t, ratelimit.NewMemoryStore(), fixed(1, time.Minute, "minute"))
 			h := ratelimit.Middleware(l, ratelimit.CountIf(func(s int) bool { return s == 401 }))(c.handler)
 			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
 			w := httptest.NewRecorder()
@@ -237,7 +237,7 @@ func TestDefaultErrorHandler(t *testing.T) {
 	var buf bytes.Buffer
 	defer slog.SetDefault(slog.Default())
 	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
-	l := ratelimit.MustNew(errStore{errors.New("disk on fire")}, ratelimit.PerMinute(1))
+	l := mustNew(t, errStore{errors.New("disk on fire")}, ratelimit.Policy{Limit: 1, Window: time.Minute})
 	h := ratelimit.Middleware(l)(okHandler)
 	for range 50 {
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
@@ -250,7 +250,7 @@ func TestDefaultErrorHandler(t *testing.T) {
 
 // TestGuardAllocations holds the allowed path with the memory store to its allocation budget.
 func TestGuardAllocations(t *testing.T) {
-	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), ratelimit.PerHour(1e9))
+	l := mustNew(t, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1e9, Window: time.Hour})
 	h := ratelimit.Middleware(l)(okHandler)
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
 	w := &discardWriter{h: http.Header{}}
@@ -260,7 +260,7 @@ func TestGuardAllocations(t *testing.T) {
 }
 
 func TestSkipDoesNotTouchTheStore(t *testing.T) {
-	l := ratelimit.MustNew(errStore{errors.New("must not be called")}, ratelimit.PerMinute(1))
+	l := mustNew(t, errStore{errors.New("must not be called")}, ratelimit.Policy{Limit: 1, Window: time.Minute})
 	g, err := ratelimit.NewGuard(l, ratelimit.WithSkip(func(ratelimit.Request) bool { return true }),
 		ratelimit.WithErrorHandler(func(_ ratelimit.Request, err error) { t.Error(err) }))
 	if err != nil {
@@ -278,7 +278,7 @@ func TestGuardNegativeCost(t *testing.T) {
 	var buf bytes.Buffer
 	defer slog.SetDefault(slog.Default())
 	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
-	l := ratelimit.MustNew(errStore{errors.New("must not be called")}, ratelimit.PerMinute(1))
+	l := mustNew(t, errStore{errors.New("must not be called")}, ratelimit.Policy{Limit: 1, Window: time.Minute})
 	g, err := ratelimit.NewGuard(l, ratelimit.WithCost(func(ratelimit.Request) int64 { return -3 }))
 	if err != nil {
 		t.Fatal(err)

@@ -7,23 +7,39 @@ import (
 	"time"
 )
 
-// HeaderStyle selects the rate-limit headers a [Guard] writes (see [WithHeaders]). Styles
-// combine with |.
+// HeaderStyle is a set of rate-limit headers a [Guard] writes (see [WithHeaders]).
 type HeaderStyle uint8
 
 const (
-	// HeadersNone writes no rate-limit headers. Retry-After is still written on 429 and 503.
-	HeadersNone HeaderStyle = 0
-	// HeadersXRateLimit writes the de facto standard X-RateLimit-Limit (the binding policy's
+	// XRateLimitHeaders are the de facto standard X-RateLimit-Limit (the binding policy's
 	// capacity), X-RateLimit-Remaining (requests left) and X-RateLimit-Reset (the Unix time, in
-	// seconds rounded up, when the binding policy is fully reset). It is the default.
-	HeadersXRateLimit HeaderStyle = 1
-	// HeadersIETFDraft writes the fields of the IETF draft "RateLimit header fields for HTTP"
+	// seconds rounded up, when the binding policy is fully reset, on the store's clock). They
+	// are the default.
+	XRateLimitHeaders HeaderStyle = 1 << iota
+	// IETFDraftHeaders are the fields of the IETF draft "RateLimit header fields for HTTP"
 	// (draft-ietf-httpapi-ratelimit-headers-10): RateLimit-Policy lists every policy as
 	// `"name";q=<limit>;w=<window in seconds>`, and RateLimit describes the binding one as
 	// `"name";r=<remaining>;t=<seconds until reset>`.
-	HeadersIETFDraft HeaderStyle = 2
+	IETFDraftHeaders
+
+	allHeaderStyles = XRateLimitHeaders | IETFDraftHeaders
 )
+
+// describe fills in what the headers of a decided outcome need.
+func (g *Guard) describe(o *Outcome) {
+	d := &o.Decision
+	if !d.Allowed {
+		o.retry = retrySeconds(d.RetryAfter)
+	}
+	o.style = g.headers
+	if g.headers&XRateLimitHeaders != 0 {
+		o.resetAt = resetEpoch(d.at, d.ResetAfter)
+	}
+	if g.headers&IETFDraftHeaders != 0 {
+		o.resetIn = ceilSeconds(d.ResetAfter)
+		o.policies = g.policyHeader
+	}
+}
 
 // The headers an Outcome carries, by index: their usual spelling, for Outcome.Headers, and
 // their canonical form, the key of an http.Header.
@@ -64,7 +80,7 @@ func (o *Outcome) headerValues() headerValues {
 		hv.fields[hv.n], ends[hv.n] = uint8(field), len(b)
 		hv.n++
 	}
-	if o.style&HeadersXRateLimit != 0 {
+	if o.style&XRateLimitHeaders != 0 {
 		b = strconv.AppendInt(b, o.Decision.Limit, 10)
 		add(fieldLimit)
 		b = strconv.AppendInt(b, o.Decision.Remaining, 10)
@@ -72,10 +88,10 @@ func (o *Outcome) headerValues() headerValues {
 		b = strconv.AppendInt(b, o.resetAt, 10)
 		add(fieldReset)
 	}
-	if o.style&HeadersIETFDraft != 0 {
+	if o.style&IETFDraftHeaders != 0 {
 		add(fieldPolicy) // static: empty in b
 		b = append(b, '"')
-		b = append(b, o.binding...)
+		b = append(b, o.Decision.Policy.Name...)
 		b = append(b, `";r=`...)
 		b = strconv.AppendInt(b, o.Decision.Remaining, 10)
 		b = append(b, ";t="...)
@@ -99,13 +115,19 @@ func (o *Outcome) headerValues() headerValues {
 	return hv
 }
 
-// Headers calls set(name, value) for every header the outcome carries: the rate-limit
-// headers of the guard's [HeaderStyle] when the limiter decided, and Retry-After on a 429 or
-// 503. Framework adapters pass their header setter; net/http code uses [Outcome.Write].
+// Headers calls set(name, value) for every header [Outcome.Write] writes: the rate-limit
+// headers of the guard's [HeaderStyle] when the limiter decided, Retry-After on a 429 or 503,
+// and, when the request does not proceed, the Content-Type of its body and
+// X-Content-Type-Options: nosniff. It is for frameworks whose response is not an
+// [net/http.ResponseWriter] (Fiber); the others call Write.
 func (o *Outcome) Headers(set func(name, value string)) {
 	hv := o.headerValues()
 	for i := 0; i < hv.n; i++ {
 		set(fieldNames[hv.fields[i]], hv.values[i])
+	}
+	if !o.Proceed && o.ContentType != "" {
+		set("Content-Type", o.ContentType)
+		set("X-Content-Type-Options", "nosniff")
 	}
 }
 
@@ -123,14 +145,14 @@ func (o *Outcome) writeHeaders(h http.Header) {
 }
 
 // policyHeader formats the RateLimit-Policy value of a limiter's policies.
-func policyHeader(policies []Policy, names []string) string {
+func policyHeader(policies []Policy) string {
 	var b strings.Builder
 	for i, p := range policies {
 		if i > 0 {
 			b.WriteString(", ")
 		}
 		b.WriteByte('"')
-		b.WriteString(names[i])
+		b.WriteString(p.Name)
 		b.WriteString(`";q=`)
 		b.WriteString(strconv.FormatInt(p.Limit, 10))
 		b.WriteString(";w=")
@@ -157,7 +179,7 @@ func retrySeconds(d time.Duration) int64 {
 }
 
 // resetEpoch is the Unix time in seconds, rounded up, at which a policy reset after d from now
-// is fully reset.
+// is fully reset; now is the time of the check, on the store's clock.
 func resetEpoch(now time.Time, d time.Duration) int64 {
 	us := now.UnixMicro() + max(d, 0).Microseconds()
 	q := us / 1e6

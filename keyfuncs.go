@@ -1,7 +1,6 @@
 package ratelimit
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
@@ -14,28 +13,18 @@ import (
 // KeyFunc returns the identity a request is limited by: every request with the same key
 // shares one quota. It returns an error wrapping [ErrNoKey] when the request has no such
 // identity (no API key header, an anonymous user), and another error when the request is
-// malformed (see [ErrKeyTooLong]).
+// malformed, which the guard answers 400 ([ErrBadKey]). A KeyFunc must not keep the Request
+// after it returns.
 //
 // The built-in key functions put their kind before the value ("ip:", "hdr:x-api-key:",
 // "user:", "route:"), so keys of different kinds never collide: an API key that reads like an
 // IP address does not share that address's quota.
 type KeyFunc func(Request) (string, error)
 
-// ErrNoKey is returned by a [KeyFunc] when the request carries no key of its kind. The
-// [Guard] then falls back to the fallback key (see [WithFallbackKey]; by default the
-// connection's IP address, which behind a proxy is the proxy's) or rejects the request (see
-// [RejectMissingKey]); it never lets the request through unlimited.
-var ErrNoKey = errors.New("ratelimit: request has no key")
-
-// ErrKeyTooLong is wrapped by the error of a key function whose request data is longer than
-// [MaxKeyBytes].
-var ErrKeyTooLong = errors.New("ratelimit: key too long")
-
-// MaxKeyBytes is the longest request data a key function reads, and the longest key the
-// [Guard] accepts; longer is an error wrapping [ErrKeyTooLong]. Data longer than 256 bytes is
-// replaced in the key by its SHA-256 digest, so keys stay short even when joined. (The stores
-// hash long keys too, but a key function must not even copy a megabyte header around.)
-const MaxKeyBytes = 4096
+// maxKeyBytes is the longest request data a key function reads, and the longest key the
+// guard accepts; longer is a bad key ([ErrBadKey]). Data longer than 256 bytes is replaced in
+// the key by its SHA-256 digest, so keys stay short even when joined.
+const maxKeyBytes = 4096
 
 // maxKeyPart is the longest request data a key keeps as it is.
 const maxKeyPart = 256
@@ -44,8 +33,8 @@ const maxKeyPart = 256
 // longer than maxKeyPart bytes or starts with '#' (so a value cannot pose as a digest).
 func boundedKey(kind, value, what string) (string, error) {
 	switch {
-	case len(value) > MaxKeyBytes:
-		return "", fmt.Errorf("%w: %s is %d bytes, more than %d", ErrKeyTooLong, what, len(value), MaxKeyBytes)
+	case len(value) > maxKeyBytes:
+		return "", fmt.Errorf("%s is %d bytes, more than %d", what, len(value), maxKeyBytes)
 	case len(value) > maxKeyPart || strings.HasPrefix(value, "#"):
 		sum := sha256.Sum256([]byte(value))
 		b := make([]byte, 0, len(kind)+1+base64.RawURLEncoding.EncodedLen(len(sum)))
@@ -58,7 +47,7 @@ func boundedKey(kind, value, what string) (string, error) {
 // KeyByHeader keys requests by the value of the named request header, e.g. "X-API-Key", as
 // "hdr:x-api-key:<value>". A request without the header, or with an empty one, has no key
 // ([ErrNoKey]). Values longer than 256 bytes are replaced by their SHA-256 digest; values
-// longer than [MaxKeyBytes] are an error.
+// longer than 4096 bytes are an error.
 //
 // A value containing a comma is malformed, and an error (not ErrNoKey): the [Guard] answers
 // 400 Bad Request and reports it. A request may carry the header on several field lines, and
@@ -85,7 +74,7 @@ func KeyByHeader(name string) KeyFunc {
 		if v == "" {
 			return "", ErrNoKey
 		}
-		if len(v) <= MaxKeyBytes && strings.IndexByte(v, ',') >= 0 {
+		if len(v) <= maxKeyBytes && strings.IndexByte(v, ',') >= 0 {
 			// The value is a secret, often: say nothing of it.
 			return "", fmt.Errorf("ratelimit: %s has a comma: the header is repeated, or its value is not an identity", what)
 		}
@@ -108,19 +97,51 @@ func validHeaderName(name string) bool {
 	return true
 }
 
-// KeyByUser keys requests by the authenticated user, as "user:<id>". user reads the identity
-// from the request context, where your authentication middleware (which must run before the
-// rate limiter) put it; it reports false, or an empty id, for an anonymous request, which then
-// has no key ([ErrNoKey]). Ids longer than 256 bytes are replaced by their SHA-256 digest.
+// KeyByUser keys requests by the authenticated user, as "user:<id>": the value your
+// authentication middleware (which must run before the rate limiter) stored under key — with
+// Gin's or Echo's c.Set, Fiber's c.Locals, or in the request's context on net/http
+// ([Request.Value] reads them all):
 //
-// KeyByUser panics if user is nil.
-func KeyByUser(user func(context.Context) (id string, ok bool)) KeyFunc {
-	if user == nil {
-		panic("ratelimit: KeyByUser(nil): the function that reads the user is missing")
+//	r.Use(auth) // c.Set("user", id)
+//	r.Use(ginlimit.New(limiter, ratelimit.WithKey(ratelimit.KeyByUser("user")), ratelimit.RejectMissingKey(401)))
+//
+// The value may be a string, a []byte, an integer or a [fmt.Stringer]. A request without one
+// (or with an empty one) is anonymous: it has no key ([ErrNoKey]). A value of another type is
+// an error naming it (the request is answered 400 and the error reported): store the id itself,
+// or write a [KeyFunc] that reads it from your type. Ids longer than 256 bytes are replaced by
+// their SHA-256 digest.
+//
+// KeyByUser panics if key is nil.
+func KeyByUser(key any) KeyFunc {
+	if key == nil {
+		panic("ratelimit: KeyByUser(nil): give it the key under which the user's id is stored")
 	}
 	return func(r Request) (string, error) {
-		id, ok := user(r.Context())
-		if !ok || id == "" {
+		var id string
+		switch v := r.Value(key).(type) {
+		case nil:
+		case string:
+			id = v
+		case []byte:
+			id = string(v)
+		case int:
+			id = strconv.FormatInt(int64(v), 10)
+		case int64:
+			id = strconv.FormatInt(v, 10)
+		case int32:
+			id = strconv.FormatInt(int64(v), 10)
+		case uint:
+			id = strconv.FormatUint(uint64(v), 10)
+		case uint64:
+			id = strconv.FormatUint(v, 10)
+		case uint32:
+			id = strconv.FormatUint(uint64(v), 10)
+		case fmt.Stringer:
+			id = v.String()
+		default:
+			return "", fmt.Errorf("ratelimit: KeyByUser: the value under %v is a %T, not a string, integer or fmt.Stringer", key, v)
+		}
+		if id == "" {
 			return "", ErrNoKey
 		}
 		return boundedKey("user:", id, "user id")
@@ -139,8 +160,7 @@ func KeyByUser(user func(context.Context) (id string, ok bool)) KeyFunc {
 //
 // A request whose route is unknown has no key ([ErrNoKey]). With net/http the route is known
 // inside a ServeMux: put the middleware on the handler you register, not around the mux.
-// Around the mux every request falls back to the fallback key, by default the connection's
-// address; behind proxies, set [WithFallbackKey] with the proxies (see [WithKey]).
+// Around the mux every request is limited by its client IP instead (see [WithKey]).
 func KeyByRoute() KeyFunc {
 	return func(r Request) (string, error) {
 		route := r.Route()

@@ -3,25 +3,33 @@ package ratelimit
 import (
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"hash/fnv"
 	"strconv"
 )
 
-// DefaultPrefix starts every storage key unless a store is given another with [WithPrefix].
-const DefaultPrefix = "rl:"
+// defaultPrefix starts every storage key unless a store is given another with [WithPrefix].
+const defaultPrefix = "rl:"
 
 // maxPlainKey is the longest identity stored as it is; longer ones are hashed.
 const maxPlainKey = 64
 
-// ErrEmptyKey is returned when a limiter is asked to check an empty key.
-var ErrEmptyKey = errors.New("ratelimit: empty key")
-
-// A storage key is prefix + "{" + identity + "}:" + policy tag. The braces make the identity
-// the Redis Cluster hash tag, so every policy of one identity lives in one slot and one script
-// can check them all. An identity of at most 64 bytes drawn from plainByte is written as it is;
-// any other (long, binary, containing '{', '}' or NUL) is written as '#' and a SHA-256 digest,
-// and since '#' is never plain, the two forms cannot collide.
+// StorageKey returns the key under which a store keeps the state of identity under policy p,
+// for stores and tools written outside this package: prefix + "{" + identity + "}:" + a tag of
+// the policy. The braces make the identity the Redis Cluster hash tag, so every policy of one
+// identity lives in one slot and one script checks them all. An identity of at most 64 bytes of
+// letters, digits and ".-_:/@+=|" is written as it is; any other (long, binary, or holding '{',
+// '}' or NUL) as '#' and its SHA-256 digest, and since '#' is never written as it is, the two
+// forms cannot collide. The tag changes with every parameter of the policy (and with the
+// layout of its state), so a changed policy never reads the state of the old one.
+func StorageKey(prefix, identity string, p Policy) string {
+	if p.compiled == nil {
+		if c, err := p.compile(); err == nil {
+			p = c
+		}
+	}
+	var buf [160]byte
+	return string(appendKey(buf[:0], prefix, identity, p.tag()))
+}
 
 // plainByte reports whether c may appear in an identity written as it is.
 func plainByte(c byte) bool {
@@ -56,28 +64,24 @@ func appendKey(b []byte, prefix, id, tag string) []byte {
 	return append(b, tag...)
 }
 
-// storageKey returns the storage key of identity id under policy p.
-func storageKey(prefix, id string, p *Policy) string {
-	var buf [160]byte
-	return string(appendKey(buf[:0], prefix, id, p.tag()))
-}
-
-// tag returns the short code that names p's state in storage keys. It changes with every
-// parameter, so a policy whose parameters change never reads the state of the old one.
+// tag returns the short code that names p's state in storage keys.
 func (p *Policy) tag() string {
 	if p.compiled != nil {
 		return p.compiled.tag
 	}
-	return computeTag(p)
+	return computeTag(p, "")
 }
 
-func computeTag(p *Policy) string {
+// stateLayout changes when the stored form of any algorithm's state does, so that keys of the
+// old layout are never read as the new (v2: the rate-based algorithms keep an exact TAT).
+const stateLayout = "2"
+
+func computeTag(p *Policy, code string) string {
 	h := fnv.New64a()
-	a := p.algorithm()
-	for _, s := range []string{p.DisplayName(), a.Code(), strconv.FormatInt(p.Limit, 10),
-		strconv.FormatInt(p.Window.Microseconds(), 10), strconv.FormatInt(p.Capacity(), 10)} {
+	for _, s := range []string{stateLayout, p.Name, code, strconv.FormatInt(p.Limit, 10),
+		strconv.FormatInt(p.Window.Microseconds(), 10), strconv.FormatInt(p.capacity(), 10)} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
-	return a.Code() + strconv.FormatUint(h.Sum64(), 36)
+	return code + strconv.FormatUint(h.Sum64(), 36)
 }

@@ -38,8 +38,8 @@ func allow(t testing.TB, l *ratelimit.Limiter, key string, cost int64) ratelimit
 // A request denied by one policy consumes nothing from the others.
 func TestMultiPolicyAllOrNothing(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
-		perSecond := ratelimit.PerSecond(2).Using(algorithms.FixedWindow{})
-		perMinute := ratelimit.PerMinute(5).Using(algorithms.SlidingLog{})
+		perSecond := ratelimit.Policy{Limit: 2, Window: time.Second, Algorithm: algorithms.FixedWindow{}}
+		perMinute := ratelimit.Policy{Limit: 5, Window: time.Minute, Algorithm: algorithms.SlidingLog{}}
 		l := mustNew(t, store, perSecond, perMinute)
 		key := keyOf(t)
 		for i := 0; i < 2; i++ {
@@ -73,11 +73,11 @@ func TestMultiPolicyAllOrNothing(t *testing.T) {
 func TestMixedAlgorithmsBinding(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
 		policies := []ratelimit.Policy{
-			ratelimit.PerSecond(10).Using(algorithms.TokenBucket{}),
-			ratelimit.PerMinute(4).Using(algorithms.SlidingCounter{}),
-			ratelimit.PerHour(100).Using(algorithms.GCRA{}),
-			ratelimit.PerHour(50).Using(algorithms.LeakyBucket{}),
-			ratelimit.PerDay(1000).Using(algorithms.FixedWindow{}),
+			ratelimit.Policy{Limit: 10, Window: time.Second, Algorithm: algorithms.TokenBucket{}},
+			ratelimit.Policy{Limit: 4, Window: time.Minute, Algorithm: algorithms.SlidingCounter{}},
+			ratelimit.Policy{Limit: 100, Window: time.Hour, Algorithm: algorithms.GCRA{}},
+			ratelimit.Policy{Limit: 50, Window: time.Hour, Algorithm: algorithms.LeakyBucket{}},
+			ratelimit.Policy{Limit: 1000, Window: 24 * time.Hour, Algorithm: algorithms.FixedWindow{}},
 		}
 		l := mustNew(t, store, policies...)
 		key := keyOf(t)
@@ -105,7 +105,7 @@ func TestMixedAlgorithmsBinding(t *testing.T) {
 
 func TestRetryAfterIsTheLongestDenial(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
-		l := mustNew(t, store, ratelimit.PerSecond(1), ratelimit.PerMinute(1).Using(algorithms.FixedWindow{}))
+		l := mustNew(t, store, ratelimit.Policy{Limit: 1, Window: time.Second}, ratelimit.Policy{Limit: 1, Window: time.Minute, Algorithm: algorithms.FixedWindow{}})
 		key := keyOf(t)
 		allow(t, l, key, 1)
 		d := allow(t, l, key, 1)
@@ -122,7 +122,7 @@ func TestPeekChargesNothing(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
 		for _, alg := range allAlgorithms {
 			t.Run(alg.Name(), func(t *testing.T) {
-				l := mustNew(t, store, ratelimit.Per(2, time.Second).Using(alg))
+				l := mustNew(t, store, ratelimit.Policy{Limit: 2, Window: time.Second, Algorithm: alg})
 				key := keyOf(t)
 				for i := 0; i < 5; i++ {
 					if d, err := l.Peek(ctx, key); err != nil || !d.Allowed || d.Remaining != 1 {
@@ -147,7 +147,7 @@ func TestResetForgets(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
 		for _, alg := range allAlgorithms {
 			t.Run(alg.Name(), func(t *testing.T) {
-				l := mustNew(t, store, ratelimit.PerHour(1).Using(alg), ratelimit.PerDay(5).Using(alg))
+				l := mustNew(t, store, ratelimit.Policy{Limit: 1, Window: time.Hour, Algorithm: alg}, ratelimit.Policy{Limit: 5, Window: 24 * time.Hour, Algorithm: alg})
 				key := keyOf(t)
 				allow(t, l, key, 1)
 				if allow(t, l, key, 1).Allowed {
@@ -173,7 +173,7 @@ func TestEdgeCases(t *testing.T) {
 
 				// Limit 1 per day: one request, then a wait of at most a day (two for the sliding
 				// counter, whose estimate still weighs yesterday's request), then one more.
-				l := mustNew(t, store, ratelimit.PerDay(1).Using(alg))
+				l := mustNew(t, store, ratelimit.Policy{Limit: 1, Window: 24 * time.Hour, Algorithm: alg})
 				if !allow(t, l, key, 1).Allowed {
 					t.Fatal("first request of 1/day denied")
 				}
@@ -187,7 +187,7 @@ func TestEdgeCases(t *testing.T) {
 				}
 
 				// Cost above the capacity: denied, never admissible, and charges nothing.
-				l = mustNew(t, store, ratelimit.PerMinute(3).Using(alg))
+				l = mustNew(t, store, ratelimit.Policy{Limit: 3, Window: time.Minute, Algorithm: alg})
 				d = allow(t, l, key+"-big", 4)
 				if d.Allowed || d.RetryAfter != ratelimit.Never {
 					t.Fatalf("cost 4 of 3/min: allowed=%v retry=%v, want denied, Never", d.Allowed, d.RetryAfter)
@@ -203,7 +203,7 @@ func TestEdgeCases(t *testing.T) {
 
 				// A clock far in the future (year 2200) still computes exactly.
 				clock.Set(time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC))
-				l = mustNew(t, store, ratelimit.PerHour(2).Using(alg))
+				l = mustNew(t, store, ratelimit.Policy{Limit: 2, Window: time.Hour, Algorithm: alg})
 				if a, b, c := allow(t, l, key+"-far", 1), allow(t, l, key+"-far", 1), allow(t, l, key+"-far", 1); !a.Allowed || !b.Allowed || c.Allowed {
 					t.Fatalf("2/h in 2200: got %v %v %v, want true true false", a.Allowed, b.Allowed, c.Allowed)
 				}
@@ -213,7 +213,7 @@ func TestEdgeCases(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	l := mustNew(t, ratelimit.NewMemoryStore(), ratelimit.PerSecond(1))
+	l := mustNew(t, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1, Window: time.Second})
 	if _, err := l.Allow(ctx, ""); !errors.Is(err, ratelimit.ErrEmptyKey) {
 		t.Errorf("empty key: got %v, want ErrEmptyKey", err)
 	}
@@ -232,20 +232,20 @@ func TestPolicyValidation(t *testing.T) {
 		policy ratelimit.Policy
 		field  string
 	}{
-		{ratelimit.PerSecond(0), "Limit"},
-		{ratelimit.PerSecond(-5), "Limit"},
-		{ratelimit.Per(10, 0), "Window"},
-		{ratelimit.Per(10, -time.Second), "Window"},
-		{ratelimit.Per(10, 500*time.Microsecond), "Window"},
-		{ratelimit.Per(10, time.Second+time.Nanosecond), "Window"},
-		{ratelimit.PerSecond(10).WithBurst(-1), "Burst"},
-		{ratelimit.PerSecond(10).WithBurst(5).Using(algorithms.FixedWindow{}), "Burst"},
-		{ratelimit.PerSecond(2_000_000).Using(algorithms.GCRA{}), "Limit"},
-		{ratelimit.PerSecond(200_000).Using(algorithms.SlidingLog{}), "Limit"},
-		{ratelimit.PerSecond(10).Named("Bad Name"), "Name"},
-		{ratelimit.PerSecond(10).Named("1abc"), "Name"},
-		{ratelimit.PerDay(366).WithBurst(1 << 40), "Burst"},
-		{ratelimit.Per(1, 366*24*time.Hour).WithBurst(1 << 20).Using(algorithms.TokenBucket{}), "Burst"},
+		{ratelimit.Policy{Limit: 0, Window: time.Second}, "Limit"},
+		{ratelimit.Policy{Limit: -5, Window: time.Second}, "Limit"},
+		{ratelimit.Policy{Limit: 10, Window: 0}, "Window"},
+		{ratelimit.Policy{Limit: 10, Window: -time.Second}, "Window"},
+		{ratelimit.Policy{Limit: 10, Window: 500 * time.Microsecond}, "Window"},
+		{ratelimit.Policy{Limit: 10, Window: time.Second + time.Nanosecond}, "Window"},
+		{ratelimit.Policy{Limit: 10, Window: time.Second, Burst: -1}, "Burst"},
+		{ratelimit.Policy{Limit: 10, Window: time.Second, Burst: 5, Algorithm: algorithms.FixedWindow{}}, "Burst"},
+		{ratelimit.Policy{Limit: 2_000_000, Window: time.Second, Algorithm: algorithms.GCRA{}}, "Limit"},
+		{ratelimit.Policy{Limit: 200_000, Window: time.Second, Algorithm: algorithms.SlidingLog{}}, "Limit"},
+		{ratelimit.Policy{Name: "Bad Name", Limit: 10, Window: time.Second}, "Name"},
+		{ratelimit.Policy{Name: "1abc", Limit: 10, Window: time.Second}, "Name"},
+		{ratelimit.Policy{Limit: 366, Window: 24 * time.Hour, Burst: 1 << 40}, "Burst"},
+		{ratelimit.Policy{Limit: 1, Window: 366 * 24 * time.Hour, Burst: 1 << 20, Algorithm: algorithms.TokenBucket{}}, "Burst"},
 	}
 	for _, c := range cases {
 		_, err := ratelimit.New(ratelimit.NewMemoryStore(), c.policy)
@@ -253,40 +253,43 @@ func TestPolicyValidation(t *testing.T) {
 			t.Errorf("%v: got %v, want an invalid-policy error naming %s", c.policy, err, c.field)
 		}
 	}
-	if _, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.PerSecond(1), ratelimit.PerSecond(1)); err == nil {
+	if _, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1, Window: time.Second}, ratelimit.Policy{Limit: 1, Window: time.Second}); err == nil {
 		t.Error("two policies with one name accepted")
 	}
 	if _, err := ratelimit.New(ratelimit.NewMemoryStore()); err == nil {
 		t.Error("no policy accepted")
 	}
-	if _, err := ratelimit.New(nil, ratelimit.PerSecond(1)); err == nil {
+	if _, err := ratelimit.New(nil, ratelimit.Policy{Limit: 1, Window: time.Second}); err == nil {
 		t.Error("nil store accepted")
 	}
 }
 
-func TestPolicyString(t *testing.T) {
+func TestPolicyDefaultName(t *testing.T) {
 	for _, c := range []struct {
 		p    ratelimit.Policy
 		want string
 	}{
-		{ratelimit.PerMinute(100), "100 req/1m gcra (burst 100)"},
-		{ratelimit.PerSecond(10).WithBurst(20).Using(algorithms.TokenBucket{}), "10 req/1s token_bucket (burst 20)"},
-		{ratelimit.PerHour(5).Using(algorithms.SlidingLog{}).Named("login"), "login: 5 req/1h sliding_window_log"},
-		{ratelimit.Per(3, 1500*time.Millisecond).Using(algorithms.FixedWindow{}), "3 req/1500ms fixed_window"},
+		{ratelimit.Policy{Limit: 100, Window: time.Minute}, "gcra-100-per-1m"},
+		{ratelimit.Policy{Limit: 10, Window: time.Second, Burst: 20, Algorithm: algorithms.TokenBucket{}}, "token-bucket-10-per-1s"},
+		{ratelimit.Policy{Name: "login", Limit: 5, Window: time.Hour, Algorithm: algorithms.SlidingLog{}}, "login"},
+		{ratelimit.Policy{Limit: 3, Window: 1500 * time.Millisecond, Algorithm: algorithms.FixedWindow{}}, "fixed-window-3-per-1500ms"},
+		{ratelimit.Policy{Limit: 7, Window: 24 * time.Hour, Algorithm: algorithms.SlidingCounter{}}, "sliding-window-counter-7-per-1d"},
 	} {
-		if got := c.p.String(); got != c.want {
-			t.Errorf("got %q, want %q", got, c.want)
+		l := mustNew(t, ratelimit.NewMemoryStore(), c.p)
+		d, err := l.Peek(context.Background(), "k")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if got := ratelimit.PerDay(7).Using(algorithms.SlidingCounter{}).DisplayName(); got != "sliding-window-counter-7-per-1d" {
-		t.Errorf("DisplayName = %q", got)
+		if got := d.Policy.Name; got != c.want {
+			t.Errorf("Name of %+v: got %q, want %q", c.p, got, c.want)
+		}
 	}
 }
 
 // Identities that differ must never share state, whatever bytes they hold.
 func TestKeysDoNotCollide(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
-		l := mustNew(t, store, ratelimit.PerHour(1).Using(algorithms.FixedWindow{}))
+		l := mustNew(t, store, ratelimit.Policy{Limit: 1, Window: time.Hour, Algorithm: algorithms.FixedWindow{}})
 		base := keyOf(t)
 		long := strings.Repeat("x", 10_000)
 		ids := []string{
@@ -310,12 +313,12 @@ func TestKeysDoNotCollide(t *testing.T) {
 func TestChangedPolicyStartsAfresh(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
 		key := keyOf(t)
-		old := mustNew(t, store, ratelimit.PerMinute(2).Using(algorithms.FixedWindow{}).Named("api"))
+		old := mustNew(t, store, ratelimit.Policy{Name: "api", Limit: 2, Window: time.Minute, Algorithm: algorithms.FixedWindow{}})
 		allow(t, old, key, 2)
 		for _, p := range []ratelimit.Policy{
-			ratelimit.PerMinute(3).Using(algorithms.FixedWindow{}).Named("api"),
-			ratelimit.PerHour(2).Using(algorithms.FixedWindow{}).Named("api"),
-			ratelimit.PerMinute(2).Using(algorithms.SlidingCounter{}).Named("api"),
+			ratelimit.Policy{Name: "api", Limit: 3, Window: time.Minute, Algorithm: algorithms.FixedWindow{}},
+			ratelimit.Policy{Name: "api", Limit: 2, Window: time.Hour, Algorithm: algorithms.FixedWindow{}},
+			ratelimit.Policy{Name: "api", Limit: 2, Window: time.Minute, Algorithm: algorithms.SlidingCounter{}},
 		} {
 			if d := allow(t, mustNew(t, store, p), key, 1); !d.Allowed {
 				t.Errorf("%v read the state of the old policy", p)
@@ -327,7 +330,7 @@ func TestChangedPolicyStartsAfresh(t *testing.T) {
 // The server losing its script cache (SCRIPT FLUSH, a restart, a failover) is invisible.
 func TestScriptFlushIsInvisible(t *testing.T) {
 	client := redistest.Standalone(t)
-	l := mustNew(t, redisStore(t, client), ratelimit.PerMinute(3))
+	l := mustNew(t, redisStore(t, client), ratelimit.Policy{Limit: 3, Window: time.Minute})
 	for i := 0; i < 3; i++ {
 		if err := client.ScriptFlush(ctx).Err(); err != nil {
 			t.Fatal(err)
@@ -342,7 +345,7 @@ func TestScriptFlushIsInvisible(t *testing.T) {
 func TestRedisServerTime(t *testing.T) {
 	for _, e := range engines[1:] {
 		t.Run(e.name, func(t *testing.T) {
-			l := mustNew(t, e.store(t), ratelimit.PerSecond(5), ratelimit.PerMinute(10).Using(algorithms.SlidingLog{}))
+			l := mustNew(t, e.store(t), ratelimit.Policy{Limit: 5, Window: time.Second}, ratelimit.Policy{Limit: 10, Window: time.Minute, Algorithm: algorithms.SlidingLog{}})
 			for i := 0; i < 5; i++ {
 				if !allow(t, l, "servertime", 1).Allowed {
 					t.Fatalf("request %d denied", i)
@@ -360,7 +363,7 @@ func TestRedisServerTime(t *testing.T) {
 func TestRedisMalformedState(t *testing.T) {
 	client := redistest.Standalone(t)
 	prefix := redistest.Prefix(t)
-	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix)), ratelimit.PerMinute(3).Using(algorithms.TokenBucket{}))
+	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix)), ratelimit.Policy{Limit: 3, Window: time.Minute, Algorithm: algorithms.TokenBucket{}})
 	allow(t, l, "bad", 1)
 	keys, err := client.Keys(ctx, prefix+"*").Result()
 	if err != nil || len(keys) != 1 {
@@ -383,7 +386,7 @@ func TestRedisRing(t *testing.T) {
 	addr := redistest.Addr(t)
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addr, "b": addr}})
 	t.Cleanup(func() { ring.Close() })
-	l := mustNew(t, redisStore(t, ring), ratelimit.PerMinute(2), ratelimit.PerHour(5).Using(algorithms.SlidingLog{}))
+	l := mustNew(t, redisStore(t, ring), ratelimit.Policy{Limit: 2, Window: time.Minute}, ratelimit.Policy{Limit: 5, Window: time.Hour, Algorithm: algorithms.SlidingLog{}})
 	for i, want := range []bool{true, true, false} {
 		if d := allow(t, l, "ring", 1); d.Allowed != want {
 			t.Fatalf("request %d: allowed=%v, want %v", i, d.Allowed, want)

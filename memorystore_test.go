@@ -13,7 +13,7 @@ import (
 func TestMemoryStoreBound(t *testing.T) {
 	clock := newFakeClock()
 	store := ratelimit.NewMemoryStore(ratelimit.WithClock(clock), ratelimit.WithMaxKeys(6400))
-	l := mustNew(t, store, ratelimit.PerHour(10))
+	l := mustNew(t, store, ratelimit.Policy{Limit: 10, Window: time.Hour})
 	for i := 0; i < 100_000; i++ {
 		allow(t, l, "flood-"+strconv.Itoa(i), 1)
 	}
@@ -32,14 +32,14 @@ func TestMemoryStoreReclaimsExpired(t *testing.T) {
 	clock := newFakeClock()
 	store := ratelimit.NewMemoryStore(ratelimit.WithClock(clock))
 	for _, alg := range allAlgorithms {
-		l := mustNew(t, store, ratelimit.PerSecond(5).Using(alg))
+		l := mustNew(t, store, ratelimit.Policy{Limit: 5, Window: time.Second, Algorithm: alg})
 		for i := 0; i < 2000; i++ {
 			allow(t, l, alg.Code()+strconv.Itoa(i), 1)
 		}
 	}
 	before := store.Len()
 	clock.Advance(time.Hour) // every state above has expired
-	l := mustNew(t, store, ratelimit.PerSecond(5).Using(algorithms.GCRA{}).Named("later"))
+	l := mustNew(t, store, ratelimit.Policy{Name: "later", Limit: 5, Window: time.Second, Algorithm: algorithms.GCRA{}})
 	for i := 0; i < 20_000; i++ {
 		allow(t, l, "later"+strconv.Itoa(i), 1)
 	}
@@ -52,9 +52,9 @@ func TestMemoryStoreReclaimsExpired(t *testing.T) {
 func TestMemoryStoreSweepKeepsChargedState(t *testing.T) {
 	clock := newFakeClock()
 	store := ratelimit.NewMemoryStore(ratelimit.WithClock(clock))
-	perSecond := ratelimit.PerSecond(1).Named("s")
+	perSecond := ratelimit.Policy{Name: "s", Limit: 1, Window: time.Second}
 	l1 := mustNew(t, store, perSecond)
-	l2 := mustNew(t, store, ratelimit.PerHour(1).Named("h"), perSecond) // shares "s" with l1
+	l2 := mustNew(t, store, ratelimit.Policy{Name: "h", Limit: 1, Window: time.Hour}, perSecond) // shares "s" with l1
 	for i := 0; i < 2000; i++ {
 		key := "k" + strconv.Itoa(i)
 		allow(t, l1, key, 1)

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"bufio"
+	"context"
 	"net"
 	"net/http"
 )
@@ -9,7 +10,8 @@ import (
 // Middleware returns net/http middleware that limits requests with l. Without options it keys
 // requests by the connection's IP address ([KeyByIP]), checks every policy of l, writes the
 // X-RateLimit headers on every limited response, and answers 429 Too Many Requests, with
-// Retry-After, to a request any policy denies.
+// Retry-After, to a request any policy denies. The handler finds the decision with
+// [DecisionFrom].
 //
 // Wrapping a whole mux is one line:
 //
@@ -18,27 +20,18 @@ import (
 // and so is a per-route limit, with its own options:
 //
 //	mux.Handle("POST /login", ratelimit.Middleware(l,
-//		ratelimit.WithPolicies(ratelimit.PerMinute(5).Named("login")),
+//		ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 5, Window: time.Minute}),
 //	)(loginHandler))
 //
-// Middleware panics if an option is invalid, when the server is being set up; use
-// [NewMiddleware] to get the error instead. It never panics on a request. See [Guard] for
-// what happens to each request, and [Option] for the options.
+// Middleware panics if an option is invalid, when the server is being set up; [NewGuard] takes
+// the same options and returns the error instead. It never panics on a request. See [Guard]
+// for what happens to each request, and [Option] for the options.
 func Middleware(l *Limiter, opts ...Option) func(http.Handler) http.Handler {
-	mw, err := NewMiddleware(l, opts...)
+	g, err := NewGuard(l, opts...)
 	if err != nil {
 		panic(err)
 	}
-	return mw
-}
-
-// NewMiddleware is like [Middleware] but returns an error when an option is invalid.
-func NewMiddleware(l *Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
-	g, err := NewGuard(l, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return func(next http.Handler) http.Handler { return &limitHandler{g, next} }, nil
+	return func(next http.Handler) http.Handler { return &limitHandler{g, next} }
 }
 
 // limitHandler is the middleware around one handler.
@@ -48,18 +41,39 @@ type limitHandler struct {
 }
 
 func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	o := h.g.Check(HTTPRequest(r))
+	o := h.g.Check(httpRequest{r})
 	o.Write(w)
 	if !o.Proceed {
 		return
 	}
-	if !o.pending {
+	if o.Decision.n > 0 {
+		d := new(Decision) // a copy: o stays on the stack
+		*d = o.Decision
+		r = r.WithContext(context.WithValue(r.Context(), decisionKey{}, d))
+	}
+	if !o.Pending {
 		h.next.ServeHTTP(w, r)
 		return
 	}
 	sw := &statusWriter{ResponseWriter: w}
 	h.next.ServeHTTP(sw, r)
 	h.g.Done(&o, sw.statusCode())
+}
+
+// decisionKey is the context key of the decision the middleware hands its handler.
+type decisionKey struct{}
+
+// DecisionFrom returns the decision of the request whose context is ctx, as the net/http
+// [Middleware] made it: the remaining quota, the binding policy, every policy's result. It
+// reports false when the limiter did not decide (the request was skipped, or the store failed
+// and the request failed open). The framework adapters hand the decision over through their
+// own context: see their Decision functions.
+func DecisionFrom(ctx context.Context) (Decision, bool) {
+	d, ok := ctx.Value(decisionKey{}).(*Decision)
+	if !ok {
+		return Decision{}, false
+	}
+	return *d, true
 }
 
 // statusWriter records the status a handler answers, for CountIf. It passes Flush and Hijack

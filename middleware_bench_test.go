@@ -28,14 +28,14 @@ var okHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { 
 // BenchmarkMiddleware measures the middleware over a bare handler, with the memory store and
 // one policy that admits every request: the overhead per request is memory minus bare.
 func BenchmarkMiddleware(b *testing.B) {
-	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), ratelimit.PerHour(1e9))
+	l := mustNew(b, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1e9, Window: time.Hour})
 	for _, bc := range []struct {
 		name string
 		h    http.Handler
 	}{
 		{"bare", okHandler},
 		{"memory", ratelimit.Middleware(l)(okHandler)},
-		{"memory-ietf", ratelimit.Middleware(l, ratelimit.WithHeaders(ratelimit.HeadersXRateLimit|ratelimit.HeadersIETFDraft))(okHandler)},
+		{"memory-ietf", ratelimit.Middleware(l, ratelimit.WithHeaders(ratelimit.XRateLimitHeaders|ratelimit.IETFDraftHeaders))(okHandler)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			r := httptest.NewRequest(http.MethodGet, "/", nil)
@@ -71,7 +71,7 @@ func BenchmarkMiddlewareRedis(b *testing.B) {
 
 func benchMiddlewareRedis(b *testing.B, client *redis.Client) {
 	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(b)))
-	l := ratelimit.MustNew(store, ratelimit.PerHour(1e9))
+	l := mustNew(b, store, ratelimit.Policy{Limit: 1e9, Window: time.Hour})
 	var failed atomic.Int64
 	limited := ratelimit.Middleware(l, ratelimit.WithErrorHandler(func(ratelimit.Request, error) { failed.Add(1) }))(okHandler)
 	for _, clients := range []int{1, 8, 64} {

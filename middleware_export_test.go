@@ -1,12 +1,17 @@
 package ratelimit
 
+import (
+	"net/http"
+	"net/netip"
+)
+
 // Hooks for the external tests of the middleware.
 
-// WithWait replaces the guard's shaping wait, so tests drive it without sleeping.
-var WithWait = withWait
+// SystemClock is the default clock.
+var SystemClock = defaultClock
 
-// Sleep is the guard's default shaping wait.
-var Sleep = sleep
+// StoreLen returns the number of keys a memory store holds.
+func StoreLen(s Store) int { return s.(*memoryStore).len() }
 
 // ParseForwarded parses a Forwarded header; each element is {for, by, host, proto}.
 func ParseForwarded(v string) ([][4]string, error) {
@@ -23,3 +28,28 @@ func ParseForwarded(v string) ([][4]string, error) {
 
 // ParseForwardedNode parses the node of a for= parameter.
 var ParseForwardedNode = parseForwardedNode
+
+// HTTPRequest is r seen as a Request.
+func HTTPRequest(r *http.Request) Request { return httpRequest{r} }
+
+// IPResolver is a guard's client-IP resolver.
+type IPResolver = ipResolver
+
+// NewIPResolver returns the resolver of a guard configured by opts.
+func NewIPResolver(opts ...Option) (*IPResolver, error) {
+	c := config{guard: &guardConfig{ip: ipConfig{v6bits: 64}}}
+	c.apply(opts)
+	if c.guard.ip.headerSet && len(c.guard.ip.trusted) == 0 && !c.guard.ip.unix {
+		c.errorf("TrustProxies(%q): name at least one proxy", c.guard.ip.header)
+	}
+	if err := c.err("ratelimit: NewIPResolver"); err != nil {
+		return nil, err
+	}
+	return c.guard.ip.resolver(), nil
+}
+
+// ClientIP returns the client address of r.
+func (res *ipResolver) ClientIP(r Request) (netip.Addr, error) { return res.clientIP(r) }
+
+// Key returns the IP key of r.
+func (res *ipResolver) Key(r Request) (string, error) { return res.key(r) }

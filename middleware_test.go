@@ -65,7 +65,7 @@ func (r *specRun) wait(ctx context.Context, d time.Duration) error {
 // fixed is a fixed-window policy, whose headers are easy to read: the window ends at a whole
 // multiple of its length after t0.
 func fixed(limit int64, window time.Duration, name string) ratelimit.Policy {
-	return ratelimit.Per(limit, window).Using(algorithms.FixedWindow{}).Named(name)
+	return ratelimit.Policy{Name: name, Limit: limit, Window: window, Algorithm: algorithms.FixedWindow{}}
 }
 
 func from(addr string) func(*http.Request) {
@@ -123,7 +123,7 @@ var specTable = []specCase{
 	},
 	{
 		name:     "Retry-After of GCRA, rounded up",
-		policies: []ratelimit.Policy{ratelimit.Per(2, 3*time.Second).Named("gcra")}, // one every 1.5 s
+		policies: []ratelimit.Policy{ratelimit.Policy{Name: "gcra", Limit: 2, Window: 3 * time.Second}}, // one every 1.5 s
 		steps: []specStep{
 			{status: 200, handled: true, limit: 2, remaining: 1, reset: 2 * time.Second}, // reset in 1.5 s
 			{status: 200, handled: true, limit: 2, remaining: 0, reset: 3 * time.Second},
@@ -134,7 +134,7 @@ var specTable = []specCase{
 	},
 	{
 		name:     "Retry-After of a sliding counter, to the microsecond",
-		policies: []ratelimit.Policy{ratelimit.Per(4, 4*time.Second).Using(algorithms.SlidingCounter{}).Named("counter")},
+		policies: []ratelimit.Policy{ratelimit.Policy{Name: "counter", Limit: 4, Window: 4 * time.Second, Algorithm: algorithms.SlidingCounter{}}},
 		opts:     opts(ratelimit.WithCost(costHeader)),
 		steps: []specStep{
 			{req: withHeader("X-Cost", "3"), status: 200, handled: true, limit: 4, remaining: 1, reset: 8 * time.Second},
@@ -155,8 +155,8 @@ var specTable = []specCase{
 	},
 	{
 		name:     "IETF draft fields",
-		policies: []ratelimit.Policy{fixed(1, time.Second, "second"), fixed(2, time.Minute, "minute"), ratelimit.PerHour(100)},
-		opts:     opts(ratelimit.WithHeaders(ratelimit.HeadersXRateLimit | ratelimit.HeadersIETFDraft)),
+		policies: []ratelimit.Policy{fixed(1, time.Second, "second"), fixed(2, time.Minute, "minute"), ratelimit.Policy{Limit: 100, Window: time.Hour}},
+		opts:     opts(ratelimit.WithHeaders(ratelimit.XRateLimitHeaders | ratelimit.IETFDraftHeaders)),
 		steps: []specStep{
 			{status: 200, handled: true, limit: 1, remaining: 0, reset: time.Second, headers: map[string]string{
 				"RateLimit-Policy": `"second";q=1;w=1, "minute";q=2;w=60, "gcra-100-per-1h";q=100;w=3600`,
@@ -174,7 +174,7 @@ var specTable = []specCase{
 	{
 		name:     "IETF draft fields only",
 		policies: []ratelimit.Policy{fixed(1, time.Minute, "minute")},
-		opts:     opts(ratelimit.WithHeaders(ratelimit.HeadersIETFDraft)),
+		opts:     opts(ratelimit.WithHeaders(ratelimit.IETFDraftHeaders)),
 		steps: []specStep{
 			{status: 200, handled: true, headers: map[string]string{"RateLimit": `"minute";r=0;t=60`, "RateLimit-Policy": `"minute";q=1;w=60`}},
 			{status: 429, retry: "60", headers: map[string]string{"RateLimit": `"minute";r=0;t=60`}},
@@ -183,7 +183,7 @@ var specTable = []specCase{
 	{
 		name:     "no rate-limit headers, but Retry-After",
 		policies: []ratelimit.Policy{fixed(1, time.Minute, "minute")},
-		opts:     opts(ratelimit.WithHeaders(ratelimit.HeadersNone)),
+		opts:     opts(ratelimit.WithHeaders()),
 		steps: []specStep{
 			{status: 200, handled: true, headers: map[string]string{"RateLimit": "", "RateLimit-Policy": ""}},
 			{status: 429, retry: "60"},
@@ -268,7 +268,7 @@ var specTable = []specCase{
 	},
 	{
 		name:     "shaping delays the request instead of rejecting it, up to its bound",
-		policies: []ratelimit.Policy{ratelimit.Per(3, 3*time.Second).Using(algorithms.LeakyBucket{Shaping: true}).Named("queue")},
+		policies: []ratelimit.Policy{ratelimit.Policy{Name: "queue", Limit: 3, Window: 3 * time.Second, Algorithm: algorithms.LeakyBucket{Shaping: true}}},
 		steps: []specStep{
 			{status: 200, handled: true, limit: 3, remaining: 2, reset: time.Second},
 			{status: 200, handled: true, limit: 3, remaining: 1, reset: 2 * time.Second, wait: time.Second},
@@ -278,7 +278,7 @@ var specTable = []specCase{
 	},
 	{
 		name:     "shaping: a client that goes away while it waits is not served",
-		policies: []ratelimit.Policy{ratelimit.Per(3, 3*time.Second).Using(algorithms.LeakyBucket{Shaping: true}).Named("queue")},
+		policies: []ratelimit.Policy{ratelimit.Policy{Name: "queue", Limit: 3, Window: 3 * time.Second, Algorithm: algorithms.LeakyBucket{Shaping: true}}},
 		opts: func(run *specRun) []ratelimit.Option {
 			run.waitErr = context.Canceled
 			return nil
@@ -449,7 +449,7 @@ func TestMiddlewareRetryAfterIsTrue(t *testing.T) {
 			for _, offset := range []time.Duration{0, 1, 333 * time.Millisecond, 999999 * time.Microsecond} {
 				t.Run(alg.Name()+"/"+offset.String(), func(t *testing.T) {
 					clock.Set(t0.Add(offset))
-					l, err := ratelimit.New(store, ratelimit.Per(3, 7*time.Second).Using(alg).Named("p"+strconv.Itoa(int(offset))))
+					l, err := ratelimit.New(store, ratelimit.Policy{Name: "p" + strconv.Itoa(int(offset)), Limit: 3, Window: 7 * time.Second, Algorithm: alg})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -562,7 +562,7 @@ func TestMiddlewareClientGone(t *testing.T) {
 // TestMiddlewareShapingWait runs the real shaping wait: it ends when the client goes away.
 func TestMiddlewareShapingWait(t *testing.T) {
 	store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()))
-	l, err := ratelimit.New(store, ratelimit.Per(2, time.Hour).Using(algorithms.LeakyBucket{Shaping: true}))
+	l, err := ratelimit.New(store, ratelimit.Policy{Limit: 2, Window: time.Hour, Algorithm: algorithms.LeakyBucket{Shaping: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -636,7 +636,7 @@ func TestMiddlewareStoreFailure(t *testing.T) {
 				}},
 			} {
 				t.Run(c.name, func(t *testing.T) {
-					l, err := ratelimit.New(store, ratelimit.PerMinute(1))
+					l, err := ratelimit.New(store, ratelimit.Policy{Limit: 1, Window: time.Minute})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -666,7 +666,7 @@ func TestMiddlewareStoreTimeout(t *testing.T) {
 				opt    ratelimit.Option
 				status int
 			}{{ratelimit.FailOpen(), 200}, {ratelimit.FailClosed(503), 503}} {
-				l, err := ratelimit.New(store, ratelimit.PerMinute(1))
+				l, err := ratelimit.New(store, ratelimit.Policy{Limit: 1, Window: time.Minute})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -761,7 +761,7 @@ func silentRedis(t *testing.T, contextTimeout bool) *redis.Client {
 // line each time does not get a new quota each time. The application reads the first line
 // (Header.Get) and accepts the key; the limiter refuses the request as malformed.
 func TestMiddlewareRepeatedKeyHeader(t *testing.T) {
-	l := ratelimit.MustNew(ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock())), ratelimit.PerMinute(3))
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock())), ratelimit.Policy{Limit: 3, Window: time.Minute})
 	var reported []error
 	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-API-Key") != "valid-key" {
@@ -823,7 +823,7 @@ func TestMiddlewareRepeatedKeyHeader(t *testing.T) {
 // mode, and the store is not asked.
 func TestMiddlewareNegativeCost(t *testing.T) {
 	for _, fail := range []ratelimit.Option{ratelimit.FailOpen(), ratelimit.FailClosed(503), ratelimit.FailClosed(429)} {
-		l := ratelimit.MustNew(errStore{errors.New("the store was asked")}, ratelimit.PerMinute(1))
+		l := mustNew(t, errStore{errors.New("the store was asked")}, ratelimit.Policy{Limit: 1, Window: time.Minute})
 		var reported []error
 		handled := false
 		h := ratelimit.Middleware(l, fail, ratelimit.WithProblemJSON(),
@@ -850,8 +850,8 @@ func TestMiddlewareHugeCost(t *testing.T) {
 	for _, alg := range allAlgorithms {
 		for _, cost := range []int64{math.MaxInt64, 1 << 54} {
 			t.Run(alg.Name()+"/"+strconv.FormatInt(cost, 10), func(t *testing.T) {
-				l := ratelimit.MustNew(ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock())),
-					ratelimit.Per(3, time.Minute).Using(alg).Named("p"))
+				l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock())),
+					ratelimit.Policy{Name: "p", Limit: 3, Window: time.Minute, Algorithm: alg})
 				var reported []error
 				handled := 0
 				h := ratelimit.Middleware(l,
@@ -908,7 +908,7 @@ func TestMiddlewareFallbackKey(t *testing.T) {
 				[]int{200, 200, 429, 429, 429, 429, 429}},
 		} {
 			t.Run(c.name, func(t *testing.T) {
-				l := ratelimit.MustNew(store, fixed(2, time.Minute, c.policy))
+				l := mustNew(t, store, fixed(2, time.Minute, c.policy))
 				mux := http.NewServeMux()
 				mux.Handle("GET /items/{id}", okHandler)
 				options := append([]ratelimit.Option{
@@ -934,7 +934,7 @@ func TestMiddlewareFallbackKey(t *testing.T) {
 // TestMiddlewareFallbackKeyFindsNoKey: a fallback that finds no key either is a bad request,
 // reported; the request is never let through unlimited.
 func TestMiddlewareFallbackKeyFindsNoKey(t *testing.T) {
-	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), ratelimit.PerMinute(1))
+	l := mustNew(t, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1, Window: time.Minute})
 	var reported []error
 	handled := false
 	h := ratelimit.Middleware(l, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")),

@@ -27,17 +27,22 @@ type Outcome struct {
 	// (not reported: a client going away is no fault).
 	Err error
 
+	// Pending reports whether [Guard.Done] needs the handler's status to complete the
+	// outcome: the request proceeded and the guard counts by outcome ([CountIf]). A framework
+	// that turns a handler's error into a response only after the middleware returns (Echo,
+	// Fiber) has the error answered first when Pending is set, so that Done gets the status
+	// the client sees.
+	Pending bool
+
 	style    HeaderStyle // rate-limit headers to write; none unless the limiter decided
 	resetAt  int64       // X-RateLimit-Reset: Unix seconds
 	resetIn  int64       // RateLimit t: seconds
 	retry    int64       // Retry-After seconds; 0 for none
-	binding  string      // the binding policy's name
 	policies string      // RateLimit-Policy
 
 	// Count by outcome: what Guard.Done needs to refund the charge.
-	pending bool
-	req     Request
-	key     string
+	req Request
+	key string
 }
 
 // Write writes the outcome to w: its headers, and the whole response when the request does
@@ -54,22 +59,4 @@ func (o *Outcome) Write(w http.ResponseWriter) {
 	}
 	w.WriteHeader(o.Status)
 	_, _ = w.Write(o.Body) // the client's connection failing is not ours to report
-}
-
-// Pending reports whether [Guard.Done] needs the handler's status to complete the outcome:
-// the request proceeded and the guard counts by outcome ([CountIf]). A framework that turns a
-// handler's error into a response only after the middleware returns (Echo, Fiber) has the
-// error answered first when Pending is set, so that Done gets the status the client sees.
-func (o *Outcome) Pending() bool { return o.pending }
-
-// ResponseHeaders calls set(name, value) for every header [Outcome.Write] writes: those of
-// [Outcome.Headers] and, when the request does not proceed, the Content-Type of its body and
-// X-Content-Type-Options: nosniff. It is for frameworks whose response is not an
-// [net/http.ResponseWriter] (Fiber); the others call Write.
-func (o *Outcome) ResponseHeaders(set func(name, value string)) {
-	o.Headers(set)
-	if !o.Proceed && o.ContentType != "" {
-		set("Content-Type", o.ContentType)
-		set("X-Content-Type-Options", "nosniff")
-	}
 }

@@ -8,30 +8,39 @@ import (
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/internal/algo"
 )
 
-// Policy is one rate limit: Limit requests per Window, enforced by an Algorithm.
+// Policy is one rate limit: Limit requests (units of cost) per Window, enforced by an
+// Algorithm. It is a plain value, validated by [New]:
 //
-// Build one with [PerSecond], [PerMinute], [PerHour], [PerDay] or [Per] and refine it with
-// [Policy.Using], [Policy.WithBurst] and [Policy.Named]:
+//	ratelimit.Policy{Limit: 100, Window: time.Minute}                                       // GCRA
+//	ratelimit.Policy{Name: "api", Limit: 100, Window: time.Minute, Algorithm: algorithms.SlidingCounter{}}
+//	ratelimit.Policy{Limit: 5, Window: 10 * time.Second, Burst: 10, Algorithm: algorithms.TokenBucket{}}
 //
-//	ratelimit.PerMinute(100).Using(algorithms.SlidingCounter{}).Named("api")
+// The zero Algorithm is GCRA: Burst (default Limit) requests at once, then one every
+// Window/Limit.
 //
-// The zero Algorithm is GCRA: Limit requests at once, then one every Window/Limit. A Policy is
-// a plain value; [New] validates it.
+// The arithmetic is exact — the emission interval Window/Limit is held as a fraction, never
+// rounded — within one bound: every value the Redis script computes stays below 2^53, where
+// Lua's numbers (doubles) are exact. For the rate-based algorithms that means Burst ×
+// Window/gcd(Window, Limit) in microseconds below 2^53 (10^9 per second with a burst of 10^9
+// fits, as do all the usual limits); New refuses a policy beyond it and says so.
 type Policy struct {
-	// Name identifies the policy in headers, errors and storage keys. It must be a lower-case
-	// token (a-z, 0-9, '_', '-', '.', starting with a letter). Empty means a name made from the
-	// policy, e.g. "gcra-100-per-1m".
+	// Name identifies the policy in headers, errors and storage keys: a lower-case token (a-z
+	// first, then a-z, 0-9, '_', '-', '.'; at most 64 bytes). Empty means a name made from the
+	// policy, such as "gcra-100-per-1m", which New fills in.
 	Name string
-	// Limit is the number of requests (units of cost) admitted per Window. At least 1.
+	// Limit is the number of requests (units of cost) admitted per Window: at least 1, at most
+	// 2^40.
 	Limit int64
-	// Window is the policy's period. At least one millisecond, a whole number of microseconds.
+	// Window is the policy's period: at least a millisecond, at most 366 days, a whole number
+	// of microseconds.
 	Window time.Duration
-	// Burst is the capacity of the bucket algorithms (token bucket, leaky bucket, GCRA): how
-	// many requests may arrive at once. 0 means Limit. The window algorithms do not use it.
+	// Burst is the capacity of the rate-based algorithms (token bucket, leaky bucket, GCRA):
+	// how many units may arrive at once. 0 means Limit. The window algorithms do not use it.
 	Burst int64
-	// Algorithm enforces the policy. nil means algorithms.GCRA{}.
+	// Algorithm enforces the policy; nil means algorithms.GCRA{}.
 	Algorithm algorithms.Algorithm
 
 	compiled *compiledPolicy // set by New: what every check needs, computed once
@@ -40,128 +49,53 @@ type Policy struct {
 // compiledPolicy is what a validated policy computes once for every check.
 type compiledPolicy struct {
 	tag       string
-	params    algorithms.Params
-	algorithm algorithms.Algorithm
+	params    algo.Params
+	model     algo.Model
 	redisArgs []any // the policy's ARGV in check.lua
 }
 
-// compile validates p and returns it with its compiled form.
+// Limits that keep every computation exact in both engines.
+const (
+	maxWindow = 366 * 24 * time.Hour
+	maxLimit  = 1 << 40
+)
+
+// errInvalidPolicy starts every error of a policy that New refuses.
+var errInvalidPolicy = errors.New("ratelimit: invalid policy")
+
+// compile validates p and returns it with its name filled in and its compiled form.
 func (p Policy) compile() (Policy, error) {
-	if err := p.Validate(); err != nil {
+	p.compiled = nil
+	if p.Algorithm == nil {
+		p.Algorithm = algorithms.GCRA{}
+	}
+	m := algo.Of(p.Algorithm)
+	if m == nil { // the interface is sealed: only a nil pointer gets here
+		return p, fmt.Errorf("%w: Algorithm %#v is not one of package algorithms", errInvalidPolicy, p.Algorithm)
+	}
+	if p.Name == "" {
+		p.Name = strings.ReplaceAll(p.Algorithm.Name(), "_", "-") + "-" + strconv.FormatInt(p.Limit, 10) + "-per-" + formatWindow(p.Window)
+	}
+	if err := p.validate(m); err != nil {
 		return p, err
 	}
-	p.compiled = nil
-	c := &compiledPolicy{tag: computeTag(&p), params: p.params(), algorithm: p.algorithm()}
-	c.redisArgs = []any{c.algorithm.Code(), c.params.Limit, c.params.Window, c.params.Burst}
+	c := &compiledPolicy{model: m, params: algo.NewParams(p.Limit, p.Window.Microseconds(), p.Burst)}
+	c.tag = computeTag(&p, m.Code())
+	c.redisArgs = []any{m.Code(), c.params.Limit, c.params.Window, c.params.Burst}
 	p.compiled = c
 	return p, nil
 }
 
-// Per returns a policy of limit requests per window, enforced by GCRA.
-func Per(limit int64, window time.Duration) Policy {
-	return Policy{Limit: limit, Window: window}
-}
-
-// PerSecond returns a policy of limit requests per second; shorthand for Per(limit, time.Second).
-func PerSecond(limit int64) Policy { return Per(limit, time.Second) }
-
-// PerMinute returns a policy of limit requests per minute.
-func PerMinute(limit int64) Policy { return Per(limit, time.Minute) }
-
-// PerHour returns a policy of limit requests per hour.
-func PerHour(limit int64) Policy { return Per(limit, time.Hour) }
-
-// PerDay returns a policy of limit requests per 24 hours.
-func PerDay(limit int64) Policy { return Per(limit, 24*time.Hour) }
-
-// Using returns a copy of p enforced by a.
-func (p Policy) Using(a algorithms.Algorithm) Policy {
-	p.Algorithm, p.compiled = a, nil
-	return p
-}
-
-// WithBurst returns a copy of p with the given burst (see [Policy.Burst]).
-func (p Policy) WithBurst(burst int64) Policy {
-	p.Burst, p.compiled = burst, nil
-	return p
-}
-
-// Named returns a copy of p with the given name (see [Policy.Name]).
-func (p Policy) Named(name string) Policy {
-	p.Name, p.compiled = name, nil
-	return p
-}
-
-// algorithm returns the policy's algorithm, GCRA when none is set.
-func (p Policy) algorithm() algorithms.Algorithm {
-	if p.compiled != nil {
-		return p.compiled.algorithm
-	}
-	if p.Algorithm == nil {
-		return algorithms.GCRA{}
-	}
-	return p.Algorithm
-}
-
-// params returns the policy's parameters in the algorithms' units.
-func (p Policy) params() algorithms.Params {
-	if p.compiled != nil {
-		return p.compiled.params
-	}
-	return algorithms.Params{Limit: p.Limit, Window: p.Window.Microseconds(), Burst: p.Burst}
-}
-
-// Capacity is the largest cost a single request can have under p: its burst for the bucket
-// algorithms, else its limit. A costlier request is never admitted.
-func (p Policy) Capacity() int64 { return p.params().Capacity() }
-
-// DisplayName returns the policy's name, or the name made from it when Name is empty.
-func (p Policy) DisplayName() string {
-	if p.Name != "" {
-		return p.Name
-	}
-	return p.defaultName()
-}
-
-func (p Policy) defaultName() string {
-	code := strings.ReplaceAll(p.algorithm().Name(), "_", "-")
-	return code + "-" + strconv.FormatInt(p.Limit, 10) + "-per-" + formatWindow(p.Window)
-}
-
-// String describes the policy, e.g. "100 req/1m gcra (burst 100)".
-func (p Policy) String() string {
-	s := fmt.Sprintf("%d req/%s %s", p.Limit, formatWindow(p.Window), p.algorithm().Name())
-	switch p.algorithm().(type) {
-	case algorithms.TokenBucket, algorithms.LeakyBucket, algorithms.GCRA:
-		s += fmt.Sprintf(" (burst %d)", p.Capacity())
-	}
-	if p.Name != "" {
-		s = p.Name + ": " + s
-	}
-	return s
-}
-
-// Limits that keep every computation exact in both engines (Lua numbers are doubles).
-const (
-	maxWindow   = 366 * 24 * time.Hour
-	maxLimit    = 1 << 40
-	maxLogLimit = 100_000 // the sliding log keeps one entry per unit of cost
-	maxSpan     = 1 << 50 // microseconds (35 years): the longest a bucket may take to drain
-)
-
-// ErrInvalidPolicy is wrapped by every error [Policy.Validate] returns.
-var ErrInvalidPolicy = errors.New("ratelimit: invalid policy")
-
-// Validate reports the first thing wrong with p, naming the field to fix.
-func (p Policy) Validate() error {
+// validate reports the first thing wrong with p, naming the field to fix.
+func (p Policy) validate(m algo.Model) error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w %q: %s", ErrInvalidPolicy, p.DisplayName(), fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w %q: %s", errInvalidPolicy, p.Name, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case p.Limit < 1:
 		return bad("Limit is %d; it must be at least 1", p.Limit)
 	case p.Limit > maxLimit:
-		return bad("Limit is %d; it must be at most %d", p.Limit, int64(maxLimit))
+		return bad("Limit is %d; it must be at most 2^40", p.Limit)
 	case p.Window < time.Millisecond:
 		return bad("Window is %v; it must be at least 1ms", p.Window)
 	case p.Window > maxWindow:
@@ -171,28 +105,28 @@ func (p Policy) Validate() error {
 	case p.Burst < 0:
 		return bad("Burst is %d; it must be at least 1 (or 0 for the Limit)", p.Burst)
 	case p.Burst > maxLimit:
-		return bad("Burst is %d; it must be at most %d", p.Burst, int64(maxLimit))
-	case p.Name != "" && !validName(p.Name):
-		return bad("Name must be a lower-case token of at most 64 characters: a-z first, then a-z, 0-9, '_', '-', '.'")
+		return bad("Burst is %d; it must be at most 2^40", p.Burst)
+	case !validName(p.Name):
+		return bad("Name must be a lower-case token of at most 64 bytes: a-z first, then a-z, 0-9, '_', '-', '.'")
+	case !m.UsesBurst() && p.Burst != 0 && p.Burst != p.Limit:
+		return bad("Burst is %d, but %s does not use a burst; leave it 0", p.Burst, p.Algorithm.Name())
 	}
-	switch a := p.algorithm().(type) {
-	case algorithms.FixedWindow, algorithms.SlidingLog, algorithms.SlidingCounter:
-		if p.Burst != 0 && p.Burst != p.Limit {
-			return bad("Burst is %d, but %s does not use a burst; leave it 0", p.Burst, a.Name())
-		}
-		if _, ok := a.(algorithms.SlidingLog); ok && p.Limit > maxLogLimit {
-			return bad("Limit is %d; sliding_window_log stores one entry per request and allows at most %d (use sliding_window_counter)", p.Limit, maxLogLimit)
-		}
-	default:
-		if p.Window.Microseconds() < p.Limit {
-			return bad("Limit %d per Window %v is more than one request per microsecond", p.Limit, p.Window)
-		}
-		// A full bucket drains in Burst emission intervals; keep that span exact in both engines.
-		if pp := p.params(); pp.Capacity() > maxSpan/pp.Interval() {
-			return bad("Burst %d takes longer than %v to drain at %d per %v; lower Burst", pp.Capacity(), time.Duration(maxSpan)*time.Microsecond, p.Limit, p.Window)
-		}
+	if err := m.Validate(algo.NewParams(p.Limit, p.Window.Microseconds(), p.Burst)); err != nil {
+		return bad("%v", err)
 	}
 	return nil
+}
+
+// capacity is the largest cost a single request can have under p: its burst for the
+// rate-based algorithms, else its limit. A costlier request is never admitted.
+func (p *Policy) capacity() int64 {
+	if p.compiled != nil {
+		return p.compiled.params.Capacity()
+	}
+	if p.Burst > 0 {
+		return p.Burst
+	}
+	return p.Limit
 }
 
 func validName(s string) bool {

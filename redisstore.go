@@ -2,11 +2,12 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/internal/redisscripts"
 )
 
@@ -15,32 +16,41 @@ var (
 	resetScript = redis.NewScript(redisscripts.Reset())
 )
 
-// RedisStore keeps rate-limit state in Redis, shared by every instance of a service. A check
-// of any number of policies is one script call (EVALSHA; EVAL when the server lost the script),
-// atomic and all or nothing. Every key it writes expires when its state stops mattering.
-//
-// By default the script reads the Redis server's TIME, so application servers with skewed
-// clocks still agree; [WithClock] passes the time from Go instead (for tests).
-type RedisStore struct {
+// redisStore keeps rate-limit state in Redis. See [NewRedisStore].
+type redisStore struct {
 	client redis.Scripter
 	prefix string
-	clock  Clock
-	// deadlines reports that the client gives up at its context's deadline (go-redis with
-	// ContextTimeoutEnabled), so callers need not guard the call themselves.
-	deadlines bool
+	clock  Clock // nil: the Redis server's TIME
+	// direct reports that the client gives up at its context's deadline (go-redis with
+	// ContextTimeoutEnabled), so a call needs no goroutine to keep its deadline.
+	direct bool
 }
 
-// NewRedisStore returns a store over client, which may be any go-redis v9 client: *redis.Client,
-// the failover (Sentinel) client, *redis.ClusterClient or *redis.Ring. Options: [WithPrefix],
-// [WithClock].
-func NewRedisStore(client redis.Scripter, opts ...StoreOption) *RedisStore {
-	c := newStoreConfig(opts)
-	return &RedisStore{client: client, prefix: c.prefix, clock: c.clock, deadlines: honoursDeadlines(client)}
+var _ Store = (*redisStore)(nil)
+
+// NewRedisStore returns a store that keeps rate-limit state in Redis, shared by every instance
+// of a service. client may be any go-redis v9 client: *redis.Client, the failover (Sentinel)
+// client, *redis.ClusterClient or *redis.Ring. Options: [WithPrefix], [WithClock];
+// NewRedisStore panics if one is invalid or configures a guard.
+//
+// A check of any number of policies is one script call (EVALSHA; EVAL when the server lost the
+// script), atomic and all or nothing. Every key it writes expires when its state stops
+// mattering. By default the script reads the Redis server's TIME, so application servers with
+// skewed clocks still agree.
+//
+// Every call returns by its context's deadline. A go-redis client gives up at the deadline only
+// with ContextTimeoutEnabled; with any other client the store runs each call in a goroutine of
+// its own and abandons it at the deadline (its result is dropped when it ends). Set
+// ContextTimeoutEnabled for the lowest latency.
+func NewRedisStore(client redis.Scripter, opts ...Option) Store {
+	c := newStoreConfig("NewRedisStore", opts)
+	if client == nil {
+		panic("ratelimit: NewRedisStore(nil): give it a go-redis client")
+	}
+	return &redisStore{client: client, prefix: c.prefix, clock: c.clock, direct: honoursDeadlines(client)}
 }
 
-// honoursDeadlines reports whether client gives up at its context's deadline. A go-redis
-// client does only with ContextTimeoutEnabled; without it, it waits for its ReadTimeout, and
-// the middleware runs each call in a goroutine of its own to keep its deadline.
+// honoursDeadlines reports whether client gives up at its context's deadline.
 func honoursDeadlines(client redis.Scripter) bool {
 	switch c := client.(type) {
 	case *redis.Client:
@@ -53,35 +63,75 @@ func honoursDeadlines(client redis.Scripter) bool {
 	return false
 }
 
+// Clock declares the store's clock (see [Store]): the injected one, or the system clock for
+// waiting while the script reads the server's TIME.
+func (s *redisStore) Clock() Clock {
+	if s.clock == nil {
+		return defaultClock
+	}
+	return s.clock
+}
+
+// run runs a script, keeping ctx's deadline whether or not the client does.
+func (s *redisStore) run(ctx context.Context, script *redis.Script, keys []string, args []any) (any, error) {
+	if s.direct {
+		return script.Run(ctx, s.client, keys, args...).Result()
+	}
+	type reply struct {
+		v   any
+		err error
+	}
+	done := make(chan reply, 1)
+	go func() {
+		v, err := script.Run(ctx, s.client, keys, args...).Result()
+		done <- reply{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 // Check implements [Store].
-func (s *RedisStore) Check(ctx context.Context, key string, policies []Policy, cost int64, charge bool, out []algorithms.Result) error {
+func (s *redisStore) Check(ctx context.Context, key string, policies []Policy, cost int64, charge bool, out []PolicyResult) (time.Time, error) {
 	mode := 0
 	if charge {
 		mode = 1
 	}
-	keys, args := s.scriptArgs(key, policies, cost, mode, 0)
-	reply, err := checkScript.Run(ctx, s.client, keys, args...).Int64Slice()
+	keys, args, err := s.scriptArgs(key, policies, cost, mode, 0)
 	if err != nil {
-		return fmt.Errorf("ratelimit: redis check: %w", err)
+		return time.Time{}, err
+	}
+	v, err := s.run(ctx, checkScript, keys, args)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("ratelimit: redis check: %w", err)
+	}
+	reply, err := int64s(v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("ratelimit: redis check: %w", err)
 	}
 	if len(reply) != 5*len(policies)+1 {
-		return fmt.Errorf("ratelimit: redis check: got %d integers, want %d", len(reply), 5*len(policies)+1)
+		return time.Time{}, fmt.Errorf("ratelimit: redis check: got %d integers, want %d", len(reply), 5*len(policies)+1)
 	}
-	at := reply[len(reply)-1]
 	for i := range policies {
 		row := reply[5*i : 5*i+5]
 		if row[0] != 0 && row[0] != 1 {
-			return fmt.Errorf("ratelimit: redis check: bad allowed flag %d", row[0])
+			return time.Time{}, fmt.Errorf("ratelimit: redis check: bad allowed flag %d", row[0])
 		}
-		out[i] = algorithms.Result{Allowed: row[0] == 1, Remaining: row[1], ResetAfter: row[2], RetryAfter: row[3], Delay: row[4], At: at}
+		out[i].setMicros(row[0] == 1, row[1], row[2], row[3], row[4])
 	}
-	return nil
+	return time.UnixMicro(reply[len(reply)-1]), nil
 }
 
 // Refund implements [Store].
-func (s *RedisStore) Refund(ctx context.Context, key string, policies []Policy, cost, at int64) error {
-	keys, args := s.scriptArgs(key, policies, cost, 2, at)
-	if err := checkScript.Run(ctx, s.client, keys, args...).Err(); err != nil && err != redis.Nil {
+func (s *redisStore) Refund(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) error {
+	keys, args, err := s.scriptArgs(key, policies, cost, 2, at.UnixMicro())
+	if err == nil {
+		_, err = s.run(ctx, checkScript, keys, args)
+	}
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("ratelimit: redis refund: %w", err)
 	}
 	return nil
@@ -89,7 +139,10 @@ func (s *RedisStore) Refund(ctx context.Context, key string, policies []Policy, 
 
 // scriptArgs returns the KEYS and ARGV of check.lua; mode is 0 (evaluate), 1 (charge) or 2
 // (refund the charge made at at).
-func (s *RedisStore) scriptArgs(key string, policies []Policy, cost int64, mode int, at int64) ([]string, []any) {
+func (s *redisStore) scriptArgs(key string, policies []Policy, cost int64, mode int, at int64) ([]string, []any, error) {
+	if err := compiledAll(policies); err != nil {
+		return nil, nil, err
+	}
 	keys := make([]string, len(policies))
 	args := make([]any, 4, 4+4*len(policies))
 	args[0], args[1], args[2], args[3] = int64(0), cost, mode, at
@@ -98,25 +151,37 @@ func (s *RedisStore) scriptArgs(key string, policies []Policy, cost int64, mode 
 	}
 	for i := range policies {
 		p := &policies[i]
-		keys[i] = storageKey(s.prefix, key, p)
-		if p.compiled != nil {
-			args = append(args, p.compiled.redisArgs...)
-		} else {
-			params := p.params()
-			args = append(args, p.algorithm().Code(), params.Limit, params.Window, params.Burst)
-		}
+		keys[i] = StorageKey(s.prefix, key, *p)
+		args = append(args, p.compiled.redisArgs...)
 	}
-	return keys, args
+	return keys, args, nil
 }
 
 // Reset implements [Store].
-func (s *RedisStore) Reset(ctx context.Context, key string, policies []Policy) error {
+func (s *redisStore) Reset(ctx context.Context, key string, policies []Policy) error {
 	keys := make([]string, len(policies))
 	for i := range policies {
-		keys[i] = storageKey(s.prefix, key, &policies[i])
+		keys[i] = StorageKey(s.prefix, key, policies[i])
 	}
-	if err := resetScript.Run(ctx, s.client, keys).Err(); err != nil {
+	if _, err := s.run(ctx, resetScript, keys, nil); err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("ratelimit: redis reset: %w", err)
 	}
 	return nil
+}
+
+// int64s decodes a reply that must be an array of integers.
+func int64s(v any) ([]int64, error) {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("reply is a %T, not an array", v)
+	}
+	out := make([]int64, len(arr))
+	for i, e := range arr {
+		n, ok := e.(int64)
+		if !ok {
+			return nil, fmt.Errorf("reply element %d is a %T, not an integer", i, e)
+		}
+		out[i] = n
+	}
+	return out, nil
 }

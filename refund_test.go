@@ -20,7 +20,7 @@ func TestRefund(t *testing.T) {
 		for _, alg := range refundable {
 			t.Run(alg.Name(), func(t *testing.T) {
 				clock.Set(t0)
-				l := mustNew(t, store, ratelimit.PerMinute(3).Using(alg))
+				l := mustNew(t, store, ratelimit.Policy{Limit: 3, Window: time.Minute, Algorithm: alg})
 				key := keyOf(t)
 				first := allow(t, l, key, 1)
 				allow(t, l, key, 2)
@@ -56,7 +56,7 @@ func TestRefundNeverCreditsTwice(t *testing.T) {
 		for _, alg := range refundable {
 			t.Run(alg.Name(), func(t *testing.T) {
 				clock.Set(t0)
-				l := mustNew(t, store, ratelimit.PerMinute(5).Using(alg))
+				l := mustNew(t, store, ratelimit.Policy{Limit: 5, Window: time.Minute, Algorithm: alg})
 				key := keyOf(t)
 				old := allow(t, l, key, 5)
 				clock.Advance(2 * time.Minute) // everything is available again
@@ -82,7 +82,7 @@ func TestRefundPartial(t *testing.T) {
 		for _, alg := range []algorithms.Algorithm{algorithms.TokenBucket{}, algorithms.LeakyBucket{}, algorithms.GCRA{}} {
 			t.Run(alg.Name(), func(t *testing.T) {
 				clock.Set(t0)
-				l := mustNew(t, store, ratelimit.PerMinute(5).Using(alg)) // one back every 12 s
+				l := mustNew(t, store, ratelimit.Policy{Limit: 5, Window: time.Minute, Algorithm: alg}) // one back every 12 s
 				key := keyOf(t)
 				first := allow(t, l, key, 5)
 				clock.Advance(30 * time.Second)

@@ -8,8 +8,8 @@ import (
 )
 
 // Request is the view of an HTTP request that key functions and the [Guard] read. Every
-// framework supplies one cheaply: net/http through [HTTPRequest], the adapters through their
-// own small types (Fiber's without building an *http.Request).
+// framework supplies one cheaply: the net/http middleware its own, the adapters their small
+// types (Fiber's without building an *http.Request).
 type Request interface {
 	// Context returns the request's context.
 	Context() context.Context
@@ -27,21 +27,23 @@ type Request interface {
 	Header(name string) string
 	// RemoteAddr returns the address of the connection's peer, "ip:port".
 	RemoteAddr() string
+	// Value returns the value stored under key by the middleware before the limiter — Gin's
+	// and Echo's c.Set (string keys), Fiber's c.Locals — or else the request context's value
+	// for key (net/http: r.Context().Value), or nil.
+	Value(key any) any
 }
 
-// HTTPRequest returns r as a [Request], without allocating. Route is r.Pattern, which
-// net/http sets when a ServeMux routes the request: it is known to a middleware on a handler
-// registered on the mux, not to one that wraps the whole mux.
-func HTTPRequest(r *http.Request) Request { return httpRequest{r} }
-
 // httpRequest is *http.Request seen as a Request. A struct of one pointer is stored in an
-// interface as the pointer itself, so the conversion does not allocate.
+// interface as the pointer itself, so the conversion does not allocate. Route is r.Pattern,
+// which net/http sets when a ServeMux routes the request: it is known to a middleware on a
+// handler registered on the mux, not to one that wraps the whole mux.
 type httpRequest struct{ r *http.Request }
 
 func (h httpRequest) Context() context.Context { return h.r.Context() }
 func (h httpRequest) Method() string           { return h.r.Method }
 func (h httpRequest) Route() string            { return h.r.Pattern }
 func (h httpRequest) RemoteAddr() string       { return h.r.RemoteAddr }
+func (h httpRequest) Value(key any) any        { return h.r.Context().Value(key) }
 
 func (h httpRequest) Path() string {
 	if h.r.URL == nil {
@@ -59,4 +61,11 @@ func (h httpRequest) Header(name string) string {
 		return v[0]
 	}
 	return strings.Join(v, ", ")
+}
+
+// guardRequest is a request as a guard's key functions see it: with the guard's client-IP
+// resolver, which [KeyByIP] reads.
+type guardRequest struct {
+	Request
+	ip *ipResolver
 }

@@ -43,9 +43,39 @@ func refusal(status int, detail string, problem bool) response {
 	return response{status, contentTypeProblem, append(b, "}\n"...)}
 }
 
+// prepareResponses builds the refusals that do not depend on the request.
+func (g *Guard) prepareResponses(c *guardConfig) {
+	if c.missingStatus != 0 {
+		g.missing = refusal(c.missingStatus, "the request does not identify its client.", c.problem)
+	}
+	g.badRequest = refusal(http.StatusBadRequest, "the request's client could not be identified.", c.problem)
+	g.badCost = refusal(http.StatusBadRequest, "the request's cost is invalid.", c.problem)
+	g.gone = refusal(statusClientClosed, "the request was cancelled.", c.problem)
+	if c.failStatus != 0 {
+		detail := "the service is temporarily unavailable. Retry in 1 second."
+		if c.failStatus == http.StatusTooManyRequests {
+			detail = "Retry in 1 second."
+		}
+		g.failed = refusal(c.failStatus, detail, c.problem)
+	}
+}
+
+// denied fills in the response to a denied request.
+func (g *Guard) denied(r Request, o *Outcome) {
+	if g.deny == nil {
+		o.Status = http.StatusTooManyRequests
+		o.ContentType, o.Body = denyBody(&o.Decision, o.retry, g.problem)
+		return
+	}
+	o.Status, o.ContentType, o.Body = g.deny(r, o.Decision)
+	if o.Status < 400 || o.Status > 599 {
+		o.Status = http.StatusTooManyRequests
+	}
+}
+
 // denyBody returns the body of a 429 for decision d, whose Retry-After is retry seconds (0
 // when the request can never be admitted).
-func denyBody(d *Decision, retry int64, names func(*Policy) string, problem bool) (string, []byte) {
+func denyBody(d *Decision, retry int64, problem bool) (string, []byte) {
 	var detail []byte
 	if retry == 0 {
 		detail = append(detail, "This request costs more than the rate limit allows; it cannot be admitted."...)
@@ -74,7 +104,7 @@ func denyBody(d *Decision, retry int64, names func(*Policy) string, problem bool
 			b = append(b, ',')
 		}
 		first = false
-		b = appendJSONString(b, names(&r.Policy))
+		b = appendJSONString(b, r.Policy.Name)
 	}
 	return contentTypeProblem, append(b, "]}\n"...)
 }

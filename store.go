@@ -2,75 +2,71 @@ package ratelimit
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
-
-	"github.com/a7d3e0dd/ratelimit/algorithms"
 )
 
-// Store keeps the state of rate limits. [MemoryStore] and [RedisStore] implement it; a wrapper
-// (for metrics, say) can too.
+// Store keeps the state of rate limits. [NewMemoryStore] and [NewRedisStore] make the two this
+// package has; a wrapper (metrics, a fallback, a cache) is a Store around another.
+//
+// Every method must return by its context's deadline: the [Guard] gives each call one.
+//
+// A store may also declare what it can do, with methods the guard looks for once, when it is
+// built — as io.Copy looks for io.WriterTo — instead of knowing any store's type:
+//
+//	Local() bool    // the store answers in this process, without I/O: the guard calls it
+//	                // without a deadline (no timer per request)
+//	Clock() Clock   // the clock the store's limits run on; the guard waits on it for a
+//	                // shaping policy's slot. Without it: the system clock
+//	Unwrap() Store  // the store this one wraps: what the wrapper does not declare itself is
+//	                // asked of the wrapped store, so a pass-through wrapper keeps every
+//	                // fast path by declaring Unwrap alone
 type Store interface {
 	// Check evaluates a request of cost units from identity key against every policy, all or
 	// nothing: when charge is set and every policy allows the request, it is charged to all of
-	// them; otherwise nothing changes. It writes each policy's result to out[i], which has
-	// len(policies) elements, each with the time of the check in At.
-	Check(ctx context.Context, key string, policies []Policy, cost int64, charge bool, out []algorithms.Result) error
-	// Refund gives back a charge of cost units that Check made for identity key at time at
-	// (the At of its results), as far as the charge still weighs on each policy: never what
-	// time has given back already.
-	Refund(ctx context.Context, key string, policies []Policy, cost, at int64) error
+	// them; otherwise nothing changes. It writes policy i's result to out[i] (out has
+	// len(policies) elements; Check sets every field but Policy) and returns the time of the
+	// check on the store's clock.
+	Check(ctx context.Context, key string, policies []Policy, cost int64, charge bool, out []PolicyResult) (at time.Time, err error)
+	// Refund gives back a charge of cost units that Check made for identity key at time at, as
+	// far as the charge still weighs on each policy: never what time has given back already.
+	Refund(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) error
 	// Reset forgets the state of identity key under the policies.
 	Reset(ctx context.Context, key string, policies []Policy) error
 }
 
-// Clock tells the time. Inject one with [WithClock] to drive a store from tests.
-type Clock interface {
-	Now() time.Time
-}
+// The capabilities a store may declare; see [Store].
+type (
+	localStore   interface{ Local() bool }
+	clockedStore interface{ Clock() Clock }
+	wrapperStore interface{ Unwrap() Store }
+)
 
-// StoreOption configures a store.
-type StoreOption func(*storeConfig)
-
-type storeConfig struct {
-	prefix  string
-	clock   Clock
-	maxKeys int
-}
-
-func newStoreConfig(opts []StoreOption) storeConfig {
-	c := storeConfig{prefix: DefaultPrefix, maxKeys: DefaultMaxKeys}
-	for _, o := range opts {
-		o(&c)
+// capability returns the first store of the chain s, s.Unwrap(), ... that declares C.
+func capability[C any](s Store) (C, bool) {
+	for s != nil {
+		if c, ok := s.(C); ok {
+			return c, true
+		}
+		w, ok := s.(wrapperStore)
+		if !ok {
+			break
+		}
+		s = w.Unwrap()
 	}
-	return c
+	var zero C
+	return zero, false
 }
 
-// WithPrefix sets the prefix of every storage key (default [DefaultPrefix]). The identity
-// that follows is the key's Redis Cluster hash tag, so the prefix may not hold '{' or '}':
-// WithPrefix panics if it does.
-func WithPrefix(prefix string) StoreOption {
-	if strings.ContainsAny(prefix, "{}") {
-		panic(fmt.Sprintf("ratelimit: WithPrefix(%q): a prefix may not hold '{' or '}', which would change the keys' cluster hash tag", prefix))
+// isLocal reports whether s answers without I/O.
+func isLocal(s Store) bool {
+	l, ok := capability[localStore](s)
+	return ok && l.Local()
+}
+
+// clockOf returns the clock s runs on.
+func clockOf(s Store) Clock {
+	if c, ok := capability[clockedStore](s); ok && c.Clock() != nil {
+		return c.Clock()
 	}
-	return func(c *storeConfig) { c.prefix = prefix }
-}
-
-// WithClock makes the store take the time from clock. By default the memory store uses the
-// system clock and the Redis store the Redis server's TIME, which is one clock for every
-// application server.
-func WithClock(clock Clock) StoreOption {
-	return func(c *storeConfig) { c.clock = clock }
-}
-
-// WithMaxKeys bounds the number of keys the memory store holds (default [DefaultMaxKeys]);
-// see [MemoryStore] for what happens at the bound. The bound is shared by 64 shards, so it
-// is at least 64. The Redis store ignores it: bound Redis with maxmemory. WithMaxKeys panics
-// if n is below 1.
-func WithMaxKeys(n int) StoreOption {
-	if n < 1 {
-		panic(fmt.Sprintf("ratelimit: WithMaxKeys(%d): the bound must be at least 1", n))
-	}
-	return func(c *storeConfig) { c.maxKeys = n }
+	return defaultClock
 }

@@ -1,5 +1,7 @@
 package algorithms
 
+import "github.com/a7d3e0dd/ratelimit/internal/algo"
+
 // FixedWindow admits at most Limit units of cost per window; windows are aligned to multiples
 // of Window since the Unix epoch. Across a window boundary it may admit up to 2×Limit within one
 // Window (Limit at the end of one window, Limit at the start of the next). Burst is not used.
@@ -12,28 +14,32 @@ type FixedWindow struct{}
 // Name implements [Algorithm].
 func (FixedWindow) Name() string { return "fixed_window" }
 
-// Code implements [Algorithm].
-func (FixedWindow) Code() string { return "fw" }
+func (FixedWindow) model() algo.Model { return fixedWindow{} }
 
-func (FixedWindow) sealed() {}
+// fixedWindow is the model of [FixedWindow].
+type fixedWindow struct{}
 
-// Check implements [Algorithm].
-func (FixedWindow) Check(p Params, s State, now, cost int64) (Result, State) {
-	k := floorDiv(now, p.Window)
+func (fixedWindow) Code() string               { return "fw" }
+func (fixedWindow) UsesBurst() bool            { return false }
+func (fixedWindow) Shapes() bool               { return false }
+func (fixedWindow) Validate(algo.Params) error { return nil }
+
+func (fixedWindow) Check(p algo.Params, s algo.State, now, cost int64) (algo.Result, algo.State) {
+	k := algo.FloorDiv(now, p.Window)
 	if s.Init && s.A > k {
 		k = s.A // the clock went back: stay in the state's window
 	}
 	if !s.Init || s.A != k {
-		s = State{Init: true, A: k}
+		s = algo.State{Init: true, A: k}
 	}
 	end := (k+1)*p.Window - now
-	r := Result{Allowed: s.B+cost <= p.Limit}
+	r := algo.Result{Allowed: s.B+cost <= p.Limit}
 	used := s.B
 	switch {
 	case r.Allowed:
 		used += cost
 	case cost > p.Limit:
-		r.RetryAfter = Never
+		r.RetryAfter = algo.Never
 	default:
 		r.RetryAfter = end
 	}
@@ -44,15 +50,14 @@ func (FixedWindow) Check(p Params, s State, now, cost int64) (Result, State) {
 	return r, s
 }
 
-// Charge implements [Algorithm].
-func (FixedWindow) Charge(p Params, s State, now, cost int64) (State, int64) {
+func (fixedWindow) Charge(p algo.Params, s algo.State, now, cost int64) (algo.State, int64) {
 	s.B += cost
 	return s, (s.A+1)*p.Window - now
 }
 
-// Refund implements [Algorithm]: the cost leaves the count if its window is still the state's.
-func (FixedWindow) Refund(p Params, s State, now, cost, at int64) (State, int64) {
-	if !s.Init || s.A != floorDiv(at, p.Window) {
+// Refund: the cost leaves the count if its window is still the state's.
+func (fixedWindow) Refund(p algo.Params, s algo.State, now, cost, at int64) (algo.State, int64) {
+	if !s.Init || s.A != algo.FloorDiv(at, p.Window) {
 		return s, 0
 	}
 	s.B = max(0, s.B-cost)

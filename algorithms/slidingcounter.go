@@ -1,6 +1,10 @@
 package algorithms
 
-import "math"
+import (
+	"math"
+
+	"github.com/a7d3e0dd/ratelimit/internal/algo"
+)
 
 // SlidingCounter approximates a sliding window with two counters: the cost admitted in the
 // current aligned window and in the previous one. At a point that is a fraction f through the
@@ -24,34 +28,38 @@ type SlidingCounter struct{}
 // Name implements [Algorithm].
 func (SlidingCounter) Name() string { return "sliding_window_counter" }
 
-// Code implements [Algorithm].
-func (SlidingCounter) Code() string { return "sc" }
+func (SlidingCounter) model() algo.Model { return slidingCounter{} }
 
-func (SlidingCounter) sealed() {}
+// slidingCounter is the model of [SlidingCounter].
+type slidingCounter struct{}
 
-// Check implements [Algorithm].
-func (SlidingCounter) Check(p Params, s State, now, cost int64) (Result, State) {
-	k := floorDiv(now, p.Window)
+func (slidingCounter) Code() string               { return "sc" }
+func (slidingCounter) UsesBurst() bool            { return false }
+func (slidingCounter) Shapes() bool               { return false }
+func (slidingCounter) Validate(algo.Params) error { return nil }
+
+func (slidingCounter) Check(p algo.Params, s algo.State, now, cost int64) (algo.Result, algo.State) {
+	k := algo.FloorDiv(now, p.Window)
 	if s.Init && s.A > k {
 		k = s.A // the clock went back: stay in the state's window
 	}
 	switch {
 	case !s.Init || s.A < k-1:
-		s = State{Init: true, A: k}
+		s = algo.State{Init: true, A: k}
 	case s.A == k-1:
-		s = State{Init: true, A: k, C: s.B}
+		s = algo.State{Init: true, A: k, C: s.B}
 	}
 	elapsed := now - k*p.Window
 	w := float64(p.Window)
 	est := float64(s.C)*float64(p.Window-elapsed)/w + float64(s.B)
-	r := Result{Allowed: est+float64(cost) <= float64(p.Limit)}
+	r := algo.Result{Allowed: est+float64(cost) <= float64(p.Limit)}
 	cur := s.B
 	switch {
 	case r.Allowed:
 		est += float64(cost)
 		cur += cost
 	case cost > p.Limit:
-		r.RetryAfter = Never
+		r.RetryAfter = algo.Never
 	default:
 		var at float64
 		if room := p.Limit - s.B - cost; room >= 0 {
@@ -76,20 +84,19 @@ func (SlidingCounter) Check(p Params, s State, now, cost int64) (Result, State) 
 	return r, s
 }
 
-// Charge implements [Algorithm].
-func (SlidingCounter) Charge(p Params, s State, now, cost int64) (State, int64) {
+func (slidingCounter) Charge(p algo.Params, s algo.State, now, cost int64) (algo.State, int64) {
 	s.B += cost
 	return s, (s.A+2)*p.Window - now
 }
 
-// Refund implements [Algorithm]: the cost leaves the count of the window it was charged in,
+// Refund: the cost leaves the count of the window it was charged in,
 // the current or the previous one.
-func (a SlidingCounter) Refund(p Params, s State, now, cost, at int64) (State, int64) {
+func (a slidingCounter) Refund(p algo.Params, s algo.State, now, cost, at int64) (algo.State, int64) {
 	if !s.Init {
 		return s, 0
 	}
 	_, s = a.Check(p, s, now, 0) // roll the windows to now
-	switch floorDiv(at, p.Window) {
+	switch algo.FloorDiv(at, p.Window) {
 	case s.A:
 		s.B = max(0, s.B-cost)
 	case s.A - 1:

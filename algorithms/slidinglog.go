@@ -1,6 +1,11 @@
 package algorithms
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+
+	"github.com/a7d3e0dd/ratelimit/internal/algo"
+)
 
 // SlidingLog admits at most Limit units of cost in every interval of length Window: it keeps
 // the time of every admitted unit, so it is exact, and its memory grows with Limit. Burst is not
@@ -15,20 +20,32 @@ type SlidingLog struct{}
 // Name implements [Algorithm].
 func (SlidingLog) Name() string { return "sliding_window_log" }
 
-// Code implements [Algorithm].
-func (SlidingLog) Code() string { return "sl" }
+func (SlidingLog) model() algo.Model { return slidingLog{} }
 
-func (SlidingLog) sealed() {}
+// slidingLog is the model of [SlidingLog].
+type slidingLog struct{}
 
-// Check implements [Algorithm].
-func (SlidingLog) Check(p Params, s State, now, cost int64) (Result, State) {
+func (slidingLog) Code() string    { return "sl" }
+func (slidingLog) UsesBurst() bool { return false }
+func (slidingLog) Shapes() bool    { return false }
+func (slidingLog) Validate(p algo.Params) error {
+	if p.Limit > maxLogLimit {
+		return fmt.Errorf("the sliding log keeps one entry per unit of cost and allows a limit of at most %d, not %d; use SlidingCounter", maxLogLimit, p.Limit)
+	}
+	return nil
+}
+
+// maxLogLimit bounds the sliding log's entries per key.
+const maxLogLimit = 100_000
+
+func (slidingLog) Check(p algo.Params, s algo.State, now, cost int64) (algo.Result, algo.State) {
 	s.Init = true
 	// A unit admitted at t counts while now < t+Window. Dropping re-slices: the entries before
 	// are not moved, so a state that is not kept is not disturbed.
 	drop, _ := slices.BinarySearch(s.Log, now-p.Window+1) // the first unit still in the window
 	s.Log = s.Log[drop:]
 	n := int64(len(s.Log))
-	r := Result{Allowed: n+cost <= p.Limit}
+	r := algo.Result{Allowed: n+cost <= p.Limit}
 	used := n
 	newest := int64(0)
 	if n > 0 {
@@ -41,7 +58,7 @@ func (SlidingLog) Check(p Params, s State, now, cost int64) (Result, State) {
 			newest = max(newest, now) // see Charge
 		}
 	case cost > p.Limit:
-		r.RetryAfter = Never
+		r.RetryAfter = algo.Never
 	default:
 		r.RetryAfter = s.Log[n+cost-p.Limit-1] + p.Window - now
 	}
@@ -52,8 +69,7 @@ func (SlidingLog) Check(p Params, s State, now, cost int64) (Result, State) {
 	return r, s
 }
 
-// Charge implements [Algorithm].
-func (SlidingLog) Charge(p Params, s State, now, cost int64) (State, int64) {
+func (slidingLog) Charge(p algo.Params, s algo.State, now, cost int64) (algo.State, int64) {
 	at := now
 	if n := len(s.Log); n > 0 && at < s.Log[n-1] {
 		at = s.Log[n-1] // the clock went back: keep the log in order
@@ -67,8 +83,8 @@ func (SlidingLog) Charge(p Params, s State, now, cost int64) (State, int64) {
 	return s, s.Log[len(s.Log)-1] + p.Window - now
 }
 
-// Refund implements [Algorithm]: up to cost of the units logged at time at leave the log.
-func (SlidingLog) Refund(p Params, s State, now, cost, at int64) (State, int64) {
+// Refund: up to cost of the units logged at time at leave the log.
+func (slidingLog) Refund(p algo.Params, s algo.State, now, cost, at int64) (algo.State, int64) {
 	end := len(s.Log)
 	for end > 0 && s.Log[end-1] > at {
 		end--
@@ -85,7 +101,7 @@ func (SlidingLog) Refund(p Params, s State, now, cost, at int64) (State, int64) 
 }
 
 // ttlOfLog is how long a log matters: until its newest unit leaves the window.
-func ttlOfLog(p Params, s State, now int64) int64 {
+func ttlOfLog(p algo.Params, s algo.State, now int64) int64 {
 	if len(s.Log) == 0 {
 		return 0
 	}

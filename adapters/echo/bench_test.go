@@ -22,7 +22,7 @@ func (w *discardWriter) WriteHeader(int)             {}
 // one policy that admits every request: the overhead per request is limited minus bare
 // (compare BenchmarkMiddleware of the core for net/http).
 func BenchmarkEcho(b *testing.B) {
-	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), ratelimit.PerHour(1e9))
+	l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1e9, Window: time.Hour})
 	ok := func(c echo.Context) error { return c.NoContent(http.StatusOK) }
 	bare := echo.New()
 	bare.GET("/", ok)

@@ -5,7 +5,7 @@
 //
 // Options are the core's ([ratelimit.Option]). A per-route limit is route middleware:
 //
-//	e.POST("/login", login, echolimit.New(limiter, ratelimit.WithPolicies(ratelimit.PerMinute(5).Named("login"))))
+//	e.POST("/login", login, echolimit.New(limiter, ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 5, Window: time.Minute})))
 //
 // Key functions see Echo's matched route ([echo.Context.Path]) as [ratelimit.Request.Route],
 // and "" when no route matched (Echo answers 404), whatever the Echo version: before v4.10.1
@@ -47,7 +47,7 @@ func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 				return nil
 			}
 			err := next(c)
-			if o.Pending() {
+			if o.Pending {
 				if err != nil {
 					c.Error(err)
 				}

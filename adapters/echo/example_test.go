@@ -25,7 +25,7 @@ func show(w *httptest.ResponseRecorder) {
 
 // Limit every route of an Echo server to 2 requests per second and 100 per hour per client IP.
 func ExampleNew() {
-	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.PerSecond(2), ratelimit.PerHour(100))
+	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 2, Window: time.Second}, ratelimit.Policy{Limit: 100, Window: time.Hour})
 	if err != nil {
 		panic(err)
 	}
@@ -47,14 +47,14 @@ func ExampleNew() {
 // A stricter limit on one route, as route middleware, over the same store. A group takes it
 // the same way: e.Group("/auth", echolimit.New(limiter, ...)).
 func ExampleNew_perRoute() {
-	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.PerMinute(100))
+	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 100, Window: time.Minute})
 	if err != nil {
 		panic(err)
 	}
 	e := echo.New()
 	e.Use(echolimit.New(limiter))
 	e.POST("/login", func(c echo.Context) error { return c.String(http.StatusOK, "welcome\n") },
-		echolimit.New(limiter, ratelimit.WithPolicies(ratelimit.PerMinute(2).Named("login"))))
+		echolimit.New(limiter, ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 2, Window: time.Minute})))
 	e.GET("/", func(c echo.Context) error { return c.String(http.StatusOK, "home\n") })
 
 	for _, req := range []*http.Request{

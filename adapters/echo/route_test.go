@@ -20,7 +20,7 @@ var junkPaths = []string{"/nope0", "/nope1", "/nope2", "/items", "/i", "/api", "
 // routeServer serves GET /items/:id and, under the middleware of group /api/v1, GET
 // /api/v1/x; e.Use limits with opts.
 func routeServer(opts ...ratelimit.Option) func(method, path string) int {
-	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), ratelimit.PerMinute(1))
+	l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1, Window: time.Minute})
 	ok := func(c echo.Context) error { return c.NoContent(http.StatusOK) }
 	e := echo.New()
 	e.Use(echolimit.New(l, opts...))

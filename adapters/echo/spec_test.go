@@ -44,7 +44,7 @@ func TestHTTPSpec(t *testing.T) {
 // TestRoute checks the route key functions see: Echo has matched it before any middleware
 // of e.Use runs.
 func TestRoute(t *testing.T) {
-	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), ratelimit.PerMinute(100))
+	l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 100, Window: time.Minute})
 	var routes []string
 	record := ratelimit.WithSkip(func(r ratelimit.Request) bool { routes = append(routes, r.Route()); return false })
 	e := echo.New()
@@ -54,4 +54,13 @@ func TestRoute(t *testing.T) {
 	if got, want := fmt.Sprint(routes), "[/items/:id /items/:id]"; got != want {
 		t.Errorf("routes seen by the server's and the route's middleware: %s, want %s", got, want)
 	}
+}
+
+// mustNew returns a limiter of the policies over store; it panics on an error.
+func mustNew(store ratelimit.Store, policies ...ratelimit.Policy) *ratelimit.Limiter {
+	l, err := ratelimit.New(store, policies...)
+	if err != nil {
+		panic(err)
+	}
+	return l
 }

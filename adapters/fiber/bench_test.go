@@ -25,7 +25,7 @@ func (w *discardWriter) WriteHeader(int)             {}
 // overhead per request is limited minus bare. The nethttp pair measures the core's net/http
 // middleware the same way in the same run, for the ratio of the two overheads.
 func BenchmarkFiber(b *testing.B) {
-	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), ratelimit.PerHour(1e9))
+	l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1e9, Window: time.Hour})
 	ok := func(c *fiber.Ctx) error { return c.SendStatus(http.StatusOK) }
 	bare := fiber.New()
 	bare.Get("/", ok)

@@ -25,7 +25,7 @@ func show(resp *http.Response) {
 
 // Limit every route of a Fiber app to 2 requests per second and 100 per hour per client IP.
 func ExampleNew() {
-	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.PerSecond(2), ratelimit.PerHour(100))
+	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 2, Window: time.Second}, ratelimit.Policy{Limit: 100, Window: time.Hour})
 	if err != nil {
 		panic(err)
 	}
@@ -49,13 +49,13 @@ func ExampleNew() {
 // A stricter limit on one route, as a handler of that route, over the same store. A group
 // takes it the same way: app.Group("/auth", fiberlimit.New(limiter, ...)).
 func ExampleNew_perRoute() {
-	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.PerMinute(100))
+	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 100, Window: time.Minute})
 	if err != nil {
 		panic(err)
 	}
 	app := fiber.New()
 	app.Use(fiberlimit.New(limiter))
-	app.Post("/login", fiberlimit.New(limiter, ratelimit.WithPolicies(ratelimit.PerMinute(2).Named("login"))),
+	app.Post("/login", fiberlimit.New(limiter, ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 2, Window: time.Minute})),
 		func(c *fiber.Ctx) error { return c.SendString("welcome\n") })
 	app.Get("/", func(c *fiber.Ctx) error { return c.SendString("home\n") })
 

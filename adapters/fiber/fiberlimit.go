@@ -6,7 +6,7 @@
 // Options are the core's ([ratelimit.Option]). A per-route limit is a handler of its route or
 // group:
 //
-//	app.Post("/login", fiberlimit.New(limiter, ratelimit.WithPolicies(ratelimit.PerMinute(5).Named("login"))), login)
+//	app.Post("/login", fiberlimit.New(limiter, ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 5, Window: time.Minute})), login)
 //
 // Requests reach key functions as a [ratelimit.Request] read straight from fasthttp, without
 // building an *http.Request. The client IP follows the core's rules ([ratelimit.KeyByIP]), not
@@ -59,7 +59,7 @@ func FromGuard(g *ratelimit.Guard) fiber.Handler {
 			return c.Status(o.Status).Send(o.Body)
 		}
 		err := c.Next()
-		if !o.Pending() {
+		if !o.Pending {
 			return err
 		}
 		if err != nil { // answer it now, as Fiber's logger does, so the status counted is the one sent

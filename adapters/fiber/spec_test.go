@@ -61,7 +61,7 @@ func TestHTTPSpec(t *testing.T) {
 // TestRoute checks the route key functions see: the route's pattern in a route's handler, and
 // "" in app.Use middleware, which runs before Fiber has matched the route.
 func TestRoute(t *testing.T) {
-	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), ratelimit.PerMinute(100))
+	l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 100, Window: time.Minute})
 	var routes []string
 	record := ratelimit.WithSkip(func(r ratelimit.Request) bool { routes = append(routes, r.Route()); return false })
 	app := fiber.New()
@@ -80,7 +80,7 @@ func TestRoute(t *testing.T) {
 // values are Fiber's Locals.
 func TestContext(t *testing.T) {
 	type userKey struct{}
-	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), ratelimit.PerMinute(1))
+	l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1, Window: time.Minute})
 	app := fiber.New()
 	app.Use(func(c *fiber.Ctx) error {
 		c.SetUserContext(context.WithValue(c.UserContext(), userKey{}, c.Get("X-User")))
@@ -105,4 +105,13 @@ func TestContext(t *testing.T) {
 	if got, want := fmt.Sprint(got), "[200 429 200]"; got != want {
 		t.Errorf("statuses of ann, ann, bob under PerMinute(1) per user: %s, want %s", got, want)
 	}
+}
+
+// mustNew returns a limiter of the policies over store; it panics on an error.
+func mustNew(store ratelimit.Store, policies ...ratelimit.Policy) *ratelimit.Limiter {
+	l, err := ratelimit.New(store, policies...)
+	if err != nil {
+		panic(err)
+	}
+	return l
 }

@@ -22,7 +22,7 @@ func (w *discardWriter) WriteHeader(int)             {}
 // policy that admits every request: the overhead per request is limited minus bare (compare
 // BenchmarkMiddleware of the core for net/http).
 func BenchmarkGin(b *testing.B) {
-	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), ratelimit.PerHour(1e9))
+	l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1e9, Window: time.Hour})
 	ok := func(c *gin.Context) { c.Status(http.StatusOK) }
 	bare := gin.New()
 	bare.GET("/", ok)

@@ -25,7 +25,7 @@ func show(w *httptest.ResponseRecorder) {
 
 // Limit every route of a Gin router to 2 requests per second and 100 per hour per client IP.
 func ExampleNew() {
-	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.PerSecond(2), ratelimit.PerHour(100))
+	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 2, Window: time.Second}, ratelimit.Policy{Limit: 100, Window: time.Hour})
 	if err != nil {
 		panic(err)
 	}
@@ -47,13 +47,13 @@ func ExampleNew() {
 // A stricter limit on one route, as a handler of that route, over the same store. A route
 // group takes it the same way: r.Group("/auth", ginlimit.New(limiter, ...)).
 func ExampleNew_perRoute() {
-	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.PerMinute(100))
+	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 100, Window: time.Minute})
 	if err != nil {
 		panic(err)
 	}
 	r := gin.New()
 	r.Use(ginlimit.New(limiter))
-	r.POST("/login", ginlimit.New(limiter, ratelimit.WithPolicies(ratelimit.PerMinute(2).Named("login"))),
+	r.POST("/login", ginlimit.New(limiter, ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 2, Window: time.Minute})),
 		func(c *gin.Context) { c.String(http.StatusOK, "welcome\n") })
 	r.GET("/", func(c *gin.Context) { c.String(http.StatusOK, "home\n") })
 

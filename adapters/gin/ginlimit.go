@@ -6,7 +6,7 @@
 // Options are the core's ([ratelimit.Option]). A per-route limit is a handler of its route or
 // group:
 //
-//	r.POST("/login", ginlimit.New(limiter, ratelimit.WithPolicies(ratelimit.PerMinute(5).Named("login"))), login)
+//	r.POST("/login", ginlimit.New(limiter, ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 5, Window: time.Minute})), login)
 //
 // Key functions see Gin's matched route ([gin.Context.FullPath]) as [ratelimit.Request.Route],
 // and resolve the client IP with the core's rules ([ratelimit.KeyByIP]), not Gin's ClientIP.

@@ -42,7 +42,7 @@ func TestHTTPSpec(t *testing.T) {
 
 // TestRoute checks the route key functions see: Gin has matched it before any middleware runs.
 func TestRoute(t *testing.T) {
-	l := ratelimit.MustNew(ratelimit.NewMemoryStore(), ratelimit.PerMinute(100))
+	l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 100, Window: time.Minute})
 	var routes []string
 	record := ratelimit.WithSkip(func(r ratelimit.Request) bool { routes = append(routes, r.Route()); return false })
 	r := gin.New()
@@ -52,4 +52,13 @@ func TestRoute(t *testing.T) {
 	if got, want := fmt.Sprint(routes), "[/items/:id /items/:id]"; got != want {
 		t.Errorf("routes seen by the router's and the route's middleware: %s, want %s", got, want)
 	}
+}
+
+// mustNew returns a limiter of the policies over store; it panics on an error.
+func mustNew(store ratelimit.Store, policies ...ratelimit.Policy) *ratelimit.Limiter {
+	l, err := ratelimit.New(store, policies...)
+	if err != nil {
+		panic(err)
+	}
+	return l
 }

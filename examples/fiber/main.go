@@ -49,8 +49,8 @@ func run(ctx context.Context, log *slog.Logger) error {
 	defer closeStore()
 
 	limiter, err := ratelimit.New(store,
-		ratelimit.Per(5, 10*time.Second).Using(algorithms.SlidingLog{}).Named("burst"),
-		ratelimit.PerHour(100).Using(algorithms.SlidingCounter{}).Named("hourly"),
+		ratelimit.Policy{Name: "burst", Limit: 5, Window: 10*time.Second, Algorithm: algorithms.SlidingLog{}},
+		ratelimit.Policy{Name: "hourly", Limit: 100, Window: time.Hour, Algorithm: algorithms.SlidingCounter{}},
 	)
 	if err != nil {
 		return err
@@ -58,13 +58,13 @@ func run(ctx context.Context, log *slog.Logger) error {
 	onError := ratelimit.WithErrorHandler(func(r ratelimit.Request, err error) {
 		log.Warn("rate limiting failed; the request passes", "error", err)
 	})
-	headers := ratelimit.WithHeaders(ratelimit.HeadersXRateLimit | ratelimit.HeadersIETFDraft)
+	headers := ratelimit.WithHeaders(ratelimit.XRateLimitHeaders | ratelimit.IETFDraftHeaders)
 
 	app := fiber.New(fiber.Config{DisableStartupMessage: true, ReadTimeout: 5 * time.Second})
 	app.Use(recover.New())
 	app.Use(fiberlimit.New(limiter, ratelimit.WithKey(ratelimit.KeyByIP()), headers, onError))
 	app.Post("/login", fiberlimit.New(limiter,
-		ratelimit.WithPolicies(ratelimit.PerMinute(3).Using(algorithms.SlidingLog{}).Named("login")),
+		ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 3, Window: time.Minute, Algorithm: algorithms.SlidingLog{}}),
 		ratelimit.WithKey(ratelimit.KeyByIP()), headers, onError,
 	), func(c *fiber.Ctx) error {
 		return c.SendString("welcome\n")

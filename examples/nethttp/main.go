@@ -43,8 +43,8 @@ func run(ctx context.Context, log *slog.Logger) error {
 	defer closeStore()
 
 	limiter, err := ratelimit.New(store,
-		ratelimit.Per(5, 10*time.Second).Using(algorithms.SlidingLog{}).Named("burst"),
-		ratelimit.PerHour(100).Using(algorithms.SlidingCounter{}).Named("hourly"),
+		ratelimit.Policy{Name: "burst", Limit: 5, Window: 10*time.Second, Algorithm: algorithms.SlidingLog{}},
+		ratelimit.Policy{Name: "hourly", Limit: 100, Window: time.Hour, Algorithm: algorithms.SlidingCounter{}},
 	)
 	if err != nil {
 		return err
@@ -55,7 +55,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	})
 	handler := ratelimit.Middleware(limiter,
 		ratelimit.WithKey(ratelimit.KeyByIP()),
-		ratelimit.WithHeaders(ratelimit.HeadersXRateLimit|ratelimit.HeadersIETFDraft),
+		ratelimit.WithHeaders(ratelimit.XRateLimitHeaders|ratelimit.IETFDraftHeaders),
 		ratelimit.WithErrorHandler(func(r ratelimit.Request, err error) {
 			log.Warn("rate limiting failed; the request passes", "error", err)
 		}),

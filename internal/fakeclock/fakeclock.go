@@ -3,6 +3,7 @@
 package fakeclock
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -39,4 +40,10 @@ func (c *Clock) Set(t time.Time) {
 	c.mu.Lock()
 	c.now = t
 	c.mu.Unlock()
+}
+
+// Sleep returns at once, without moving the clock (a shaping wait in a test takes no time),
+// or ctx.Err() when ctx has ended.
+func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
+	return ctx.Err()
 }

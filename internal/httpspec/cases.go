@@ -72,7 +72,7 @@ var cases = []specCase{
 		// 2/s and 3/min, both GCRA: the per-second policy binds first, then the per-minute one.
 		name: "two windows: allowed, denied, allowed again",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.PerSecond(2), ratelimit.PerMinute(3)))
+			return opts(e.limiter(nil, ratelimit.Policy{Limit: 2, Window: time.Second}, ratelimit.Policy{Limit: 3, Window: time.Minute}))
 		},
 		steps: []step{
 			{want: want{status: 200, handled: true, header: xrl(2, 1, epoch(1))}},
@@ -86,8 +86,8 @@ var cases = []specCase{
 	{
 		name: "IETF draft headers with X-RateLimit",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.PerSecond(2).Named("burst"), ratelimit.PerMinute(3).Named("sustained")),
-				ratelimit.WithHeaders(ratelimit.HeadersXRateLimit|ratelimit.HeadersIETFDraft))
+			return opts(e.limiter(nil, ratelimit.Policy{Name: "burst", Limit: 2, Window: time.Second}, ratelimit.Policy{Name: "sustained", Limit: 3, Window: time.Minute}),
+				ratelimit.WithHeaders(ratelimit.XRateLimitHeaders|ratelimit.IETFDraftHeaders))
 		},
 		steps: []step{
 			{want: want{status: 200, handled: true, header: withIETF(xrl(2, 1, epoch(1)), `"burst";r=1;t=1`)}},
@@ -98,8 +98,8 @@ var cases = []specCase{
 	{
 		name: "IETF draft headers only",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.PerSecond(2).Named("burst"), ratelimit.PerMinute(3).Named("sustained")),
-				ratelimit.WithHeaders(ratelimit.HeadersIETFDraft))
+			return opts(e.limiter(nil, ratelimit.Policy{Name: "burst", Limit: 2, Window: time.Second}, ratelimit.Policy{Name: "sustained", Limit: 3, Window: time.Minute}),
+				ratelimit.WithHeaders(ratelimit.IETFDraftHeaders))
 		},
 		steps: []step{
 			{want: want{status: 200, handled: true, header: withIETF(nil, `"burst";r=1;t=1`)}},
@@ -110,7 +110,7 @@ var cases = []specCase{
 	{
 		name: "no rate-limit headers, Retry-After all the same",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.PerSecond(1)), ratelimit.WithHeaders(ratelimit.HeadersNone))
+			return opts(e.limiter(nil, ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.WithHeaders())
 		},
 		steps: []step{
 			{want: want{status: 200, handled: true, header: map[string]string{}}},
@@ -120,7 +120,7 @@ var cases = []specCase{
 	{
 		name: "problem JSON",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.PerSecond(1).Named("burst")), ratelimit.WithProblemJSON())
+			return opts(e.limiter(nil, ratelimit.Policy{Name: "burst", Limit: 1, Window: time.Second}), ratelimit.WithProblemJSON())
 		},
 		steps: []step{
 			{want: want{status: 200, handled: true, header: xrl(1, 0, epoch(1))}},
@@ -133,7 +133,7 @@ var cases = []specCase{
 	{
 		name: "deny response of the application",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.PerSecond(1)),
+			return opts(e.limiter(nil, ratelimit.Policy{Limit: 1, Window: time.Second}),
 				ratelimit.WithDenyResponse(func(r ratelimit.Request, d ratelimit.Decision) (int, string, []byte) {
 					return http.StatusServiceUnavailable, "application/json", []byte(`{"error":"slow down"}`)
 				}))
@@ -147,7 +147,7 @@ var cases = []specCase{
 		// 3/min: an emission interval of 20 s.
 		name: "cost per request, free and too costly requests",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.PerMinute(3)), ratelimit.WithCost(costFromHeader))
+			return opts(e.limiter(nil, ratelimit.Policy{Limit: 3, Window: time.Minute}), ratelimit.WithCost(costFromHeader))
 		},
 		steps: []step{
 			{header: []string{"X-Cost", "2"}, want: want{status: 200, handled: true, header: xrl(3, 1, epoch(40))}},
@@ -159,7 +159,7 @@ var cases = []specCase{
 	{
 		name: "skipped requests are neither checked nor charged",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.PerSecond(1)),
+			return opts(e.limiter(nil, ratelimit.Policy{Limit: 1, Window: time.Second}),
 				ratelimit.WithSkip(func(r ratelimit.Request) bool { return r.Path() == "/health" }))
 		},
 		steps: []step{
@@ -173,7 +173,7 @@ var cases = []specCase{
 	{
 		name: "fail open (default): store down",
 		build: func(e *env) Config {
-			return opts(e.limiter(brokenStore{}, ratelimit.PerSecond(1)))
+			return opts(e.limiter(brokenStore{}, ratelimit.Policy{Limit: 1, Window: time.Second}))
 		},
 		steps: []step{
 			{want: want{status: 200, handled: true, errs: 1}},
@@ -183,7 +183,7 @@ var cases = []specCase{
 	{
 		name: "fail open: store does not answer in time",
 		build: func(e *env) Config {
-			return opts(e.limiter(slowStore{}, ratelimit.PerSecond(1)), ratelimit.WithTimeout(time.Millisecond))
+			return opts(e.limiter(slowStore{}, ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.WithTimeout(time.Millisecond))
 		},
 		steps: []step{
 			{want: want{status: 200, handled: true, errs: 1}},
@@ -192,7 +192,7 @@ var cases = []specCase{
 	{
 		name: "fail closed 503: store down",
 		build: func(e *env) Config {
-			return opts(e.limiter(brokenStore{}, ratelimit.PerSecond(1)), ratelimit.FailClosed(503))
+			return opts(e.limiter(brokenStore{}, ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.FailClosed(503))
 		},
 		steps: []step{
 			{want: want{status: 503, header: denied(nil, "1", plain), body: bodyUnavailable, errs: 1}},
@@ -201,7 +201,7 @@ var cases = []specCase{
 	{
 		name: "fail closed 429: store does not answer in time, problem JSON",
 		build: func(e *env) Config {
-			return opts(e.limiter(slowStore{}, ratelimit.PerSecond(1)),
+			return opts(e.limiter(slowStore{}, ratelimit.Policy{Limit: 1, Window: time.Second}),
 				ratelimit.FailClosed(429), ratelimit.WithTimeout(time.Millisecond), ratelimit.WithProblemJSON())
 		},
 		steps: []step{
@@ -212,7 +212,7 @@ var cases = []specCase{
 	{
 		name: "fail closed 429: store down",
 		build: func(e *env) Config {
-			return opts(e.limiter(brokenStore{}, ratelimit.PerSecond(1)), ratelimit.FailClosed(429))
+			return opts(e.limiter(brokenStore{}, ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.FailClosed(429))
 		},
 		steps: []step{
 			{want: want{status: 429, header: denied(nil, "1", plain), body: bodyFailed429, errs: 1}},
@@ -222,7 +222,7 @@ var cases = []specCase{
 		// Shaping at 2/s: one slot every 500 ms, two queued at most.
 		name: "shaping: requests wait for their slot",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.PerSecond(2).Using(algorithms.LeakyBucket{Shaping: true})))
+			return opts(e.limiter(nil, ratelimit.Policy{Limit: 2, Window: time.Second, Algorithm: algorithms.LeakyBucket{Shaping: true}}))
 		},
 		steps: []step{
 			{want: want{status: 200, handled: true, header: xrl(2, 1, epoch(1))}},
@@ -235,7 +235,7 @@ var cases = []specCase{
 	{
 		name: "missing key refused",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.PerSecond(1)),
+			return opts(e.limiter(nil, ratelimit.Policy{Limit: 1, Window: time.Second}),
 				ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.RejectMissingKey(401))
 		},
 		steps: []step{
@@ -248,7 +248,7 @@ var cases = []specCase{
 	{
 		name: "missing key falls back to the client IP",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.PerSecond(1)), ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")))
+			return opts(e.limiter(nil, ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")))
 		},
 		steps: []step{
 			{want: want{status: 200, handled: true, header: xrl(1, 0, epoch(1))}},
@@ -259,17 +259,17 @@ var cases = []specCase{
 	{
 		name: "key longer than MaxKeyBytes is a bad request",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.PerSecond(1)), ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")))
+			return opts(e.limiter(nil, ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")))
 		},
 		steps: []step{
-			{header: []string{"X-API-Key", strings.Repeat("k", ratelimit.MaxKeyBytes+1)},
+			{header: []string{"X-API-Key", strings.Repeat("k", 4097)},
 				want: want{status: 400, header: denied(nil, "", plain), body: bodyBadRequest, errs: 1}},
 		},
 	},
 	{
 		name: "spoofed forwarding headers give no new quota",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.PerMinute(2)))
+			return opts(e.limiter(nil, ratelimit.Policy{Limit: 2, Window: time.Minute}))
 		},
 		steps: []step{
 			{header: []string{"X-Forwarded-For", "203.0.113.1"}, want: want{status: 200, handled: true, header: xrl(2, 1, epoch(30))}},
@@ -283,7 +283,7 @@ var cases = []specCase{
 	{
 		name: "trusted proxies: the rightmost untrusted address is the client",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.PerMinute(1)), ratelimit.WithKey(ratelimit.KeyByIP(ratelimit.TrustProxies("10.0.0.0/8"))))
+			return opts(e.limiter(nil, ratelimit.Policy{Limit: 1, Window: time.Minute}), ratelimit.TrustProxies("X-Forwarded-For", "10.0.0.0/8"))
 		},
 		steps: []step{
 			{remote: "10.0.0.1:5000", header: []string{"X-Forwarded-For", "203.0.113.1"}, want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
@@ -303,7 +303,7 @@ var cases = []specCase{
 	{
 		name: "IPv6 clients are keyed by /64, IPv4-mapped addresses as IPv4",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.PerMinute(1)))
+			return opts(e.limiter(nil, ratelimit.Policy{Limit: 1, Window: time.Minute}))
 		},
 		steps: []step{
 			{remote: "[2001:db8:1:2::1]:1234", want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
@@ -318,9 +318,9 @@ var cases = []specCase{
 		// every client. The per-route limit's headers replace the application's.
 		name: "per-route limit",
 		build: func(e *env) Config {
-			c := opts(e.limiter(nil, ratelimit.PerMinute(100).Named("app")))
+			c := opts(e.limiter(nil, ratelimit.Policy{Name: "app", Limit: 100, Window: time.Minute}))
 			c.Login = []ratelimit.Option{
-				ratelimit.WithPolicies(ratelimit.PerMinute(2).Named("login")),
+				ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 2, Window: time.Minute}),
 				ratelimit.WithKey(ratelimit.KeyByRoute()),
 			}
 			return c
@@ -338,7 +338,7 @@ var cases = []specCase{
 		// Only 401s count, 2/min: an emission interval of 30 s.
 		name: "count by outcome",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.PerMinute(2)),
+			return opts(e.limiter(nil, ratelimit.Policy{Limit: 2, Window: time.Minute}),
 				ratelimit.CountIf(func(status int) bool { return status == http.StatusUnauthorized }))
 		},
 		steps: []step{

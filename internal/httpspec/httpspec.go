@@ -35,9 +35,7 @@ import (
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit"
-	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
-	"github.com/a7d3e0dd/ratelimit/internal/testhook"
 )
 
 // Config is what a [NewServer] builds an application from.
@@ -65,7 +63,7 @@ var T0 = fakeclock.T0
 // waits, and the calls of the handler.
 type env struct {
 	clock *fakeclock.Clock
-	store *ratelimit.MemoryStore
+	store ratelimit.Store
 	errs  atomic.Int64
 	calls atomic.Int64
 
@@ -75,17 +73,23 @@ type env struct {
 }
 
 func newEnv() *env {
-	c := fakeclock.New(T0)
-	return &env{clock: c, store: ratelimit.NewMemoryStore(ratelimit.WithClock(c))}
+	e := &env{clock: fakeclock.New(T0)}
+	e.store = ratelimit.NewMemoryStore(ratelimit.WithClock(specClock{e}))
+	return e
 }
 
-// base are the options every middleware of a case starts with: the fake clock for the reset
-// time, an error handler that counts, and a shaping wait that records and returns at once.
+// specClock is the case's clock as the store sees it: the fake clock, whose shaping waits the
+// case records.
+type specClock struct{ e *env }
+
+func (c specClock) Now() time.Time { return c.e.clock.Now() }
+
+func (c specClock) Sleep(ctx context.Context, d time.Duration) error { return c.e.wait(ctx, d) }
+
+// base are the options every middleware of a case starts with: an error handler that counts.
 func (e *env) base() []ratelimit.Option {
 	return []ratelimit.Option{
-		ratelimit.WithNow(e.clock.Now),
 		ratelimit.WithErrorHandler(func(ratelimit.Request, error) { e.errs.Add(1) }),
-		testhook.WithWait(e.wait).(ratelimit.Option),
 	}
 }
 
@@ -120,7 +124,11 @@ func (e *env) limiter(store ratelimit.Store, policies ...ratelimit.Policy) *rate
 	if store == nil {
 		store = e.store
 	}
-	return ratelimit.MustNew(store, policies...)
+	l, err := ratelimit.New(store, policies...)
+	if err != nil {
+		panic(err)
+	}
+	return l
 }
 
 // epoch returns the Unix time T0+sec as a header value.
@@ -131,21 +139,21 @@ type brokenStore struct{}
 
 var errStoreDown = errors.New("httpspec: the store is down")
 
-func (brokenStore) Check(context.Context, string, []ratelimit.Policy, int64, bool, []algorithms.Result) error {
-	return errStoreDown
+func (brokenStore) Check(context.Context, string, []ratelimit.Policy, int64, bool, []ratelimit.PolicyResult) (time.Time, error) {
+	return time.Time{}, errStoreDown
 }
 
 func (brokenStore) Reset(context.Context, string, []ratelimit.Policy) error { return errStoreDown }
-func (brokenStore) Refund(context.Context, string, []ratelimit.Policy, int64, int64) error {
+func (brokenStore) Refund(context.Context, string, []ratelimit.Policy, int64, time.Time) error {
 	return errStoreDown
 }
 
 // slowStore answers only when the call's context ends, as a store that stopped responding.
 type slowStore struct{}
 
-func (slowStore) Check(ctx context.Context, _ string, _ []ratelimit.Policy, _ int64, _ bool, _ []algorithms.Result) error {
+func (slowStore) Check(ctx context.Context, _ string, _ []ratelimit.Policy, _ int64, _ bool, _ []ratelimit.PolicyResult) (time.Time, error) {
 	<-ctx.Done()
-	return ctx.Err()
+	return time.Time{}, ctx.Err()
 }
 
 func (slowStore) Reset(ctx context.Context, _ string, _ []ratelimit.Policy) error {
@@ -153,7 +161,7 @@ func (slowStore) Reset(ctx context.Context, _ string, _ []ratelimit.Policy) erro
 	return ctx.Err()
 }
 
-func (slowStore) Refund(ctx context.Context, _ string, _ []ratelimit.Policy, _, _ int64) error {
+func (slowStore) Refund(ctx context.Context, _ string, _ []ratelimit.Policy, _ int64, _ time.Time) error {
 	<-ctx.Done()
 	return ctx.Err()
 }

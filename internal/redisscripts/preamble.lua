@@ -30,7 +30,20 @@ local function ttl_ms(us)
   return int(ms)
 end
 
--- get_ints reads a state string of `count` integers separated by ':'; nil when absent.
+-- idiv is a/b rounded down, exact for integers below 2^53 (b > 0): the quotient of the double
+-- division is corrected by one where it rounded across an integer.
+local function idiv(a, b)
+  local q = floor(a / b)
+  if q * b > a then
+    q = q - 1
+  elseif (q + 1) * b <= a then
+    q = q + 1
+  end
+  return q
+end
+
+-- get_ints reads a state string of integers separated by ':', nil when absent; count, when
+-- given, is how many it must hold.
 local function get_ints(key, count)
   local v = redis.call('GET', key)
   if not v then return nil end
@@ -40,7 +53,7 @@ local function get_ints(key, count)
     if not n or n ~= floor(n) then out = nil break end
     out[#out + 1] = n
   end
-  if not out or #out ~= count then
+  if not out or #out == 0 or (count and #out ~= count) then
     return error('ratelimit: malformed state at key ' .. key)
   end
   return out
@@ -71,12 +84,3 @@ local function capacity_of(limit, burst)
   return limit
 end
 
-local function interval_of(limit, window)
-  return floor((window + limit - 1) / limit)
-end
-
--- unspent is the part (µs) of a charge of cost units made at time at that the rate-based
--- algorithms have not yet given back by refilling (algorithms.unspent).
-local function unspent(interval, now, cost, at)
-  return math.max(0, math.min(cost * interval, at + cost * interval - now))
-end

@@ -1,45 +1,52 @@
 // Package redisscripts holds the Lua that runs ratelimit's algorithms inside Redis.
 //
-// The script is built from one shared preamble, one file per algorithm and the entry point
-// check.lua, whose header documents KEYS, ARGV and the reply. Each algorithm file is a line-by-
-// line transcription of the Go transition in package algorithms.
+// The script is one shared preamble, one file per algorithm (every .lua file here but the
+// preamble and the entry points, in name order) and the entry point check.lua, whose header
+// documents KEYS, ARGV and the reply. Each algorithm file is a line-by-line transcription of
+// its Go model in package algorithms and registers itself under its code.
 package redisscripts
 
 import (
 	"embed"
+	"io/fs"
 	"strings"
 )
 
 //go:embed *.lua
 var files embed.FS
 
-// order is the order of the script's parts: the preamble first, the entry point last.
-var checkParts = []string{
-	"preamble.lua",
-	"fixed_window.lua",
-	"sliding_window_log.lua",
-	"sliding_window_counter.lua",
-	"token_bucket.lua",
-	"leaky_bucket.lua",
-	"gcra.lua",
-	"check.lua",
-}
+// entryPoints are the files that are not algorithms.
+var entryPoints = map[string]bool{"preamble.lua": true, "check.lua": true, "reset.lua": true}
 
 // Check returns the source of the script that checks a policy list (see check.lua).
-func Check() string { return join(checkParts...) }
+func Check() string {
+	return Library() + read("check.lua")
+}
 
-// Reset returns the source of the script that forgets an identity (see reset.lua).
-func Reset() string { return join("reset.lua") }
-
-func join(names ...string) string {
+// Library returns the preamble and every algorithm: the tables `algorithms` and `refunds`
+// (code -> function), without an entry point.
+func Library() string {
+	names, err := fs.Glob(files, "*.lua")
+	if err != nil {
+		panic(err) // the pattern is constant
+	}
 	var b strings.Builder
-	for _, name := range names {
-		src, err := files.ReadFile(name)
-		if err != nil {
-			panic("redisscripts: missing embedded file " + name) // a build defect, caught by any test
+	b.WriteString(read("preamble.lua"))
+	for _, name := range names { // in name order
+		if !entryPoints[name] {
+			b.WriteString(read(name))
 		}
-		b.Write(src)
-		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// Reset returns the source of the script that forgets an identity (see reset.lua).
+func Reset() string { return read("reset.lua") }
+
+func read(name string) string {
+	src, err := files.ReadFile(name)
+	if err != nil {
+		panic("redisscripts: missing embedded file " + name) // a build defect, caught by any test
+	}
+	return string(src) + "\n"
 }

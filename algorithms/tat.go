@@ -1,0 +1,136 @@
+package algorithms
+
+import (
+	"fmt"
+
+	"github.com/a7d3e0dd/ratelimit/internal/algo"
+)
+
+// tat is the model shared by the rate-based algorithms — GCRA, the token bucket and the leaky
+// bucket, policing or shaping — which are one meter kept in one shape: the theoretical arrival
+// time (TAT) of the next request. A full bucket is a TAT at or before now; each unit of cost
+// moves the TAT one emission interval Window/Limit ahead; a request is admitted when the TAT
+// it would move to is at most Burst intervals ahead of now. Remaining tokens, the room left in
+// a leaky bucket and GCRA's remaining requests are all the distance from the TAT to that
+// horizon, in intervals.
+//
+// The TAT is held exactly: A microseconds and B/Den of one (0 <= B < Den), where the interval
+// is Num/Den microseconds in lowest terms. Every product this needs is at most Burst×Num, which
+// [tat.Validate] keeps below 2^53.
+type tat struct {
+	code    string
+	shaping bool
+}
+
+func (m tat) Code() string    { return m.code }
+func (m tat) UsesBurst() bool { return true }
+func (m tat) Shapes() bool    { return m.shaping }
+
+// maxSpan is the longest a full bucket may take to drain, in microseconds (35 years): TATs
+// stay below 2^53 until the year 2220.
+const maxSpan = 1 << 50
+
+func (m tat) Validate(p algo.Params) error {
+	c := p.Capacity()
+	if c > (algo.Exact-p.Den)/p.Num {
+		return fmt.Errorf("a burst of %d at %d per %dµs takes %d×%d/%d µs to drain, which is beyond exact arithmetic (2^53, Lua's doubles); lower the burst, or choose a limit that divides the window into fewer distinct fractions", c, p.Limit, p.Window, c, p.Num, p.Den)
+	}
+	if c/p.Den > maxSpan/p.Num {
+		return fmt.Errorf("a burst of %d takes longer than 2^50µs (35 years) to drain at %d per %dµs; lower the burst", c, p.Limit, p.Window)
+	}
+	return nil
+}
+
+// instant is a TAT: us microseconds and fr/Den of one.
+type instant struct{ us, fr int64 }
+
+// plus returns t moved k intervals ahead; k×Num must be below 2^53.
+func plus(p algo.Params, t instant, k int64) instant {
+	units := k*p.Num + t.fr
+	return instant{t.us + units/p.Den, units % p.Den}
+}
+
+// before reports whether a is strictly before b.
+func before(a, b instant) bool { return a.us < b.us || a.us == b.us && a.fr < b.fr }
+
+// ceilTo is the time from now to t in whole microseconds, rounded up; t must not be before now.
+func ceilTo(t instant, now int64) int64 {
+	d := t.us - now
+	if t.fr > 0 {
+		d++
+	}
+	return d
+}
+
+// intervalsBetween is how many whole intervals fit from a to b; a must not be after b, and b
+// at most Burst intervals after a.
+func intervalsBetween(p algo.Params, a, b instant) int64 {
+	return ((b.us-a.us)*p.Den + b.fr - a.fr) / p.Num
+}
+
+// load returns the TAT of s, or now when the TAT has passed (the bucket is full).
+func load(s algo.State, now int64) instant {
+	t := instant{s.A, s.B}
+	if !s.Init || before(t, instant{now, 0}) {
+		return instant{now, 0}
+	}
+	return t
+}
+
+func (m tat) Check(p algo.Params, s algo.State, now, cost int64) (algo.Result, algo.State) {
+	capacity := p.Capacity()
+	t := load(s, now)
+	s = algo.State{Init: true, A: t.us, B: t.fr}
+	horizon := plus(p, instant{now, 0}, capacity) // the latest TAT the bucket can hold
+	var r algo.Result
+	after := t
+	switch {
+	case cost > capacity:
+		r.RetryAfter = algo.Never
+	case !before(horizon, plus(p, t, cost)):
+		r.Allowed, after = true, plus(p, t, cost)
+		if m.shaping && cost > 0 {
+			r.Delay = ceilTo(t, now)
+		}
+	default:
+		next := plus(p, t, cost) // after horizon: wait until the horizon moves there
+		r.RetryAfter = next.us - horizon.us
+		if next.fr > horizon.fr {
+			r.RetryAfter++
+		}
+	}
+	if before(after, horizon) {
+		r.Remaining = intervalsBetween(p, after, horizon)
+	}
+	r.ResetAfter = ceilTo(after, now)
+	return r, s
+}
+
+func (m tat) Charge(p algo.Params, s algo.State, now, cost int64) (algo.State, int64) {
+	t := plus(p, instant{s.A, s.B}, cost)
+	s.A, s.B = t.us, t.fr
+	return s, ceilTo(t, now)
+}
+
+// Refund moves the TAT back by what of the charge time has not yet given back, never before
+// now: a charge of cost units made at time at has refilled by now−at.
+func (m tat) Refund(p algo.Params, s algo.State, now, cost, at int64) (algo.State, int64) {
+	t := instant{s.A, s.B}
+	if !s.Init || !before(instant{now, 0}, t) {
+		return s, 0
+	}
+	units := cost * p.Num // the charge, in 1/Den µs
+	if now > at {
+		if now-at >= ceilTo(plus(p, instant{at, 0}, cost), at) {
+			return s, ceilTo(t, now) // refilled already
+		}
+		units -= (now - at) * p.Den
+	}
+	total := t.fr - units
+	t = instant{t.us + algo.FloorDiv(total, p.Den), total - algo.FloorDiv(total, p.Den)*p.Den}
+	if !before(instant{now, 0}, t) {
+		t = instant{now, 0}
+	}
+	s.A, s.B = t.us, t.fr
+	return s, ceilTo(t, now)
+}

@@ -1,0 +1,41 @@
+package ratelimit
+
+import (
+	"errors"
+	"log/slog"
+	"sync/atomic"
+)
+
+// errorLog is the default error handler: it logs with log/slog, at most once a second.
+type errorLog struct {
+	clock    Clock
+	failOpen bool
+	last     atomic.Int64 // Unix second of the last log
+	dropped  atomic.Int64 // errors not logged since
+}
+
+func (l *errorLog) report(r Request, err error) {
+	now, last := l.clock.Now().Unix(), l.last.Load()
+	if now == last || !l.last.CompareAndSwap(last, now) {
+		l.dropped.Add(1)
+		return
+	}
+	slog.Default().LogAttrs(r.Context(), slog.LevelWarn, l.message(err),
+		slog.String("error", err.Error()), slog.Int64("not_logged_since", l.dropped.Swap(0)))
+}
+
+// message says what the guard did about err.
+func (l *errorLog) message(err error) string {
+	var op *opError
+	switch {
+	case errors.Is(err, ErrBadKey):
+		return "ratelimit: request answered 400: its key could not be read"
+	case errors.Is(err, ErrBadCost):
+		return "ratelimit: request answered 400: its cost is negative"
+	case errors.As(err, &op) && op.op == opRefund:
+		return "ratelimit: a request could not be refunded after its handler"
+	case l.failOpen:
+		return "ratelimit: the store failed; the request was let through (fail-open)"
+	}
+	return "ratelimit: the store failed; the request was refused (fail-closed)"
+}

@@ -1,0 +1,168 @@
+// Package algo is the engine side of the rate-limiting algorithms: the parameters, state and
+// results the stores pass to them, the [Model] each algorithm implements, and the one list of
+// them ([Register], [Of], [All]).
+//
+// Package algorithms holds the public algorithm types and registers each with its model;
+// nothing outside this module can reach a model, so the state of an algorithm is never part of
+// the public API. Every model is transcribed line by line into Lua (package
+// internal/redisscripts), and the conformance and differential tests hold the two to the same
+// results.
+//
+// All arithmetic is in integers: times in microseconds, the emission interval of the
+// rate-based algorithms as an exact fraction Num/Den of a microsecond. Every value a model
+// computes stays below 2^53, where Lua's doubles are exact; [Params] refuses parameters that
+// would need more.
+package algo
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Never is the RetryAfter of a request that can never be admitted: its cost exceeds the
+// policy's capacity.
+const Never int64 = -1
+
+// Exact is the bound of exact arithmetic in both engines: Lua numbers are doubles.
+const Exact = 1 << 53
+
+// Params are the parameters of one policy, in integer units.
+type Params struct {
+	// Limit is the number of units of cost admitted per Window.
+	Limit int64
+	// Window is the policy's window in microseconds.
+	Window int64
+	// Burst is the capacity of the bucket algorithms; 0 means Limit.
+	Burst int64
+	// Num/Den is the emission interval Window/Limit in microseconds, as a reduced fraction.
+	Num, Den int64
+}
+
+// NewParams returns the parameters of limit units per window microseconds with the given
+// burst, the emission interval reduced to lowest terms.
+func NewParams(limit, window, burst int64) Params {
+	g := gcd(window, limit)
+	return Params{Limit: limit, Window: window, Burst: burst, Num: window / g, Den: limit / g}
+}
+
+// Capacity is the largest cost one request can ever have: Burst when set, else Limit.
+func (p Params) Capacity() int64 {
+	if p.Burst > 0 {
+		return p.Burst
+	}
+	return p.Limit
+}
+
+// State is the stored state of one policy for one key. Its meaning depends on the algorithm;
+// the zero value (Init false) is "no state": a key never seen, or expired.
+type State struct {
+	// Init reports whether the state holds anything.
+	Init bool
+	// A, B and C are the algorithm's integers.
+	A, B, C int64
+	// Log holds the sliding log's admitted timestamps, oldest first, one per unit of cost.
+	Log []int64
+}
+
+// Result is the outcome of checking one request against one policy, in microseconds.
+type Result struct {
+	// Allowed reports whether the request fits the policy.
+	Allowed bool
+	// Remaining is how many units of cost the policy would still admit now, after this
+	// request when it is allowed.
+	Remaining int64
+	// ResetAfter is the time until the policy's state is back to fresh.
+	ResetAfter int64
+	// RetryAfter is the time until this request's cost would be admitted: 0 when allowed,
+	// [Never] when the cost exceeds the policy's capacity.
+	RetryAfter int64
+	// Delay is the time the request must wait for its slot (shaping only).
+	Delay int64
+}
+
+// Model is one algorithm as the engines run it.
+//
+// Check evaluates a request of cost units at time now (microseconds) without charging it and
+// returns the state normalised (what has expired dropped, windows rolled), which changes no
+// decision and may be kept or thrown away. Charge then adds the request to that state; the
+// caller charges only when every policy of a list allowed the request. A cost of 0 is always
+// allowed and reads the state. The sliding log's Log may be reused in place: keep only the
+// state returned last.
+type Model interface {
+	// Code is the algorithm's short code in storage keys and in the Lua dispatch.
+	Code() string
+	// UsesBurst reports whether the algorithm has a capacity apart from its limit.
+	UsesBurst() bool
+	// Shapes reports whether an admitted request may have to wait for its slot (Delay).
+	Shapes() bool
+	// Validate reports why p is beyond what the algorithm can compute exactly, or nil.
+	Validate(p Params) error
+	// Check evaluates a request; see the type comment.
+	Check(p Params, s State, now, cost int64) (Result, State)
+	// Charge adds a request that Check allowed to the state Check returned, and returns the
+	// new state and how long, in microseconds, it matters: after that it is equivalent to no
+	// state and may be dropped.
+	Charge(p Params, s State, now, cost int64) (State, int64)
+	// Refund gives back a charge of cost units made at time at, as far as the charge still
+	// weighs on s, and returns the new state and how long it matters. It never gives back
+	// what time has given back already, so nothing is credited twice.
+	Refund(p Params, s State, now, cost, at int64) (State, int64)
+}
+
+var (
+	mu     sync.RWMutex
+	models = map[any]Model{}
+)
+
+// Register makes m the model of the public algorithm value a. Package algorithms calls it
+// once for each algorithm, when it is initialised; a second model for one value or code is a
+// defect and panics.
+func Register(a any, m Model) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := models[a]; dup {
+		panic(fmt.Sprintf("algo: %#v registered twice", a))
+	}
+	for _, o := range models {
+		if o.Code() == m.Code() {
+			panic("algo: code " + m.Code() + " registered twice")
+		}
+	}
+	models[a] = m
+}
+
+// Of returns the model of the public algorithm value a, or nil if a has none.
+func Of(a any) Model {
+	mu.RLock()
+	defer mu.RUnlock()
+	return models[a]
+}
+
+// All returns every registered model, ordered by code.
+func All() []Model {
+	mu.RLock()
+	defer mu.RUnlock()
+	out := make([]Model, 0, len(models))
+	for _, m := range models {
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Code() < out[j].Code() })
+	return out
+}
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// FloorDiv is a/b rounded down, for b > 0 and any a.
+func FloorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}

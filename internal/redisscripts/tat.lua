@@ -1,0 +1,110 @@
+-- tat.lua: algorithms.gc, .tb, .lb and .ls, the Lua form of the tat model in package
+-- algorithms, shared by GCRA, the token bucket and the leaky bucket (policing and shaping).
+-- State: string "us" or "us:fr", the theoretical arrival time us + fr/den microseconds, where
+-- the emission interval window/limit is num/den microseconds in lowest terms. Every product
+-- below is at most burst × num, which the Go validation keeps below 2^53.
+
+-- rate returns the policy's capacity and its interval num/den in lowest terms.
+local function rate(limit, window, burst)
+  local a, b = window, limit
+  while b ~= 0 do a, b = b, a % b end
+  return capacity_of(limit, burst), window / a, limit / a
+end
+
+-- plus moves the instant (us, fr) k intervals ahead.
+local function plus(num, den, us, fr, k)
+  local units = k * num + fr
+  local q = idiv(units, den)
+  return us + q, units - q * den
+end
+
+local function before(aus, afr, bus, bfr)
+  return aus < bus or (aus == bus and afr < bfr)
+end
+
+-- ceil_to is the time from now to (us, fr) in whole microseconds, rounded up.
+local function ceil_to(us, fr, now)
+  if fr > 0 then return us - now + 1 end
+  return us - now
+end
+
+-- read returns the stored TAT of key, nil when absent.
+local function read(key, den)
+  local s = get_ints(key, nil)
+  if not s then return nil end
+  local us, fr = s[1], s[2] or 0
+  if #s > 2 or fr < 0 or fr >= den then
+    return error('ratelimit: malformed state at key ' .. key)
+  end
+  return us, fr
+end
+
+-- load returns the TAT of key, or now when it has passed (the bucket is full).
+local function load(key, now, den)
+  local us, fr = read(key, den)
+  if not us or before(us, fr, now, 0) then return now, 0 end
+  return us, fr
+end
+
+local function store(key, us, fr, now)
+  local v = int(us)
+  if fr > 0 then v = v .. ':' .. int(fr) end
+  redis.call('SET', key, v, 'PX', ttl_ms(ceil_to(us, fr, now)))
+end
+
+local function tat_check(key, now, limit, window, burst, cost, shaping)
+  local capacity, num, den = rate(limit, window, burst)
+  local tus, tfr = load(key, now, den)
+  local hus, hfr = plus(num, den, now, 0, capacity) -- the latest TAT the bucket can hold
+  local allowed, retry, delay = false, 0, 0
+  local aus, afr = tus, tfr
+  if cost > capacity then
+    retry = -1
+  else
+    local nus, nfr = plus(num, den, tus, tfr, cost)
+    if not before(hus, hfr, nus, nfr) then
+      allowed, aus, afr = true, nus, nfr
+      if shaping and cost > 0 then delay = ceil_to(tus, tfr, now) end
+    else
+      retry = nus - hus
+      if nfr > hfr then retry = retry + 1 end
+    end
+  end
+  local remaining = 0
+  if before(aus, afr, hus, hfr) then
+    remaining = idiv((hus - aus) * den + hfr - afr, num)
+  end
+  return {allowed and 1 or 0, remaining, ceil_to(aus, afr, now), retry, delay}, function()
+    store(key, aus, afr, now)
+  end
+end
+
+local function tat_refund(key, now, limit, window, burst, cost, at)
+  local _, num, den = rate(limit, window, burst)
+  local us, fr = read(key, den)
+  if not us then return end
+  if not before(now, 0, us, fr) then return end
+  local units = cost * num -- the charge, in 1/den µs
+  if now > at then
+    local cus, cfr = plus(num, den, at, 0, cost)
+    if now - at >= ceil_to(cus, cfr, at) then return end -- refilled already
+    units = units - (now - at) * den
+  end
+  local total = fr - units
+  local q = idiv(total, den)
+  us, fr = us + q, total - q * den
+  if not before(now, 0, us, fr) then
+    redis.call('DEL', key) -- back to fresh
+  else
+    store(key, us, fr, now)
+  end
+end
+
+algorithms.gc = function(key, now, limit, window, burst, cost)
+  return tat_check(key, now, limit, window, burst, cost, false)
+end
+algorithms.tb, algorithms.lb = algorithms.gc, algorithms.gc
+algorithms.ls = function(key, now, limit, window, burst, cost)
+  return tat_check(key, now, limit, window, burst, cost, true)
+end
+refunds.gc, refunds.tb, refunds.lb, refunds.ls = tat_refund, tat_refund, tat_refund, tat_refund
