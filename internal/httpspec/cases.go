@@ -246,6 +246,23 @@ var cases = []specCase{
 		},
 	},
 	{
+		// A typical authentication middleware runs first and stores the user the framework's
+		// way; KeyByUser reads it there, and requests without a user are refused.
+		name: "KeyByUser behind an authentication middleware",
+		build: func(e *env) Config {
+			c := opts(e.limiter(nil, ratelimit.Policy{Limit: 1, Window: time.Second}),
+				ratelimit.WithKey(ratelimit.KeyByUser(UserKey)), ratelimit.RejectMissingKey(401))
+			c.Auth = true
+			return c
+		},
+		steps: []step{
+			{want: want{status: 401, header: denied(nil, "", plain), body: bodyNoKey}},
+			{header: []string{"X-User", "alice"}, want: want{status: 200, handled: true, header: xrl(1, 0, epoch(1))}},
+			{header: []string{"X-User", "alice"}, want: want{status: 429, header: denied(xrl(1, 0, epoch(1)), "1", plain), body: bodyRetry1}},
+			{header: []string{"X-User", "bob"}, want: want{status: 200, handled: true, header: xrl(1, 0, epoch(1))}},
+		},
+	},
+	{
 		name: "missing key falls back to the client IP",
 		build: func(e *env) Config {
 			return opts(e.limiter(nil, ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")))

@@ -48,7 +48,16 @@ type Config struct {
 	Login []ratelimit.Option
 	// Reply is the application handler: call it with the request's raw query string.
 	Reply func(rawQuery string) (status int, asError bool)
+	// Auth, when set, asks for an authentication middleware in front of the limiter, as a
+	// typical application has: when the request has an X-User header, it stores the header's
+	// value under [UserKey] the framework's way — Gin's and Echo's c.Set, Fiber's c.Locals,
+	// net/http's request context (context.WithValue) — and otherwise stores nothing.
+	Auth bool
 }
+
+// UserKey is the key under which the authentication middleware of [Config.Auth] stores the
+// user.
+const UserKey = "user"
 
 // Server serves one request through the application and returns the complete response.
 type Server func(*http.Request) *http.Response
