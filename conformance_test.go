@@ -38,12 +38,58 @@ var meterSteps = []step{
 	{0, 2, false, 1, time.Second, 2 * time.Second, 0},     // cost 2 with 1 left
 }
 
-// Every row of a table is a request; the comments give the state before it.
-var conformance = []struct {
+// conformanceCase is one policy and its table: every row is a request; the comments give the
+// state before it.
+type conformanceCase struct {
+	name   string
+	policy ratelimit.Policy
+	steps  []step
+}
+
+// exactRates are the meters' tables at rates whose emission interval is not a whole number of
+// microseconds: 300,000/s (10/3 µs), 700,000/s (10/7 µs), and a bandwidth of 10^9 bytes/s with
+// the cost in bytes (1/1000 µs). Each admits exactly its rate: a full second's worth after a
+// second, not one unit more.
+var exactRates = []struct {
 	name   string
 	policy ratelimit.Policy
 	steps  []step
 }{
+	{"300k_per_s", ratelimit.Policy{Limit: 300_000, Window: time.Second}, []step{
+		{0, 300_000, true, 0, 0, time.Second, 0},
+		{500 * ms, 150_000, true, 0, 0, time.Second, 0},        // half a second refills exactly half
+		{0, 1, false, 0, 4 * time.Microsecond, time.Second, 0}, // the next unit is 3⅓ µs away
+		{4 * time.Microsecond, 1, true, 0, 0, time.Second, 0},
+		{time.Second, 0, true, 300_000, 0, 0, 0},
+	}},
+	{"700k_per_s", ratelimit.Policy{Limit: 700_000, Window: time.Second}, []step{
+		{0, 700_000, true, 0, 0, time.Second, 0},
+		{time.Second - time.Microsecond, 700_000, false, 699_999, time.Microsecond, time.Microsecond, 0},
+		{time.Microsecond, 700_000, true, 0, 0, time.Second, 0}, // a second later: exactly 700,000
+		{0, 1, false, 0, 2 * time.Microsecond, time.Second, 0},  // 10/7 µs, rounded up
+		{time.Second, 700_001, false, 700_000, ratelimit.Never, 0, 0},
+	}},
+	{"1e9_bytes_per_s", ratelimit.Policy{Limit: 1_000_000_000, Window: time.Second}, []step{
+		{0, 1_000_000_000, true, 0, 0, time.Second, 0},
+		{ms, 1_000_000, true, 0, 0, time.Second, 0}, // 1 ms refills a megabyte
+		{0, 1, false, 0, time.Microsecond, time.Second, 0},
+		{time.Microsecond, 1000, true, 0, 0, time.Second, 0}, // 1 µs refills a kilobyte
+		{0, 0, true, 0, 0, time.Second, 0},
+		{2 * time.Second, 0, true, 1_000_000_000, 0, 0, 0},
+	}},
+}
+
+func init() {
+	for _, m := range []algorithms.Algorithm{algorithms.GCRA{}, algorithms.TokenBucket{}, algorithms.LeakyBucket{}} {
+		for _, r := range exactRates {
+			p := r.policy
+			p.Algorithm = m
+			conformance = append(conformance, conformanceCase{m.Name() + "_" + r.name, p, r.steps})
+		}
+	}
+}
+
+var conformance = []conformanceCase{
 	{"gcra", ratelimit.Policy{Limit: 3, Window: 3 * time.Second, Algorithm: algorithms.GCRA{}}, meterSteps},
 	{"token_bucket", ratelimit.Policy{Limit: 3, Window: 3 * time.Second, Algorithm: algorithms.TokenBucket{}}, meterSteps},
 	{"token_bucket_burst", ratelimit.Policy{Limit: 1, Window: time.Second, Burst: 5, Algorithm: algorithms.TokenBucket{}}, []step{

@@ -7,76 +7,132 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
 )
 
 // The Go transitions (memory store) and the Lua ones (Redis) agree on every decision of long
-// random request sequences, for random parameters of every algorithm: with peeks, refunds,
-// costs far beyond any capacity, and a clock that sometimes goes back.
+// random request sequences, for random parameters of every algorithm — small limits, and rates
+// up to 10^9 units per second whose emission interval is a fraction of a microsecond — with
+// peeks, refunds, costs far beyond any capacity, and a clock that sometimes goes back.
 func TestEnginesAgreeOnRandomTraffic(t *testing.T) {
 	client := redistest.Standalone(t)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, alg := range allAlgorithms {
-		for trial := 0; trial < 6; trial++ {
-			limit := 1 + rng.Int64N(50)
-			window := time.Duration(1+rng.Int64N(5000)) * time.Millisecond
-			if rng.IntN(3) == 0 {
-				window += time.Duration(rng.Int64N(1000)) * time.Microsecond // odd windows too
-			}
-			p := ratelimit.Policy{Limit: limit, Window: window, Algorithm: alg}
-			if rng.IntN(2) == 0 && p.WithBurst(limit*2).Validate() == nil {
-				p = p.WithBurst(limit * 2)
-			}
-			t.Run(fmt.Sprintf("%s/%v", alg.Name(), p), func(t *testing.T) {
-				clock := newFakeClock()
-				clock.Advance(time.Duration(rng.Int64N(int64(time.Hour))))
-				mem := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), p)
-				red := mustNew(t, redisStore(t, client, ratelimit.WithClock(clock)), p)
-				key := keyOf(t)
-				var lastMem, lastRed ratelimit.Decision
-				for i := 0; i < 300; i++ {
-					step := time.Duration(rng.Int64N(int64(window) / max(1, limit/2)))
-					if rng.IntN(15) == 0 {
-						step = -step // the clock goes back (NTP, a failover to another server)
-					}
-					clock.Advance(step)
-					cost := rng.Int64N(3)
-					switch rng.IntN(20) {
-					case 0:
-						cost = rng.Int64N(2*limit + 2)
-					case 1:
-						cost = []int64{math.MaxInt64, 1 << 54, 1 << 40}[rng.IntN(3)]
-					}
-					check := func(l *ratelimit.Limiter) ratelimit.Decision { return allow(t, l, key, cost) }
-					if rng.IntN(10) == 0 {
-						check = func(l *ratelimit.Limiter) ratelimit.Decision {
-							d, err := l.Peek(ctx, key)
-							if err != nil {
-								t.Fatal(err)
-							}
-							return d
-						}
-					}
-					if rng.IntN(12) == 0 && lastMem.Allowed { // give back the last charge
-						if err := mem.Refund(ctx, key, lastMem); err != nil {
-							t.Fatal(err)
-						}
-						if err := red.Refund(ctx, key, lastRed); err != nil {
-							t.Fatal(err)
-						}
-					}
-					a, b := check(mem), check(red)
-					if rng.IntN(2) == 0 {
-						lastMem, lastRed = a, b
-					}
-					if a.Allowed != b.Allowed || a.Remaining != b.Remaining || a.RetryAfter != b.RetryAfter ||
-						a.ResetAfter != b.ResetAfter || a.Delay != b.Delay {
-						t.Fatalf("step %d (cost %d): memory and Redis disagree\nmemory: allowed=%v remaining=%d retry=%v reset=%v delay=%v\n redis: allowed=%v remaining=%d retry=%v reset=%v delay=%v",
-							i, cost, a.Allowed, a.Remaining, a.RetryAfter, a.ResetAfter, a.Delay, b.Allowed, b.Remaining, b.RetryAfter, b.ResetAfter, b.Delay)
-					}
-				}
+		for trial := 0; trial < 8; trial++ {
+			p := randomPolicy(rng, alg, trial%2 == 1)
+			t.Run(fmt.Sprintf("%s/%d-per-%v-burst-%d", alg.Name(), p.Limit, p.Window, p.Burst), func(t *testing.T) {
+				agree(t, client, rng, p, 300)
 			})
 		}
 	}
+}
+
+// FuzzEnginesAgree is the differential test as a fuzz target: the fuzzer picks the algorithm,
+// the parameters and the traffic's seed.
+func FuzzEnginesAgree(f *testing.F) {
+	f.Add(uint8(0), int64(5), int64(1_000_000), int64(0), uint64(1))
+	f.Add(uint8(6), int64(700_000), int64(1_000_000), int64(0), uint64(2))
+	f.Add(uint8(3), int64(1_000_000_000), int64(1_000_000), int64(1_000_000_000), uint64(3))
+	f.Add(uint8(4), int64(300_000), int64(1_000_000), int64(7), uint64(4))
+	f.Add(uint8(2), int64(3), int64(1_500), int64(0), uint64(5))
+	client := redistest.Standalone(f)
+	f.Fuzz(func(t *testing.T, a uint8, limit, windowUS, burst int64, seed uint64) {
+		p := ratelimit.Policy{Limit: limit, Window: time.Duration(windowUS) * time.Microsecond, Burst: burst,
+			Algorithm: allAlgorithms[int(a)%len(allAlgorithms)]}
+		if !valid(p) || p.Window > 10*time.Second {
+			t.Skip()
+		}
+		agree(t, client, rand.New(rand.NewPCG(seed, 7)), p, 100)
+	})
+}
+
+// randomPolicy returns a valid policy of alg: a small limit, or with fast set a rate of up to
+// 10^9 units per second over a window of up to 2 s, often not a whole number of microseconds
+// per unit.
+func randomPolicy(rng *rand.Rand, alg algorithms.Algorithm, fast bool) ratelimit.Policy {
+	for {
+		p := ratelimit.Policy{Algorithm: alg, Limit: 1 + rng.Int64N(50),
+			Window: time.Duration(1+rng.Int64N(5000)) * time.Millisecond}
+		if fast {
+			p.Limit = 1 + rng.Int64N(1_000_000_000)
+			p.Window = time.Duration(1+rng.Int64N(2000)) * time.Millisecond
+		}
+		if rng.IntN(3) == 0 {
+			p.Window += time.Duration(rng.Int64N(1000)) * time.Microsecond // odd windows too
+		}
+		if rng.IntN(2) == 0 {
+			p.Burst = p.Limit * (1 + rng.Int64N(3))
+		}
+		if valid(p) {
+			return p
+		}
+	}
+}
+
+// algorithmOf is the type of the entries of allAlgorithms.
+
+// agree runs steps random requests through p in memory and in Redis on one fake clock, and
+// fails at the first decision they disagree on.
+func agree(t *testing.T, client redis.UniversalClient, rng *rand.Rand, p ratelimit.Policy, steps int) {
+	t.Helper()
+	clock := newFakeClock()
+	clock.Advance(time.Duration(rng.Int64N(int64(time.Hour))))
+	mem := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), p)
+	red := mustNew(t, redisStore(t, client, ratelimit.WithClock(clock)), p)
+	key := keyOf(t)
+	// unit is a block of cost that matters: 1 for small limits, Limit/25 for large ones.
+	unit := max(1, p.Limit/25)
+	stepMax := int64(p.Window)*unit/p.Limit*2 + 1
+	var lastMem, lastRed ratelimit.Decision
+	for i := 0; i < steps; i++ {
+		step := time.Duration(rng.Int64N(stepMax))
+		if rng.IntN(15) == 0 {
+			step = -step // the clock goes back (NTP, a failover to another server)
+		}
+		clock.Advance(step)
+		cost := rng.Int64N(3)*unit + rng.Int64N(unit)
+		switch rng.IntN(20) {
+		case 0:
+			cost = rng.Int64N(2*max(p.Limit, p.Burst) + 2)
+		case 1:
+			cost = []int64{math.MaxInt64, 1 << 54, 1 << 40}[rng.IntN(3)]
+		}
+		check := func(l *ratelimit.Limiter) ratelimit.Decision { return allow(t, l, key, cost) }
+		if rng.IntN(10) == 0 {
+			check = func(l *ratelimit.Limiter) ratelimit.Decision {
+				d, err := l.Peek(ctx, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return d
+			}
+		}
+		if rng.IntN(12) == 0 && lastMem.Allowed { // give back the last charge
+			if err := mem.Refund(ctx, key, lastMem); err != nil {
+				t.Fatal(err)
+			}
+			if err := red.Refund(ctx, key, lastRed); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a, b := check(mem), check(red)
+		if rng.IntN(2) == 0 {
+			lastMem, lastRed = a, b
+		}
+		if a.Allowed != b.Allowed || a.Remaining != b.Remaining || a.RetryAfter != b.RetryAfter ||
+			a.ResetAfter != b.ResetAfter || a.Delay != b.Delay {
+			t.Fatalf("step %d (cost %d): memory and Redis disagree\nmemory: allowed=%v remaining=%d retry=%v reset=%v delay=%v\n redis: allowed=%v remaining=%d retry=%v reset=%v delay=%v",
+				i, cost, a.Allowed, a.Remaining, a.RetryAfter, a.ResetAfter, a.Delay, b.Allowed, b.Remaining, b.RetryAfter, b.ResetAfter, b.Delay)
+		}
+	}
+}
+
+// valid reports whether New accepts p.
+func valid(p ratelimit.Policy) bool {
+	_, err := ratelimit.New(ratelimit.NewMemoryStore(), p)
+	return err == nil
 }

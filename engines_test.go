@@ -18,27 +18,27 @@ func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 // engine makes a store for one test: every engine of the conformance suite.
 type engine struct {
 	name  string
-	store func(t *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store
+	store func(t *testing.T, opts ...ratelimit.Option) ratelimit.Store
 }
 
 var engines = []engine{
-	{"memory", func(t *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store {
+	{"memory", func(t *testing.T, opts ...ratelimit.Option) ratelimit.Store {
 		return ratelimit.NewMemoryStore(opts...)
 	}},
-	{"redis", func(t *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store {
+	{"redis", func(t *testing.T, opts ...ratelimit.Option) ratelimit.Store {
 		return redisStore(t, redistest.Standalone(t), opts...)
 	}},
-	{"cluster", func(t *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store {
+	{"cluster", func(t *testing.T, opts ...ratelimit.Option) ratelimit.Store {
 		return redisStore(t, redistest.Cluster(t), opts...)
 	}},
 }
 
 // redisStore returns a Redis store under a prefix of the test's own, and checks after the test
 // that every key it left has an expiry.
-func redisStore(t *testing.T, client redis.UniversalClient, opts ...ratelimit.StoreOption) *ratelimit.RedisStore {
+func redisStore(t *testing.T, client redis.UniversalClient, opts ...ratelimit.Option) ratelimit.Store {
 	prefix := redistest.Prefix(t)
 	t.Cleanup(func() { assertAllKeysExpire(t, client, prefix) })
-	return ratelimit.NewRedisStore(client, append([]ratelimit.StoreOption{ratelimit.WithPrefix(prefix)}, opts...)...)
+	return ratelimit.NewRedisStore(client, append([]ratelimit.Option{ratelimit.WithPrefix(prefix)}, opts...)...)
 }
 
 // assertAllKeysExpire fails the test when a key under prefix has no TTL.

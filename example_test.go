@@ -27,16 +27,19 @@ func ExampleNew() {
 
 // Every policy of a list must admit a request; the decision names the one that binds.
 func ExampleLimiter_AllowN() {
-	clock := newFakeClock()
-	limiter := mustNew(ratelimit.NewMemoryStore(ratelimit.WithClock(clock)),
+	clock := &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(ratelimit.WithClock(clock)),
 		ratelimit.Policy{Name: "burst", Limit: 10, Window: time.Second},
 		ratelimit.Policy{Name: "sustained", Limit: 15, Window: time.Minute, Algorithm: algorithms.SlidingLog{}})
+	if err != nil {
+		panic(err)
+	}
 
 	d, _ := limiter.AllowN(context.Background(), "client-42", 10)
 	fmt.Println(d.Allowed, d.Policy.Name, d.Remaining)
 	d, _ = limiter.AllowN(context.Background(), "client-42", 5)
 	fmt.Println(d.Allowed, d.Policy.Name, d.RetryAfter)
-	clock.Advance(time.Second)
+	clock.now = clock.now.Add(time.Second)
 	d, _ = limiter.AllowN(context.Background(), "client-42", 6)
 	fmt.Println(d.Allowed, d.Policy.Name, d.RetryAfter)
 	// Output:
@@ -45,10 +48,30 @@ func ExampleLimiter_AllowN() {
 	// false sustained 59s
 }
 
-func ExamplePolicy_String() {
-	fmt.Println(ratelimit.Policy{Limit: 100, Window: time.Minute})
-	fmt.Println(ratelimit.Policy{Name: "api", Limit: 5, Window: time.Second, Burst: 20, Algorithm: algorithms.TokenBucket{}})
+// A policy is a plain value; New fills in a name made from it when it has none.
+func ExamplePolicy() {
+	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(),
+		ratelimit.Policy{Limit: 100, Window: time.Minute},
+		ratelimit.Policy{Name: "api", Limit: 5, Window: time.Second, Burst: 20, Algorithm: algorithms.TokenBucket{}})
+	if err != nil {
+		panic(err)
+	}
+	d, _ := limiter.Allow(context.Background(), "client-42")
+	for _, r := range d.Results() {
+		fmt.Println(r.Policy.Name, r.Remaining)
+	}
 	// Output:
-	// 100 req/1m gcra (burst 100)
-	// api: 5 req/1s token_bucket (burst 20)
+	// gcra-100-per-1m 99
+	// api 19
+}
+
+// manualClock is a clock that moves only when told to: a store given it with WithClock runs
+// its limits on it, which makes an example's (or a test's) output exact.
+type manualClock struct{ now time.Time }
+
+func (c *manualClock) Now() time.Time { return c.now }
+
+func (c *manualClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.now = c.now.Add(d)
+	return ctx.Err()
 }

@@ -17,7 +17,7 @@ func TestMemoryStoreBound(t *testing.T) {
 	for i := 0; i < 100_000; i++ {
 		allow(t, l, "flood-"+strconv.Itoa(i), 1)
 	}
-	if n := store.Len(); n > 6400 {
+	if n := ratelimit.StoreLen(store); n > 6400 {
 		t.Fatalf("store holds %d keys, bound 6400", n)
 	}
 	// A key just charged survives the flood's evictions better than the oldest ones: the store
@@ -34,16 +34,16 @@ func TestMemoryStoreReclaimsExpired(t *testing.T) {
 	for _, alg := range allAlgorithms {
 		l := mustNew(t, store, ratelimit.Policy{Limit: 5, Window: time.Second, Algorithm: alg})
 		for i := 0; i < 2000; i++ {
-			allow(t, l, alg.Code()+strconv.Itoa(i), 1)
+			allow(t, l, alg.Name()+strconv.Itoa(i), 1)
 		}
 	}
-	before := store.Len()
+	before := ratelimit.StoreLen(store)
 	clock.Advance(time.Hour) // every state above has expired
 	l := mustNew(t, store, ratelimit.Policy{Name: "later", Limit: 5, Window: time.Second, Algorithm: algorithms.GCRA{}})
 	for i := 0; i < 20_000; i++ {
 		allow(t, l, "later"+strconv.Itoa(i), 1)
 	}
-	if after := store.Len(); after >= before+20_000-before/2 {
+	if after := ratelimit.StoreLen(store); after >= before+20_000-before/2 {
 		t.Fatalf("store grew from %d to %d keys: expired state is not reclaimed", before, after)
 	}
 }

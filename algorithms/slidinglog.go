@@ -30,7 +30,7 @@ func (slidingLog) UsesBurst() bool { return false }
 func (slidingLog) Shapes() bool    { return false }
 func (slidingLog) Validate(p algo.Params) error {
 	if p.Limit > maxLogLimit {
-		return fmt.Errorf("the sliding log keeps one entry per unit of cost and allows a limit of at most %d, not %d; use SlidingCounter", maxLogLimit, p.Limit)
+		return fmt.Errorf("Limit is %d, but the sliding log keeps one entry per unit of cost and allows at most %d; use SlidingCounter", p.Limit, maxLogLimit)
 	}
 	return nil
 }

@@ -33,10 +33,10 @@ const maxSpan = 1 << 50
 func (m tat) Validate(p algo.Params) error {
 	c := p.Capacity()
 	if c > (algo.Exact-p.Den)/p.Num {
-		return fmt.Errorf("a burst of %d at %d per %dµs takes %d×%d/%d µs to drain, which is beyond exact arithmetic (2^53, Lua's doubles); lower the burst, or choose a limit that divides the window into fewer distinct fractions", c, p.Limit, p.Window, c, p.Num, p.Den)
+		return fmt.Errorf("Burst %d at %d per %dµs is beyond exact arithmetic: Burst × Window/gcd(Window, Limit) must stay below 2^53 (Lua's numbers are doubles), and here it is %d × %d; lower Burst, or make Limit divide Window more evenly", c, p.Limit, p.Window, c, p.Num)
 	}
 	if c/p.Den > maxSpan/p.Num {
-		return fmt.Errorf("a burst of %d takes longer than 2^50µs (35 years) to drain at %d per %dµs; lower the burst", c, p.Limit, p.Window)
+		return fmt.Errorf("Burst %d takes longer than 2^50µs (35 years) to drain at %d per %dµs; lower Burst", c, p.Limit, p.Window)
 	}
 	return nil
 }

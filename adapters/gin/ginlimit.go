@@ -8,17 +8,31 @@
 //
 //	r.POST("/login", ginlimit.New(limiter, ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 5, Window: time.Minute})), login)
 //
+// The handler reads the limiter's decision (remaining quota, binding policy) with [Decision]:
+//
+//	if d, ok := ginlimit.Decision(c); ok { log.Printf("%d left", d.Remaining) }
+//
+// The middleware stores it with c.Set under the key "github.com/a7d3e0dd/ratelimit/adapters/gin.decision";
+// leave that key alone. A per-route limit's decision replaces the router's.
+//
 // Key functions see Gin's matched route ([gin.Context.FullPath]) as [ratelimit.Request.Route],
-// and resolve the client IP with the core's rules ([ratelimit.KeyByIP]), not Gin's ClientIP.
+// the values of c.Set as [ratelimit.Request.Value] (for [ratelimit.KeyByUser]), and resolve
+// the client IP with the core's rules ([ratelimit.KeyByIP]), not Gin's ClientIP.
 package ginlimit
 
 import (
 	"context"
+	"net/http"
+	"net/textproto"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/a7d3e0dd/ratelimit"
 )
+
+// decisionKey is the c.Set key of the decision the middleware hands its handler.
+const decisionKey = "github.com/a7d3e0dd/ratelimit/adapters/gin.decision"
 
 // New returns Gin middleware that limits requests with l, configured by opts. It panics if an
 // option is invalid, when the router is being set up; [FromGuard] with [ratelimit.NewGuard]
@@ -41,21 +55,56 @@ func FromGuard(g *ratelimit.Guard) gin.HandlerFunc {
 			c.Abort()
 			return
 		}
+		if o.Decision.Limit > 0 { // the limiter decided: not skipped, not failed open
+			d := o.Decision
+			c.Set(decisionKey, &d)
+		}
 		c.Next()
 		g.Done(&o, c.Writer.Status())
 	}
+}
+
+// Decision returns the decision the middleware made for the request of c: the remaining quota,
+// the binding policy, every policy's result. It reports false when no limiter decided (the
+// request was skipped, or the store failed and the request failed open).
+func Decision(c *gin.Context) (ratelimit.Decision, bool) {
+	if v, ok := c.Get(decisionKey); ok {
+		if d, ok := v.(*ratelimit.Decision); ok {
+			return *d, true
+		}
+	}
+	return ratelimit.Decision{}, false
 }
 
 // request is a Gin request seen as a [ratelimit.Request]. A struct of one pointer converts to
 // an interface without allocating.
 type request struct{ c *gin.Context }
 
-func (r request) Context() context.Context { return r.c.Request.Context() }
-func (r request) Method() string           { return r.c.Request.Method }
-func (r request) Path() string             { return r.c.Request.URL.Path }
-func (r request) Route() string            { return r.c.FullPath() }
-func (r request) RemoteAddr() string       { return r.c.Request.RemoteAddr }
+func (r request) Context() context.Context  { return r.c.Request.Context() }
+func (r request) Method() string            { return r.c.Request.Method }
+func (r request) Path() string              { return r.c.Request.URL.Path }
+func (r request) Route() string             { return r.c.FullPath() }
+func (r request) RemoteAddr() string        { return r.c.Request.RemoteAddr }
+func (r request) Header(name string) string { return header(r.c.Request.Header, name) }
 
-func (r request) Header(name string) string {
-	return ratelimit.HTTPRequest(r.c.Request).Header(name)
+// Value returns what c.Set stored under a string key, else the request context's value.
+func (r request) Value(key any) any {
+	if k, ok := key.(string); ok {
+		if v, ok := r.c.Get(k); ok {
+			return v
+		}
+	}
+	return r.c.Request.Context().Value(key)
+}
+
+// header joins the field lines of the named header with ", ", without allocating for one line.
+func header(h http.Header, name string) string {
+	switch v := h[textproto.CanonicalMIMEHeaderKey(name)]; len(v) {
+	case 0:
+		return ""
+	case 1:
+		return v[0]
+	default:
+		return strings.Join(v, ", ")
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -24,6 +25,13 @@ func TestHTTPSpec(t *testing.T) {
 			ctx.Data(status, "text/plain; charset=utf-8", []byte("ok"))
 		}
 		r := gin.New()
+		if c.Auth { // an authentication middleware in front of the limiter
+			r.Use(func(ctx *gin.Context) {
+				if user := ctx.GetHeader("X-User"); user != "" {
+					ctx.Set(httpspec.UserKey, user)
+				}
+			})
+		}
 		r.Use(ginlimit.New(c.Limiter, c.Options...))
 		r.GET("/items/:id", h)
 		r.GET("/health", h)

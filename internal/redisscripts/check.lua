@@ -1,7 +1,8 @@
 -- check.lua: the entry point; evaluates a whole policy list for one identity, all or nothing.
 --
 -- KEYS[i]   the state key of policy i (all keys share one cluster hash tag)
--- ARGV[1]   now in microseconds, or "0" to read the Redis server's TIME
+-- ARGV[1]   now in microseconds (an injected clock: keys then live at least a minute), or "0" to
+--           read the Redis server's TIME
 -- ARGV[2]   cost of the request (0 reads without charging)
 -- ARGV[3]   "1" to charge the request when every policy allows it, "0" to only evaluate it,
 --           "2" to refund a charge of cost made at ARGV[4] (the reply is then empty)
@@ -16,6 +17,8 @@ local now = tonumber(ARGV[1])
 if now == 0 then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  min_ttl_ms = 60000 -- see preamble.lua
 end
 local cost = tonumber(ARGV[2])
 local charge = ARGV[3] == '1'

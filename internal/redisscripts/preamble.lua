@@ -23,10 +23,16 @@ local function int(n)
   return string.format('%d', n)
 end
 
--- ttl_ms turns a state lifetime in microseconds into a PX argument (at least 1 ms).
+-- min_ttl_ms is the shortest lifetime of a key, in milliseconds. Redis expires keys on its own
+-- clock; when the caller passes the time (an injected clock, for tests), that clock may run
+-- slower than Redis' or go back, so check.lua raises the bound to a minute: state past its
+-- lifetime is equivalent to no state for every algorithm, so keeping it longer changes nothing.
+local min_ttl_ms = 1
+
+-- ttl_ms turns a state lifetime in microseconds into a PX argument (at least min_ttl_ms).
 local function ttl_ms(us)
   local ms = ceil(us / 1000)
-  if ms < 1 then ms = 1 end
+  if ms < min_ttl_ms then ms = min_ttl_ms end
   return int(ms)
 end
 
