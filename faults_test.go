@@ -1,6 +1,7 @@
 package ratelimit_test
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -14,9 +15,11 @@ import (
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
 )
 
-// Redis crashes while traffic runs: requests keep being served (fail-open) within the store
-// deadline, the error handler hears of it, and once Redis is back — empty, with no scripts —
-// limiting resumes by itself.
+// Redis crashes while traffic runs: requests keep being served (fail-open), the error handler
+// hears of every failure as ErrStoreUnavailable, and once Redis is back — empty, with no
+// scripts — limiting resumes by itself. A refused connection fails at once, so the deadline is
+// generous: on a busy machine a slow but healthy Redis must not pass for a dead one. (Deadlines
+// themselves are tested on injected time, in the HTTP spec.)
 func TestRedisCrashWhileServing(t *testing.T) {
 	for _, ctxTimeout := range []bool{false, true} {
 		t.Run(map[bool]string{false: "default-client", true: "ctxtimeout-client"}[ctxTimeout], func(t *testing.T) {
@@ -25,15 +28,16 @@ func TestRedisCrashWhileServing(t *testing.T) {
 			store := redisStore(t, client)
 			l := mustNew(t, store, ratelimit.Policy{Limit: 3, Window: time.Hour})
 			var failures atomic.Int64
-			h := ratelimit.Middleware(l, ratelimit.WithTimeout(50*time.Millisecond),
-				ratelimit.WithErrorHandler(func(ratelimit.Request, error) { failures.Add(1) }))(okHandler)
+			h := ratelimit.Middleware(l, ratelimit.WithTimeout(time.Minute),
+				ratelimit.WithErrorHandler(func(_ ratelimit.Request, err error) {
+					if !errors.Is(err, ratelimit.ErrStoreUnavailable) {
+						t.Errorf("error %v is not ErrStoreUnavailable", err)
+					}
+					failures.Add(1)
+				}))(okHandler)
 			serve := func() int {
 				w := httptest.NewRecorder()
-				start := time.Now()
 				h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
-				if d := time.Since(start); d > 2*time.Second {
-					t.Fatalf("a request took %v with a 50ms store deadline", d)
-				}
 				return w.Code
 			}
 			codes := func(n int) (out []int) {
@@ -55,7 +59,7 @@ func TestRedisCrashWhileServing(t *testing.T) {
 			}
 			redistest.Restart(t)
 			// The first call after the restart may still find a dead pooled connection.
-			deadline := time.Now().Add(5 * time.Second)
+			deadline := time.Now().Add(time.Minute)
 			for client.Ping(ctx).Err() != nil && time.Now().Before(deadline) {
 				time.Sleep(10 * time.Millisecond) // waits for a process to start, not for a clock
 			}

@@ -47,9 +47,7 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if o.Decision.n > 0 {
-		d := new(Decision) // a copy: o stays on the stack
-		*d = o.Decision
-		r = r.WithContext(context.WithValue(r.Context(), decisionKey{}, d))
+		r = r.WithContext(&decisionContext{r.Context(), o.Decision})
 	}
 	if !o.Pending {
 		h.next.ServeHTTP(w, r)
@@ -62,6 +60,20 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // decisionKey is the context key of the decision the middleware hands its handler.
 type decisionKey struct{}
+
+// decisionContext is a request's context with its decision: one allocation for both, where
+// context.WithValue and a copy of the decision would take two.
+type decisionContext struct {
+	context.Context
+	d Decision
+}
+
+func (c *decisionContext) Value(key any) any {
+	if key == (decisionKey{}) {
+		return &c.d
+	}
+	return c.Context.Value(key)
+}
 
 // DecisionFrom returns the decision of the request whose context is ctx, as the net/http
 // [Middleware] made it: the remaining quota, the binding policy, every policy's result. It
