@@ -5,7 +5,7 @@ MODULES := .
 endif
 GO ?= go
 
-.PHONY: test fmt vet race fuzz bench example
+.PHONY: test fmt vet race fuzz bench example stress
 
 test: fmt vet race fuzz
 
@@ -31,3 +31,14 @@ bench:
 
 example:
 	cd examples && $(GO) run ./nethttp
+
+# Two make test at once, three times in a row: the tests must not depend on the machine being
+# idle (every test about time runs on injected time). Logs go to a temporary directory.
+stress:
+	@dir=$$(mktemp -d); for i in 1 2 3; do \
+		echo "stress round $$i: two make test at once (logs in $$dir)"; \
+		$(MAKE) --no-print-directory test >$$dir/round$$i-a.log 2>&1 & a=$$!; \
+		$(MAKE) --no-print-directory test >$$dir/round$$i-b.log 2>&1 & b=$$!; \
+		wait $$a; ra=$$?; wait $$b; rb=$$?; \
+		if [ $$ra -ne 0 ] || [ $$rb -ne 0 ]; then echo "round $$i failed: see $$dir"; exit 1; fi; \
+	done; echo "stress: 3 rounds passed"
