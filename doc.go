@@ -3,20 +3,26 @@
 //
 // A [Limiter] checks a list of [Policy] values at once — 10/s AND 100/min AND 1000/h — each
 // enforced by one of six algorithms (package algorithms): a request is admitted only when every
-// policy admits it, and then charged to all of them. With a [RedisStore] the whole list is one
-// atomic script call, shared by every instance; a [MemoryStore] runs the same algorithms to the
-// same results in this process.
+// policy admits it, and then charged to all of them. Over the Redis store ([NewRedisStore]) the
+// whole list is one atomic script call, shared by every instance; the memory store
+// ([NewMemoryStore]) runs the same algorithms to the same results in this process. Policies are
+// plain values, validated by [New]:
 //
-//	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.PerSecond(10), ratelimit.PerHour(1000))
+//	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(),
+//		ratelimit.Policy{Limit: 10, Window: time.Second},
+//		ratelimit.Policy{Limit: 1000, Window: time.Hour})
 //	d, err := limiter.Allow(ctx, "user:42")
 //
 // [Middleware] puts a limiter in front of a net/http handler: it takes the key from the request
-// through a [KeyFunc] (by default the connection's IP address; forwarding headers only from
-// proxies you trust), writes X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset on
-// every response, and answers 429 with an honest Retry-After:
+// through a [KeyFunc] (by default the client IP: the connection's address, or the address that
+// proxies named by [TrustProxies] forwarded), writes X-RateLimit-Limit, X-RateLimit-Remaining
+// and X-RateLimit-Reset on every response, answers 429 with an honest Retry-After, and hands
+// the handler its [Decision] ([DecisionFrom]):
 //
 //	http.ListenAndServe(":8080", ratelimit.Middleware(limiter)(mux))
 //
 // The framework adapters for Gin, Echo and Fiber (each its own module under adapters/) call the
-// same [Guard], so they behave alike.
+// same [Guard], so they behave alike. Errors carry a kind to test with errors.Is ([ErrBadKey],
+// [ErrBadCost], [ErrStoreUnavailable], [ErrStoreTimeout]); time comes from one [Clock], injected
+// into a store with [WithClock].
 package ratelimit

@@ -9,7 +9,7 @@ import (
 
 // Error kinds. Every error of a [Limiter] or a [Guard] that is not a misconfiguration wraps one
 // of them, so callers tell them apart with errors.Is, never by their text. The cause stays
-// wrapped too: a store timeout is also context.DeadlineExceeded.
+// wrapped too: a store timeout wraps the cause, context.DeadlineExceeded or the client's i/o timeout.
 var (
 	// ErrNoKey is returned by a [KeyFunc] when the request carries no key of its kind. The
 	// guard then limits the request by its client IP, or refuses it (see [RejectMissingKey]);

@@ -9,9 +9,9 @@ import (
 	"github.com/a7d3e0dd/ratelimit/algorithms"
 )
 
-// A limiter of 2 requests per second and 100 per hour, in memory.
+// A limiter of 2 requests per minute and 100 per hour, in memory.
 func ExampleNew() {
-	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 2, Window: time.Second}, ratelimit.Policy{Limit: 100, Window: time.Hour})
+	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 2, Window: time.Minute}, ratelimit.Policy{Limit: 100, Window: time.Hour})
 	if err != nil {
 		panic(err)
 	}

@@ -87,8 +87,6 @@ func (s *memoryStore) Check(ctx context.Context, key string, policies []Policy, 
 	if err := compiledAll(policies); err != nil {
 		return time.Time{}, err
 	}
-	t := s.clock.Now()
-	now := t.UnixMicro()
 	sh := s.shard(key)
 	var (
 		buf     [160]byte
@@ -102,6 +100,9 @@ func (s *memoryStore) Check(ctx context.Context, key string, policies []Policy, 
 
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	// The time is read under the lock, so the checks of one identity see it in order.
+	t := s.clock.Now()
+	now := t.UnixMicro()
 	all := true
 	for i := range policies {
 		p := &policies[i]
@@ -184,11 +185,11 @@ func (s *memoryStore) Refund(ctx context.Context, key string, policies []Policy,
 	if err := compiledAll(policies); err != nil {
 		return err
 	}
-	now := s.clock.Now().UnixMicro()
 	sh := s.shard(key)
 	var buf [160]byte
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	now := s.clock.Now().UnixMicro()
 	for i := range policies {
 		p := &policies[i]
 		k := appendKey(buf[:0], s.prefix, key, p.tag())

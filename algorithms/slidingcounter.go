@@ -49,10 +49,10 @@ func (slidingCounter) Check(p algo.Params, s algo.State, now, cost int64) (algo.
 	case s.A == k-1:
 		s = algo.State{Init: true, A: k, C: s.B}
 	}
-	elapsed := now - k*p.Window
+	elapsed := max(now-k*p.Window, 0) // 0 when the clock went back before the state's window
 	w := float64(p.Window)
 	est := float64(s.C)*float64(p.Window-elapsed)/w + float64(s.B)
-	r := algo.Result{Allowed: est+float64(cost) <= float64(p.Limit)}
+	r := algo.Result{Allowed: cost == 0 || est+float64(cost) <= float64(p.Limit)}
 	cur := s.B
 	switch {
 	case r.Allowed:

@@ -87,7 +87,7 @@ func (m tat) Check(p algo.Params, s algo.State, now, cost int64) (algo.Result, a
 	switch {
 	case cost > capacity:
 		r.RetryAfter = algo.Never
-	case !before(horizon, plus(p, t, cost)):
+	case cost == 0 || !before(horizon, plus(p, t, cost)): // cost 0 reads, even with the clock gone back
 		r.Allowed, after = true, plus(p, t, cost)
 		if m.shaping && cost > 0 {
 			r.Delay = ceilTo(t, now)

@@ -14,8 +14,9 @@ algorithms.sc = function(key, now, limit, window, burst, cost)
     end
   end
   local elapsed = now - k * window
+  if elapsed < 0 then elapsed = 0 end -- the clock went back before the state's window
   local est = prev * (window - elapsed) / window + cur
-  local allowed = est + cost <= limit
+  local allowed = cost == 0 or est + cost <= limit
   local after, retry, reset = cur, 0, 0
   if allowed then
     est = est + cost

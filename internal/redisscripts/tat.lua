@@ -62,7 +62,7 @@ local function tat_check(key, now, limit, window, burst, cost, shaping)
     retry = -1
   else
     local nus, nfr = plus(num, den, tus, tfr, cost)
-    if not before(hus, hfr, nus, nfr) then
+    if cost == 0 or not before(hus, hfr, nus, nfr) then
       allowed, aus, afr = true, nus, nfr
       if shaping and cost > 0 then delay = ceil_to(tus, tfr, now) end
     else
