@@ -4,17 +4,23 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/textproto"
+	"os"
 	"reflect"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
@@ -25,62 +31,96 @@ func TestNewGuardOptionErrors(t *testing.T) {
 	shaping := ratelimit.Policy{Name: "queue", Limit: 10, Window: time.Second, Algorithm: algorithms.LeakyBucket{Shaping: true}}
 	for _, c := range []struct {
 		opts []ratelimit.Option
-		want string
+		want string // what follows "ratelimit: NewGuard: "
 	}{
-		{[]ratelimit.Option{ratelimit.WithPolicies()}, "ratelimit: WithPolicies(): give it at least one policy"},
-		{[]ratelimit.Option{ratelimit.WithPolicies(ratelimit.Policy{Limit: 0, Window: time.Minute})}, `ratelimit: WithPolicies: invalid policy "gcra-0-per-1m": Limit is 0; it must be at least 1`},
-		{[]ratelimit.Option{ratelimit.WithKey(nil)}, "ratelimit: WithKey(nil): give it a key function"},
-		{[]ratelimit.Option{ratelimit.RejectMissingKey(200)}, "ratelimit: RejectMissingKey(200): the status must be a 4xx client error"},
-		{[]ratelimit.Option{ratelimit.WithCost(nil)}, "ratelimit: WithCost(nil)"},
-		{[]ratelimit.Option{ratelimit.FailClosed(500)}, "ratelimit: FailClosed(500): the status must be 503 or 429"},
-		{[]ratelimit.Option{ratelimit.WithTimeout(0)}, "ratelimit: WithTimeout(0s): the timeout must be positive"},
-		{[]ratelimit.Option{ratelimit.WithErrorHandler(nil)}, "ratelimit: WithErrorHandler(nil)"},
-		{[]ratelimit.Option{ratelimit.WithDenyResponse(nil)}, "ratelimit: WithDenyResponse(nil)"},
-		{[]ratelimit.Option{ratelimit.WithHeaders(8)}, "ratelimit: WithHeaders(8): unknown header style"},
-		{[]ratelimit.Option{ratelimit.WithSkip(nil)}, "ratelimit: WithSkip(nil)"},
-		{[]ratelimit.Option{ratelimit.CountIf(nil)}, "ratelimit: CountIf(nil)"},
-		{[]ratelimit.Option{ratelimit.WithNow(nil)}, "ratelimit: WithNow(nil)"},
-		{[]ratelimit.Option{ratelimit.WithFallbackKey(nil)}, "ratelimit: WithFallbackKey(nil): give it a key function"},
-		{[]ratelimit.Option{ratelimit.WithFallbackKey(ratelimit.KeyByIP()), ratelimit.RejectMissingKey(401)},
-			"ratelimit: WithFallbackKey cannot be combined with RejectMissingKey(401)"},
-		{[]ratelimit.Option{ratelimit.RejectMissingKey(400), ratelimit.WithFallbackKey(ratelimit.KeyByIP())},
-			"ratelimit: WithFallbackKey cannot be combined with RejectMissingKey(400)"},
-		{[]ratelimit.Option{nil}, "ratelimit: option 1 is nil"},
+		{[]ratelimit.Option{ratelimit.WithPolicies()}, "WithPolicies(): give it at least one policy"},
+		{[]ratelimit.Option{ratelimit.WithPolicies(ratelimit.Policy{Limit: 0, Window: time.Minute})}, `WithPolicies: ratelimit: invalid policy "gcra-0-per-1m": Limit is 0; it must be at least 1`},
+		{[]ratelimit.Option{ratelimit.WithPolicies(ratelimit.Policy{Name: "a", Limit: 1, Window: time.Minute}, ratelimit.Policy{Name: "a", Limit: 2, Window: time.Hour})}, `WithPolicies: ratelimit: invalid policy "a": two policies have this name`},
+		{[]ratelimit.Option{ratelimit.WithKey(nil)}, "WithKey(nil): give it a key function"},
+		{[]ratelimit.Option{ratelimit.RejectMissingKey(200)}, "RejectMissingKey(200): the status must be a 4xx client error"},
+		{[]ratelimit.Option{ratelimit.RejectMissingKey(503)}, "RejectMissingKey(503): the status must be a 4xx client error"},
+		{[]ratelimit.Option{ratelimit.WithCost(nil)}, "WithCost(nil): give it a function"},
+		{[]ratelimit.Option{ratelimit.FailClosed(500)}, "FailClosed(500): the status must be 503 or 429"},
+		{[]ratelimit.Option{ratelimit.WithTimeout(0)}, "WithTimeout(0s): the timeout must be positive"},
+		{[]ratelimit.Option{ratelimit.WithErrorHandler(nil)}, "WithErrorHandler(nil): give it a function"},
+		{[]ratelimit.Option{ratelimit.WithDenyResponse(nil)}, "WithDenyResponse(nil): give it a function"},
+		{[]ratelimit.Option{ratelimit.WithHeaders(8)}, "WithHeaders: unknown header style 8"},
+		{[]ratelimit.Option{ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, 0)}, "WithHeaders: unknown header style 0"},
+		{[]ratelimit.Option{ratelimit.WithSkip(nil)}, "WithSkip(nil): give it a function"},
+		{[]ratelimit.Option{ratelimit.CountIf(nil)}, "CountIf(nil): give it a function"},
+		{[]ratelimit.Option{ratelimit.TrustProxies("X-Forwarded-For")}, `TrustProxies("X-Forwarded-For"): name at least one proxy`},
+		{[]ratelimit.Option{ratelimit.TrustProxies("10.0.0.0/8")}, `TrustProxies: "10.0.0.0/8" is not a valid header name`},
+		{[]ratelimit.Option{ratelimit.TrustProxies("X-Real-IP", "10.0.0.0/33")}, `TrustProxies: "10.0.0.0/33" is neither a CIDR prefix nor an IP address`},
+		{[]ratelimit.Option{ratelimit.IPv6Prefix(0)}, "IPv6Prefix(0): bits must be between 1 and 128"},
+		{[]ratelimit.Option{ratelimit.IPv6Prefix(129)}, "IPv6Prefix(129): bits must be between 1 and 128"},
+		{[]ratelimit.Option{nil}, "option 1 is nil"},
 		{[]ratelimit.Option{ratelimit.WithPolicies(shaping), ratelimit.CountIf(func(int) bool { return true })},
-			`ratelimit: CountIf cannot be combined with the shaping policy "queue"`},
-		{[]ratelimit.Option{ratelimit.WithTimeout(-1), ratelimit.FailClosed(418)}, // every error, one a line
-			"ratelimit: WithTimeout(-1ns): the timeout must be positive\nratelimit: FailClosed(418)"},
+			`CountIf cannot be combined with the shaping policy "queue"`},
+		// Store options configure a store.
+		{[]ratelimit.Option{ratelimit.WithClock(newFakeClock())}, "WithClock configures a store, not a guard: give it to NewMemoryStore or NewRedisStore"},
+		{[]ratelimit.Option{ratelimit.WithPrefix("app:")}, "WithPrefix configures a store, not a guard"},
+		{[]ratelimit.Option{ratelimit.WithMaxKeys(10)}, "WithMaxKeys configures a store, not a guard"},
+		// Every error, in order.
+		{[]ratelimit.Option{ratelimit.WithTimeout(-1), ratelimit.WithHeaders(), ratelimit.FailClosed(418)},
+			"2 invalid options: WithTimeout(-1ns): the timeout must be positive; FailClosed(418): the status must be 503 or 429"},
 	} {
 		g, err := ratelimit.NewGuard(l, c.opts...)
-		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
-			t.Errorf("got %v, %v; want an error starting %q", g, err, c.want)
+		if want := "ratelimit: NewGuard: " + c.want; err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("got %v, %v; want an error starting %q", g, err, want)
 		}
-	}
-	if _, err := ratelimit.NewGuard(l, ratelimit.WithPolicies(ratelimit.Policy{Limit: 0, Window: time.Minute})); !errors.Is(err, ratelimit.ErrInvalidPolicy) {
-		t.Errorf("got %v, want it to wrap ErrInvalidPolicy", err)
 	}
 	if _, err := ratelimit.NewGuard(nil); err == nil || !strings.Contains(err.Error(), "the limiter is nil") {
 		t.Errorf("NewGuard(nil): got %v", err)
 	}
-	if _, err := ratelimit.NewMiddleware(l, ratelimit.WithTimeout(0)); err == nil {
-		t.Error("NewMiddleware accepted an invalid option")
+	if g, err := ratelimit.NewGuard(l, ratelimit.WithHeaders(), ratelimit.TrustProxies("Forwarded", "unix"), ratelimit.IPv6Prefix(128)); err != nil || g == nil {
+		t.Errorf("valid options: got %v, %v", g, err)
 	}
 	defer func() {
-		if r := recover(); r == nil || !strings.Contains(r.(error).Error(), "WithTimeout(0s)") {
+		if r := recover(); r == nil || !strings.Contains(r.(error).Error(), "ratelimit: NewGuard: WithTimeout(0s)") {
 			t.Errorf("Middleware: got panic %v, want one naming the option", r)
 		}
 	}()
 	ratelimit.Middleware(l, ratelimit.WithTimeout(0))
 }
 
+// TestGuardOptionsAreNotStoreOptions: a guard option given to a store is an error, when the
+// store is made.
+func TestGuardOptionsAreNotStoreOptions(t *testing.T) {
+	for name, f := range map[string]func(){
+		"NewMemoryStore": func() { ratelimit.NewMemoryStore(ratelimit.WithTimeout(time.Second)) },
+		"NewRedisStore":  func() { ratelimit.NewRedisStore(redis.NewClient(&redis.Options{}), ratelimit.WithTimeout(time.Second)) },
+	} {
+		func() {
+			defer func() {
+				want := "ratelimit: " + name + ": WithTimeout configures a guard (Middleware, NewGuard, an adapter's New), not a store"
+				if r := recover(); r == nil || !strings.Contains(r.(error).Error(), want) {
+					t.Errorf("%s(WithTimeout): got panic %v, want %q", name, r, want)
+				}
+			}()
+			f()
+		}()
+	}
+}
+
+// TestGuardWithPolicies: a guard with its own policies checks those, over the limiter's store.
 func TestGuardWithPolicies(t *testing.T) {
-	l := mustNew(t, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 10, Window: time.Minute})
-	g, err := ratelimit.NewGuard(l, ratelimit.WithPolicies(ratelimit.Policy{Name: "route", Limit: 1, Window: time.Second}))
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()))
+	l := mustNew(t, store, ratelimit.Policy{Limit: 10, Window: time.Minute})
+	route := ratelimit.Policy{Name: "route", Limit: 1, Window: time.Second}
+	g, err := ratelimit.NewGuard(l, ratelimit.WithPolicies(route))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := g.Limiter().Policies(); len(got) != 1 || got[0].Name != "route" || g.Limiter().Store() != l.Store() {
-		t.Errorf("got policies %v over store %v, want the route's over the limiter's store", got, g.Limiter().Store())
+	req := ratelimit.HTTPRequest(httptest.NewRequest(http.MethodGet, "/", nil))
+	if o := g.Check(req); !o.Proceed || o.Decision.Policy.Name != "route" || len(o.Decision.Results()) != 1 || o.Decision.Limit != 1 {
+		t.Errorf("got %+v, want the route's policy alone", o.Decision)
+	}
+	// The charge is in the limiter's store, under the route's policy, and not the limiter's.
+	if d, err := mustNew(t, store, route).Peek(ctx, "ip:192.0.2.1"); err != nil || d.Allowed {
+		t.Errorf("the route's policy over the store: got %+v, %v; want the guard's request charged there", d, err)
+	}
+	if d, err := l.Peek(ctx, "ip:192.0.2.1"); err != nil || d.Remaining != 9 { // 9 after the request Peek asks about
+		t.Errorf("the limiter's own policy: got %+v, %v; want nothing charged", d, err)
 	}
 }
 
@@ -89,20 +129,21 @@ func TestGuardWithPolicies(t *testing.T) {
 func TestOutcomeHeaders(t *testing.T) {
 	clock := newFakeClock()
 	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), fixed(1, time.Minute, "minute"), fixed(5, time.Hour, "hour"))
-	g, err := ratelimit.NewGuard(l, ratelimit.WithNow(clock.Now), ratelimit.WithHeaders(ratelimit.XRateLimitHeaders|ratelimit.IETFDraftHeaders))
+	g, err := ratelimit.NewGuard(l, ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req := ratelimit.HTTPRequest(httptest.NewRequest(http.MethodGet, "/", nil))
+	reset := strconv.FormatInt(t0.Add(time.Minute).Unix(), 10)
 	for i, want := range []http.Header{
 		{
-			"X-Ratelimit-Limit": {"1"}, "X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"1699999260"},
+			"X-Ratelimit-Limit": {"1"}, "X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {reset},
 			"Ratelimit-Policy": {`"minute";q=1;w=60, "hour";q=5;w=3600`}, "Ratelimit": {`"minute";r=0;t=60`},
 		},
 		{
-			"X-Ratelimit-Limit": {"1"}, "X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"1699999260"},
+			"X-Ratelimit-Limit": {"1"}, "X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {reset},
 			"Ratelimit-Policy": {`"minute";q=1;w=60, "hour";q=5;w=3600`}, "Ratelimit": {`"minute";r=0;t=60`},
-			"Retry-After": {"60"},
+			"Retry-After": {"60"}, "Content-Type": {"text/plain; charset=utf-8"}, "X-Content-Type-Options": {"nosniff"},
 		},
 	} {
 		o := g.Check(req)
@@ -121,8 +162,6 @@ func TestOutcomeHeaders(t *testing.T) {
 		}
 		w := httptest.NewRecorder()
 		o.Write(w)
-		delete(w.Header(), "Content-Type")
-		delete(w.Header(), "X-Content-Type-Options")
 		if !reflect.DeepEqual(w.Header(), want) {
 			t.Errorf("check %d: Write wrote %v, want %v", i, w.Header(), want)
 		}
@@ -132,16 +171,22 @@ func TestOutcomeHeaders(t *testing.T) {
 
 // TestGuardDoneOnce: with CountIf, Done refunds once, whatever the caller does.
 func TestGuardDoneOnce(t *testing.T) {
-	l := mustNew(t, ratelimit.NewMemoryStore(), fixed(3, time.Minute, "minute"))
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock())), fixed(3, time.Minute, "minute"))
 	g, err := ratelimit.NewGuard(l, ratelimit.CountIf(func(s int) bool { return s == http.StatusUnauthorized }))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req := ratelimit.HTTPRequest(httptest.NewRequest(http.MethodGet, "/", nil))
 	failed := g.Check(req)
+	if !failed.Pending {
+		t.Fatalf("got %+v, want an outcome pending the handler's status", failed)
+	}
 	g.Done(&failed, http.StatusUnauthorized) // counts: keeps its charge
 	ok := g.Check(req)
 	g.Done(&ok, http.StatusOK) // does not count: refunded, once
+	if ok.Pending {
+		t.Error("the outcome is still pending after Done")
+	}
 	g.Done(&ok, http.StatusOK)
 	if o := g.Check(req); !o.Proceed || o.Decision.Remaining != 1 {
 		t.Errorf("after one counted and one refunded request: got proceed %v, remaining %d; want true, 1", o.Proceed, o.Decision.Remaining)
@@ -149,10 +194,17 @@ func TestGuardDoneOnce(t *testing.T) {
 }
 
 // TestCountIfConcurrent: requests in flight hold their charge, so a burst of concurrent
-// failed logins never gets past the limit; successful ones give their charge back.
+// failed logins never gets past the limit; successful ones give their charge back. The store
+// has all the time it needs, and fails closed: a slow store lets nothing through.
 func TestCountIfConcurrent(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
-		l := mustNew(t, store, ratelimit.Policy{Limit: 5, Window: time.Minute})
+		const limit, requests = 5, 200
+		l := mustNew(t, store, ratelimit.Policy{Limit: limit, Window: time.Minute})
+		opts := []ratelimit.Option{
+			ratelimit.CountIf(func(s int) bool { return s == http.StatusUnauthorized }),
+			ratelimit.WithTimeout(time.Minute), ratelimit.FailClosed(http.StatusServiceUnavailable),
+			ratelimit.WithErrorHandler(func(_ ratelimit.Request, err error) { t.Errorf("reported: %v", err) }),
+		}
 		release := make(chan struct{})
 		var reached atomic.Int64
 		login := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -160,10 +212,10 @@ func TestCountIfConcurrent(t *testing.T) {
 			<-release // every admitted login is in flight at once
 			w.WriteHeader(http.StatusUnauthorized)
 		})
-		h := ratelimit.Middleware(l, ratelimit.CountIf(func(s int) bool { return s == http.StatusUnauthorized }))(login)
+		h := ratelimit.Middleware(l, opts...)(login)
 		var wg sync.WaitGroup
-		codes := make(chan int, 200)
-		for range 200 {
+		codes := make(chan int, requests)
+		for range requests {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -172,22 +224,28 @@ func TestCountIfConcurrent(t *testing.T) {
 				codes <- w.Code
 			}()
 		}
-		for reached.Load() < 5 && len(codes) < 195 {
+		// Wait until every request but the admitted ones has been answered: then every
+		// admitted one is in the handler.
+		for len(codes) < requests-limit && reached.Load() <= limit {
 			runtime.Gosched()
 		}
 		close(release)
 		wg.Wait()
-		if n := reached.Load(); n > 5 {
-			t.Fatalf("%d concurrent failed logins reached the handler; the limit is 5", n)
+		close(codes)
+		count := map[int]int{}
+		for c := range codes {
+			count[c]++
+		}
+		if n := reached.Load(); n != limit || count[401] != limit || count[429] != requests-limit {
+			t.Fatalf("%d concurrent failed logins reached the handler, statuses %v; want %d, and %d refused", n, count, limit, requests-limit)
 		}
 
 		// Successful requests do not count: their charge comes back.
-		ok := ratelimit.Middleware(l, ratelimit.CountIf(func(s int) bool { return s == http.StatusUnauthorized }))(okHandler)
+		ok := ratelimit.Middleware(l, opts...)(okHandler)
 		clock.Advance(time.Hour)
-		for i := 0; i < 20; i++ {
+		for i := range 4 * limit {
 			w := httptest.NewRecorder()
-			r := httptest.NewRequest(http.MethodPost, "/login", nil)
-			ok.ServeHTTP(w, r)
+			ok.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/login", nil))
 			if w.Code != http.StatusOK {
 				t.Fatalf("successful login %d: status %d", i, w.Code)
 			}
@@ -195,56 +253,43 @@ func TestCountIfConcurrent(t *testing.T) {
 	})
 }
 
-// TestCountIfSeesTheStatus runs count-by-outcome through handlers that answer in every way.
-func TestCountIfSeesTheStatus(t *testing.T) {
-	for _, c := range []struct {
-		name    string
-		handler http.HandlerFunc
-		counted bool
-	}{
-		{"WriteHeader", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(401) }, true},
-		{"interim response first", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(103); w.WriteHeader(401) }, true},
-		{"Write only", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("hi")) }, false},
-		{"nothing", func(w http.ResponseWriter, r *http.Request) {}, false},
-		{"Flush", func(w http.ResponseWriter, r *http.Request) { w.(http.Flusher).Flush(); w.WriteHeader(401) }, false},
-		{"ResponseController", func(w http.ResponseWriter, r *http.Request) {
-			if err := http.NewResponseController(w).Flush(); err != nil {
-				t.Error(err)
-			}
-		}, false},
-		{"Hijack unsupported", func(w http.ResponseWriter, r *http.Request) {
-			if _, _, err := w.(http.Hijacker).Hijack(); err == nil {
-				t.Error("a recorder was hijacked")
-			}
-			w.WriteHeader(401)
-		}, true},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			l := mustNew(t, ratelimit.NewMemoryStore(), fixed(1, time.Minute, "minute"))
-			h := ratelimit.Middleware(l, ratelimit.CountIf(func(s int) bool { return s == 401 }))(c.handler)
-			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
-			if counted := w.Code == 429; counted != c.counted {
-				t.Errorf("counted: got %v, want %v", counted, c.counted)
-			}
-		})
-	}
+// clockedErrStore is a store that always fails, on clock.
+type clockedErrStore struct {
+	errStore
+	clock ratelimit.Clock
 }
 
-// TestDefaultErrorHandler: errors are logged, at most once a second.
+func (s clockedErrStore) Clock() ratelimit.Clock { return s.clock }
+
+// TestDefaultErrorHandler: errors are logged, at most once a second of the store's clock, with
+// the number not logged since.
 func TestDefaultErrorHandler(t *testing.T) {
 	var buf bytes.Buffer
 	defer slog.SetDefault(slog.Default())
 	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
-	l := mustNew(t, errStore{errors.New("disk on fire")}, ratelimit.Policy{Limit: 1, Window: time.Minute})
+	clock := newFakeClock()
+	l := mustNew(t, clockedErrStore{errStore{errors.New("disk on fire")}, clock}, ratelimit.Policy{Limit: 1, Window: time.Minute})
 	h := ratelimit.Middleware(l)(okHandler)
-	for range 50 {
-		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
+	serve := func(n int) {
+		for range n {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+			if w.Code != http.StatusOK {
+				t.Fatalf("got status %d, want 200: fail-open", w.Code)
+			}
+		}
 	}
-	logged := strings.Count(buf.String(), "\n")
-	if logged < 1 || logged > 2 || !strings.Contains(buf.String(), `msg="ratelimit: the store failed; the request was let through (fail-open)" error="ratelimit: store: disk on fire"`) {
-		t.Errorf("logged %d lines, want 1 or 2:\n%s", logged, buf.String())
+	const msg = `level=WARN msg="ratelimit: the store failed; the request was let through (fail-open)" error="ratelimit: store: disk on fire"`
+	serve(50)
+	clock.Advance(999 * time.Millisecond)
+	serve(10)
+	if got, want := buf.String(), msg+" not_logged_since=0\n"; !strings.HasSuffix(got, want) || strings.Count(got, "\n") != 1 {
+		t.Fatalf("logged:\n%s\nwant one line ending %q", got, want)
+	}
+	clock.Advance(time.Millisecond) // the next second
+	serve(1)
+	if lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n"); len(lines) != 2 || !strings.HasSuffix(lines[1], msg+" not_logged_since=59") {
+		t.Errorf("logged:\n%s\nwant a second line ending %q", buf.String(), msg+" not_logged_since=59")
 	}
 }
 
@@ -266,10 +311,11 @@ func TestSkipDoesNotTouchTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := g.Check(ratelimit.HTTPRequest(httptest.NewRequest(http.MethodGet, "/", nil).WithContext(context.Background())))
-	if !o.Proceed || o.Decision.Limit != 0 {
+	o := g.Check(ratelimit.HTTPRequest(httptest.NewRequest(http.MethodGet, "/", nil)))
+	if !o.Proceed || o.Decision.Limit != 0 || o.Err != nil || o.Pending {
 		t.Errorf("got %+v, want to proceed unchecked", o)
 	}
+	o.Headers(func(name, value string) { t.Errorf("header %s: %s written on a skipped request", name, value) })
 }
 
 // TestGuardNegativeCost: a negative cost is a refused request with no decision, and the
@@ -284,14 +330,189 @@ func TestGuardNegativeCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := g.Check(ratelimit.HTTPRequest(httptest.NewRequest(http.MethodGet, "/", nil)))
-	if o.Proceed || o.Status != http.StatusBadRequest || o.Decision.Limit != 0 || o.Err == nil ||
+	if o.Proceed || o.Status != http.StatusBadRequest || o.Decision.Limit != 0 || !errors.Is(o.Err, ratelimit.ErrBadCost) ||
 		o.Err.Error() != "ratelimit: cost: the cost function returned -3; a cost cannot be negative" {
 		t.Errorf("got %+v, want a 400 refusal with the cost error", o)
 	}
-	o.Headers(func(name, value string) {
-		t.Errorf("header %s: %s written on a refusal without a decision", name, value)
-	})
+	var names []string
+	o.Headers(func(name, value string) { names = append(names, name) })
+	if want := []string{"Content-Type", "X-Content-Type-Options"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("headers of a refusal without a decision: got %v, want %v", names, want)
+	}
 	if !strings.Contains(buf.String(), `msg="ratelimit: request answered 400: its cost is negative"`) {
 		t.Errorf("logged %q, want the 400 explained", buf.String())
 	}
+}
+
+// TestGuardRetryAfterIsTrue holds Retry-After to the truth for every algorithm: a request
+// sent Retry-After seconds later is admitted, one sent a second earlier is not.
+func TestGuardRetryAfterIsTrue(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
+		for _, alg := range allAlgorithms {
+			for _, offset := range []time.Duration{0, 1, 333 * time.Millisecond, 999999 * time.Microsecond} {
+				t.Run(alg.Name()+"/"+offset.String(), func(t *testing.T) {
+					clock.Set(t0.Add(offset))
+					l := mustNew(t, store, ratelimit.Policy{Name: "p" + strconv.Itoa(int(offset)), Limit: 3, Window: 7 * time.Second, Algorithm: alg})
+					g, err := ratelimit.NewGuard(l, ratelimit.WithKey(keyOfTest(t)), ratelimit.WithTimeout(time.Minute), ratelimit.FailClosed(503))
+					if err != nil {
+						t.Fatal(err)
+					}
+					send := func() ratelimit.Outcome {
+						return g.Check(ratelimit.HTTPRequest(httptest.NewRequest(http.MethodGet, "/", nil)))
+					}
+					var o ratelimit.Outcome
+					for n := 0; ; n++ {
+						if o = send(); !o.Proceed {
+							break
+						}
+						if n == 10 {
+							t.Fatal("never denied")
+						}
+					}
+					if o.Status != http.StatusTooManyRequests {
+						t.Fatalf("got %+v, want a denial", o)
+					}
+					var retry int
+					o.Headers(func(name, value string) {
+						if name == "Retry-After" {
+							retry, _ = strconv.Atoi(value)
+						}
+					})
+					if retry < 1 || time.Duration(retry)*time.Second < o.Decision.RetryAfter || time.Duration(retry-1)*time.Second >= o.Decision.RetryAfter {
+						t.Fatalf("got Retry-After %d for a wait of %v, want the wait in whole seconds, rounded up", retry, o.Decision.RetryAfter)
+					}
+					clock.Advance(time.Duration(retry-1) * time.Second)
+					if o := send(); o.Proceed {
+						t.Errorf("%d s after Retry-After %d: admitted, want 429", retry-1, retry)
+					}
+					clock.Advance(time.Second)
+					if o := send(); !o.Proceed {
+						t.Errorf("%d s after Retry-After %d: got status %d, want admitted", retry, retry, o.Status)
+					}
+				})
+			}
+		}
+	})
+}
+
+// TestGuardRedisDown: Redis refusing connections is a store failure (ErrStoreUnavailable), not
+// a timeout: the request fails open, or closed.
+func TestGuardRedisDown(t *testing.T) {
+	store := ratelimit.NewRedisStore(deadRedis(t))
+	l := mustNew(t, store, ratelimit.Policy{Limit: 1, Window: time.Minute})
+	for _, c := range []struct {
+		name   string
+		opts   []ratelimit.Option
+		status int // 0: proceed
+	}{
+		{"fail open", nil, 0},
+		{"fail closed", []ratelimit.Option{ratelimit.FailClosed(503)}, 503},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var reported []error
+			g, err := ratelimit.NewGuard(l, append(c.opts, ratelimit.WithTimeout(time.Minute),
+				ratelimit.WithErrorHandler(func(_ ratelimit.Request, err error) { reported = append(reported, err) }))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := g.Check(ratelimit.HTTPRequest(httptest.NewRequest(http.MethodGet, "/", nil)))
+			if o.Proceed != (c.status == 0) || o.Status != c.status || o.Decision.Limit != 0 {
+				t.Errorf("got %+v, want status %d", o, c.status)
+			}
+			const cause = "ratelimit: store: redis check: dial tcp"
+			if len(reported) != 1 || reported[0] != o.Err || !errors.Is(o.Err, ratelimit.ErrStoreUnavailable) ||
+				errors.Is(o.Err, ratelimit.ErrStoreTimeout) || !strings.HasPrefix(o.Err.Error(), cause) {
+				t.Errorf("reported %v, outcome's error %v; want the one error, unavailable, starting %q", reported, o.Err, cause)
+			}
+		})
+	}
+}
+
+// TestGuardStoreTimeout: a Redis server that does not answer costs the request the guard's
+// timeout, not the client's own read timeout (an hour here), with or without go-redis's
+// ContextTimeoutEnabled.
+func TestGuardStoreTimeout(t *testing.T) {
+	for _, contextTimeout := range []bool{false, true} {
+		t.Run("ContextTimeoutEnabled="+strconv.FormatBool(contextTimeout), func(t *testing.T) {
+			l := mustNew(t, ratelimit.NewRedisStore(silentRedis(t, contextTimeout)), ratelimit.Policy{Limit: 1, Window: time.Minute})
+			for _, fail := range []struct {
+				opts   []ratelimit.Option
+				status int
+			}{{nil, http.StatusOK}, {[]ratelimit.Option{ratelimit.FailClosed(503)}, http.StatusServiceUnavailable}} {
+				var reported []error
+				h := ratelimit.Middleware(l, append(fail.opts, ratelimit.WithTimeout(20*time.Millisecond),
+					ratelimit.WithErrorHandler(func(_ ratelimit.Request, err error) { reported = append(reported, err) }))...)(okHandler)
+				w := httptest.NewRecorder()
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+				}()
+				select {
+				case <-done:
+				case <-time.After(time.Minute): // a wait on the client's hour
+					t.Fatal("the request did not return within a minute; the guard's timeout is 20ms")
+				}
+				if w.Code != fail.status {
+					t.Errorf("got status %d, want %d", w.Code, fail.status)
+				}
+				// The cause is the context's deadline, or, when go-redis keeps it itself, the
+				// connection's read deadline.
+				if len(reported) != 1 || !errors.Is(reported[0], ratelimit.ErrStoreTimeout) ||
+					!errors.Is(reported[0], context.DeadlineExceeded) && !(contextTimeout && errors.Is(reported[0], os.ErrDeadlineExceeded)) ||
+					!strings.Contains(reported[0].Error(), "(the guard's timeout is 20ms)") {
+					t.Errorf("reported %v, want one timeout wrapping the deadline and naming the guard's timeout", reported)
+				}
+			}
+		})
+	}
+}
+
+// deadRedis returns a client of an address where nothing listens.
+func deadRedis(t *testing.T) *redis.Client {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// silentRedis returns a client of a server that accepts connections and never answers; the
+// client's own read timeout is an hour.
+func silentRedis(t *testing.T, contextTimeout bool) *redis.Client {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go io.Copy(io.Discard, c)
+		}
+	}()
+	c := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), MaxRetries: -1, ReadTimeout: time.Hour, ContextTimeoutEnabled: contextTimeout})
+	t.Cleanup(func() {
+		c.Close()
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return c
 }

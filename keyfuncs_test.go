@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -84,13 +85,19 @@ func TestKeyByHeader(t *testing.T) {
 		{name: "long is hashed", fn: apiKey, req: newReq("/", "X-API-Key", long), want: "hdr:x-api-key:" + digest(long)},
 		{name: "a value cannot pose as a digest", fn: apiKey, req: newReq("/", "X-API-Key", digest(long)),
 			want: "hdr:x-api-key:" + digest(digest(long))},
-		{name: "too long", fn: apiKey, req: newReq("/", "X-API-Key", strings.Repeat("k", 1<<20)), wantErr: ratelimit.ErrKeyTooLong,
+		{name: "too long", fn: apiKey, req: newReq("/", "X-API-Key", strings.Repeat("k", 1<<20)),
 			errText: "header X-Api-Key is 1048576 bytes, more than 4096"},
+		{name: "the longest kept", fn: apiKey, req: newReq("/", "X-API-Key", strings.Repeat("k", 4096)), want: "hdr:x-api-key:" + digest(strings.Repeat("k", 4096))},
 		{name: "binary", fn: apiKey, req: newReq("/", "X-API-Key", "\x00\xff\x80"), want: "hdr:x-api-key:\x00\xff\x80"},
 	})
-	_, err := apiKey(newReq("/", "X-API-Key", "s3cret-key", "X-API-Key", "junk1"))
-	if err == nil || errors.Is(err, ratelimit.ErrNoKey) || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "junk1") {
-		t.Errorf("repeated lines: got error %v, want one that is not ErrNoKey and does not tell the value", err)
+	for _, req := range []ratelimit.Request{
+		newReq("/", "X-API-Key", "s3cret-key", "X-API-Key", "junk1"),
+		newReq("/", "X-API-Key", strings.Repeat("s3cret", 1000)),
+	} {
+		_, err := apiKey(req)
+		if err == nil || errors.Is(err, ratelimit.ErrNoKey) || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "junk1") {
+			t.Errorf("got error %v, want one that is not ErrNoKey and does not tell the value", err)
+		}
 	}
 	a, _ := ratelimit.KeyByHeader("X-A")(newReq("/", "X-A", "v"))
 	b, _ := ratelimit.KeyByHeader("X-B")(newReq("/", "X-B", "v"))
@@ -114,11 +121,13 @@ func TestKeyByHeaderPanicsOnBadName(t *testing.T) {
 
 type userKey struct{}
 
+// userID is an application's type of user id.
+type userID struct{ n int }
+
+func (u userID) String() string { return "u" + strconv.Itoa(u.n) }
+
 func TestKeyByUser(t *testing.T) {
-	user := ratelimit.KeyByUser(func(ctx context.Context) (string, bool) {
-		id, ok := ctx.Value(userKey{}).(string)
-		return id, ok
-	})
+	user := ratelimit.KeyByUser(userKey{})
 	as := func(id any) ratelimit.Request {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		if id != nil {
@@ -128,10 +137,27 @@ func TestKeyByUser(t *testing.T) {
 	}
 	runKeyCases(t, []keyCase{
 		{name: "authenticated", fn: user, req: as("bob"), want: "user:bob"},
+		{name: "bytes", fn: user, req: as([]byte("bob")), want: "user:bob"},
+		{name: "int", fn: user, req: as(-42), want: "user:-42"},
+		{name: "int64", fn: user, req: as(int64(1) << 62), want: "user:4611686018427387904"},
+		{name: "int32", fn: user, req: as(int32(7)), want: "user:7"},
+		{name: "uint", fn: user, req: as(uint(7)), want: "user:7"},
+		{name: "uint64", fn: user, req: as(uint64(1) << 63), want: "user:9223372036854775808"},
+		{name: "uint32", fn: user, req: as(uint32(7)), want: "user:7"},
+		{name: "Stringer", fn: user, req: as(userID{7}), want: "user:u7"},
+		{name: "the string, not the number", fn: user, req: as("42"), want: "user:42"},
 		{name: "anonymous", fn: user, req: as(nil), wantErr: ratelimit.ErrNoKey},
 		{name: "empty id", fn: user, req: as(""), wantErr: ratelimit.ErrNoKey},
+		{name: "empty bytes", fn: user, req: as([]byte{}), wantErr: ratelimit.ErrNoKey},
 		{name: "long id", fn: user, req: as(strings.Repeat("u", 257)), want: "user:" + digest(strings.Repeat("u", 257))},
+		{name: "too long", fn: user, req: as(strings.Repeat("u", 4097)), errText: "user id is 4097 bytes, more than 4096"},
+		{name: "another type", fn: user, req: as(1.5),
+			errText: "ratelimit: KeyByUser: the value under {} is a float64, not a string, integer or fmt.Stringer"},
+		{name: "a value under another key", fn: ratelimit.KeyByUser("user"), req: as("bob"), wantErr: ratelimit.ErrNoKey},
 	})
+	if _, err := user(as(struct{ ID string }{"bob"})); err == nil || errors.Is(err, ratelimit.ErrNoKey) {
+		t.Errorf("a struct: got %v, want an error other than ErrNoKey", err)
+	}
 	defer func() {
 		if recover() == nil {
 			t.Error("KeyByUser(nil) did not panic")
@@ -236,6 +262,12 @@ func TestHTTPRequest(t *testing.T) {
 	}
 	if req.Context() != ctx {
 		t.Error("Context is not the request's")
+	}
+	if v := req.Value(userKey{}); v != "bob" {
+		t.Errorf("Value: got %v, want the context's value", v)
+	}
+	if v := req.Value("user"); v != nil {
+		t.Errorf("Value of a key the context lacks: got %v", v)
 	}
 	if n := testing.AllocsPerRun(100, func() { requestSink = ratelimit.HTTPRequest(r) }); n != 0 {
 		t.Errorf("HTTPRequest allocates %v times, want 0", n)

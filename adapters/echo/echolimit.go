@@ -7,21 +7,35 @@
 //
 //	e.POST("/login", login, echolimit.New(limiter, ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 5, Window: time.Minute})))
 //
-// Key functions see Echo's matched route ([echo.Context.Path]) as [ratelimit.Request.Route],
-// and "" when no route matched (Echo answers 404), whatever the Echo version: before v4.10.1
-// Echo reports the raw request path there, with which [ratelimit.KeyByRoute] would give every
-// unknown path a quota of its own. They resolve the client IP with the core's rules
-// ([ratelimit.KeyByIP]), not Echo's RealIP.
+// The handler reads the limiter's decision (remaining quota, binding policy) with [Decision]:
+//
+//	if d, ok := echolimit.Decision(c); ok { c.Logger().Infof("%d left", d.Remaining) }
+//
+// The middleware stores it with c.Set under the key "github.com/a7d3e0dd/ratelimit/adapters/echo.decision";
+// leave that key alone. A per-route limit's decision replaces the server's.
+//
+// Key functions see the values of c.Set as [ratelimit.Request.Value] (for
+// [ratelimit.KeyByUser]), and Echo's matched route ([echo.Context.Path]) as
+// [ratelimit.Request.Route], "" when no route matched (Echo answers 404), whatever the Echo
+// version: before v4.10.1 Echo reports the raw request path there, with which
+// [ratelimit.KeyByRoute] would give every unknown path a quota of its own. They resolve the
+// client IP with the core's rules ([ratelimit.KeyByIP]), not Echo's RealIP.
 package echolimit
 
 import (
 	"context"
+	"net/http"
+	"net/textproto"
 	"reflect"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/a7d3e0dd/ratelimit"
 )
+
+// decisionKey is the c.Set key of the decision the middleware hands its handler.
+const decisionKey = "github.com/a7d3e0dd/ratelimit/adapters/echo.decision"
 
 // New returns Echo middleware that limits requests with l, configured by opts. It panics if an
 // option is invalid, when the server is being set up; [FromGuard] with [ratelimit.NewGuard]
@@ -46,6 +60,10 @@ func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 			if !o.Proceed {
 				return nil
 			}
+			if o.Decision.Limit > 0 { // the limiter decided: not skipped, not failed open
+				d := o.Decision
+				c.Set(decisionKey, &d)
+			}
 			err := next(c)
 			if o.Pending {
 				if err != nil {
@@ -58,28 +76,53 @@ func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 	}
 }
 
-// request is an Echo request seen as a [ratelimit.Request]. It holds an interface, two words,
-// so converting it to one allocates: the one allocation this adapter adds (Echo itself builds
-// the chain of e.Use middleware for every request, one closure per middleware).
-type request struct{ c echo.Context }
-
-func (r request) Context() context.Context { return r.c.Request().Context() }
-func (r request) Method() string           { return r.c.Request().Method }
-func (r request) Path() string             { return r.c.Request().URL.Path }
-func (r request) RemoteAddr() string       { return r.c.Request().RemoteAddr }
-
-func (r request) Header(name string) string {
-	return ratelimit.HTTPRequest(r.c.Request()).Header(name)
+// Decision returns the decision the middleware made for the request of c: the remaining quota,
+// the binding policy, every policy's result. It reports false when no limiter decided (the
+// request was skipped, or the store failed and the request failed open).
+func Decision(c echo.Context) (ratelimit.Decision, bool) {
+	if d, ok := c.Get(decisionKey).(*ratelimit.Decision); ok {
+		return *d, true
+	}
+	return ratelimit.Decision{}, false
 }
 
-// Route returns the matched route's pattern, or "" when no route matched. Every Echo v4 gives
-// an unmatched request [echo.NotFoundHandler] as its handler, but Echo before v4.10.1 leaves
-// the raw request path in [echo.Context.Path] when its router gives up early, so the handler,
-// not the path, tells an unmatched request. The handler is compared by code pointer with
-// echo.NotFoundHandler as it is when the request is checked, so one the program put there
-// instead is recognised too. A registered route keeps its pattern whatever its handler (Echo
-// wraps every one in a closure of its own): RouteNotFound routes, the catch-all routes of a
-// group's middleware ("/api/*"), and routes that lack the request's method (405).
+// request is an Echo request seen as a [ratelimit.Request]. It holds an interface, two words,
+// so converting it to one allocates (as Echo does, building the e.Use chain for each request).
+type request struct{ c echo.Context }
+
+func (r request) Context() context.Context  { return r.c.Request().Context() }
+func (r request) Method() string            { return r.c.Request().Method }
+func (r request) Path() string              { return r.c.Request().URL.Path }
+func (r request) RemoteAddr() string        { return r.c.Request().RemoteAddr }
+func (r request) Header(name string) string { return header(r.c.Request().Header, name) }
+
+// Value returns what c.Set stored under a string key, else the request context's value.
+func (r request) Value(key any) any {
+	if k, ok := key.(string); ok {
+		if v := r.c.Get(k); v != nil {
+			return v
+		}
+	}
+	return r.c.Request().Context().Value(key)
+}
+
+// header joins the field lines of the named header with ", ", without allocating for one line.
+func header(h http.Header, name string) string {
+	switch v := h[textproto.CanonicalMIMEHeaderKey(name)]; len(v) {
+	case 0:
+		return ""
+	case 1:
+		return v[0]
+	default:
+		return strings.Join(v, ", ")
+	}
+}
+
+// Route returns the matched route's pattern, or "" when no route matched. Echo before v4.10.1
+// leaves the raw path in [echo.Context.Path] when its router gives up early, so the handler
+// tells an unmatched request: [echo.NotFoundHandler], compared by code pointer as it is when the
+// request is checked (a replacement is recognised too). A registered route keeps its pattern
+// whatever its handler: RouteNotFound routes, a group middleware's catch-all ("/api/*"), 405s.
 func (r request) Route() string {
 	if h := r.c.Handler(); h == nil || funcPC(h) == funcPC(echo.NotFoundHandler) {
 		return ""

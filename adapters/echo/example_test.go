@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -72,4 +73,26 @@ func ExampleNew_perRoute() {
 	// 200 Limit=2 Remaining=0
 	// 429 Limit=2 Remaining=0 Retry-After=30
 	// 200 Limit=100 Remaining=96
+}
+
+// The handler reads the limiter's decision about its request.
+func ExampleDecision() {
+	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Name: "api", Limit: 10, Window: time.Minute})
+	if err != nil {
+		panic(err)
+	}
+	e := echo.New()
+	e.Use(echolimit.New(limiter))
+	e.GET("/quota", func(c echo.Context) error {
+		d, ok := echolimit.Decision(c)
+		if !ok {
+			return c.NoContent(http.StatusOK)
+		}
+		return c.String(http.StatusOK, fmt.Sprintf("%d of %d left under %q\n", d.Remaining, d.Limit, d.Policy.Name))
+	})
+
+	w := httptest.NewRecorder()
+	e.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/quota", nil))
+	fmt.Print(w.Body)
+	// Output: 9 of 10 left under "api"
 }

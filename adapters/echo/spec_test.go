@@ -1,10 +1,12 @@
 package echolimit_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -25,6 +27,16 @@ func TestHTTPSpec(t *testing.T) {
 			return ctx.Blob(status, "text/plain; charset=utf-8", []byte("ok"))
 		}
 		e := echo.New()
+		if c.Auth { // an authentication middleware in front of the limiter
+			e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+				return func(ctx echo.Context) error {
+					if user := ctx.Request().Header.Get("X-User"); user != "" {
+						ctx.Set(httpspec.UserKey, user)
+					}
+					return next(ctx)
+				}
+			})
+		}
 		e.Use(echolimit.New(c.Limiter, c.Options...))
 		e.GET("/items/:id", h)
 		e.GET("/health", h)
@@ -53,6 +65,41 @@ func TestRoute(t *testing.T) {
 	e.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/items/7", nil))
 	if got, want := fmt.Sprint(routes), "[/items/:id /items/:id]"; got != want {
 		t.Errorf("routes seen by the server's and the route's middleware: %s, want %s", got, want)
+	}
+}
+
+// TestValue checks what key functions read with Request.Value, what c.Set stored under a
+// string key, else the request context's value, and that Value and Header (of a single field
+// line) do not allocate.
+func TestValue(t *testing.T) {
+	type ctxKey struct{}
+	var (
+		got    string
+		allocs float64
+	)
+	l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 100, Window: time.Minute})
+	e := echo.New()
+	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			c.Set("user", "ann")
+			c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), ctxKey{}, "bob")))
+			return next(c)
+		}
+	})
+	e.Use(echolimit.New(l, ratelimit.WithSkip(func(r ratelimit.Request) bool {
+		got = fmt.Sprintf("%v %v %v %s", r.Value("user"), r.Value(ctxKey{}), r.Value("absent"), r.Header("x-api-key"))
+		allocs = testing.AllocsPerRun(100, func() { _, _, _ = r.Value("user"), r.Value(ctxKey{}), r.Header("X-Api-Key") })
+		return true
+	})))
+	e.GET("/", func(c echo.Context) error { return nil })
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Header.Set("X-Api-Key", "k")
+	e.ServeHTTP(httptest.NewRecorder(), req)
+	if want := "ann bob <nil> k"; got != want {
+		t.Errorf("values and header: %q, want %q", got, want)
+	}
+	if allocs != 0 {
+		t.Errorf("Value and Header allocate %v times, want 0", allocs)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
@@ -22,8 +23,10 @@ func (w *discardWriter) WriteHeader(int)             {}
 
 // BenchmarkFiber measures a Fiber route bare and behind fiberlimit.New with the memory store
 // and one policy that admits every request, calling the app's fasthttp handler directly; the
-// overhead per request is limited minus bare. The nethttp pair measures the core's net/http
-// middleware the same way in the same run, for the ratio of the two overheads.
+// overhead per request is limited minus bare. limited includes handing the decision to the
+// handler (a copy of it in c.Locals); the handler of limited-decision also reads it with
+// Decision. The nethttp cases measure the core's net/http middleware the same way in the same
+// run, for the ratio of the two overheads.
 func BenchmarkFiber(b *testing.B) {
 	l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1e9, Window: time.Hour})
 	ok := func(c *fiber.Ctx) error { return c.SendStatus(http.StatusOK) }
@@ -32,10 +35,18 @@ func BenchmarkFiber(b *testing.B) {
 	limited := fiber.New()
 	limited.Use(fiberlimit.New(l))
 	limited.Get("/", ok)
+	reads := fiber.New()
+	reads.Use(fiberlimit.New(l))
+	reads.Get("/", func(c *fiber.Ctx) error {
+		if d, ok := fiberlimit.Decision(c); !ok || d.Remaining < 0 {
+			panic("no decision")
+		}
+		return c.SendStatus(http.StatusOK)
+	})
 	for _, bc := range []struct {
 		name string
 		app  *fiber.App
-	}{{"bare", bare}, {"limited", limited}} {
+	}{{"bare", bare}, {"limited", limited}, {"limited-decision", reads}} {
 		b.Run(bc.name, func(b *testing.B) {
 			var req fasthttp.Request
 			req.Header.SetMethod(http.MethodGet)
@@ -51,10 +62,17 @@ func BenchmarkFiber(b *testing.B) {
 	}
 
 	okHTTP := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	readsHTTP := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d, ok := ratelimit.DecisionFrom(r.Context()); !ok || d.Remaining < 0 {
+			panic("no decision")
+		}
+		w.WriteHeader(http.StatusOK)
+	})
 	for _, bc := range []struct {
 		name string
 		h    http.Handler
-	}{{"nethttp-bare", okHTTP}, {"nethttp-limited", ratelimit.Middleware(l)(okHTTP)}} {
+	}{{"nethttp-bare", okHTTP}, {"nethttp-limited", ratelimit.Middleware(l)(okHTTP)},
+		{"nethttp-limited-decision", ratelimit.Middleware(l)(readsHTTP)}} {
 		b.Run(bc.name, func(b *testing.B) {
 			r := httptest.NewRequest(http.MethodGet, "/", nil)
 			r.RemoteAddr = "192.0.2.1:1234"

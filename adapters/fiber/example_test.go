@@ -2,9 +2,12 @@ package fiberlimit_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -76,4 +79,28 @@ func ExampleNew_perRoute() {
 	// 200 Limit=2 Remaining=0
 	// 429 Limit=2 Remaining=0 Retry-After=30
 	// 200 Limit=100 Remaining=96
+}
+
+// The handler reads the limiter's decision about its request.
+func ExampleDecision() {
+	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Name: "api", Limit: 10, Window: time.Minute})
+	if err != nil {
+		panic(err)
+	}
+	app := fiber.New()
+	app.Use(fiberlimit.New(limiter))
+	app.Get("/quota", func(c *fiber.Ctx) error {
+		d, ok := fiberlimit.Decision(c)
+		if !ok {
+			return c.SendStatus(http.StatusOK)
+		}
+		return c.SendString(fmt.Sprintf("%d of %d left under %q\n", d.Remaining, d.Limit, d.Policy.Name))
+	})
+
+	resp, err := app.Test(httptest.NewRequest(http.MethodGet, "/quota", nil))
+	if err != nil {
+		panic(err)
+	}
+	io.Copy(os.Stdout, resp.Body)
+	// Output: 9 of 10 left under "api"
 }

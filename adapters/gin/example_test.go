@@ -74,3 +74,23 @@ func ExampleNew_perRoute() {
 	// 429 Limit=2 Remaining=0 Retry-After=30
 	// 200 Limit=100 Remaining=96
 }
+
+// The handler reads the limiter's decision about its request.
+func ExampleDecision() {
+	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Name: "api", Limit: 10, Window: time.Minute})
+	if err != nil {
+		panic(err)
+	}
+	r := gin.New()
+	r.Use(ginlimit.New(limiter))
+	r.GET("/quota", func(c *gin.Context) {
+		if d, ok := ginlimit.Decision(c); ok {
+			c.String(http.StatusOK, "%d of %d left under %q\n", d.Remaining, d.Limit, d.Policy.Name)
+		}
+	})
+
+	w := httptest.NewRecorder()
+	r.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/quota", nil))
+	fmt.Print(w.Body)
+	// Output: 9 of 10 left under "api"
+}

@@ -1,6 +1,7 @@
 package ginlimit_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -59,6 +60,38 @@ func TestRoute(t *testing.T) {
 	r.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/items/7", nil))
 	if got, want := fmt.Sprint(routes), "[/items/:id /items/:id]"; got != want {
 		t.Errorf("routes seen by the router's and the route's middleware: %s, want %s", got, want)
+	}
+}
+
+// TestValue checks what key functions read with Request.Value, what c.Set stored under a
+// string key, else the request context's value, and that Value and Header (of a single field
+// line) do not allocate.
+func TestValue(t *testing.T) {
+	type ctxKey struct{}
+	var (
+		got    string
+		allocs float64
+	)
+	l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 100, Window: time.Minute})
+	r := gin.New()
+	r.Use(func(c *gin.Context) {
+		c.Set("user", "ann")
+		c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), ctxKey{}, "bob"))
+	})
+	r.Use(ginlimit.New(l, ratelimit.WithSkip(func(r ratelimit.Request) bool {
+		got = fmt.Sprintf("%v %v %v %s", r.Value("user"), r.Value(ctxKey{}), r.Value("absent"), r.Header("x-api-key"))
+		allocs = testing.AllocsPerRun(100, func() { _, _, _ = r.Value("user"), r.Value(ctxKey{}), r.Header("X-Api-Key") })
+		return true
+	})))
+	r.GET("/", func(c *gin.Context) {})
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Header.Set("X-Api-Key", "k")
+	r.ServeHTTP(httptest.NewRecorder(), req)
+	if want := "ann bob <nil> k"; got != want {
+		t.Errorf("values and header: %q, want %q", got, want)
+	}
+	if allocs != 0 {
+		t.Errorf("Value and Header allocate %v times, want 0", allocs)
 	}
 }
 

@@ -18,9 +18,10 @@
 //	RATELIMIT_PREFIX  prefix of the keys in Redis (default "rl:")
 //
 // The client is the connection's address: no proxy header is trusted, and Echo's own RealIP
-// settings play no part. Behind a reverse proxy, give ratelimit.KeyByIP the proxies' addresses
-// with ratelimit.TrustProxies. If Redis fails, requests pass (fail-open) and the error is
-// logged.
+// settings play no part. Behind a reverse proxy, add ratelimit.TrustProxies("X-Forwarded-For",
+// "<the proxies' CIDR>") to the options. If Redis fails, requests pass (fail-open) and the
+// error is logged. Every page tells how many requests its client has left: the handler reads
+// the limiter's decision.
 package main
 
 import (
@@ -50,7 +51,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	defer closeStore()
 
 	limiter, err := ratelimit.New(store,
-		ratelimit.Policy{Name: "burst", Limit: 5, Window: 10*time.Second, Algorithm: algorithms.SlidingLog{}},
+		ratelimit.Policy{Name: "burst", Limit: 5, Window: 10 * time.Second, Algorithm: algorithms.SlidingLog{}},
 		ratelimit.Policy{Name: "hourly", Limit: 100, Window: time.Hour, Algorithm: algorithms.SlidingCounter{}},
 	)
 	if err != nil {
@@ -59,7 +60,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	onError := ratelimit.WithErrorHandler(func(r ratelimit.Request, err error) {
 		log.Warn("rate limiting failed; the request passes", "error", err)
 	})
-	headers := ratelimit.WithHeaders(ratelimit.XRateLimitHeaders | ratelimit.IETFDraftHeaders)
+	headers := ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders)
 
 	e := echo.New()
 	e.Use(middleware.Recover())
@@ -71,7 +72,11 @@ func run(ctx context.Context, log *slog.Logger) error {
 		ratelimit.WithKey(ratelimit.KeyByIP()), headers, onError,
 	))
 	e.Any("/*", func(c echo.Context) error {
-		return c.String(http.StatusOK, fmt.Sprintf("hello from %s\n", c.Request().URL.Path))
+		msg := fmt.Sprintf("hello from %s\n", c.Request().URL.Path)
+		if d, ok := echolimit.Decision(c); ok {
+			msg += fmt.Sprintf("%d requests left under %q\n", d.Remaining, d.Policy.Name)
+		}
+		return c.String(http.StatusOK, msg)
 	})
 
 	return exampleserver.ServeHTTP(ctx, log, e)

@@ -18,9 +18,10 @@
 //	RATELIMIT_PREFIX  prefix of the keys in Redis (default "rl:")
 //
 // The client is the connection's address: no proxy header is trusted, and Fiber's own ProxyHeader
-// settings play no part. Behind a reverse proxy, give ratelimit.KeyByIP the proxies' addresses
-// with ratelimit.TrustProxies. If Redis fails, requests pass (fail-open) and the error is
-// logged.
+// settings play no part. Behind a reverse proxy, add ratelimit.TrustProxies("X-Forwarded-For",
+// "<the proxies' CIDR>") to the options. If Redis fails, requests pass (fail-open) and the
+// error is logged. Every page tells how many requests its client has left: the handler reads
+// the limiter's decision.
 package main
 
 import (
@@ -49,7 +50,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	defer closeStore()
 
 	limiter, err := ratelimit.New(store,
-		ratelimit.Policy{Name: "burst", Limit: 5, Window: 10*time.Second, Algorithm: algorithms.SlidingLog{}},
+		ratelimit.Policy{Name: "burst", Limit: 5, Window: 10 * time.Second, Algorithm: algorithms.SlidingLog{}},
 		ratelimit.Policy{Name: "hourly", Limit: 100, Window: time.Hour, Algorithm: algorithms.SlidingCounter{}},
 	)
 	if err != nil {
@@ -58,7 +59,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	onError := ratelimit.WithErrorHandler(func(r ratelimit.Request, err error) {
 		log.Warn("rate limiting failed; the request passes", "error", err)
 	})
-	headers := ratelimit.WithHeaders(ratelimit.XRateLimitHeaders | ratelimit.IETFDraftHeaders)
+	headers := ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders)
 
 	app := fiber.New(fiber.Config{DisableStartupMessage: true, ReadTimeout: 5 * time.Second})
 	app.Use(recover.New())
@@ -70,7 +71,11 @@ func run(ctx context.Context, log *slog.Logger) error {
 		return c.SendString("welcome\n")
 	})
 	app.Use(func(c *fiber.Ctx) error {
-		return c.SendString(fmt.Sprintf("hello from %s\n", c.Path()))
+		msg := fmt.Sprintf("hello from %s\n", c.Path())
+		if d, ok := fiberlimit.Decision(c); ok {
+			msg += fmt.Sprintf("%d requests left under %q\n", d.Remaining, d.Policy.Name)
+		}
+		return c.SendString(msg)
 	})
 
 	return exampleserver.Serve(ctx, log, app.Listener, app.ShutdownWithContext)

@@ -16,8 +16,9 @@
 //	RATELIMIT_PREFIX  prefix of the keys in Redis (default "rl:")
 //
 // The client is the connection's address: no proxy header is trusted. Behind a reverse proxy,
-// give ratelimit.KeyByIP the proxies' addresses with ratelimit.TrustProxies. If Redis fails,
-// requests pass (fail-open) and the error is logged.
+// add ratelimit.TrustProxies("X-Forwarded-For", "<the proxies' CIDR>") to the options. If
+// Redis fails, requests pass (fail-open) and the error is logged. Every page tells how many
+// requests its client has left: the handler reads the limiter's decision.
 package main
 
 import (
@@ -43,7 +44,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	defer closeStore()
 
 	limiter, err := ratelimit.New(store,
-		ratelimit.Policy{Name: "burst", Limit: 5, Window: 10*time.Second, Algorithm: algorithms.SlidingLog{}},
+		ratelimit.Policy{Name: "burst", Limit: 5, Window: 10 * time.Second, Algorithm: algorithms.SlidingLog{}},
 		ratelimit.Policy{Name: "hourly", Limit: 100, Window: time.Hour, Algorithm: algorithms.SlidingCounter{}},
 	)
 	if err != nil {
@@ -52,10 +53,13 @@ func run(ctx context.Context, log *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "hello from %s\n", r.URL.Path)
+		if d, ok := ratelimit.DecisionFrom(r.Context()); ok {
+			fmt.Fprintf(w, "%d requests left under %q\n", d.Remaining, d.Policy.Name)
+		}
 	})
 	handler := ratelimit.Middleware(limiter,
 		ratelimit.WithKey(ratelimit.KeyByIP()),
-		ratelimit.WithHeaders(ratelimit.XRateLimitHeaders|ratelimit.IETFDraftHeaders),
+		ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders),
 		ratelimit.WithErrorHandler(func(r ratelimit.Request, err error) {
 			log.Warn("rate limiting failed; the request passes", "error", err)
 		}),

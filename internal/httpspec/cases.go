@@ -12,7 +12,10 @@ import (
 
 // specCase is one scenario: how to build the application, and its requests in order.
 type specCase struct {
-	name  string
+	name string
+	// store, when set, is the case's own store (one that fails, say) instead of an empty
+	// store of the engine.
+	store ratelimit.Store
 	build func(e *env) Config
 	steps []step
 }
@@ -27,6 +30,7 @@ const (
 	bodyUnavailable = "Service Unavailable: the service is temporarily unavailable. Retry in 1 second.\n"
 	bodyFailed429   = "Too Many Requests: Retry in 1 second.\n"
 	bodyBadRequest  = "Bad Request: the request's client could not be identified.\n"
+	bodyBadCost     = "Bad Request: the request's cost is invalid.\n"
 	bodyNoKey       = "Unauthorized: the request does not identify its client.\n"
 	bodyGone        = "Client Closed Request: the request was cancelled.\n"
 )
@@ -53,6 +57,15 @@ func denied(h map[string]string, retry, contentType string) map[string]string {
 	return out
 }
 
+// with returns h and the header name: value.
+func with(h map[string]string, name, value string) map[string]string {
+	out := map[string]string{name: value}
+	for k, v := range h {
+		out[k] = v
+	}
+	return out
+}
+
 // costFromHeader reads the cost of a request from its X-Cost header (default 1).
 func costFromHeader(r ratelimit.Request) int64 {
 	n, err := strconv.ParseInt(r.Header("X-Cost"), 10, 64)
@@ -62,43 +75,119 @@ func costFromHeader(r ratelimit.Request) int64 {
 	return n
 }
 
+// fixed is a fixed-window policy, whose headers are easy to read: its windows end at whole
+// multiples of its length after T0.
+func fixed(name string, limit int64, window time.Duration) ratelimit.Policy {
+	return ratelimit.Policy{Name: name, Limit: limit, Window: window, Algorithm: algorithms.FixedWindow{}}
+}
+
 // opts builds a Config of the case's limiter and options.
 func opts(l *ratelimit.Limiter, o ...ratelimit.Option) Config {
 	return Config{Limiter: l, Options: o}
 }
 
-var cases = []specCase{
+// Cost headers of requests that cost more than any policy holds.
+const (
+	maxCost  = "9223372036854775807" // math.MaxInt64
+	hugeCost = "18014398509481984"   // 2^54: past the exact integers of Lua's doubles
+)
+
+var cases = append([]specCase{
 	{
 		// 2/s and 3/min, both GCRA: the per-second policy binds first, then the per-minute one.
 		name: "two windows: allowed, denied, allowed again",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.Policy{Limit: 2, Window: time.Second}, ratelimit.Policy{Limit: 3, Window: time.Minute}))
+			return opts(e.limiter(ratelimit.Policy{Limit: 2, Window: time.Second}, ratelimit.Policy{Limit: 3, Window: time.Minute}))
 		},
 		steps: []step{
 			{want: want{status: 200, handled: true, header: xrl(2, 1, epoch(1))}},
 			{want: want{status: 200, handled: true, header: xrl(2, 0, epoch(1))}},
 			{want: want{status: 429, header: denied(xrl(2, 0, epoch(1)), "1", plain), body: bodyRetry1}},
 			{advance: time.Second, want: want{status: 200, handled: true, header: xrl(3, 0, epoch(60))}},
-			{want: want{status: 429, header: denied(xrl(3, 0, epoch(60)), "19", plain),
-				body: "Too Many Requests: Rate limit exceeded. Retry in 19 seconds.\n"}},
+			{want: want{status: 429, header: denied(xrl(3, 0, epoch(60)), "19", plain), body: retryIn(19)}},
 		},
 	},
 	{
-		name: "IETF draft headers with X-RateLimit",
+		name: "fixed window: headers on allowed and denied responses",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.Policy{Name: "burst", Limit: 2, Window: time.Second}, ratelimit.Policy{Name: "sustained", Limit: 3, Window: time.Minute}),
-				ratelimit.WithHeaders(ratelimit.XRateLimitHeaders|ratelimit.IETFDraftHeaders))
+			return opts(e.limiter(fixed("minute", 3, time.Minute)))
 		},
 		steps: []step{
-			{want: want{status: 200, handled: true, header: withIETF(xrl(2, 1, epoch(1)), `"burst";r=1;t=1`)}},
-			{want: want{status: 200, handled: true, header: withIETF(xrl(2, 0, epoch(1)), `"burst";r=0;t=1`)}},
-			{want: want{status: 429, header: denied(withIETF(xrl(2, 0, epoch(1)), `"burst";r=0;t=1`), "1", plain), body: bodyRetry1}},
+			{want: want{status: 200, handled: true, header: xrl(3, 2, epoch(60))}},
+			{want: want{status: 200, handled: true, header: xrl(3, 1, epoch(60))}},
+			{want: want{status: 200, handled: true, header: xrl(3, 0, epoch(60))}},
+			{want: want{status: 429, header: denied(xrl(3, 0, epoch(60)), "60", plain), body: retryIn(60)}},
+			{advance: time.Minute, want: want{status: 200, handled: true, header: xrl(3, 2, epoch(120))}},
+		},
+	},
+	{
+		name: "Retry-After rounds up and is true",
+		build: func(e *env) Config {
+			return opts(e.limiter(fixed("minute", 1, time.Minute)))
+		},
+		steps: []step{
+			{advance: 500 * time.Millisecond, want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
+			{want: want{status: 429, header: denied(xrl(1, 0, epoch(60)), "60", plain), body: retryIn(60)}},                          // 59.5 s
+			{advance: 59 * time.Second, want: want{status: 429, header: denied(xrl(1, 0, epoch(60)), "1", plain), body: bodyRetry1}}, // 0.5 s: at least 1
+			{advance: time.Second, want: want{status: 200, handled: true, header: xrl(1, 0, epoch(120))}},
+		},
+	},
+	{
+		// One every 1.5 s.
+		name: "Retry-After of GCRA, rounded up",
+		build: func(e *env) Config {
+			return opts(e.limiter(ratelimit.Policy{Name: "gcra", Limit: 2, Window: 3 * time.Second}))
+		},
+		steps: []step{
+			{want: want{status: 200, handled: true, header: xrl(2, 1, epoch(2))}}, // reset in 1.5 s
+			{want: want{status: 200, handled: true, header: xrl(2, 0, epoch(3))}},
+			{want: want{status: 429, header: denied(xrl(2, 0, epoch(3)), "2", plain), body: retryIn(2)}}, // 1.5 s
+			{advance: time.Second, want: want{status: 429, header: denied(xrl(2, 0, epoch(3)), "1", plain), body: bodyRetry1}},
+			{advance: time.Second, want: want{status: 200, handled: true, header: xrl(2, 0, epoch(5))}},
+		},
+	},
+	{
+		name: "Retry-After of a sliding counter, to the microsecond",
+		build: func(e *env) Config {
+			return opts(e.limiter(ratelimit.Policy{Name: "counter", Limit: 4, Window: 4 * time.Second, Algorithm: algorithms.SlidingCounter{}}),
+				ratelimit.WithCost(costFromHeader))
+		},
+		steps: []step{
+			{header: []string{"X-Cost", "3"}, want: want{status: 200, handled: true, header: xrl(4, 1, epoch(8))}},
+			{header: []string{"X-Cost", "2"}, want: want{status: 429, header: denied(xrl(4, 1, epoch(8)), "6", plain), body: retryIn(6)}}, // 5.333334 s
+			{advance: 5 * time.Second, header: []string{"X-Cost", "2"}, want: want{status: 429, header: denied(xrl(4, 1, epoch(8)), "1", plain), body: bodyRetry1}},
+			{advance: time.Second, header: []string{"X-Cost", "2"}, want: want{status: 200, handled: true, header: xrl(4, 0, epoch(12))}},
+		},
+	},
+	{
+		name: "the binding policy: least remaining, else the longest wait",
+		build: func(e *env) Config {
+			return opts(e.limiter(fixed("second", 1, time.Second), fixed("minute", 2, time.Minute)))
+		},
+		steps: []step{
+			{want: want{status: 200, handled: true, header: xrl(1, 0, epoch(1))}},                           // second: 0 left, minute: 1
+			{want: want{status: 429, header: denied(xrl(1, 0, epoch(1)), "1", plain), body: bodyRetry1}},    // only second denies
+			{advance: time.Second, want: want{status: 200, handled: true, header: xrl(1, 0, epoch(2))}},     // both 0 left: the first
+			{want: want{status: 429, header: denied(xrl(2, 0, epoch(60)), "59", plain), body: retryIn(59)}}, // both deny: minute waits longer
+		},
+	},
+	{
+		// The third policy has the name New gives it.
+		name: "IETF draft headers with X-RateLimit",
+		build: func(e *env) Config {
+			return opts(e.limiter(fixed("second", 1, time.Second), fixed("minute", 2, time.Minute), ratelimit.Policy{Limit: 100, Window: time.Hour}),
+				ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders))
+		},
+		steps: []step{
+			{want: want{status: 200, handled: true, header: threePolicies(xrl(1, 0, epoch(1)), `"second";r=0;t=1`)}},
+			{advance: time.Second, want: want{status: 200, handled: true, header: threePolicies(xrl(1, 0, epoch(2)), `"second";r=0;t=1`)}},
+			{want: want{status: 429, header: denied(threePolicies(xrl(2, 0, epoch(60)), `"minute";r=0;t=59`), "59", plain), body: retryIn(59)}},
 		},
 	},
 	{
 		name: "IETF draft headers only",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.Policy{Name: "burst", Limit: 2, Window: time.Second}, ratelimit.Policy{Name: "sustained", Limit: 3, Window: time.Minute}),
+			return opts(e.limiter(ratelimit.Policy{Name: "burst", Limit: 2, Window: time.Second}, ratelimit.Policy{Name: "sustained", Limit: 3, Window: time.Minute}),
 				ratelimit.WithHeaders(ratelimit.IETFDraftHeaders))
 		},
 		steps: []step{
@@ -110,7 +199,7 @@ var cases = []specCase{
 	{
 		name: "no rate-limit headers, Retry-After all the same",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.WithHeaders())
+			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.WithHeaders())
 		},
 		steps: []step{
 			{want: want{status: 200, handled: true, header: map[string]string{}}},
@@ -118,48 +207,79 @@ var cases = []specCase{
 		},
 	},
 	{
-		name: "problem JSON",
+		name: "problem JSON lists the violated policies",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.Policy{Name: "burst", Limit: 1, Window: time.Second}), ratelimit.WithProblemJSON())
+			return opts(e.limiter(fixed("second", 1, time.Second), fixed("minute", 1, time.Minute), fixed("hour", 10, time.Hour)),
+				ratelimit.WithProblemJSON())
 		},
 		steps: []step{
 			{want: want{status: 200, handled: true, header: xrl(1, 0, epoch(1))}},
-			{want: want{status: 429, header: denied(xrl(1, 0, epoch(1)), "1", problem),
+			{want: want{status: 429, header: denied(xrl(1, 0, epoch(60)), "60", problem),
 				body: `{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded",` +
 					`"title":"Request cannot be satisfied as assigned quota has been exceeded","status":429,` +
-					`"detail":"Rate limit exceeded. Retry in 1 second.","violated-policies":["burst"]}` + "\n"}},
+					`"detail":"Rate limit exceeded. Retry in 60 seconds.","violated-policies":["second","minute"]}` + "\n"}},
 		},
 	},
 	{
 		name: "deny response of the application",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.Policy{Limit: 1, Window: time.Second}),
+			return opts(e.limiter(fixed("minute", 1, time.Minute)),
 				ratelimit.WithDenyResponse(func(r ratelimit.Request, d ratelimit.Decision) (int, string, []byte) {
-					return http.StatusServiceUnavailable, "application/json", []byte(`{"error":"slow down"}`)
+					return http.StatusServiceUnavailable, "application/json",
+						[]byte(`{"error":"slow down","policy":"` + d.Policy.Name + `","path":"` + r.Path() + `"}`)
 				}))
 		},
 		steps: []step{
-			{want: want{status: 200, handled: true, header: xrl(1, 0, epoch(1))}},
-			{want: want{status: 503, header: denied(xrl(1, 0, epoch(1)), "1", "application/json"), body: `{"error":"slow down"}`}},
+			{want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
+			{want: want{status: 503, header: denied(xrl(1, 0, epoch(60)), "60", "application/json"),
+				body: `{"error":"slow down","policy":"minute","path":"/items/1"}`}},
 		},
 	},
 	{
-		// 3/min: an emission interval of 20 s.
-		name: "cost per request, free and too costly requests",
+		// No content type: no nosniff either. (A framework may add its default Content-Type.)
+		name: "deny response with status 0 answers 429",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.Policy{Limit: 3, Window: time.Minute}), ratelimit.WithCost(costFromHeader))
+			return opts(e.limiter(fixed("minute", 1, time.Minute)),
+				ratelimit.WithDenyResponse(func(ratelimit.Request, ratelimit.Decision) (int, string, []byte) { return 0, "", nil }))
 		},
 		steps: []step{
-			{header: []string{"X-Cost", "2"}, want: want{status: 200, handled: true, header: xrl(3, 1, epoch(40))}},
-			{header: []string{"X-Cost", "0"}, want: want{status: 200, handled: true, header: xrl(3, 1, epoch(40))}},
-			{header: []string{"X-Cost", "5"}, want: want{status: 429, header: denied(xrl(3, 1, epoch(40)), "", plain), body: bodyTooCostly}},
-			{want: want{status: 200, handled: true, header: xrl(3, 0, epoch(60))}},
+			{want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
+			{want: want{status: 429, header: with(xrl(1, 0, epoch(60)), "Retry-After", "60"), body: ""}},
+		},
+	},
+	{
+		name: "cost: charged, 0 only reads, above capacity never admitted, negative a bad request",
+		build: func(e *env) Config {
+			return opts(e.limiter(fixed("minute", 3, time.Minute)), ratelimit.WithCost(costFromHeader))
+		},
+		steps: []step{
+			{header: []string{"X-Cost", "4"}, want: want{status: 429, header: denied(xrl(3, 3, epoch(0)), "", plain), body: bodyTooCostly}},
+			{header: []string{"X-Cost", "0"}, want: want{status: 200, handled: true, header: xrl(3, 3, epoch(0))}},
+			{header: []string{"X-Cost", "2"}, want: want{status: 200, handled: true, header: xrl(3, 1, epoch(60))}},
+			{header: []string{"X-Cost", "2"}, want: want{status: 429, header: denied(xrl(3, 1, epoch(60)), "60", plain), body: retryIn(60)}},
+			// A negative cost is the request's fault, not the store's: never failed open.
+			{header: []string{"X-Cost", "-1"}, want: want{status: 400, header: denied(nil, "", plain), body: bodyBadCost, errs: 1,
+				reported: "ratelimit: cost: the cost function returned -1; a cost cannot be negative", kind: ratelimit.ErrBadCost}},
+			{header: []string{"X-Cost", "1"}, want: want{status: 200, handled: true, header: xrl(3, 0, epoch(60)), errs: 1}}, // it charged nothing
+		},
+	},
+	{
+		// Were the store asked, the request would fail open.
+		name:  "negative cost: refused without asking the store, fail open",
+		store: brokenStore{},
+		build: func(e *env) Config {
+			return opts(e.limiter(fixed("minute", 3, time.Minute)), ratelimit.WithCost(costFromHeader), ratelimit.WithProblemJSON())
+		},
+		steps: []step{
+			{header: []string{"X-Cost", "-9223372036854775808"}, want: want{status: 400, header: denied(nil, "", problem), errs: 1,
+				body:     `{"type":"about:blank","title":"Bad Request","status":400,"detail":"the request's cost is invalid."}` + "\n",
+				reported: "ratelimit: cost: the cost function returned -9223372036854775808; a cost cannot be negative", kind: ratelimit.ErrBadCost}},
 		},
 	},
 	{
 		name: "skipped requests are neither checked nor charged",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.Policy{Limit: 1, Window: time.Second}),
+			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}),
 				ratelimit.WithSkip(func(r ratelimit.Request) bool { return r.Path() == "/health" }))
 		},
 		steps: []step{
@@ -171,48 +291,67 @@ var cases = []specCase{
 		},
 	},
 	{
-		name: "fail open (default): store down",
+		name:  "fail open (default): store down",
+		store: brokenStore{},
 		build: func(e *env) Config {
-			return opts(e.limiter(brokenStore{}, ratelimit.Policy{Limit: 1, Window: time.Second}))
+			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}))
 		},
 		steps: []step{
-			{want: want{status: 200, handled: true, errs: 1}},
+			{want: want{status: 200, handled: true, errs: 1, reported: "ratelimit: store: httpspec: the store is down", kind: ratelimit.ErrStoreUnavailable}},
 			{want: want{status: 200, handled: true, errs: 2}},
 		},
 	},
 	{
-		name: "fail open: store does not answer in time",
+		// The store always answers at its deadline, however slow the machine.
+		name:  "fail open: store does not answer in time",
+		store: slowStore{},
 		build: func(e *env) Config {
-			return opts(e.limiter(slowStore{}, ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.WithTimeout(time.Millisecond))
+			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.WithTimeout(time.Millisecond))
 		},
 		steps: []step{
-			{want: want{status: 200, handled: true, errs: 1}},
+			{want: want{status: 200, handled: true, errs: 1, reported: "(the guard's timeout is 1ms)", kind: ratelimit.ErrStoreTimeout}},
 		},
 	},
 	{
-		name: "fail closed 503: store down",
+		name:  "fail closed 503: store down; a negative cost is still a bad request",
+		store: brokenStore{},
 		build: func(e *env) Config {
-			return opts(e.limiter(brokenStore{}, ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.FailClosed(503))
+			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.FailClosed(503), ratelimit.WithCost(costFromHeader))
 		},
 		steps: []step{
-			{want: want{status: 503, header: denied(nil, "1", plain), body: bodyUnavailable, errs: 1}},
+			{want: want{status: 503, header: denied(nil, "1", plain), body: bodyUnavailable, errs: 1,
+				reported: "ratelimit: store: httpspec: the store is down", kind: ratelimit.ErrStoreUnavailable}},
+			{header: []string{"X-Cost", "-1"}, want: want{status: 400, header: denied(nil, "", plain), body: bodyBadCost, errs: 2, kind: ratelimit.ErrBadCost}},
 		},
 	},
 	{
-		name: "fail closed 429: store does not answer in time, problem JSON",
+		name:  "fail closed 503, problem JSON: store down",
+		store: brokenStore{},
 		build: func(e *env) Config {
-			return opts(e.limiter(slowStore{}, ratelimit.Policy{Limit: 1, Window: time.Second}),
+			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.FailClosed(503), ratelimit.WithProblemJSON())
+		},
+		steps: []step{
+			{want: want{status: 503, header: denied(nil, "1", problem), errs: 1,
+				body: `{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"the service is temporarily unavailable. Retry in 1 second."}` + "\n"}},
+		},
+	},
+	{
+		name:  "fail closed 429: store does not answer in time, problem JSON",
+		store: slowStore{},
+		build: func(e *env) Config {
+			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}),
 				ratelimit.FailClosed(429), ratelimit.WithTimeout(time.Millisecond), ratelimit.WithProblemJSON())
 		},
 		steps: []step{
-			{want: want{status: 429, header: denied(nil, "1", problem), errs: 1,
+			{want: want{status: 429, header: denied(nil, "1", problem), errs: 1, kind: ratelimit.ErrStoreTimeout,
 				body: `{"type":"about:blank","title":"Too Many Requests","status":429,"detail":"Retry in 1 second."}` + "\n"}},
 		},
 	},
 	{
-		name: "fail closed 429: store down",
+		name:  "fail closed 429: store down",
+		store: brokenStore{},
 		build: func(e *env) Config {
-			return opts(e.limiter(brokenStore{}, ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.FailClosed(429))
+			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.FailClosed(429))
 		},
 		steps: []step{
 			{want: want{status: 429, header: denied(nil, "1", plain), body: bodyFailed429, errs: 1}},
@@ -222,12 +361,13 @@ var cases = []specCase{
 		// Shaping at 2/s: one slot every 500 ms, two queued at most.
 		name: "shaping: requests wait for their slot",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.Policy{Limit: 2, Window: time.Second, Algorithm: algorithms.LeakyBucket{Shaping: true}}))
+			return opts(e.limiter(ratelimit.Policy{Limit: 2, Window: time.Second, Algorithm: algorithms.LeakyBucket{Shaping: true}}))
 		},
 		steps: []step{
 			{want: want{status: 200, handled: true, header: xrl(2, 1, epoch(1))}},
 			{want: want{status: 200, handled: true, header: xrl(2, 0, epoch(1)), waits: ms(500)}},
 			{want: want{status: 429, header: denied(xrl(2, 0, epoch(1)), "1", plain), body: bodyRetry1, waits: ms(500)}},
+			// A client that goes away while it waits is not served, and nobody is told.
 			{advance: 500 * time.Millisecond, cancelWait: true,
 				want: want{status: 499, header: denied(nil, "", plain), body: bodyGone, waits: ms(500, 500)}},
 		},
@@ -235,7 +375,7 @@ var cases = []specCase{
 	{
 		name: "missing key refused",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.Policy{Limit: 1, Window: time.Second}),
+			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}),
 				ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.RejectMissingKey(401))
 		},
 		steps: []step{
@@ -250,7 +390,7 @@ var cases = []specCase{
 		// way; KeyByUser reads it there, and requests without a user are refused.
 		name: "KeyByUser behind an authentication middleware",
 		build: func(e *env) Config {
-			c := opts(e.limiter(nil, ratelimit.Policy{Limit: 1, Window: time.Second}),
+			c := opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}),
 				ratelimit.WithKey(ratelimit.KeyByUser(UserKey)), ratelimit.RejectMissingKey(401))
 			c.Auth = true
 			return c
@@ -265,42 +405,99 @@ var cases = []specCase{
 	{
 		name: "missing key falls back to the client IP",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")))
+			return opts(e.limiter(fixed("minute", 1, time.Minute)), ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")))
 		},
 		steps: []step{
-			{want: want{status: 200, handled: true, header: xrl(1, 0, epoch(1))}},
-			{want: want{status: 429, header: denied(xrl(1, 0, epoch(1)), "1", plain), body: bodyRetry1}},
-			{header: []string{"X-API-Key", "k1"}, want: want{status: 200, handled: true, header: xrl(1, 0, epoch(1))}},
+			{want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
+			{want: want{status: 429, header: denied(xrl(1, 0, epoch(60)), "60", plain), body: retryIn(60)}}, // by IP: not unlimited
+			{header: []string{"X-API-Key", "k1"}, want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
+			{remote: "192.0.2.2:1", header: []string{"X-API-Key", "k1"}, want: want{status: 429, header: denied(xrl(1, 0, epoch(60)), "60", plain), body: retryIn(60)}},
+			{remote: "192.0.2.2:1", want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
+			// An API key that reads like an IP address does not share that address's quota.
+			{remote: "192.0.2.3:1", header: []string{"X-API-Key", "192.0.2.4"}, want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
+			{remote: "192.0.2.4:1", want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
 		},
 	},
 	{
-		name: "key longer than MaxKeyBytes is a bad request",
+		// Behind a load balancer, a request without a key is limited by its client, whom the
+		// trusted proxies name, not by the balancer's address.
+		name: "missing key falls back to the client IP behind trusted proxies",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")))
+			return opts(e.limiter(fixed("minute", 2, time.Minute)), ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")),
+				ratelimit.TrustProxies("X-Forwarded-For", "10.0.0.0/8"))
+		},
+		steps: []step{
+			{remote: "10.0.0.1:5555", header: []string{"X-Forwarded-For", "203.0.113.1, 10.0.0.2"}, want: want{status: 200, handled: true, header: xrl(2, 1, epoch(60))}},
+			{remote: "10.0.0.1:5555", header: []string{"X-Forwarded-For", "203.0.113.1, 10.0.0.2"}, want: want{status: 200, handled: true, header: xrl(2, 0, epoch(60))}},
+			{remote: "10.0.0.1:5555", header: []string{"X-Forwarded-For", "203.0.113.1, 10.0.0.2"}, want: want{status: 429, header: denied(xrl(2, 0, epoch(60)), "60", plain), body: retryIn(60)}},
+			{remote: "10.0.0.1:5555", header: []string{"X-Forwarded-For", "203.0.113.2, 10.0.0.2"}, want: want{status: 200, handled: true, header: xrl(2, 1, epoch(60))}},
+			{remote: "10.0.0.1:5555", header: []string{"X-Forwarded-For", "198.51.100.7"}, want: want{status: 200, handled: true, header: xrl(2, 1, epoch(60))}},
+			// The client is the client, directly or through the proxies.
+			{remote: "203.0.113.2:1234", want: want{status: 200, handled: true, header: xrl(2, 0, epoch(60))}},
+		},
+	},
+	{
+		// KeyOr finds the first key; a request with none of them is limited by its client IP.
+		name: "KeyOr: the first key found, else the client IP",
+		build: func(e *env) Config {
+			return opts(e.limiter(fixed("minute", 1, time.Minute)),
+				ratelimit.WithKey(ratelimit.KeyOr(ratelimit.KeyByHeader("X-API-Key"), ratelimit.KeyByHeader("X-Tenant"))))
+		},
+		steps: []step{
+			{header: []string{"X-Tenant", "t1"}, want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
+			{remote: "192.0.2.2:1", header: []string{"X-Tenant", "t1"}, want: want{status: 429, header: denied(xrl(1, 0, epoch(60)), "60", plain), body: retryIn(60)}},
+			{header: []string{"X-API-Key", "k1", "X-Tenant", "t1"}, want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
+			{want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
+			{want: want{status: 429, header: denied(xrl(1, 0, epoch(60)), "60", plain), body: retryIn(60)}},
+		},
+	},
+	{
+		name: "key longer than 4096 bytes is a bad request",
+		build: func(e *env) Config {
+			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")))
 		},
 		steps: []step{
 			{header: []string{"X-API-Key", strings.Repeat("k", 4097)},
-				want: want{status: 400, header: denied(nil, "", plain), body: bodyBadRequest, errs: 1}},
+				want: want{status: 400, header: denied(nil, "", plain), body: bodyBadRequest, errs: 1,
+					reported: "header X-Api-Key is 4097 bytes, more than 4096", kind: ratelimit.ErrBadKey}},
+		},
+	},
+	{
+		// A client that repeats its API-key header, with a new second line each time, gets no
+		// new quota each time: Request.Header joins the lines, and a comma is no identity. The
+		// application, reading the first line, would have accepted the key.
+		name: "repeated key header is a bad request, not a new quota",
+		build: func(e *env) Config {
+			return opts(e.limiter(fixed("minute", 2, time.Minute)), ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")))
+		},
+		steps: []step{
+			{header: []string{"X-API-Key", "valid-key"}, want: want{status: 200, handled: true, header: xrl(2, 1, epoch(60))}},
+			{header: []string{"X-API-Key", "valid-key", "X-API-Key", "junk1"}, want: want{status: 400, header: denied(nil, "", plain), body: bodyBadRequest, errs: 1,
+				reported: "ratelimit: key: header X-Api-Key has a comma", kind: ratelimit.ErrBadKey}},
+			{header: []string{"X-API-Key", "valid-key", "X-API-Key", "junk2"}, want: want{status: 400, header: denied(nil, "", plain), body: bodyBadRequest, errs: 2}},
+			{header: []string{"X-API-Key", "valid-key"}, want: want{status: 200, handled: true, header: xrl(2, 0, epoch(60)), errs: 2}},
+			{header: []string{"X-API-Key", "valid-key"}, want: want{status: 429, header: denied(xrl(2, 0, epoch(60)), "60", plain), body: retryIn(60), errs: 2}},
 		},
 	},
 	{
 		name: "spoofed forwarding headers give no new quota",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.Policy{Limit: 2, Window: time.Minute}))
+			return opts(e.limiter(ratelimit.Policy{Limit: 2, Window: time.Minute}))
 		},
 		steps: []step{
 			{header: []string{"X-Forwarded-For", "203.0.113.1"}, want: want{status: 200, handled: true, header: xrl(2, 1, epoch(30))}},
 			{header: []string{"X-Forwarded-For", "203.0.113.2", "X-Real-IP", "203.0.113.3", "Forwarded", "for=203.0.113.4"},
 				want: want{status: 200, handled: true, header: xrl(2, 0, epoch(60))}},
 			{header: []string{"X-Forwarded-For", "203.0.113.5", "X-Forwarded-For", "203.0.113.6", "True-Client-IP", "203.0.113.7"},
-				want: want{status: 429, header: denied(xrl(2, 0, epoch(60)), "30", plain), body: "Too Many Requests: Rate limit exceeded. Retry in 30 seconds.\n"}},
+				want: want{status: 429, header: denied(xrl(2, 0, epoch(60)), "30", plain), body: retryIn(30)}},
 			{remote: "192.0.2.2:1234", header: []string{"X-Forwarded-For", "192.0.2.1"}, want: want{status: 200, handled: true, header: xrl(2, 1, epoch(30))}},
 		},
 	},
 	{
 		name: "trusted proxies: the rightmost untrusted address is the client",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.Policy{Limit: 1, Window: time.Minute}), ratelimit.TrustProxies("X-Forwarded-For", "10.0.0.0/8"))
+			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Minute}),
+				ratelimit.WithKey(ratelimit.KeyByIP()), ratelimit.TrustProxies("X-Forwarded-For", "10.0.0.0/8"))
 		},
 		steps: []step{
 			{remote: "10.0.0.1:5000", header: []string{"X-Forwarded-For", "203.0.113.1"}, want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
@@ -310,17 +507,22 @@ var cases = []specCase{
 			{remote: "10.0.0.1:5000", header: []string{"X-Forwarded-For", "198.51.100.9, 203.0.113.2"}, want: want{status: 429, header: denied(xrl(1, 0, epoch(60)), "60", plain), body: retryIn(60)}},
 			// The same in two field lines: every line counts, the last is the proxy's.
 			{remote: "10.0.0.1:5000", header: []string{"X-Forwarded-For", "198.51.100.77", "X-Forwarded-For", "203.0.113.2"}, want: want{status: 429, header: denied(xrl(1, 0, epoch(60)), "60", plain), body: retryIn(60)}},
+			// The same client without the proxies.
+			{remote: "203.0.113.2:1234", want: want{status: 429, header: denied(xrl(1, 0, epoch(60)), "60", plain), body: retryIn(60)}},
 			// A peer that is no trusted proxy is the client, whatever it sends.
 			{remote: "192.0.2.9:5000", header: []string{"X-Forwarded-For", "203.0.113.3"}, want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
 			{remote: "192.0.2.9:5000", header: []string{"X-Forwarded-For", "203.0.113.4"}, want: want{status: 429, header: denied(xrl(1, 0, epoch(60)), "60", plain), body: retryIn(60)}},
 			// A trusted proxy's malformed header: the client cannot be told.
-			{remote: "10.0.0.1:5000", header: []string{"X-Forwarded-For", "not-an-address"}, want: want{status: 400, header: denied(nil, "", plain), body: bodyBadRequest, errs: 1}},
+			{remote: "10.0.0.1:5000", header: []string{"X-Forwarded-For", "not-an-address"}, want: want{status: 400, header: denied(nil, "", plain), body: bodyBadRequest, errs: 1,
+				reported: `ratelimit: key: client IP: X-Forwarded-For entry "not-an-address" is not an IP address`, kind: ratelimit.ErrBadKey}},
+			{remote: "10.0.0.1:5000", header: []string{"X-Forwarded-For", strings.Repeat("1", 5000)}, want: want{status: 400, header: denied(nil, "", plain), body: bodyBadRequest, errs: 2,
+				reported: "header X-Forwarded-For is 5000 bytes, more than 4096", kind: ratelimit.ErrBadKey}},
 		},
 	},
 	{
 		name: "IPv6 clients are keyed by /64, IPv4-mapped addresses as IPv4",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.Policy{Limit: 1, Window: time.Minute}))
+			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Minute}))
 		},
 		steps: []step{
 			{remote: "[2001:db8:1:2::1]:1234", want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
@@ -331,11 +533,26 @@ var cases = []specCase{
 		},
 	},
 	{
+		// IPv6Prefix holds for clients named by the trusted proxies too, whichever option
+		// comes first.
+		name: "IPv6Prefix(48) behind trusted proxies",
+		build: func(e *env) Config {
+			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Minute}),
+				ratelimit.IPv6Prefix(48), ratelimit.TrustProxies("X-Forwarded-For", "10.0.0.0/8"))
+		},
+		steps: []step{
+			{remote: "10.0.0.1:5000", header: []string{"X-Forwarded-For", "2001:db8:1:2::1"}, want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
+			{remote: "10.0.0.1:5000", header: []string{"X-Forwarded-For", "2001:db8:1:3::1"}, want: want{status: 429, header: denied(xrl(1, 0, epoch(60)), "60", plain), body: retryIn(60)}},
+			{remote: "[2001:db8:1:ffff::1]:1234", want: want{status: 429, header: denied(xrl(1, 0, epoch(60)), "60", plain), body: retryIn(60)}},
+			{remote: "10.0.0.1:5000", header: []string{"X-Forwarded-For", "2001:db8:2::1"}, want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
+		},
+	},
+	{
 		// The application limit is 100/min per IP; POST /login adds 2/min per route, shared by
 		// every client. The per-route limit's headers replace the application's.
 		name: "per-route limit",
 		build: func(e *env) Config {
-			c := opts(e.limiter(nil, ratelimit.Policy{Name: "app", Limit: 100, Window: time.Minute}))
+			c := opts(e.limiter(ratelimit.Policy{Name: "app", Limit: 100, Window: time.Minute}))
 			c.Login = []ratelimit.Option{
 				ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 2, Window: time.Minute}),
 				ratelimit.WithKey(ratelimit.KeyByRoute()),
@@ -352,35 +569,74 @@ var cases = []specCase{
 		},
 	},
 	{
-		// Only 401s count, 2/min: an emission interval of 30 s.
+		// Only 401s count, 2/min: an emission interval of 30 s. X-RateLimit-Remaining counts
+		// the request as charged; the refund comes after.
 		name: "count by outcome",
 		build: func(e *env) Config {
-			return opts(e.limiter(nil, ratelimit.Policy{Limit: 2, Window: time.Minute}),
+			return opts(e.limiter(ratelimit.Policy{Limit: 2, Window: time.Minute}),
 				ratelimit.CountIf(func(status int) bool { return status == http.StatusUnauthorized }))
 		},
 		steps: []step{
 			{target: "/items/1?status=200", want: want{status: 200, handled: true, header: xrl(2, 1, epoch(30))}},
 			{target: "/items/1?status=401", want: want{status: 401, handled: true, header: xrl(2, 1, epoch(30))}},
 			{target: "/items/1?error=401", want: want{status: 401, handled: true, header: xrl(2, 0, epoch(60))}},
-			{target: "/items/1?status=200", want: want{status: 429, header: denied(xrl(2, 0, epoch(60)), "30", plain), body: retryIn(30)}},
+			{target: "/items/1?status=200", want: want{status: 429, header: denied(xrl(2, 0, epoch(60)), "30", plain), body: retryIn(30)}}, // even a good password waits
 			{advance: 30 * time.Second, target: "/items/1?status=200", want: want{status: 200, handled: true, header: xrl(2, 0, epoch(90))}},
 			{target: "/items/1?error=500", want: want{status: 500, handled: true, header: xrl(2, 0, epoch(90))}},
 			{target: "/items/1?error=401", want: want{status: 401, handled: true, header: xrl(2, 0, epoch(90))}},
 			{target: "/items/1?status=200", want: want{status: 429, header: denied(xrl(2, 0, epoch(90)), "30", plain), body: retryIn(30)}},
 		},
 	},
+}, tooCostly()...)
+
+// tooCostly returns a case per algorithm: a cost far above the capacity, up to
+// math.MaxInt64, is refused for ever (429 without Retry-After), never let through, and leaves
+// the quota as it was.
+func tooCostly() []specCase {
+	var out []specCase
+	for _, c := range []struct {
+		alg   algorithms.Algorithm
+		first map[string]string // headers of the first request of cost 1
+	}{
+		{algorithms.FixedWindow{}, xrl(3, 2, epoch(60))},
+		{algorithms.SlidingLog{}, xrl(3, 2, epoch(60))},
+		{algorithms.SlidingCounter{}, xrl(3, 2, epoch(120))},
+		{algorithms.TokenBucket{}, xrl(3, 2, epoch(20))},
+		{algorithms.LeakyBucket{}, xrl(3, 2, epoch(20))},
+		{algorithms.LeakyBucket{Shaping: true}, xrl(3, 2, epoch(20))},
+		{algorithms.GCRA{}, xrl(3, 2, epoch(20))},
+	} {
+		// The headers of the untouched quota.
+		refused := want{status: 429, header: denied(xrl(3, 3, epoch(0)), "", plain), body: bodyTooCostly}
+		out = append(out, specCase{
+			name: "a cost above the capacity is refused for ever: " + c.alg.Name(),
+			build: func(e *env) Config {
+				return opts(e.limiter(ratelimit.Policy{Name: "p", Limit: 3, Window: time.Minute, Algorithm: c.alg}), ratelimit.WithCost(costFromHeader))
+			},
+			steps: []step{
+				{header: []string{"X-Cost", maxCost}, want: refused},
+				{header: []string{"X-Cost", hugeCost}, want: refused},
+				{header: []string{"X-Cost", "4"}, want: refused},
+				{header: []string{"X-Cost", maxCost}, want: refused},
+				// The quota is untouched.
+				{want: want{status: 200, handled: true, header: c.first}},
+			},
+		})
+	}
+	return out
+}
+
+// threePolicies adds the IETF draft fields of the "second", "minute" and default-named hourly
+// policies to h.
+func threePolicies(h map[string]string, rateLimit string) map[string]string {
+	h = with(h, "Ratelimit-Policy", `"second";q=1;w=1, "minute";q=2;w=60, "gcra-100-per-1h";q=100;w=3600`)
+	return with(h, "Ratelimit", rateLimit)
 }
 
 // withIETF adds the IETF draft fields of the "burst" and "sustained" policies to h.
 func withIETF(h map[string]string, rateLimit string) map[string]string {
-	out := map[string]string{
-		"Ratelimit-Policy": `"burst";q=2;w=1, "sustained";q=3;w=60`,
-		"Ratelimit":        rateLimit,
-	}
-	for k, v := range h {
-		out[k] = v
-	}
-	return out
+	h = with(h, "Ratelimit-Policy", `"burst";q=2;w=1, "sustained";q=3;w=60`)
+	return with(h, "Ratelimit", rateLimit)
 }
 
 // retryIn is the body of a denial with Retry-After n > 1.

@@ -4,7 +4,9 @@
 //
 // A framework's test supplies a [NewServer] that builds an application with the routes below
 // and returns a [Server]; [Run] drives it through every case with a fake clock, so no test
-// sleeps.
+// sleeps, over a store of its own: the memory store, or one of every [Engine] the test names
+// (net/http runs the table against Redis and Redis Cluster too). A few cases bring their own
+// store, one that fails or does not answer.
 //
 // Routes (the path syntax is the framework's own):
 //
@@ -18,6 +20,9 @@
 // When Reply reports asError, a framework whose handlers return errors (Echo, Fiber) answers
 // by returning its HTTP error of that status instead; the others write the status.
 //
+// When [Config.Auth] is set, an authentication middleware runs before the limiter's, as in a
+// typical application (see [Config]).
+//
 // The client address is the [http.Request.RemoteAddr] of the request the runner sends; a
 // framework whose test transport drops it (Fiber's app.Test) must carry it over to the
 // connection's remote address.
@@ -28,6 +33,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -68,22 +74,41 @@ type NewServer func(t *testing.T, c Config) Server
 // T0 is the fake clock's start: a whole hour, so every window the cases use starts at T0.
 var T0 = fakeclock.T0
 
+// Engine is a kind of store the cases run against.
+type Engine struct {
+	// Name names the engine's subtests.
+	Name string
+	// Store returns an empty store of the engine for test t that runs on clock (see
+	// [ratelimit.WithClock]): the limiters of one case share it.
+	Store func(t *testing.T, clock ratelimit.Clock) ratelimit.Store
+}
+
+// Memory is the memory store, the engine [Run] uses when given none.
+var Memory = Engine{Name: "memory", Store: func(_ *testing.T, clock ratelimit.Clock) ratelimit.Store {
+	return ratelimit.NewMemoryStore(ratelimit.WithClock(clock))
+}}
+
 // env is the world of one case: the clock, the store, the errors reported, the shaping
 // waits, and the calls of the handler.
 type env struct {
 	clock *fakeclock.Clock
 	store ratelimit.Store
-	errs  atomic.Int64
 	calls atomic.Int64
 
 	mu         sync.Mutex
+	errs       []error // reported to the error handler
 	waits      []time.Duration
 	cancelWait bool // the next shaping wait ends as if the client went away
 }
 
-func newEnv() *env {
+// newEnv returns the world of case c in test t: c's own store, or else an empty store of
+// engine.
+func newEnv(t *testing.T, c specCase, engine Engine) *env {
 	e := &env{clock: fakeclock.New(T0)}
-	e.store = ratelimit.NewMemoryStore(ratelimit.WithClock(specClock{e}))
+	e.store = c.store
+	if e.store == nil {
+		e.store = engine.Store(t, specClock{e})
+	}
 	return e
 }
 
@@ -95,11 +120,25 @@ func (c specClock) Now() time.Time { return c.e.clock.Now() }
 
 func (c specClock) Sleep(ctx context.Context, d time.Duration) error { return c.e.wait(ctx, d) }
 
-// base are the options every middleware of a case starts with: an error handler that counts.
+// base are the options every middleware of a case starts with, before the case's own: an
+// error handler that records, and a store deadline no store of a test misses on a busy
+// machine (a case that tests the deadline sets its own).
 func (e *env) base() []ratelimit.Option {
 	return []ratelimit.Option{
-		ratelimit.WithErrorHandler(func(ratelimit.Request, error) { e.errs.Add(1) }),
+		ratelimit.WithErrorHandler(func(_ ratelimit.Request, err error) {
+			e.mu.Lock()
+			e.errs = append(e.errs, err)
+			e.mu.Unlock()
+		}),
+		ratelimit.WithTimeout(time.Minute),
 	}
+}
+
+// reported returns the errors reported so far.
+func (e *env) reported() []error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.errs)
 }
 
 // wait is the shaping wait: it records d and returns at once.
@@ -128,12 +167,9 @@ func (e *env) reply(rawQuery string) (int, bool) {
 	return http.StatusOK, false
 }
 
-// limiter returns a limiter of the policies over store, or the case's memory store.
-func (e *env) limiter(store ratelimit.Store, policies ...ratelimit.Policy) *ratelimit.Limiter {
-	if store == nil {
-		store = e.store
-	}
-	l, err := ratelimit.New(store, policies...)
+// limiter returns a limiter of the policies over the case's store.
+func (e *env) limiter(policies ...ratelimit.Policy) *ratelimit.Limiter {
+	l, err := ratelimit.New(e.store, policies...)
 	if err != nil {
 		panic(err)
 	}

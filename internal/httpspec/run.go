@@ -1,6 +1,7 @@
 package httpspec
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -29,8 +30,12 @@ type want struct {
 	handled bool              // the application handler ran
 	header  map[string]string // every header the limiter writes, exactly (see ownedHeaders)
 	body    string            // the exact body when the handler did not run
-	errs    int64             // errors reported to the error handler since the case began
-	waits   []time.Duration   // shaping waits since the case began
+	errs    int               // errors reported to the error handler since the case began
+	// reported, when set, is a part of the error this step reported (its last, when it
+	// reported several), and kind the error kind it wraps (errors.Is), when set.
+	reported string
+	kind     error
+	waits    []time.Duration // shaping waits since the case began
 }
 
 // ownedHeaders are the headers the limiter writes. A response must carry exactly those of
@@ -41,11 +46,31 @@ var ownedHeaders = []string{
 	"Ratelimit-Policy", "Ratelimit", "Retry-After", "X-Content-Type-Options",
 }
 
-// Run runs every case of the table through the servers newServer builds, one per case.
-func Run(t *testing.T, newServer NewServer) {
+// Run runs every case of the table through the servers newServer builds, one per case, each
+// case on a fake clock starting at [T0] and a store of its own.
+//
+// The store is one of the engine's, and with several engines every case runs once per
+// engine, in a subtest named by the engine; without engines, the store is [Memory]'s. A case
+// that brings its own store (one that fails, say) runs under the first engine only.
+func Run(t *testing.T, newServer NewServer, engines ...Engine) {
+	if len(engines) == 0 {
+		runCases(t, newServer, Memory, true)
+		return
+	}
+	for i, engine := range engines {
+		t.Run(engine.Name, func(t *testing.T) { runCases(t, newServer, engine, i == 0) })
+	}
+}
+
+// runCases runs the cases on the stores of engine; the cases with a store of their own only
+// when all is set.
+func runCases(t *testing.T, newServer NewServer, engine Engine, all bool) {
 	for _, c := range cases {
+		if c.store != nil && !all {
+			continue
+		}
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv()
+			e := newEnv(t, c, engine)
 			cfg := c.build(e)
 			cfg.Options = append(e.base(), cfg.Options...)
 			if cfg.Login != nil {
@@ -59,7 +84,7 @@ func Run(t *testing.T, newServer NewServer) {
 				e.cancelWait = s.cancelWait
 				e.mu.Unlock()
 				req := s.request()
-				calls := e.calls.Load()
+				calls, errs := e.calls.Load(), len(e.reported())
 				resp := srv(req)
 				body, err := io.ReadAll(resp.Body)
 				resp.Body.Close()
@@ -67,7 +92,7 @@ func Run(t *testing.T, newServer NewServer) {
 					t.Fatalf("step %d: reading the body: %v", i+1, err)
 				}
 				handled := e.calls.Load() - calls
-				s.check(t, i+1, resp, string(body), handled, e)
+				s.check(t, i+1, resp, string(body), handled, e.reported()[errs:], e)
 			}
 		})
 	}
@@ -92,7 +117,9 @@ func (s step) request() *http.Request {
 	return req
 }
 
-func (s step) check(t *testing.T, n int, resp *http.Response, body string, handled int64, e *env) {
+// check checks the response to step n, given how often the handler ran and the errors the
+// step reported.
+func (s step) check(t *testing.T, n int, resp *http.Response, body string, handled int64, reported []error, e *env) {
 	t.Helper()
 	w := s.want
 	where := func() string { return s.describe(n) }
@@ -129,8 +156,18 @@ func (s step) check(t *testing.T, n int, resp *http.Response, body string, handl
 	if !w.handled && body != w.body {
 		t.Errorf("%s: body %q, want %q", where(), body, w.body)
 	}
-	if got := e.errs.Load(); got != w.errs {
-		t.Errorf("%s: %d errors reported so far, want %d", where(), got, w.errs)
+	if got := len(e.reported()); got != w.errs {
+		t.Errorf("%s: %d errors reported so far, want %d (this step's: %v)", where(), got, w.errs, reported)
+	}
+	if w.reported != "" || w.kind != nil {
+		switch last := len(reported) - 1; {
+		case last < 0:
+			t.Errorf("%s: no error reported, want one containing %q", where(), w.reported)
+		case !strings.Contains(reported[last].Error(), w.reported):
+			t.Errorf("%s: reported %q, want an error containing %q", where(), reported[last], w.reported)
+		case w.kind != nil && !errors.Is(reported[last], w.kind):
+			t.Errorf("%s: reported %q, want an error of kind %v", where(), reported[last], w.kind)
+		}
 	}
 	e.mu.Lock()
 	waits := slices.Clone(e.waits)

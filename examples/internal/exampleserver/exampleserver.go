@@ -49,7 +49,7 @@ func Store(ctx context.Context, log *slog.Logger) (ratelimit.Store, func(), erro
 	// Let a slow Redis give up at the limiter's deadline (100 ms) rather than its ReadTimeout.
 	opts.ContextTimeoutEnabled = true
 	client := redis.NewClient(opts)
-	var storeOpts []ratelimit.StoreOption
+	var storeOpts []ratelimit.Option
 	if prefix := os.Getenv("RATELIMIT_PREFIX"); prefix != "" {
 		storeOpts = append(storeOpts, ratelimit.WithPrefix(prefix))
 	}

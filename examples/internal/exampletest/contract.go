@@ -18,7 +18,8 @@ const (
 
 // Contract checks what every framework example promises (the examples of Gin, Echo and Fiber
 // share it): the limits above with the memory store, limits shared through Redis, forwarding
-// headers ignored, and requests passing when Redis is down.
+// headers ignored, the handler reading the limiter's decision, and requests passing when Redis
+// is down.
 func Contract(t *testing.T) {
 	bin := Build(t)
 
@@ -46,6 +47,15 @@ func Contract(t *testing.T) {
 		}
 		if resp := Do(t, http.MethodGet, inst.URL+"/"); resp.Header.Get("X-RateLimit-Limit") != fmt.Sprint(burst) {
 			t.Errorf("got X-RateLimit-Limit %q, want %d", resp.Header.Get("X-RateLimit-Limit"), burst)
+		}
+	})
+
+	t.Run("the handler reads the decision", func(t *testing.T) {
+		inst := Start(t, bin)
+		resp, body := Read(t, http.MethodGet, inst.URL+"/hello")
+		CheckDecision(t, resp, body)
+		if got := resp.Header.Get("X-RateLimit-Remaining"); got != fmt.Sprint(burst-1) {
+			t.Errorf("X-RateLimit-Remaining %q, want %d", got, burst-1)
 		}
 	})
 

@@ -135,6 +135,13 @@ var client = &http.Client{Timeout: 5 * time.Second}
 // the response, its body read and closed.
 func Do(t *testing.T, method, url string, header ...string) *http.Response {
 	t.Helper()
+	resp, _ := Read(t, method, url, header...)
+	return resp
+}
+
+// Read is Do, and returns the body too.
+func Read(t *testing.T, method, url string, header ...string) (*http.Response, string) {
+	t.Helper()
 	req, err := http.NewRequest(method, url, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -145,11 +152,26 @@ func Do(t *testing.T, method, url string, header ...string) *http.Response {
 	resp, err := client.Do(req)
 	if err != nil {
 		t.Error(err)
-		return &http.Response{Header: http.Header{}}
+		return &http.Response{Header: http.Header{}}, ""
 	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Error(err)
+	}
+	return resp, string(body)
+}
+
+// CheckDecision checks that the body of a page tells the client's remaining quota under the
+// policy named burst, as the handler read it from the limiter's decision, and that it is the
+// quota of the X-RateLimit-Remaining header.
+func CheckDecision(t *testing.T, resp *http.Response, body string) {
+	t.Helper()
+	want := fmt.Sprintf("%s requests left under %q\n", resp.Header.Get("X-RateLimit-Remaining"), "burst")
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-RateLimit-Remaining") == "" || !strings.HasSuffix(body, want) {
+		t.Errorf("got %d %q with X-RateLimit-Remaining %q, want 200 and a body ending %q",
+			resp.StatusCode, body, resp.Header.Get("X-RateLimit-Remaining"), want)
+	}
 }
 
 // Statuses sends n requests and returns their statuses. A 429 must carry Retry-After.
