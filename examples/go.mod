@@ -3,10 +3,10 @@ module github.com/a7d3e0dd/ratelimit/examples
 go 1.24
 
 require (
-	github.com/a7d3e0dd/ratelimit v0.0.0
-	github.com/a7d3e0dd/ratelimit/adapters/echo v0.0.0
-	github.com/a7d3e0dd/ratelimit/adapters/fiber v0.0.0
-	github.com/a7d3e0dd/ratelimit/adapters/gin v0.0.0
+	github.com/a7d3e0dd/ratelimit v0.1.0
+	github.com/a7d3e0dd/ratelimit/adapters/echo v0.1.0
+	github.com/a7d3e0dd/ratelimit/adapters/fiber v0.1.0
+	github.com/a7d3e0dd/ratelimit/adapters/gin v0.1.0
 	github.com/gin-gonic/gin v1.11.0
 	github.com/gofiber/fiber/v2 v2.52.15
 	github.com/labstack/echo/v4 v4.13.4
@@ -59,12 +59,4 @@ require (
 	golang.org/x/time v0.11.0 // indirect
 	golang.org/x/tools v0.34.0 // indirect
 	google.golang.org/protobuf v1.36.9 // indirect
-)
-
-replace github.com/a7d3e0dd/ratelimit => ../
-
-replace (
-	github.com/a7d3e0dd/ratelimit/adapters/echo => ../adapters/echo
-	github.com/a7d3e0dd/ratelimit/adapters/fiber => ../adapters/fiber
-	github.com/a7d3e0dd/ratelimit/adapters/gin => ../adapters/gin
 )

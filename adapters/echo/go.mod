@@ -7,7 +7,7 @@ go 1.24
 // leaves the raw path of an unmatched request in Context.Path; the adapter tells such a
 // request by its handler (echo.NotFoundHandler) instead, and route_test.go checks it here.
 require (
-	github.com/a7d3e0dd/ratelimit v0.0.0
+	github.com/a7d3e0dd/ratelimit v0.1.0
 	github.com/labstack/echo/v4 v4.0.0 // oldest supported; see the note above
 )
 
@@ -25,5 +25,3 @@ require (
 	golang.org/x/sys v0.30.0 // indirect
 	golang.org/x/text v0.3.7 // indirect
 )
-
-replace github.com/a7d3e0dd/ratelimit => ../..

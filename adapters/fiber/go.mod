@@ -6,7 +6,7 @@ go 1.24
 // the first whose fasthttp (v1.41.0) has RequestHeader.PeekAll, with which the adapter reads
 // every line of a repeated header (X-Forwarded-For from a chain of proxies).
 require (
-	github.com/a7d3e0dd/ratelimit v0.0.0
+	github.com/a7d3e0dd/ratelimit v0.1.0
 	github.com/gofiber/fiber/v2 v2.40.0 // oldest supported; see the note above
 	github.com/valyala/fasthttp v1.41.0
 )
@@ -25,5 +25,3 @@ require (
 	go.uber.org/atomic v1.11.0 // indirect
 	golang.org/x/sys v0.30.0 // indirect
 )
-
-replace github.com/a7d3e0dd/ratelimit => ../..

@@ -5,7 +5,7 @@ go 1.24
 // gin v1.5.0 is the oldest Gin this adapter supports, and the one its tests run against:
 // it added Context.FullPath, which the adapter reads as the route.
 require (
-	github.com/a7d3e0dd/ratelimit v0.0.0
+	github.com/a7d3e0dd/ratelimit v0.1.0
 	github.com/gin-gonic/gin v1.5.0 // oldest supported; see the note above
 )
 
@@ -27,5 +27,3 @@ require (
 	gopkg.in/go-playground/validator.v9 v9.29.1 // indirect
 	gopkg.in/yaml.v2 v2.2.8 // indirect
 )
-
-replace github.com/a7d3e0dd/ratelimit => ../..
