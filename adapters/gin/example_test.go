@@ -42,7 +42,7 @@ func ExampleNew() {
 	// Output:
 	// 200 Limit=2 Remaining=1
 	// 200 Limit=2 Remaining=0
-	// 429 Limit=2 Remaining=0 Retry-After=1
+	// 429 Limit=2 Remaining=0 Retry-After=30
 }
 
 // A stricter limit on one route, as a handler of that route, over the same store. A route
