@@ -13,7 +13,8 @@ import (
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
 )
 
-func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+// TestMain provides Redis to the example that reads its address as a program would.
+func TestMain(m *testing.M) { os.Exit(redistest.Main(m, "ExampleNewRedisStore")) }
 
 // engine makes a store for one test: every engine of the conformance suite.
 type engine struct {

@@ -17,13 +17,8 @@ import (
 // every policy of the list, atomically, on the Redis server's clock. Any go-redis client
 // works: redis.NewClient, redis.NewFailoverClient (Sentinel), redis.NewClusterClient.
 //
-// This example has no Output comment, so go test compiles it but does not run it: it needs a
-// Redis server, at $REDIS_ADDR or localhost:6379. Against one it prints
-//
-//	true 2 hourly
-//	true 1 hourly
-//	true 0 hourly
-//	false 0 hourly
+// The example reads the server's address from $REDIS_ADDR (default localhost:6379); the
+// project's tests start a redis-server and set it.
 func ExampleNewRedisStore() {
 	addr := os.Getenv("REDIS_ADDR")
 	if addr == "" {
@@ -52,4 +47,9 @@ func ExampleNewRedisStore() {
 		}
 		fmt.Println(d.Allowed, d.Remaining, d.Policy.Name)
 	}
+	// Output:
+	// true 2 hourly
+	// true 1 hourly
+	// true 0 hourly
+	// false 0 hourly
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/internal/algo"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
 )
 
@@ -144,10 +145,15 @@ func TestPeekChargesNothing(t *testing.T) {
 	})
 }
 
-var allAlgorithms = []algorithms.Algorithm{
-	algorithms.FixedWindow{}, algorithms.SlidingLog{}, algorithms.SlidingCounter{},
-	algorithms.TokenBucket{}, algorithms.LeakyBucket{}, algorithms.LeakyBucket{Shaping: true}, algorithms.GCRA{},
-}
+// allAlgorithms is every algorithm package algorithms registers, in its order: the tests
+// range over it, so a new algorithm is tested everywhere without another list to edit.
+var allAlgorithms = func() []algorithms.Algorithm {
+	var out []algorithms.Algorithm
+	for _, v := range algo.Values() {
+		out = append(out, v.(algorithms.Algorithm))
+	}
+	return out
+}()
 
 func TestResetForgets(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {

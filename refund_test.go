@@ -6,13 +6,21 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/internal/algo"
 )
 
-// refundable are the algorithms whose charges can be given back (shaping shares GCRA's).
-var refundable = []algorithms.Algorithm{
-	algorithms.FixedWindow{}, algorithms.SlidingLog{}, algorithms.SlidingCounter{},
-	algorithms.TokenBucket{}, algorithms.LeakyBucket{}, algorithms.GCRA{},
-}
+// refundable are the algorithms whose charges are given back by Refund: every one but
+// shaping, whose admissions wait rather than fail (its refund is the TAT model's, compared
+// between the engines by the differential test).
+var refundable = func() []algorithms.Algorithm {
+	var out []algorithms.Algorithm
+	for _, a := range allAlgorithms {
+		if !algo.Of(a).Shapes() {
+			out = append(out, a)
+		}
+	}
+	return out
+}()
 
 // A refund gives back the charge of its decision, once, and nothing that was not charged.
 func TestRefund(t *testing.T) {

@@ -113,6 +113,7 @@ type Model interface {
 var (
 	mu     sync.RWMutex
 	models = map[any]Model{}
+	values []any // the public values, in registration order
 )
 
 // Register makes m the model of the public algorithm value a. Package algorithms calls it
@@ -130,6 +131,7 @@ func Register(a any, m Model) {
 		}
 	}
 	models[a] = m
+	values = append(values, a)
 }
 
 // Of returns the model of the public algorithm value a, or nil if a has none.
@@ -137,6 +139,14 @@ func Of(a any) Model {
 	mu.RLock()
 	defer mu.RUnlock()
 	return models[a]
+}
+
+// Values returns every registered public algorithm value, in the order registered. Tests
+// range over it, so an added algorithm is tested everywhere without another list to edit.
+func Values() []any {
+	mu.RLock()
+	defer mu.RUnlock()
+	return append([]any(nil), values...)
 }
 
 // All returns every registered model, ordered by code.

@@ -30,6 +30,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -268,10 +269,54 @@ func sanitize(s string) string {
 // from TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
-func Main(m *testing.M) int {
+//
+// A runnable example cannot call [Standalone]: it reads REDIS_ADDR, as a user's
+// program would. Name such examples and Main provides the server before the
+// run, setting REDIS_ADDR to its address; where redis-server is not installed
+// (and RATELIMIT_REQUIRE_REDIS is not 1) it skips them instead, through -test.skip.
+//
+//	func TestMain(m *testing.M) { os.Exit(redistest.Main(m, "ExampleNewRedisStore")) }
+func Main(m *testing.M, examplesNeedingRedis ...string) int {
+	if len(examplesNeedingRedis) > 0 {
+		if code, ok := exportAddr(examplesNeedingRedis); !ok {
+			return code
+		}
+	}
 	code := m.Run()
 	stopAll()
 	return code
+}
+
+// exportAddr makes the standalone server's address available through REDIS_ADDR
+// or skips the named examples. It reports false, with an exit code, when the run
+// must not go on.
+func exportAddr(examples []string) (int, bool) {
+	standalone.once.Do(initStandalone)
+	switch err := standalone.err; {
+	case err == nil:
+		if err := os.Setenv(envAddr, standalone.addr); err != nil {
+			fmt.Fprintln(os.Stderr, "redistest:", err)
+			return 1, false
+		}
+	case errors.Is(err, errNotInstalled) && os.Getenv(envRequire) != "1":
+		if !flag.Parsed() {
+			flag.Parse()
+		}
+		skip := "^(" + strings.Join(examples, "|") + ")$"
+		if prev := flag.Lookup("test.skip").Value.String(); prev != "" {
+			skip = prev + "|" + skip
+		}
+		if err := flag.Set("test.skip", skip); err != nil {
+			fmt.Fprintln(os.Stderr, "redistest:", err)
+			return 1, false
+		}
+	default:
+		fmt.Fprintf(os.Stderr, "redistest: standalone redis unavailable for %s: %v\n",
+			strings.Join(examples, ", "), err)
+		stopAll()
+		return 1, false
+	}
+	return 0, true
 }
 
 // Kill stops the shared standalone server abruptly (SIGKILL, as in a crash)
