@@ -148,15 +148,17 @@ func KeyByUser(key any) KeyFunc {
 	}
 }
 
-// KeyByRoute keys requests by their method and matched route pattern, as
-// "route:GET /items/{id}": one quota per route, shared by all clients. Join it with a client
-// key to get one quota per client and route:
+// KeyByRoute keys requests by their matched route pattern, as "route:/items/{id}": one quota
+// per route, shared by all clients and by every method the route answers. Join it with a client
+// key to get one quota per client and route, and with [KeyByMethod] for one per method too:
 //
 //	ratelimit.KeyJoin(ratelimit.KeyByIP(), ratelimit.KeyByRoute())
+//	ratelimit.KeyJoin(ratelimit.KeyByIP(), ratelimit.KeyByRoute(), ratelimit.KeyByMethod())
 //
-// The route is the pattern, never the raw path, so a client cannot mint new quotas by
-// varying the path; methods outside the nine of RFC 9110 count as one, "OTHER", for the same
-// reason. A pattern that names its method ("GET /x") is used as it is.
+// The route is the pattern, never the raw path, so a client cannot mint new quotas by varying
+// the path — nor by varying the method on a route that answers several. A net/http pattern's
+// method is left out ("GET /x" is keyed as "/x", its host kept), so a route's quota is the same
+// in net/http, Gin, Echo and Fiber, whose route templates have no method.
 //
 // A request whose route is unknown has no key ([ErrNoKey]). With net/http the route is known
 // inside a ServeMux: put the middleware on the handler you register, not around the mux.
@@ -164,16 +166,26 @@ func KeyByUser(key any) KeyFunc {
 func KeyByRoute() KeyFunc {
 	return func(r Request) (string, error) {
 		route := r.Route()
-		if route == "" {
-			return "", ErrNoKey
+		if i := strings.IndexByte(route, ' '); i >= 0 && !strings.HasPrefix(route, "/") {
+			route = strings.TrimLeft(route[i:], " \t") // "GET /x" or "GET example.com/x"
 		}
-		if len(route) > maxKeyPart {
+		switch {
+		case route == "":
+			return "", ErrNoKey
+		case len(route) > maxKeyPart:
 			return boundedKey("route:", route, "route")
 		}
-		if i := strings.IndexByte(route, ' '); i > 0 && !strings.HasPrefix(route, "/") {
-			return "route:" + route, nil // "GET /x" or "GET example.com/x"
-		}
-		return "route:" + knownMethod(r.Method()) + " " + route, nil
+		return "route:" + route, nil
+	}
+}
+
+// KeyByMethod keys requests by their method, as "method:GET": join it with [KeyByRoute] for one
+// quota per route and method. The nine methods of RFC 9110 (with PATCH) are keyed as they are
+// and every other counts as one, "OTHER", so a client cannot mint new quotas with invented
+// methods.
+func KeyByMethod() KeyFunc {
+	return func(r Request) (string, error) {
+		return "method:" + knownMethod(r.Method()), nil
 	}
 }
 

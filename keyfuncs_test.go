@@ -173,11 +173,14 @@ func TestKeyByRoute(t *testing.T) {
 		return ratelimit.HTTPRequest(r)
 	}
 	runKeyCases(t, []keyCase{
-		{name: "pattern", fn: ratelimit.KeyByRoute(), req: route("GET", "/items/{id}"), want: "route:GET /items/{id}"},
-		{name: "pattern with its method", fn: ratelimit.KeyByRoute(), req: route("HEAD", "GET /items/{id}"), want: "route:GET /items/{id}"},
-		{name: "pattern with a host", fn: ratelimit.KeyByRoute(), req: route("POST", "example.com/x"), want: "route:POST example.com/x"},
-		{name: "unknown methods are one", fn: ratelimit.KeyByRoute(), req: route("BREW", "/pot"), want: "route:OTHER /pot"},
+		{name: "pattern", fn: ratelimit.KeyByRoute(), req: route("GET", "/items/{id}"), want: "route:/items/{id}"},
+		{name: "any method, one route", fn: ratelimit.KeyByRoute(), req: route("DELETE", "/items/{id}"), want: "route:/items/{id}"},
+		{name: "the pattern's method left out", fn: ratelimit.KeyByRoute(), req: route("HEAD", "GET /items/{id}"), want: "route:/items/{id}"},
+		{name: "pattern with a host", fn: ratelimit.KeyByRoute(), req: route("POST", "example.com/x"), want: "route:example.com/x"},
+		{name: "method and host", fn: ratelimit.KeyByRoute(), req: route("POST", "POST example.com/x"), want: "route:example.com/x"},
 		{name: "no route", fn: ratelimit.KeyByRoute(), req: route("GET", ""), wantErr: ratelimit.ErrNoKey},
+		{name: "method", fn: ratelimit.KeyByMethod(), req: route("PATCH", "/x"), want: "method:PATCH"},
+		{name: "unknown methods are one", fn: ratelimit.KeyByMethod(), req: route("BREW", "/pot"), want: "method:OTHER"},
 	})
 }
 

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"cmp"
 	"context"
 	"hash/maphash"
 	"slices"
@@ -27,7 +28,19 @@ type memoryShard struct {
 	mu      sync.Mutex
 	entries map[string]*memoryEntry
 	writes  uint32
+	// soonest, once the shard has been found full, are the keys that expire first, the
+	// soonest last: room is made by dropping them as they expire, without another scan.
+	soonest []expiring
 }
+
+// expiring is a key and the time its state expired when the shard was scanned.
+type expiring struct {
+	key string
+	at  int64
+}
+
+// soonestKept is how many keys a scan of a full shard remembers as the next to expire.
+const soonestKept = 64
 
 type memoryEntry struct {
 	state   algo.State
@@ -42,9 +55,11 @@ type memoryEntry struct {
 // It is safe for concurrent use. All keys of one identity live in one of 64 shards under one
 // lock, so a policy list is checked atomically. Expired state is dropped as the store is used
 // (no background goroutine, nothing to close). The number of keys is bounded (see
-// [WithMaxKeys]): when a shard is full, the store first drops expired keys and then, if it
-// must, the key closest to expiring among a sample. A flood of new identities therefore cannot
-// grow memory past the bound.
+// [WithMaxKeys]) and live state is never evicted, since dropping it would hand its identity a
+// fresh quota: when a shard is full of live state, a request of a new identity is refused (its
+// decision denies it, with the time until room frees as RetryAfter) until state expires. A
+// flood of new identities can therefore neither grow memory past the bound nor reset anyone's
+// quota.
 func NewMemoryStore(opts ...Option) Store {
 	c := newStoreConfig("NewMemoryStore", opts)
 	s := &memoryStore{seed: maphash.MakeSeed(), prefix: c.prefix, clock: c.clock, perShard: max(1, c.maxKeys/memoryShards)}
@@ -123,6 +138,12 @@ func (s *memoryStore) Check(ctx context.Context, key string, policies []Policy, 
 	if !all || !charge || cost == 0 {
 		return t, nil
 	}
+	if wait := s.makeRoom(sh, ents, now); wait > 0 {
+		for i := range out {
+			out[i].setMicros(false, 0, wait, wait, 0)
+		}
+		return t, nil
+	}
 	for i := range policies {
 		p := &policies[i]
 		state, ttl := p.compiled.model.Charge(p.compiled.params, states[i], now, cost)
@@ -130,51 +151,89 @@ func (s *memoryStore) Check(ctx context.Context, key string, policies []Policy, 
 		if e == nil {
 			e = &memoryEntry{}
 			ents[i] = e
-			s.insert(sh, string(appendKey(buf[:0], s.prefix, key, p.tag())), e, now, ents)
+			sh.entries[string(appendKey(buf[:0], s.prefix, key, p.tag()))] = e
 		}
 		e.state, e.expires = state, now+max(ttl, 1)
 	}
 	return t, nil
 }
 
-// insert adds a new entry, keeping the shard within its bound, and never dropping the entries
-// of the check under way (keep). The caller holds sh.mu.
-func (s *memoryStore) insert(sh *memoryShard, k string, e *memoryEntry, now int64, keep []*memoryEntry) {
-	sh.writes++
-	if len(sh.entries) >= s.perShard || sh.writes%16 == 0 {
-		s.sweep(sh, now, len(sh.entries) >= s.perShard, keep)
+// makeRoom makes room in sh for the new entries of a check (the nil ones of ents), dropping
+// expired state only, and never the check's own entries. It returns 0 when there is room, or
+// else how many microseconds until state is due to expire. The caller holds sh.mu.
+func (s *memoryStore) makeRoom(sh *memoryShard, ents []*memoryEntry, now int64) int64 {
+	need := 0
+	for _, e := range ents {
+		if e == nil {
+			need++
+		}
 	}
-	sh.entries[k] = e
+	if need == 0 {
+		return 0
+	}
+	sh.writes++
+	if sh.writes%16 == 0 {
+		sh.sweep(now, ents) // housekeeping: expired state goes as the store is used
+	}
+	room := func() bool { return len(sh.entries) == 0 || len(sh.entries)+need <= s.perShard }
+	if room() {
+		return 0
+	}
+	for len(sh.soonest) > 0 && !room() {
+		c := sh.soonest[len(sh.soonest)-1]
+		if c.at > now {
+			return c.at - now
+		}
+		sh.soonest = sh.soonest[:len(sh.soonest)-1]
+		if e := sh.entries[c.key]; e != nil && e.expires <= now && !slices.Contains(ents, e) {
+			delete(sh.entries, c.key)
+		}
+	}
+	if room() {
+		return 0
+	}
+	sh.scan(now, ents)
+	if room() {
+		return 0
+	}
+	if len(sh.soonest) == 0 {
+		return int64(time.Second / time.Microsecond) // only the check's own entries: cannot be
+	}
+	return max(sh.soonest[len(sh.soonest)-1].at-now, 1)
 }
 
-// sweep drops expired entries among a sample of the shard; when the shard must make room and
-// none had expired, it drops the sampled entry closest to expiring. It leaves the entries of
-// keep alone.
-func (s *memoryStore) sweep(sh *memoryShard, now int64, makeRoom bool, keep []*memoryEntry) {
+// sweep drops the expired entries among a sample of the shard, except those of keep. The
+// caller holds sh.mu.
+func (sh *memoryShard) sweep(now int64, keep []*memoryEntry) {
 	const sample = 32
-	var (
-		victim    string
-		victimExp int64
-		seen      int
-		dropped   bool
-	)
+	seen := 0
 	for k, e := range sh.entries { // map iteration starts at a random entry
-		if slices.Contains(keep, e) {
-			continue
-		}
-		if e.expires <= now {
+		if e.expires <= now && !slices.Contains(keep, e) {
 			delete(sh.entries, k)
-			dropped = true
-		} else if victim == "" || e.expires < victimExp {
-			victim, victimExp = k, e.expires
 		}
 		if seen++; seen >= sample {
 			break
 		}
 	}
-	if makeRoom && !dropped && victim != "" {
-		delete(sh.entries, victim)
+}
+
+// scan drops every expired entry of the shard, except those of keep, and remembers the keys
+// that expire first among the rest. The caller holds sh.mu.
+func (sh *memoryShard) scan(now int64, keep []*memoryEntry) {
+	live := make([]expiring, 0, len(sh.entries))
+	for k, e := range sh.entries {
+		switch {
+		case slices.Contains(keep, e):
+		case e.expires <= now:
+			delete(sh.entries, k)
+		default:
+			live = append(live, expiring{k, e.expires})
+		}
 	}
+	slices.SortFunc(live, func(a, b expiring) int { return cmp.Compare(a.at, b.at) })
+	live = live[:min(len(live), soonestKept)]
+	slices.Reverse(live) // the soonest last
+	sh.soonest = append(sh.soonest[:0], live...)
 }
 
 // Refund implements [Store].

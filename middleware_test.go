@@ -334,3 +334,33 @@ func TestMiddlewareFallbackKey(t *testing.T) {
 		})
 	})
 }
+
+// TestRouteQuotaAcrossMethods: a route registered without a method answers every method, and
+// its quota is one: cycling the methods does not multiply it. Per-method quotas are asked for by
+// joining KeyByMethod.
+func TestRouteQuotaAcrossMethods(t *testing.T) {
+	methods := []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "BREW"}
+	serve := func(t *testing.T, key ratelimit.KeyFunc) int {
+		l := mustNew(t, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 5, Window: time.Hour})
+		mux := http.NewServeMux()
+		mux.Handle("/export", ratelimit.Middleware(l, ratelimit.WithKey(key))(okHandler))
+		admitted := 0
+		for range 5 {
+			for _, m := range methods {
+				w := httptest.NewRecorder()
+				mux.ServeHTTP(w, httptest.NewRequest(m, "/export", nil))
+				if w.Code == http.StatusOK {
+					admitted++
+				}
+			}
+		}
+		return admitted
+	}
+	if got := serve(t, ratelimit.KeyByRoute()); got != 5 {
+		t.Errorf("5 per hour on the route, 9 methods 5 times each: %d admitted, want 5", got)
+	}
+	perMethod := ratelimit.KeyJoin(ratelimit.KeyByRoute(), ratelimit.KeyByMethod())
+	if got := serve(t, perMethod); got != 5*len(methods) {
+		t.Errorf("5 per hour per route and method, 9 methods 5 times each: %d admitted, want %d", got, 5*len(methods))
+	}
+}
