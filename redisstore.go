@@ -12,8 +12,8 @@ import (
 )
 
 var (
-	checkScript = redis.NewScript(redisscripts.Check())
-	resetScript = redis.NewScript(redisscripts.Reset())
+	checkScript = newScript(redisscripts.Check())
+	resetScript = newScript(redisscripts.Reset())
 )
 
 // redisStore keeps rate-limit state in Redis. See [NewRedisStore].
@@ -72,10 +72,11 @@ func (s *redisStore) Clock() Clock {
 	return s.clock
 }
 
-// run runs a script, keeping ctx's deadline whether or not the client does.
-func (s *redisStore) run(ctx context.Context, script *redis.Script, keys []string, args []any) (any, error) {
+// run runs a script once (see redisonce.go), keeping ctx's deadline whether or not the client
+// does.
+func (s *redisStore) run(ctx context.Context, script *script, keys []string, args []any) (any, error) {
 	if s.direct {
-		return script.Run(ctx, s.client, keys, args...).Result()
+		return script.run(ctx, s.client, keys, args)
 	}
 	type reply struct {
 		v   any
@@ -83,7 +84,7 @@ func (s *redisStore) run(ctx context.Context, script *redis.Script, keys []strin
 	}
 	done := make(chan reply, 1)
 	go func() {
-		v, err := script.Run(ctx, s.client, keys, args...).Result()
+		v, err := script.run(ctx, s.client, keys, args)
 		done <- reply{v, err}
 	}()
 	select {
