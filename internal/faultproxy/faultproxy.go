@@ -315,4 +315,3 @@ func header(b []byte, i int, kind byte) (int, int, error) {
 	}
 	return n, i + end + 2, nil
 }
-
