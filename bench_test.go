@@ -212,3 +212,72 @@ func usedMemory(t *testing.T, client *redis.Client) int64 {
 	t.Fatal("INFO memory has no used_memory")
 	return 0
 }
+
+// BenchmarkRedisSlidingLogWorstCase measures the costliest request a policy allows: a sliding
+// log at its largest Limit (1,000), charged all at once on a fresh key — 1,000 entries written
+// in one script, holding Redis meanwhile. It reports Redis' own time per call (usec_per_call of
+// INFO commandstats) next to that of a trivial EVALSHA, measured in the same run, and their
+// ratio: how many ordinary script calls one worst request is worth.
+func BenchmarkRedisSlidingLogWorstCase(b *testing.B) {
+	client := redistest.Standalone(b)
+	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(b)))
+	l := mustNew(b, store, ratelimit.Policy{Limit: 1000, Window: time.Minute, Algorithm: algorithms.SlidingLog{}})
+	trivial := redis.NewScript("return 1")
+	trivial.Load(ctx, client)
+	l.Peek(ctx, "warm") // loads the check script
+	serverTime := func(f func()) float64 {
+		if err := client.ConfigResetStat(ctx).Err(); err != nil {
+			b.Fatal(err)
+		}
+		f()
+		info, err := client.Info(ctx, "commandstats").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return usecPerCall(b, info, "evalsha")
+	}
+	var worst float64
+	fresh := 0 // every call on a key of its own, across the benchmark's runs
+	b.Run("cost-1000", func(b *testing.B) {
+		worst = serverTime(func() {
+			for range b.N {
+				fresh++
+				if d, err := l.AllowN(ctx, "worst-"+strconv.Itoa(fresh), 1000); err != nil || !d.Allowed {
+					b.Fatal(d, err)
+				}
+			}
+		})
+		b.ReportMetric(worst, "redis-µs/call")
+	})
+	b.Run("trivial-evalsha", func(b *testing.B) {
+		floor := serverTime(func() {
+			for range b.N {
+				trivial.EvalSha(ctx, client, []string{"x"})
+			}
+		})
+		b.ReportMetric(floor, "redis-µs/call")
+		if floor > 0 {
+			b.ReportMetric(worst/floor, "x-floor")
+		}
+	})
+}
+
+// usecPerCall reads usec_per_call of a command from INFO commandstats.
+func usecPerCall(b *testing.B, info, command string) float64 {
+	for _, line := range strings.Split(info, "\n") {
+		if !strings.HasPrefix(line, "cmdstat_"+command+":") {
+			continue
+		}
+		for _, field := range strings.Split(strings.TrimSpace(line[strings.IndexByte(line, ':')+1:]), ",") {
+			if v, ok := strings.CutPrefix(field, "usec_per_call="); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return f
+			}
+		}
+	}
+	b.Fatalf("no %s in INFO commandstats", command)
+	return 0
+}

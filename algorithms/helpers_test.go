@@ -43,7 +43,7 @@ func capOf(m algo.Model, p algo.Params) int64 {
 }
 
 // paramSets are the parameters every model runs with in the table tests; those the model
-// refuses (the sliding log above 100,000) are left out.
+// refuses (the sliding log above 1,000) are left out.
 func paramSets(m algo.Model) []algo.Params {
 	ps := []algo.Params{
 		algo.NewParams(10, 1_000_000, 0),

@@ -8,8 +8,8 @@ import (
 )
 
 // SlidingLog admits at most Limit units of cost in every interval of length Window: it keeps
-// the time of every admitted unit, so it is exact, and its memory grows with Limit. Burst is not
-// used.
+// the time of every admitted unit, so it is exact, and its memory grows with Limit, which is
+// therefore at most 1,000. Burst is not used.
 //
 // State: Log = the admitted units' timestamps within the last Window, oldest first. Should the
 // clock go back, new units are logged at the newest time, so the order holds.
@@ -30,13 +30,18 @@ func (slidingLog) UsesBurst() bool { return false }
 func (slidingLog) Shapes() bool    { return false }
 func (slidingLog) Validate(p algo.Params) error {
 	if p.Limit > maxLogLimit {
-		return fmt.Errorf("Limit is %d, but the sliding log keeps one entry per unit of cost and allows at most %d; use SlidingCounter", p.Limit, maxLogLimit)
+		return fmt.Errorf("Limit is %d, but the sliding log keeps one entry per unit of cost, written in one step, and allows at most %d; use SlidingCounter (approximate, two counters) or GCRA (exact, one value)", p.Limit, maxLogLimit)
 	}
 	return nil
 }
 
-// maxLogLimit bounds the sliding log's entries per key.
-const maxLogLimit = 100_000
+// maxLogLimit bounds the sliding log's entries per key, and so what one request can cost:
+// a request of cost c writes c entries at once, in one script that holds Redis meanwhile
+// (about 2 µs of Redis time per entry). At 100,000, one request held Redis for 200 ms and
+// other tenants' checks missed their deadlines; at 1,000 the worst request takes 1.9–2.5 ms
+// of Redis time (BenchmarkRedisSlidingLogWorstCase), about a hundred ordinary checks, and a
+// full log tens of kilobytes.
+const maxLogLimit = 1_000
 
 func (slidingLog) Check(p algo.Params, s algo.State, now, cost int64) (algo.Result, algo.State) {
 	s.Init = true
