@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/textproto"
+	"reflect"
 	"strconv"
 	"strings"
 )
@@ -105,7 +106,8 @@ func validHeaderName(name string) bool {
 //	r.Use(auth) // c.Set("user", id)
 //	r.Use(ginlimit.New(limiter, ratelimit.WithKey(ratelimit.KeyByUser("user")), ratelimit.RejectMissingKey(401)))
 //
-// The value may be a string, a []byte, an integer or a [fmt.Stringer]. A request without one
+// The value may be a string, a []byte, an integer (named types such as `type UserID string`
+// included) or a [fmt.Stringer]. A request without one
 // (or with an empty one) is anonymous: it has no key ([ErrNoKey]). A value of another type is
 // an error naming it (the request is answered 400 and the error reported): store the id itself,
 // or write a [KeyFunc] that reads it from your type. Ids longer than 256 bytes are replaced by
@@ -139,13 +141,31 @@ func KeyByUser(key any) KeyFunc {
 		case fmt.Stringer:
 			id = v.String()
 		default:
-			return "", fmt.Errorf("ratelimit: KeyByUser: the value under %v is a %T, not a string, integer or fmt.Stringer", key, v)
+			var ok bool
+			if id, ok = idOfKind(v); !ok {
+				return "", fmt.Errorf("ratelimit: KeyByUser: the value under %v is a %T, not a string, integer or fmt.Stringer", key, v)
+			}
 		}
 		if id == "" {
 			return "", ErrNoKey
 		}
 		return boundedKey("user:", id, "user id")
 	}
+}
+
+// idOfKind returns the id held by a value of a named string or integer type (type UserID
+// string), which the type switch of KeyByUser does not match.
+func idOfKind(v any) (string, bool) {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.String:
+		return rv.String(), true
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(rv.Int(), 10), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return strconv.FormatUint(rv.Uint(), 10), true
+	}
+	return "", false
 }
 
 // KeyByRoute keys requests by their matched route pattern, as "route:/items/{id}": one quota

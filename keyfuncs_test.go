@@ -126,6 +126,13 @@ type userID struct{ n int }
 
 func (u userID) String() string { return "u" + strconv.Itoa(u.n) }
 
+// Named types of ids, as applications declare them.
+type (
+	namedID       string
+	namedNum      int16
+	namedUnsigned uint8
+)
+
 func TestKeyByUser(t *testing.T) {
 	user := ratelimit.KeyByUser(userKey{})
 	as := func(id any) ratelimit.Request {
@@ -145,6 +152,9 @@ func TestKeyByUser(t *testing.T) {
 		{name: "uint64", fn: user, req: as(uint64(1) << 63), want: "user:9223372036854775808"},
 		{name: "uint32", fn: user, req: as(uint32(7)), want: "user:7"},
 		{name: "Stringer", fn: user, req: as(userID{7}), want: "user:u7"},
+		{name: "a named string type", fn: user, req: as(namedID("bob")), want: "user:bob"},
+		{name: "a named integer type", fn: user, req: as(namedNum(-7)), want: "user:-7"},
+		{name: "a named unsigned type", fn: user, req: as(namedUnsigned(7)), want: "user:7"},
 		{name: "the string, not the number", fn: user, req: as("42"), want: "user:42"},
 		{name: "anonymous", fn: user, req: as(nil), wantErr: ratelimit.ErrNoKey},
 		{name: "empty id", fn: user, req: as(""), wantErr: ratelimit.ErrNoKey},
