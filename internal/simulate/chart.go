@@ -117,15 +117,18 @@ func (ch *chart) row(tr Trace, y0 float64) {
 		}
 	}
 
-	// The state, a step line through the samples.
+	// The state, a step line through the samples: a corner where it changes.
 	var state pathData
 	for k, s := range tr.Samples {
-		if k == 0 {
+		switch {
+		case k == 0:
 			state.moveTo(ch.x(s.At), y(float64(s.Remaining)))
-			continue
+		case s.Remaining != tr.Samples[k-1].Remaining:
+			state.h(ch.x(s.At))
+			state.v(y(float64(s.Remaining)))
+		case k == len(tr.Samples)-1:
+			state.h(ch.x(s.At))
 		}
-		state.h(ch.x(s.At))
-		state.v(y(float64(s.Remaining)))
 	}
 	c.path(&state, colState, 1.5)
 	c.frame(left, py, plotW, plotH, colBoundary)
