@@ -170,7 +170,7 @@ func (ch *chart) timeAxis(axisY float64) {
 
 // rowHeading writes a row's algorithm on the left and its figures on the right.
 func rowHeading(c *canvas, y0 float64, tr Trace) {
-	c.text(left, y0+14, goName(tr.Algorithm), textStyle{size: 13, bold: true})
+	c.text(left, y0+14, GoName(tr.Algorithm), textStyle{size: 13, bold: true})
 	c.spans(left+plotW, y0+14, textStyle{size: 12, anchor: "end", fill: colMuted}, figures(tr)...)
 }
 
@@ -268,9 +268,9 @@ func anyShapes(traces []Trace) bool {
 // shapes reports whether alg delays the requests it admits.
 func shapes(alg algorithms.Algorithm) bool { return algo.Of(alg).Shapes() }
 
-// goName is the algorithm as a user writes it, its zero fields left out: "FixedWindow{}",
+// GoName is the algorithm as a user writes it, its zero fields left out: "FixedWindow{}",
 // "LeakyBucket{}", "LeakyBucket{Shaping: true}".
-func goName(alg algorithms.Algorithm) string {
+func GoName(alg algorithms.Algorithm) string {
 	v := reflect.ValueOf(alg)
 	var fields []string
 	for i := range v.NumField() {

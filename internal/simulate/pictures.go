@@ -54,7 +54,7 @@ func Summary(w io.Writer, pics []Picture) error {
 	fmt.Fprintf(tw, "picture\talgorithm\tadmitted\trefused\tmost admitted in any %s\tmost released in any %[1]s\n", duration(Window))
 	for _, p := range pics {
 		for _, tr := range p.Traces {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\n", p.File, goName(tr.Algorithm), tr.Admitted(), tr.Refused(),
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\n", p.File, GoName(tr.Algorithm), tr.Admitted(), tr.Refused(),
 				MostWithin(tr.AdmittedAt(), Window), MostWithin(tr.ReleasedAt(), Window))
 		}
 	}

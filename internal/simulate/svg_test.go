@@ -43,8 +43,8 @@ func TestGoName(t *testing.T) {
 		{algorithms.LeakyBucket{}, "LeakyBucket{}"},
 		{algorithms.LeakyBucket{Shaping: true}, "LeakyBucket{Shaping: true}"},
 	} {
-		if got := goName(tc.alg); got != tc.want {
-			t.Errorf("goName(%#v) = %q, want %q", tc.alg, got, tc.want)
+		if got := GoName(tc.alg); got != tc.want {
+			t.Errorf("GoName(%#v) = %q, want %q", tc.alg, got, tc.want)
 		}
 	}
 }
@@ -58,12 +58,12 @@ func TestHeadingsFit(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, tr := range traces {
-			w := textWidth(goName(tr.Algorithm), 13, true) + 24
+			w := textWidth(GoName(tr.Algorithm), 13, true) + 24
 			for _, r := range figures(tr) {
 				w += textWidth(r.text, 12, r.bold)
 			}
 			if w > plotW {
-				t.Errorf("%s, %s: the heading takes %.0f px of %.0f", sc.Name, goName(tr.Algorithm), w, plotW)
+				t.Errorf("%s, %s: the heading takes %.0f px of %.0f", sc.Name, GoName(tr.Algorithm), w, plotW)
 			}
 		}
 	}
