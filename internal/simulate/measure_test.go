@@ -1,0 +1,228 @@
+package simulate_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/internal/simulate"
+)
+
+// TestMeasureChooser measures the figures of README's "Which algorithm?" table and prints
+// them as a Markdown table, for the one policy of the pictures (10 per second, burst 10).
+// The figures are:
+//
+//   - from the simulation over the memory store: what each algorithm refuses of a steady
+//     stream at the limit, and the most it admits in any one window of the boundary burst and
+//     of the 3× overload;
+//   - Redis memory per identity: the growth of used_memory over many identities, divided by
+//     their number (key, value, expiry and allocator overhead included), after one request
+//     and after Limit requests;
+//   - Redis time per check: usec_per_call of EVALSHA in INFO commandstats (the time inside
+//     Redis, network excluded) over checks of 100 identities, each at its limit and then at
+//     three times it, next to a trivial script: the least of 20 rounds of 500 checks.
+//
+// It asserts nothing about them, since they depend on the machine, and it runs only when
+// asked:
+//
+//	RATELIMIT_MEASURE=1 go test -run TestMeasureChooser -v ./internal/simulate
+func TestMeasureChooser(t *testing.T) {
+	if os.Getenv("RATELIMIT_MEASURE") != "1" {
+		t.Skip("set RATELIMIT_MEASURE=1 to measure the figures of README's algorithm table")
+	}
+	ctx := context.Background()
+	client := redistest.Standalone(t)
+	pics, err := simulate.Pictures(ctx, simulate.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trace := func(scenario string, alg algorithms.Algorithm) simulate.Trace {
+		for _, p := range pics {
+			for _, tr := range p.Traces {
+				if p.File == scenario+".svg" && tr.Algorithm == alg {
+					return tr
+				}
+			}
+		}
+		t.Fatalf("no trace of %s in %s", alg.Name(), scenario)
+		return simulate.Trace{}
+	}
+
+	oneConn := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), PoolSize: 1})
+	defer oneConn.Close()
+	growKeyspace(t, oneConn)
+
+	// The times: every workload in turn, round after round, so that other work on the machine
+	// weighs on all of them alike; each keeps its least disturbed round.
+	trivial := redis.NewScript("return 1")
+	workloads := []func(){func() {
+		if err := trivial.Run(ctx, client, []string{"x"}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	for _, alg := range simulate.Algorithms() {
+		workloads = append(workloads,
+			checker(t, client, alg, simulate.Window/simulate.Limit),
+			checker(t, client, alg, simulate.Window/(3*simulate.Limit)))
+	}
+	usec := leastUsecPerCall(t, client, workloads)
+
+	var b strings.Builder
+	window := fmt.Sprintf("%d s", simulate.Window/time.Second)
+	fmt.Fprintf(&b, "\n| algorithm | refused of a steady stream at the limit | most admitted in any %s: boundary burst | most admitted in any %[1]s: 3× overload | Redis memory per identity: 1 request / %[2]d requests | Redis µs per check: at the limit / at 3× |\n",
+		window, simulate.Limit)
+	b.WriteString("|---|---|---|---|---|---|\n")
+	for i, alg := range simulate.Algorithms() {
+		one := memoryPerIdentity(t, oneConn, alg, 4000, 1)
+		full := memoryPerIdentity(t, oneConn, alg, 2000, simulate.Limit)
+		fmt.Fprintf(&b, "| `%s` | %d of %d | %d | %d | %.0f B / %.0f B | %.1f / %.1f |\n", simulate.GoName(alg),
+			trace("steady", alg).Refused(), len(trace("steady", alg).Requests),
+			simulate.MostWithin(trace("boundary-burst", alg).AdmittedAt(), simulate.Window),
+			simulate.MostWithin(trace("overload", alg).AdmittedAt(), simulate.Window),
+			one, full, usec[1+2*i], usec[2+2*i])
+	}
+	fmt.Fprintf(&b, "\nA trivial script (return 1): %.1f µs per EVALSHA.\n", usec[0])
+	t.Log(b.String())
+}
+
+// growKeyspace fills Redis with 70,000 keys first, so that no measure pays for a hash table
+// doubling, and waits for Redis to finish the rehash in its background cron (a millisecond
+// every 100 ms): freeing the old table inside a measure would make it look cheaper.
+func growKeyspace(t *testing.T, client *redis.Client) {
+	pipe := client.Pipeline()
+	prefix := redistest.Prefix(t)
+	for i := range 70_000 {
+		pipe.Set(context.Background(), prefix+strconv.Itoa(i), "x", 10*time.Minute)
+	}
+	if _, err := pipe.Exec(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // waits for a process, not for a clock
+}
+
+// memoryPerIdentity returns the growth of used_memory per identity over n identities, each
+// charged requests requests of alg's policy 1 ms apart, through one connection.
+func memoryPerIdentity(t *testing.T, client *redis.Client, alg algorithms.Algorithm, n, requests int) float64 {
+	clock := fakeclock.New(fakeclock.T0) // an injected clock: keys live a minute at least
+	l, err := ratelimit.New(ratelimit.NewRedisStore(client, ratelimit.WithClock(clock), ratelimit.WithPrefix(redistest.Prefix(t))),
+		simulate.Policy(alg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(id string) {
+		for range requests {
+			clock.Advance(time.Millisecond)
+			if d, err := l.Allow(context.Background(), id); err != nil || !d.Allowed {
+				t.Fatalf("%s, %s: %+v, %v", alg.Name(), id, d, err)
+			}
+		}
+	}
+	check("warm-up") // the script is loaded outside the measure
+	before := usedMemory(t, client)
+	for i := range n {
+		check(fmt.Sprintf("ip:203.%d.%d.%d", i>>16&255, i>>8&255, i&255))
+	}
+	return float64(usedMemory(t, client)-before) / float64(n)
+}
+
+// checker returns a check of alg's policy, for timing: 100 identities checked in turn, the
+// clock moving step/100 between checks, so each identity is checked every step. Every
+// identity is brought to its steady state first (a full log, a bucket in use), and the
+// script is loaded.
+func checker(t *testing.T, client *redis.Client, alg algorithms.Algorithm, step time.Duration) func() {
+	const identities = 100
+	clock := fakeclock.New(fakeclock.T0)
+	l, err := ratelimit.New(ratelimit.NewRedisStore(client, ratelimit.WithClock(clock), ratelimit.WithPrefix(redistest.Prefix(t))),
+		simulate.Policy(alg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := 0
+	check := func() {
+		clock.Advance(step / identities)
+		if _, err := l.Allow(context.Background(), "id"+strconv.Itoa(i%identities)); err != nil {
+			t.Fatal(err)
+		}
+		i++
+	}
+	for range 10 * identities {
+		check()
+	}
+	return check
+}
+
+// leastUsecPerCall returns, for each workload, usec_per_call of EVALSHA over 500 calls: the
+// least of 20 rounds, in each of which every workload runs in turn. Rounds this short are
+// often undisturbed by other work, even on a busy machine.
+func leastUsecPerCall(t *testing.T, client *redis.Client, workloads []func()) []float64 {
+	least := make([]float64, len(workloads))
+	for i := range least {
+		least[i] = math.Inf(1)
+	}
+	for range 20 {
+		for i, f := range workloads {
+			f() // the script is loaded: every call measured is an EVALSHA
+			if err := client.ConfigResetStat(context.Background()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			for range 500 {
+				f()
+			}
+			least[i] = min(least[i], evalshaUsec(t, client))
+		}
+	}
+	return least
+}
+
+// evalshaUsec returns usec_per_call of EVALSHA in INFO commandstats.
+func evalshaUsec(t *testing.T, client *redis.Client) float64 {
+	info, err := client.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\r\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:"); ok {
+			for field := range strings.SplitSeq(rest, ",") {
+				if v, ok := strings.CutPrefix(field, "usec_per_call="); ok {
+					usec, err := strconv.ParseFloat(v, 64)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return usec
+				}
+			}
+		}
+	}
+	t.Fatalf("INFO commandstats has no usec_per_call of EVALSHA:\n%s", info)
+	return 0
+}
+
+// usedMemory returns the Redis server's used_memory.
+func usedMemory(t *testing.T, client *redis.Client) int64 {
+	info, err := client.Info(context.Background(), "memory").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("INFO memory has no used_memory")
+	return 0
+}

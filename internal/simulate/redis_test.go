@@ -1,0 +1,59 @@
+package simulate_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"reflect"
+	"testing"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/internal/simulate"
+)
+
+func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+
+// TestRedisDrawsTheSamePictures runs every scenario through the Redis store on the same fake
+// clock: every decision, every sampled state and so every picture is the memory store's.
+func TestRedisDrawsTheSamePictures(t *testing.T) {
+	client := redistest.Standalone(t)
+	for _, sc := range simulate.Scenarios() {
+		t.Run(sc.Name, func(t *testing.T) {
+			onRedis := func(clock ratelimit.Clock) ratelimit.Store {
+				return ratelimit.NewRedisStore(client, ratelimit.WithClock(clock), ratelimit.WithPrefix(redistest.Prefix(t)))
+			}
+			mem, err := simulate.RunAll(context.Background(), sc, simulate.Memory)
+			if err != nil {
+				t.Fatal(err)
+			}
+			red, err := simulate.RunAll(context.Background(), sc, onRedis)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range mem {
+				name := mem[i].Algorithm.Name()
+				if len(red[i].Requests) != len(mem[i].Requests) || len(red[i].Samples) != len(mem[i].Samples) {
+					t.Fatalf("%s: Redis made %d decisions and %d samples, memory %d and %d", name,
+						len(red[i].Requests), len(red[i].Samples), len(mem[i].Requests), len(mem[i].Samples))
+				}
+				for k := range mem[i].Requests {
+					if m, r := mem[i].Requests[k], red[i].Requests[k]; m != r {
+						t.Fatalf("%s, request %d: memory %+v, Redis %+v", name, k, m, r)
+					}
+				}
+				for k := range mem[i].Samples {
+					if m, r := mem[i].Samples[k], red[i].Samples[k]; m != r {
+						t.Fatalf("%s, state at %v: memory Remaining %d, Redis %d", name, m.At, m.Remaining, r.Remaining)
+					}
+				}
+				if !reflect.DeepEqual(mem[i], red[i]) {
+					t.Fatalf("%s: the traces differ", name)
+				}
+			}
+			if !bytes.Equal(simulate.Chart(sc, mem), simulate.Chart(sc, red)) {
+				t.Error("the pictures differ")
+			}
+		})
+	}
+}

@@ -1,0 +1,124 @@
+// Package simulate drives every algorithm with the same traffic, on a fake clock and through
+// a real store, and draws what each one did as an SVG chart: the pictures in docs/pictures,
+// which `go run ./cmd/ratelimit simulate -out docs/pictures` writes and a test keeps current.
+//
+// Every figure a picture shows comes from the limiter: admitted and refused from the
+// decisions, the state from a cost-0 check at each sample time, the release times of the
+// shaping bucket from each decision's Delay. Nothing is modelled here.
+package simulate
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/internal/algo"
+	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
+)
+
+// The one policy every algorithm runs under: Limit per Window, and a burst of Burst where the
+// algorithm has one.
+const (
+	Limit  = 10
+	Window = time.Second
+	Burst  = 10
+)
+
+// SampleEvery is how often the state is read.
+const SampleEvery = 10 * time.Millisecond
+
+// key is the one client of every scenario.
+const key = "client"
+
+// Algorithms returns every registered algorithm, in the order package algorithms lists them.
+func Algorithms() []algorithms.Algorithm {
+	var out []algorithms.Algorithm
+	for _, v := range algo.Values() {
+		out = append(out, v.(algorithms.Algorithm))
+	}
+	return out
+}
+
+// Policy returns the policy alg runs under.
+func Policy(alg algorithms.Algorithm) ratelimit.Policy {
+	return ratelimit.Policy{Limit: Limit, Window: Window, Burst: Burst, Algorithm: alg}
+}
+
+// Request is one request of a scenario and the limiter's decision on it.
+type Request struct {
+	// At is when it arrived, since the start.
+	At time.Duration
+	// Allowed is the decision.
+	Allowed bool
+	// Delay is how long an admitted request waits for its slot (shaping); 0 otherwise.
+	Delay time.Duration
+}
+
+// Sample is the state of the policy at one time: the Remaining of a cost-0 check, which
+// charges nothing.
+type Sample struct {
+	At        time.Duration
+	Remaining int64
+}
+
+// Trace is what one algorithm made of one scenario's traffic.
+type Trace struct {
+	Algorithm algorithms.Algorithm
+	Requests  []Request
+	Samples   []Sample
+}
+
+// NewStore makes the store of one run, on the run's clock.
+type NewStore func(clock ratelimit.Clock) ratelimit.Store
+
+// Memory makes a memory store: the store of the checked-in pictures.
+func Memory(clock ratelimit.Clock) ratelimit.Store {
+	return ratelimit.NewMemoryStore(ratelimit.WithClock(clock))
+}
+
+// Run drives sc's traffic through a limiter of alg's [Policy] over a store from newStore, on a
+// fake clock standing at a whole hour (so windows start at 0), and reads the state every
+// [SampleEvery], from 0 to sc.Length included. A request and a sample at the same time: the
+// sample sees the request.
+func Run(ctx context.Context, sc Scenario, alg algorithms.Algorithm, newStore NewStore) (Trace, error) {
+	clock := fakeclock.New(fakeclock.T0)
+	limiter, err := ratelimit.New(newStore(clock), Policy(alg))
+	if err != nil {
+		return Trace{}, err
+	}
+	tr := Trace{Algorithm: alg}
+	next := 0 // the next arrival
+	for at := time.Duration(0); at <= sc.Length; at += SampleEvery {
+		for ; next < len(sc.Arrivals) && sc.Arrivals[next] <= at; next++ {
+			arrive := sc.Arrivals[next]
+			clock.Set(fakeclock.T0.Add(arrive))
+			d, err := limiter.Allow(ctx, key)
+			if err != nil {
+				return Trace{}, fmt.Errorf("%s, %s at %v: %w", sc.Name, alg.Name(), arrive, err)
+			}
+			tr.Requests = append(tr.Requests, Request{At: arrive, Allowed: d.Allowed, Delay: d.Delay})
+		}
+		clock.Set(fakeclock.T0.Add(at))
+		d, err := limiter.AllowN(ctx, key, 0)
+		if err != nil {
+			return Trace{}, fmt.Errorf("%s, %s, state at %v: %w", sc.Name, alg.Name(), at, err)
+		}
+		tr.Samples = append(tr.Samples, Sample{At: at, Remaining: d.Remaining})
+	}
+	return tr, nil
+}
+
+// RunAll runs sc through every algorithm, each over a store of its own.
+func RunAll(ctx context.Context, sc Scenario, newStore NewStore) ([]Trace, error) {
+	var traces []Trace
+	for _, alg := range Algorithms() {
+		tr, err := Run(ctx, sc, alg, newStore)
+		if err != nil {
+			return nil, err
+		}
+		traces = append(traces, tr)
+	}
+	return traces, nil
+}
