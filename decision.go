@@ -35,6 +35,9 @@ type Decision struct {
 	Delay time.Duration
 	// Policy is the binding policy.
 	Policy Policy
+	// Source is what decided: the store, or while it was unavailable the local fallback, or
+	// for an identity the store had denied, the denial cache.
+	Source Source
 
 	results [4]PolicyResult
 	more    []PolicyResult
@@ -58,6 +61,8 @@ type PolicyResult struct {
 	RetryAfter time.Duration
 	// Delay is the wait for the request's slot under a shaping policy.
 	Delay time.Duration
+
+	source Source // set by the layers in front of a store
 }
 
 // Results returns every policy's result, in the limiter's policy order.
@@ -97,6 +102,9 @@ func longer(a, b time.Duration) bool {
 // decide builds the decision from every policy's result, checked at time at.
 func decide(policies []Policy, raw []PolicyResult, at time.Time) Decision {
 	d := Decision{Allowed: true, n: len(policies), at: at}
+	if len(raw) > 0 {
+		d.Source = raw[0].source
+	}
 	if len(policies) > len(d.results) {
 		d.more = make([]PolicyResult, len(policies))
 	}

@@ -106,6 +106,15 @@ func (g *Guard) Check(r Request) (o Outcome) {
 		g.storeFailed(&o, r, err)
 		return o
 	}
+	if o.Decision.Source == SourceFallback {
+		g.onError(r, errFallback)
+		if g.failStatus != 0 { // fail closed: the local fallback does not open the route
+			o.Decision = Decision{}
+			g.refuse(&o, g.failed, errFallback)
+			o.retry = 1
+			return o
+		}
+	}
 	g.describe(&o)
 	if !o.Decision.Allowed {
 		g.denied(r, &o)
@@ -123,6 +132,9 @@ func (g *Guard) Check(r Request) (o Outcome) {
 	}
 	return o
 }
+
+// errFallback reports a decision of the local fallback: the store was unavailable.
+var errFallback = &opError{opCheck, ErrStoreUnavailable, errors.New("unavailable; decided by the local fallback (WithFallback)")}
 
 // keyOf returns the key of r: the key function's, or the client IP when it finds none (unless
 // the guard rejects such requests, then ErrNoKey). A key that cannot be used is an error of

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // Limiter checks requests against a list of policies, all at once: a request is admitted only
@@ -15,6 +16,7 @@ import (
 type Limiter struct {
 	store    Store
 	policies []Policy
+	observer Observer // the store's; nil: none
 }
 
 // New returns a limiter that checks every policy against store, such as [NewMemoryStore]() or
@@ -33,7 +35,7 @@ func New(store Store, policies ...Policy) (*Limiter, error) {
 	if len(policies) == 0 {
 		return nil, errors.New("ratelimit: New needs at least one policy, e.g. ratelimit.Policy{Limit: 100, Window: time.Minute}")
 	}
-	l := &Limiter{store: store, policies: make([]Policy, len(policies))}
+	l := &Limiter{store: store, policies: make([]Policy, len(policies)), observer: observerOf(store)}
 	names := make(map[string]bool, len(policies))
 	for i, p := range policies {
 		c, err := p.compile()
@@ -82,8 +84,8 @@ func (l *Limiter) Refund(ctx context.Context, key string, d Decision) error {
 	if key == "" {
 		return errEmptyKey
 	}
-	if d.cost == 0 {
-		return nil
+	if d.cost == 0 || d.Source != SourceStore {
+		return nil // nothing charged, or charged only to the local fallback, which keeps it
 	}
 	return storeError(opRefund, l.store.Refund(ctx, key, l.policies, d.cost, d.at))
 }
@@ -103,6 +105,24 @@ var errEmptyKey = &opError{opKey, ErrBadKey, errors.New("the key is empty")}
 var results = sync.Pool{New: func() any { return new([8]PolicyResult) }}
 
 func (l *Limiter) check(ctx context.Context, key string, cost int64, charge bool) (Decision, error) {
+	if l.observer == nil {
+		return l.decide(ctx, key, cost, charge)
+	}
+	start := time.Now()
+	d, err := l.decide(ctx, key, cost, charge)
+	if err == nil {
+		e := events.Get().(*DecisionEvent)
+		e.decision, e.Latency = d, time.Since(start)
+		e.Decision = &e.decision
+		l.observer.Decided(e)
+		e.Decision = nil
+		events.Put(e)
+	}
+	return d, err
+}
+
+// decide is check without the observer.
+func (l *Limiter) decide(ctx context.Context, key string, cost int64, charge bool) (Decision, error) {
 	if key == "" {
 		return Decision{}, errEmptyKey
 	}
@@ -115,6 +135,9 @@ func (l *Limiter) check(ctx context.Context, key string, cost int64, charge bool
 		buf := results.Get().(*[8]PolicyResult)
 		defer results.Put(buf)
 		raw = buf[:n]
+		for i := range raw {
+			raw[i].source = SourceStore // a pooled buffer: only the layers in front of a store set it
+		}
 	} else {
 		raw = make([]PolicyResult, n)
 	}

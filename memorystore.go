@@ -61,7 +61,7 @@ type memoryEntry struct {
 // flood of new identities can therefore neither grow memory past the bound nor reset anyone's
 // quota.
 func NewMemoryStore(opts ...Option) Store {
-	c := newStoreConfig("NewMemoryStore", opts)
+	c := newStoreConfig("NewMemoryStore", true, opts)
 	s := &memoryStore{seed: maphash.MakeSeed(), prefix: c.prefix, clock: c.clock, perShard: max(1, c.maxKeys/memoryShards)}
 	if s.clock == nil {
 		s.clock = defaultClock
@@ -69,7 +69,7 @@ func NewMemoryStore(opts ...Option) Store {
 	for i := range s.shards {
 		s.shards[i].entries = make(map[string]*memoryEntry)
 	}
-	return s
+	return resilient(s, c)
 }
 
 // Local declares that the store answers without I/O (see [Store]).

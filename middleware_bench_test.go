@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/faultproxy"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
 )
 
@@ -39,6 +40,7 @@ func (p passThrough) Unwrap() ratelimit.Store { return p.Store }
 func BenchmarkMiddleware(b *testing.B) {
 	l := mustNew(b, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1e9, Window: time.Hour})
 	wrapped := mustNew(b, passThrough{ratelimit.NewMemoryStore()}, ratelimit.Policy{Limit: 1e9, Window: time.Hour})
+	observed := mustNew(b, ratelimit.NewMemoryStore(ratelimit.WithObserver(nopObserver{})), ratelimit.Policy{Limit: 1e9, Window: time.Hour})
 	for _, bc := range []struct {
 		name string
 		h    http.Handler
@@ -46,6 +48,7 @@ func BenchmarkMiddleware(b *testing.B) {
 		{"bare", okHandler},
 		{"memory", ratelimit.Middleware(l)(okHandler)},
 		{"memory-wrapped", ratelimit.Middleware(wrapped)(okHandler)},
+		{"memory-observed", ratelimit.Middleware(observed)(okHandler)},
 		{"memory-ietf", ratelimit.Middleware(l, ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders))(okHandler)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
@@ -136,4 +139,50 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 		return 0
 	}
 	return sorted[min(len(sorted)-1, int(float64(len(sorted))*q))]
+}
+
+// nopObserver is an Observer that does nothing: what reporting itself costs.
+type nopObserver struct{}
+
+func (nopObserver) Decided(*ratelimit.DecisionEvent) {}
+func (nopObserver) StoreFailed(error)                {}
+func (nopObserver) BreakerChanged(bool)              {}
+
+// BenchmarkOutage measures what a Redis outage adds to a request once the breaker is open:
+// Redis black-holed (connections accepted, never answered), the breaker open, decisions from the
+// local fallback. It reports the p50 and p99 of the limited handler and of the bare handler,
+// measured alike, and the difference of the p99s: the latency the outage adds.
+func BenchmarkOutage(b *testing.B) {
+	proxy := faultproxy.Start(b, redistest.Addr(b))
+	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true})
+	b.Cleanup(func() { client.Close() })
+	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(b)),
+		ratelimit.WithBreaker(5, time.Second), ratelimit.WithFallback(1))
+	l := mustNew(b, store, ratelimit.Policy{Limit: 1e9, Window: time.Hour})
+	limited := ratelimit.Middleware(l, ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}))(okHandler)
+	proxy.BlackHole()
+	for range 5 { // the failures that open the breaker, each waiting out the guard's deadline
+		limited.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
+	}
+	percentiles := func(h http.Handler, n int) (p50, p99 time.Duration) {
+		samples := make([]time.Duration, n)
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		w := &discardWriter{h: http.Header{}}
+		for i := range samples {
+			clear(w.h)
+			start := time.Now()
+			h.ServeHTTP(w, r)
+			samples[i] = time.Since(start)
+		}
+		slices.Sort(samples)
+		return samples[n/2], samples[n*99/100]
+	}
+	b.ResetTimer()
+	p50, p99 := percentiles(limited, b.N)
+	b.StopTimer()
+	bare50, bare99 := percentiles(okHandler, b.N)
+	b.ReportMetric(float64(p50.Nanoseconds())/1e3, "p50-µs")
+	b.ReportMetric(float64(p99.Nanoseconds())/1e3, "p99-µs")
+	b.ReportMetric(float64(bare50.Nanoseconds())/1e3, "bare-p50-µs")
+	b.ReportMetric(float64((p99-bare99).Nanoseconds())/1e3, "added-p99-µs")
 }

@@ -10,12 +10,14 @@ type storeConfig struct {
 	prefix  string
 	clock   Clock
 	maxKeys int
+	local   bool // the store answers without I/O: the resilience options do not apply
+	res     resilience
 }
 
 // newStoreConfig applies opts to a store's defaults. A store has no error to return, so an
 // option that is invalid or configures a guard panics, when the store is made.
-func newStoreConfig(constructor string, opts []Option) storeConfig {
-	sc := storeConfig{prefix: defaultPrefix, maxKeys: defaultMaxKeys}
+func newStoreConfig(constructor string, local bool, opts []Option) storeConfig {
+	sc := storeConfig{prefix: defaultPrefix, maxKeys: defaultMaxKeys, local: local}
 	c := config{store: &sc}
 	c.apply(opts)
 	if err := c.err("ratelimit: " + constructor); err != nil {

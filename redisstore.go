@@ -43,11 +43,11 @@ var _ Store = (*redisStore)(nil)
 // its own and abandons it at the deadline (its result is dropped when it ends). Set
 // ContextTimeoutEnabled for the lowest latency.
 func NewRedisStore(client redis.Scripter, opts ...Option) Store {
-	c := newStoreConfig("NewRedisStore", opts)
+	c := newStoreConfig("NewRedisStore", false, opts)
 	if client == nil {
 		panic("ratelimit: NewRedisStore(nil): give it a go-redis client")
 	}
-	return &redisStore{client: client, prefix: c.prefix, clock: c.clock, direct: honoursDeadlines(client)}
+	return resilient(&redisStore{client: client, prefix: c.prefix, clock: c.clock, direct: honoursDeadlines(client)}, c)
 }
 
 // honoursDeadlines reports whether client gives up at its context's deadline.

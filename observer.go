@@ -1,0 +1,73 @@
+package ratelimit
+
+import (
+	"sync"
+	"time"
+)
+
+// Observer is told what the limiter decides and what goes wrong, to count it: the modules
+// ratelimit/prometheus and ratelimit/otel implement it. Give it to a store with [WithObserver];
+// every limiter and guard over that store reports to it.
+//
+// Its methods are called on the request path, from many goroutines at once: they must be safe
+// for concurrent use, fast, and must not block.
+type Observer interface {
+	// Decided reports one decision: by whom (e.Source), how long it took, and every policy's
+	// result (e.Decision.Results(), shadow policies included). e is valid only during the
+	// call.
+	Decided(e *DecisionEvent)
+	// StoreFailed reports a failed store call. Its kind is found with errors.Is:
+	// [ErrStoreTimeout], [ErrStoreUnavailable], or [ErrBreakerOpen] when the call was not made.
+	StoreFailed(err error)
+	// BreakerChanged reports the store's circuit breaker opening (open) or closing again.
+	BreakerChanged(open bool)
+}
+
+// DecisionEvent is what an [Observer] is told of one decision.
+type DecisionEvent struct {
+	// Decision is the decision.
+	Decision *Decision
+	// Latency is how long the limiter took to decide, the store call included.
+	Latency time.Duration
+
+	decision Decision // what Decision points to: the event is pooled, so reporting allocates nothing
+}
+
+var events = sync.Pool{New: func() any { return new(DecisionEvent) }}
+
+// Source is what made a decision: the store, or, when the store could not be asked, a layer
+// in front of it (see [WithDenialCache] and [WithFallback]).
+type Source uint8
+
+const (
+	// SourceStore is a decision of the store.
+	SourceStore Source = iota
+	// SourceDenialCache is a denial answered from the denial cache: the store denied the
+	// identity until a time not yet reached.
+	SourceDenialCache
+	// SourceFallback is a decision of the local fallback, made while the store was
+	// unavailable.
+	SourceFallback
+)
+
+// String returns "store", "denial_cache" or "fallback": the label the metrics modules use.
+func (s Source) String() string {
+	switch s {
+	case SourceDenialCache:
+		return "denial_cache"
+	case SourceFallback:
+		return "fallback"
+	}
+	return "store"
+}
+
+// observedStore is the capability of a store that has an Observer (see [Store]).
+type observedStore interface{ Observer() Observer }
+
+// observerOf returns the observer of s, or nil.
+func observerOf(s Store) Observer {
+	if o, ok := capability[observedStore](s); ok {
+		return o.Observer()
+	}
+	return nil
+}

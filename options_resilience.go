@@ -1,0 +1,98 @@
+package ratelimit
+
+import (
+	"math"
+	"time"
+)
+
+// resilience is what the options of this file set on a store.
+type resilience struct {
+	breakerFailures int
+	breakerCooldown time.Duration
+	denials         int     // denial cache entries; 0: none
+	share           float64 // fallback share; 0: none
+	observer        Observer
+}
+
+// remoteOnly reports an option that makes sense only for a store that can fail.
+func (c *config) remoteOnly(name string) *storeConfig {
+	sc := c.forStore(name)
+	if sc != nil && sc.local {
+		c.errorf("%s is for a store that can fail, such as NewRedisStore; the memory store answers without I/O", name)
+		return nil
+	}
+	return sc
+}
+
+// WithBreaker sets the Redis store's circuit breaker: after failures consecutive failed calls
+// it stops calling Redis for cooldown, failing each check at once with [ErrBreakerOpen] (of
+// kind [ErrStoreUnavailable]) — the fail mode or [WithFallback] then decides, in
+// microseconds instead of a timeout. After the cool-down one call at a time probes Redis, and
+// the first that succeeds closes the breaker: recovery needs no restart. A failure is an error
+// or a timeout of the store, never a client going away. It configures a Redis store; by default
+// there is no breaker.
+func WithBreaker(failures int, cooldown time.Duration) Option {
+	return func(c *config) {
+		if sc := c.remoteOnly("WithBreaker"); sc != nil {
+			if failures < 1 || cooldown <= 0 {
+				c.errorf("WithBreaker(%d, %v): it needs at least one failure and a positive cool-down", failures, cooldown)
+				return
+			}
+			sc.res.breakerFailures, sc.res.breakerCooldown = failures, cooldown
+		}
+	}
+}
+
+// WithDenialCache answers locally, until its Retry-After ends, an identity the store has
+// denied: a flood from one client costs Redis one call per Retry-After per instance, and every
+// flooded response still has exact headers. It never admits what the store would deny. It
+// holds at most entries denials, dropping one when full (which only sends that identity's
+// next request to the store). A refund or reset made by this process is seen at once; one made
+// by another instance when the cached denial ends. It configures a Redis store.
+func WithDenialCache(entries int) Option {
+	return func(c *config) {
+		if sc := c.remoteOnly("WithDenialCache"); sc != nil {
+			if entries < 1 {
+				c.errorf("WithDenialCache(%d): it needs room for at least one entry", entries)
+				return
+			}
+			sc.res.denials = entries
+		}
+	}
+}
+
+// WithFallback decides locally while the Redis store is unavailable (an error, a timeout, an
+// open breaker): an in-memory limiter under the same policies with each limit and burst scaled
+// by share, this instance's part of the fleet's limits (1.0/n for n instances; at least 1 of
+// each limit). Its decisions carry rate-limit headers and have Source [SourceFallback]; a
+// guard that fails closed ([FailClosed]) still refuses them.
+//
+// Bound on over-admission: during an outage the fleet admits about share × n × Limit per
+// window; the local state starts empty and is not handed back to Redis, so at each edge of the
+// outage an identity may get up to one more share of a window's limit. It configures a Redis
+// store; by default there is no fallback and the guard's fail mode decides.
+func WithFallback(share float64) Option {
+	return func(c *config) {
+		if sc := c.remoteOnly("WithFallback"); sc != nil {
+			if !(share > 0 && share <= 1) || math.IsNaN(share) {
+				c.errorf("WithFallback(%v): the share is this instance's part of the limits, in (0, 1]", share)
+				return
+			}
+			sc.res.share = share
+		}
+	}
+}
+
+// WithObserver reports every decision, store failure and breaker change of the store's
+// limiters and guards to o, e.g. a Prometheus or OpenTelemetry recorder. It configures a store.
+func WithObserver(o Observer) Option {
+	return func(c *config) {
+		if sc := c.forStore("WithObserver"); sc != nil {
+			if o == nil {
+				c.errorf("WithObserver(nil): give it an observer")
+				return
+			}
+			sc.res.observer = o
+		}
+	}
+}

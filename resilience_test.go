@@ -1,0 +1,357 @@
+package ratelimit_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/faultproxy"
+	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+)
+
+// recorder is an Observer that keeps what it is told.
+type recorder struct {
+	mu       sync.Mutex
+	sources  map[ratelimit.Source]int
+	allowed  int
+	failures []error
+	breaker  []bool
+}
+
+func newRecorder() *recorder { return &recorder{sources: map[ratelimit.Source]int{}} }
+
+func (r *recorder) Decided(e *ratelimit.DecisionEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sources[e.Decision.Source]++
+	if e.Decision.Allowed {
+		r.allowed++
+	}
+}
+
+func (r *recorder) StoreFailed(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failures = append(r.failures, err)
+}
+
+func (r *recorder) BreakerChanged(open bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.breaker = append(r.breaker, open)
+}
+
+func (r *recorder) snapshot() (sources map[ratelimit.Source]int, failures []error, breaker []bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sources = map[ratelimit.Source]int{}
+	for k, v := range r.sources {
+		sources[k] = v
+	}
+	return sources, append([]error(nil), r.failures...), append([]bool(nil), r.breaker...)
+}
+
+// faultyRedis is a Redis store behind a fault proxy, on a fake clock.
+type faultyRedis struct {
+	proxy *faultproxy.Proxy
+	clock *fakeClock
+	obs   *recorder
+	store ratelimit.Store
+}
+
+func newFaultyRedis(t *testing.T, opts ...ratelimit.Option) *faultyRedis {
+	t.Helper()
+	f := &faultyRedis{proxy: faultproxy.Start(t, redistest.Addr(t)), clock: newFakeClock(), obs: newRecorder()}
+	client := redis.NewClient(&redis.Options{Addr: f.proxy.Addr(), ContextTimeoutEnabled: true, DialTimeout: time.Second})
+	t.Cleanup(func() { client.Close() })
+	opts = append([]ratelimit.Option{ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithClock(f.clock), ratelimit.WithObserver(f.obs)}, opts...)
+	f.store = ratelimit.NewRedisStore(client, opts...)
+	return f
+}
+
+// sent is how many script calls reached the proxy.
+func (f *faultyRedis) sent() int { return f.proxy.Commands("evalsha") + f.proxy.Commands("eval") }
+
+// short bounds a call as the guard does, generously: the faults here fail at once or never.
+func short() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 200*time.Millisecond)
+}
+
+// The breaker opens after consecutive failures, fails checks without calling Redis while
+// open, lets one probe through after the cool-down, and closes when a probe succeeds.
+func TestBreaker(t *testing.T) {
+	f := newFaultyRedis(t, ratelimit.WithBreaker(3, time.Second))
+	l := mustNew(t, f.store, ratelimit.Policy{Limit: 100, Window: time.Hour})
+	check := func() error {
+		ctx, cancel := short()
+		defer cancel()
+		_, err := l.Allow(ctx, "k")
+		return err
+	}
+	if err := check(); err != nil {
+		t.Fatal(err)
+	}
+	f.proxy.Refuse()
+	// go-redis dials a refused address several times: a failure is unavailable or a timeout.
+	storeFailure := func(err error) bool {
+		return (errors.Is(err, ratelimit.ErrStoreUnavailable) || errors.Is(err, ratelimit.ErrStoreTimeout)) &&
+			!errors.Is(err, ratelimit.ErrBreakerOpen)
+	}
+	for i := range 3 {
+		if err := check(); !storeFailure(err) {
+			t.Fatalf("failure %d with Redis refusing: %v; want a failure of Redis itself", i+1, err)
+		}
+	}
+	if _, _, b := f.obs.snapshot(); len(b) != 1 || !b[0] {
+		t.Fatalf("breaker changes after 3 failures: %v; want [open]", b)
+	}
+	if err := f.proxy.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	before := f.sent()
+	for range 100 {
+		if err := check(); !errors.Is(err, ratelimit.ErrBreakerOpen) || !errors.Is(err, ratelimit.ErrStoreUnavailable) {
+			t.Fatalf("a check while the breaker is open: %v; want ErrBreakerOpen, of kind ErrStoreUnavailable", err)
+		}
+	}
+	if n := f.sent() - before; n != 0 {
+		t.Fatalf("the open breaker let %d calls reach Redis", n)
+	}
+
+	// After the cool-down, one probe: it fails, and the breaker stays open for another.
+	f.proxy.Refuse()
+	f.clock.Advance(time.Second)
+	if err := check(); !storeFailure(err) {
+		t.Fatalf("the probe: %v; want Redis' own failure", err)
+	}
+	if err := check(); !errors.Is(err, ratelimit.ErrBreakerOpen) {
+		t.Fatalf("after a failed probe: %v; want ErrBreakerOpen", err)
+	}
+
+	// Recovery without a restart: the next probe succeeds and closes the breaker.
+	if err := f.proxy.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(time.Second)
+	for i := range 10 {
+		if err := check(); err != nil {
+			t.Fatalf("check %d after Redis came back: %v", i+1, err)
+		}
+	}
+	if _, _, b := f.obs.snapshot(); len(b) != 2 || b[1] {
+		t.Fatalf("breaker changes: %v; want [open closed]", b)
+	}
+	sources, failures, _ := f.obs.snapshot()
+	if sources[ratelimit.SourceStore] != 11 {
+		t.Errorf("decisions reported: %v; want 11 from the store", sources)
+	}
+	open := 0
+	for _, err := range failures {
+		if errors.Is(err, ratelimit.ErrBreakerOpen) {
+			open++
+		}
+	}
+	if len(failures) != 3+100+2 || open != 101 {
+		t.Errorf("failures reported: %d, %d of them breaker open; want 105, 101", len(failures), open)
+	}
+}
+
+// While the breaker is open, only one probe at a time reaches Redis, however many requests
+// arrive: here Redis never answers, and 50 concurrent checks after the cool-down send one.
+func TestBreakerOneProbe(t *testing.T) {
+	f := newFaultyRedis(t, ratelimit.WithBreaker(1, time.Second))
+	l := mustNew(t, f.store, ratelimit.Policy{Limit: 100, Window: time.Hour})
+	if _, err := l.Peek(ctx, "warm"); err != nil {
+		t.Fatal(err)
+	}
+	f.proxy.BlackHole()
+	ctx1, cancel := short()
+	l.Allow(ctx1, "k") // times out: opens the breaker
+	cancel()
+	f.clock.Advance(time.Second)
+	// What reaches Redis: the script call, or before it the handshake of a new connection,
+	// which the black hole never answers.
+	reached := func() int { return f.sent() + f.proxy.Commands("hello") }
+	before := reached()
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := short()
+			defer cancel()
+			l.Allow(ctx, "k")
+		}()
+	}
+	wg.Wait()
+	if n := reached() - before; n != 1 {
+		t.Errorf("50 checks after the cool-down sent %d commands to a Redis that does not answer; want 1 probe", n)
+	}
+}
+
+// With a fallback, a store outage is decided locally under each limit's share, with headers;
+// a guard that fails closed still refuses.
+func TestFallback(t *testing.T) {
+	f := newFaultyRedis(t, ratelimit.WithFallback(0.5), ratelimit.WithBreaker(1, time.Minute))
+	l := mustNew(t, f.store, ratelimit.Policy{Limit: 10, Window: time.Hour})
+	open := ratelimit.Middleware(l, ratelimit.WithTimeout(200*time.Millisecond))(okHandler)
+	closed := ratelimit.Middleware(l, ratelimit.WithTimeout(200*time.Millisecond), ratelimit.FailClosed(http.StatusServiceUnavailable))(okHandler)
+	serve := func(h http.Handler) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+		return w
+	}
+	f.proxy.Refuse()
+	admitted := 0
+	for i := range 8 {
+		w := serve(open)
+		if w.Code == http.StatusOK {
+			admitted++
+		}
+		if w.Header().Get("X-RateLimit-Remaining") == "" {
+			t.Fatalf("response %d decided by the fallback has no rate-limit headers: %v", i+1, w.Header())
+		}
+	}
+	if admitted != 5 {
+		t.Errorf("Redis down, 10 per hour, share 0.5: %d of 8 admitted; want 5", admitted)
+	}
+	if w := serve(closed); w.Code != http.StatusServiceUnavailable {
+		t.Errorf("a fail-closed route while Redis is down: %d; want 503", w.Code)
+	}
+	sources, _, _ := f.obs.snapshot()
+	if sources[ratelimit.SourceFallback] != 9 {
+		t.Errorf("decisions reported: %v; want 9 from the fallback", sources)
+	}
+	// Decided locally, refunded locally: nothing is given back in Redis.
+	d, err := l.Allow(ctx, "direct")
+	if err != nil || d.Source != ratelimit.SourceFallback {
+		t.Fatalf("a direct Allow while Redis is down: %+v, %v; want a decision of the fallback", d, err)
+	}
+	if err := l.Refund(ctx, "direct", d); err != nil {
+		t.Errorf("refunding a decision of the fallback: %v", err)
+	}
+}
+
+// The denial cache: an identity flooded while denied costs Redis nothing until its
+// Retry-After ends, with exact headers; other identities are unaffected; it never admits what
+// Redis would deny.
+func TestDenialCache(t *testing.T) {
+	f := newFaultyRedis(t, ratelimit.WithDenialCache(1000))
+	l := mustNew(t, f.store, ratelimit.Policy{Limit: 2, Window: time.Minute}) // one per 30 s
+	allow(t, l, "flood", 1)
+	allow(t, l, "flood", 1)
+	first := allow(t, l, "flood", 1)
+	if first.Allowed || first.RetryAfter != 30*time.Second {
+		t.Fatalf("third request of 2/min: %+v; want denied for 30 s", first)
+	}
+	before := f.sent()
+	for i := range 1000 {
+		f.clock.Advance(10 * time.Millisecond)
+		d := allow(t, l, "flood", 1)
+		want := 30*time.Second - time.Duration(i+1)*10*time.Millisecond
+		if d.Allowed || d.Source != ratelimit.SourceDenialCache || d.RetryAfter != want || d.Remaining != 0 {
+			t.Fatalf("flood request %d: allowed %v source %v RetryAfter %v remaining %d; want denied from the cache, RetryAfter %v", i+1, d.Allowed, d.Source, d.RetryAfter, d.Remaining, want)
+		}
+	}
+	if n := f.sent() - before; n != 0 {
+		t.Fatalf("1,000 requests of a denied identity sent %d calls to Redis; want 0", n)
+	}
+	if d := allow(t, l, "other", 1); !d.Allowed || d.Source != ratelimit.SourceStore {
+		t.Fatalf("another identity: %+v; want allowed by the store", d)
+	}
+	// At the end of the Retry-After, Redis decides again, and admits.
+	f.clock.Advance(20 * time.Second)
+	if d := allow(t, l, "flood", 1); !d.Allowed || d.Source != ratelimit.SourceStore {
+		t.Fatalf("after the Retry-After: %+v; want allowed by the store", d)
+	}
+	// A reset through this process forgets the denial at once.
+	allow(t, l, "reset", 2)
+	if d := allow(t, l, "reset", 1); d.Allowed {
+		t.Fatal("over the limit, allowed")
+	}
+	if err := l.Reset(ctx, "reset"); err != nil {
+		t.Fatal(err)
+	}
+	if d := allow(t, l, "reset", 1); !d.Allowed {
+		t.Fatalf("after Reset: %+v; want allowed", d)
+	}
+}
+
+// The cache answers a request of the cost it saw denied, or more; a cheaper one asks Redis.
+func TestDenialCacheByCost(t *testing.T) {
+	f := newFaultyRedis(t, ratelimit.WithDenialCache(1000))
+	l := mustNew(t, f.store, ratelimit.Policy{Limit: 10, Window: time.Minute})
+	allow(t, l, "k", 8)
+	if d := allow(t, l, "k", 5); d.Allowed {
+		t.Fatal("cost 5 with 2 left: allowed")
+	}
+	before := f.sent()
+	if d := allow(t, l, "k", 6); d.Allowed || d.Source != ratelimit.SourceDenialCache {
+		t.Fatalf("cost 6 after cost 5 was denied: %+v; want denied from the cache", d)
+	}
+	if d := allow(t, l, "k", 2); !d.Allowed || d.Source != ratelimit.SourceStore {
+		t.Fatalf("cost 2 with 2 left: %+v; want allowed by the store", d)
+	}
+	if n := f.sent() - before; n != 1 {
+		t.Fatalf("%d calls to Redis; want 1 (the cost-2 request)", n)
+	}
+}
+
+// Options that need a store that can fail are refused by the memory store.
+func TestResilienceOptionsNeedARemoteStore(t *testing.T) {
+	for name, o := range map[string]ratelimit.Option{
+		"WithBreaker": ratelimit.WithBreaker(3, time.Second), "WithFallback": ratelimit.WithFallback(0.5),
+		"WithDenialCache": ratelimit.WithDenialCache(10),
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("NewMemoryStore(%s) did not panic", name)
+				}
+			}()
+			ratelimit.NewMemoryStore(o)
+		}()
+	}
+	obs := newRecorder()
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs)), ratelimit.Policy{Limit: 1, Window: time.Hour})
+	allow(t, l, "k", 1)
+	allow(t, l, "k", 1)
+	if s, _, _ := obs.snapshot(); s[ratelimit.SourceStore] != 2 || obs.allowed != 1 {
+		t.Errorf("memory store with an observer: %v decisions, %d allowed; want 2, 1", s, obs.allowed)
+	}
+}
+
+// Outages end with the goroutines back to what they were: nothing leaks per failed call.
+func TestOutageLeaksNoGoroutines(t *testing.T) {
+	base := runtime.NumGoroutine()
+	t.Run("black hole", func(t *testing.T) { // its cleanups close the client and the proxy
+		f := newFaultyRedis(t, ratelimit.WithBreaker(5, time.Second), ratelimit.WithFallback(1))
+		l := mustNew(t, f.store, ratelimit.Policy{Limit: 100, Window: time.Hour})
+		h := ratelimit.Middleware(l, ratelimit.WithTimeout(50*time.Millisecond))(okHandler)
+		f.proxy.BlackHole()
+		var wg sync.WaitGroup
+		for range 200 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
+			}()
+		}
+		wg.Wait()
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > base+5 && time.Now().Before(deadline) { // the proxy and pool wind down
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > base+5 {
+		t.Errorf("%d goroutines after the outage, %d before", n, base)
+	}
+}

@@ -1,0 +1,149 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// resilientStore puts in front of a store what keeps a service deciding when the store is slow,
+// down or flooded: the denial cache, the circuit breaker, the local fallback, and the observer
+// of its failures. Each is optional (see options_resilience.go). It declares Unwrap, so the
+// guard still finds the wrapped store's capabilities, and Observer.
+type resilientStore struct {
+	next     Store
+	clock    Clock
+	denials  *denialCache // nil: none
+	breaker  *breaker     // nil: none
+	fallback *fallback    // nil: none
+	observer Observer     // nil: none
+}
+
+var _ Store = (*resilientStore)(nil)
+
+// resilient wraps s as the options of c ask, or returns s when they ask for nothing.
+func resilient(s Store, c storeConfig) Store {
+	r := c.res
+	if r.breakerFailures == 0 && r.denials == 0 && r.share == 0 && r.observer == nil {
+		return s
+	}
+	rs := &resilientStore{next: s, clock: clockOf(s), observer: r.observer}
+	if r.denials > 0 {
+		rs.denials = newDenialCache(r.denials)
+	}
+	if r.breakerFailures > 0 {
+		rs.breaker = &breaker{failures: r.breakerFailures, cooldown: r.breakerCooldown, clock: rs.clock}
+		if r.observer != nil {
+			rs.breaker.changed = r.observer.BreakerChanged
+		}
+	}
+	if r.share > 0 {
+		rs.fallback = newFallback(r.share, c.clock, c.maxKeys)
+	}
+	return rs
+}
+
+// Unwrap declares the wrapped store (see [Store]).
+func (s *resilientStore) Unwrap() Store { return s.next }
+
+// Observer declares the store's observer (see [Observer]).
+func (s *resilientStore) Observer() Observer { return s.observer }
+
+// Check implements [Store]: the denial cache answers what it can; the store is called unless
+// its breaker is open; a failure is reported and, with a fallback, decided locally.
+func (s *resilientStore) Check(ctx context.Context, key string, policies []Policy, cost int64, charge bool, out []PolicyResult) (time.Time, error) {
+	if s.denials != nil && cost > 0 {
+		if now := s.clock.Now(); s.denials.answer(key, policies, cost, now, out) {
+			return now, nil
+		}
+	}
+	var at time.Time
+	probe, err := s.acquire()
+	if err == nil {
+		at, err = s.next.Check(ctx, key, policies, cost, charge, out)
+		s.release(err, probe)
+	}
+	if err != nil {
+		if !s.report(ctx, err) || s.fallback == nil {
+			return at, err
+		}
+		// The request's deadline may have passed waiting for the store: the local decision
+		// needs no time.
+		return s.fallback.check(context.WithoutCancel(ctx), key, policies, cost, charge, out)
+	}
+	if s.denials != nil && cost > 0 {
+		s.denials.remember(key, policies, cost, s.clock.Now(), out)
+	}
+	return at, nil
+}
+
+// Refund implements [Store]: through the breaker, and forgetting a cached denial.
+func (s *resilientStore) Refund(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) error {
+	if s.denials != nil {
+		s.denials.forget(key, policies)
+	}
+	probe, err := s.acquire()
+	if err == nil {
+		err = s.next.Refund(ctx, key, policies, cost, at)
+		s.release(err, probe)
+	}
+	if err != nil {
+		s.report(ctx, err)
+	}
+	return err
+}
+
+// Reset implements [Store]: through the breaker, and forgetting a cached denial and the
+// fallback's state too.
+func (s *resilientStore) Reset(ctx context.Context, key string, policies []Policy) error {
+	if s.denials != nil {
+		s.denials.forget(key, policies)
+	}
+	if s.fallback != nil {
+		if scaled, err := s.fallback.scaled(policies); err == nil {
+			s.fallback.store.Reset(ctx, key, scaled)
+		}
+	}
+	probe, err := s.acquire()
+	if err == nil {
+		err = s.next.Reset(ctx, key, policies)
+		s.release(err, probe)
+	}
+	if err != nil {
+		s.report(ctx, err)
+	}
+	return err
+}
+
+// acquire asks the breaker for a call: ErrBreakerOpen when it is open.
+func (s *resilientStore) acquire() (probe bool, err error) {
+	if s.breaker == nil {
+		return false, nil
+	}
+	ok, probe := s.breaker.acquire()
+	if !ok {
+		return false, errOpen
+	}
+	return probe, nil
+}
+
+// errOpen is the error of a call the breaker did not make.
+var errOpen = &opError{"", ErrStoreUnavailable, ErrBreakerOpen}
+
+func (s *resilientStore) release(err error, probe bool) {
+	if s.breaker != nil {
+		s.breaker.release(err, probe)
+	}
+}
+
+// report tells the observer of a store failure, and reports whether it was one: a call
+// abandoned because its client went away is not.
+func (s *resilientStore) report(ctx context.Context, err error) bool {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return false
+	}
+	if s.observer != nil {
+		s.observer.StoreFailed(storeError(opCheck, err))
+	}
+	return true
+}
