@@ -85,6 +85,11 @@ func (r *PolicyResult) set(a algo.Result) {
 	r.setMicros(a.Allowed, a.Remaining, a.ResetAfter, a.RetryAfter, a.Delay)
 }
 
+// neverAllowed makes r the verdict on a cost above the policy's capacity.
+func (r *PolicyResult) neverAllowed() {
+	r.Allowed, r.RetryAfter, r.Delay = false, Never, 0
+}
+
 // setMicros fills in r's verdict from microseconds (RetryAfter -1: never).
 func (r *PolicyResult) setMicros(allowed bool, remaining, resetAfter, retryAfter, delay int64) {
 	r.Allowed, r.Remaining = allowed, remaining
@@ -118,6 +123,7 @@ func decide(policies []Policy, raw []PolicyResult, at time.Time) Decision {
 			d.results[i] = pr
 		}
 		switch {
+		case pr.Policy.Shadow: // reported, never deciding
 		case !pr.Allowed:
 			if d.Allowed || longer(pr.RetryAfter, d.RetryAfter) {
 				bind, d.RetryAfter = i, pr.RetryAfter

@@ -27,6 +27,12 @@ func TestEnginesAgreeOnRandomTraffic(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%d-per-%v-burst-%d", alg.Name(), p.Limit, p.Window, p.Burst), func(t *testing.T) {
 				agree(t, client, rng, p, 300)
 			})
+			// With a shadow policy beside it: charged only with what it admits, never deciding.
+			shadow := randomPolicy(rng, allAlgorithms[rng.IntN(len(allAlgorithms))], false)
+			shadow.Name, shadow.Shadow = "shadow", true
+			t.Run(fmt.Sprintf("%s/%d-per-%v-burst-%d/with-shadow-%s", alg.Name(), p.Limit, p.Window, p.Burst, shadow.Algorithm.Name()), func(t *testing.T) {
+				agree(t, client, rng, p, 300, shadow)
+			})
 		}
 	}
 }
@@ -77,12 +83,13 @@ func randomPolicy(rng *rand.Rand, alg algorithms.Algorithm, fast bool) ratelimit
 
 // agree runs steps random requests through p in memory and in Redis on one fake clock, and
 // fails at the first decision they disagree on.
-func agree(t *testing.T, client redis.UniversalClient, rng *rand.Rand, p ratelimit.Policy, steps int) {
+func agree(t *testing.T, client redis.UniversalClient, rng *rand.Rand, p ratelimit.Policy, steps int, more ...ratelimit.Policy) {
 	t.Helper()
 	clock := newFakeClock()
 	clock.Advance(time.Duration(rng.Int64N(int64(time.Hour))))
-	mem := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), p)
-	red := mustNew(t, redisStore(t, client, ratelimit.WithClock(clock)), p)
+	policies := append([]ratelimit.Policy{p}, more...)
+	mem := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), policies...)
+	red := mustNew(t, redisStore(t, client, ratelimit.WithClock(clock)), policies...)
 	key := keyOf(t)
 	// unit is a block of cost that matters: 1 for small limits, Limit/25 for large ones.
 	unit := max(1, p.Limit/25)
@@ -127,6 +134,11 @@ func agree(t *testing.T, client redis.UniversalClient, rng *rand.Rand, p ratelim
 			a.ResetAfter != b.ResetAfter || a.Delay != b.Delay {
 			t.Fatalf("step %d (cost %d): memory and Redis disagree\nmemory: allowed=%v remaining=%d retry=%v reset=%v delay=%v\n redis: allowed=%v remaining=%d retry=%v reset=%v delay=%v",
 				i, cost, a.Allowed, a.Remaining, a.RetryAfter, a.ResetAfter, a.Delay, b.Allowed, b.Remaining, b.RetryAfter, b.ResetAfter, b.Delay)
+		}
+		for j, ra := range a.Results() {
+			if rb := b.Results()[j]; ra.Allowed != rb.Allowed || ra.Remaining != rb.Remaining || ra.RetryAfter != rb.RetryAfter || ra.ResetAfter != rb.ResetAfter {
+				t.Fatalf("step %d (cost %d): policy %q: memory and Redis disagree\nmemory: %+v\n redis: %+v", i, cost, ra.Policy.Name, ra, rb)
+			}
 		}
 	}
 }

@@ -147,8 +147,11 @@ func (o *Outcome) writeHeaders(h http.Header) {
 // policyHeader formats the RateLimit-Policy value of a limiter's policies.
 func policyHeader(policies []Policy) string {
 	var b strings.Builder
-	for i, p := range policies {
-		if i > 0 {
+	for _, p := range policies {
+		if p.Shadow {
+			continue
+		}
+		if b.Len() > 0 {
 			b.WriteString(", ")
 		}
 		b.WriteByte('"')

@@ -37,16 +37,21 @@ func New(store Store, policies ...Policy) (*Limiter, error) {
 	}
 	l := &Limiter{store: store, policies: make([]Policy, len(policies)), observer: observerOf(store)}
 	names := make(map[string]bool, len(policies))
+	enforced := false
 	for i, p := range policies {
 		c, err := p.compile()
 		if err != nil {
 			return nil, err
 		}
+		enforced = enforced || !c.Shadow
 		if names[c.Name] {
 			return nil, fmt.Errorf("%w %q: two policies have this name; give them Names apart", errInvalidPolicy, c.Name)
 		}
 		names[c.Name] = true
 		l.policies[i] = c
+	}
+	if !enforced {
+		return nil, fmt.Errorf("%w: every policy has Shadow set; a limiter needs one it enforces", errInvalidPolicy)
 	}
 	return l, nil
 }
@@ -87,7 +92,7 @@ func (l *Limiter) Refund(ctx context.Context, key string, d Decision) error {
 	if d.cost == 0 || d.Source != SourceStore {
 		return nil // nothing charged, or charged only to the local fallback, which keeps it
 	}
-	return storeError(opRefund, l.store.Refund(ctx, key, l.policies, d.cost, d.at))
+	return storeError(opRefund, l.store.Refund(ctx, key, charged(l.policies, &d), d.cost, d.at))
 }
 
 // Reset forgets everything the limiter's policies hold for key.
@@ -144,9 +149,17 @@ func (l *Limiter) decide(ctx context.Context, key string, cost int64, charge boo
 	// A cost above a policy's capacity can never be admitted. Such a request is not run
 	// through the algorithms (a huge cost would overflow their arithmetic): the store only
 	// reports the current state, and those policies deny it for ever.
-	tooCostly := false
+	tooCostly, shadowTooCostly := false, false
 	for i := range l.policies {
-		tooCostly = tooCostly || cost > l.policies[i].capacity()
+		over := cost > l.policies[i].capacity()
+		if l.policies[i].Shadow {
+			shadowTooCostly = shadowTooCostly || over
+		} else {
+			tooCostly = tooCostly || over
+		}
+	}
+	if shadowTooCostly && !tooCostly {
+		return l.decideWithout(ctx, key, cost, charge, raw)
 	}
 	if tooCostly {
 		at, err := l.store.Check(ctx, key, l.policies, 0, false, raw)
@@ -155,7 +168,7 @@ func (l *Limiter) decide(ctx context.Context, key string, cost int64, charge boo
 		}
 		for i := range l.policies {
 			if cost > l.policies[i].capacity() {
-				raw[i].Allowed, raw[i].RetryAfter, raw[i].Delay = false, Never, 0
+				raw[i].neverAllowed()
 			}
 		}
 		return decide(l.policies, raw, at), nil
@@ -169,6 +182,55 @@ func (l *Limiter) decide(ctx context.Context, key string, cost int64, charge boo
 		d.cost = cost
 	}
 	return d, nil
+}
+
+// decideWithout decides a request too costly for some shadow policies, but not for an enforced
+// one: the store checks it against the others, and those shadow policies deny it for ever.
+func (l *Limiter) decideWithout(ctx context.Context, key string, cost int64, charge bool, raw []PolicyResult) (Decision, error) {
+	run := make([]Policy, 0, len(l.policies))
+	for _, p := range l.policies {
+		if !p.Shadow || cost <= p.capacity() {
+			run = append(run, p)
+		}
+	}
+	out := make([]PolicyResult, len(run))
+	at, err := l.store.Check(ctx, key, run, cost, charge, out)
+	if err != nil {
+		return Decision{}, storeError(opCheck, err)
+	}
+	j := 0
+	for i, p := range l.policies {
+		if !p.Shadow || cost <= p.capacity() {
+			raw[i] = out[j]
+			j++
+		} else {
+			raw[i] = PolicyResult{source: out[0].source}
+			raw[i].neverAllowed()
+		}
+	}
+	d := decide(l.policies, raw, at)
+	if charge && d.Allowed {
+		d.cost = cost
+	}
+	return d, nil
+}
+
+// charged returns the policies a decision charged: every enforced one, and the shadow policies
+// that admitted the request (a shadow policy's state counts what it would have admitted).
+func charged(policies []Policy, d *Decision) []Policy {
+	results := d.Results()
+	for i := range policies {
+		if policies[i].Shadow && !results[i].Allowed {
+			out := make([]Policy, 0, len(policies))
+			for j := range policies {
+				if !policies[j].Shadow || results[j].Allowed {
+					out = append(out, policies[j])
+				}
+			}
+			return out
+		}
+	}
+	return policies
 }
 
 // compiledAll reports policies that did not come from a Limiter, which a store cannot run.

@@ -133,12 +133,18 @@ func (s *memoryStore) Check(ctx context.Context, key string, policies []Policy, 
 		r, state = p.compiled.model.Check(p.compiled.params, state, now, cost)
 		out[i].set(r)
 		states, ents = append(states, state), append(ents, e)
-		all = all && r.Allowed
+		all = all && (r.Allowed || p.Shadow) // a shadow policy never decides
 	}
 	if !all || !charge || cost == 0 {
 		return t, nil
 	}
-	if wait := s.makeRoom(sh, ents, now); wait > 0 {
+	need := 0
+	for i, e := range ents {
+		if e == nil && (!policies[i].Shadow || out[i].Allowed) {
+			need++
+		}
+	}
+	if wait := s.makeRoom(sh, need, ents, now); wait > 0 {
 		for i := range out {
 			out[i].setMicros(false, 0, wait, wait, 0)
 		}
@@ -146,6 +152,9 @@ func (s *memoryStore) Check(ctx context.Context, key string, policies []Policy, 
 	}
 	for i := range policies {
 		p := &policies[i]
+		if p.Shadow && !out[i].Allowed {
+			continue // what it would have refused is not charged to it
+		}
 		state, ttl := p.compiled.model.Charge(p.compiled.params, states[i], now, cost)
 		e := ents[i]
 		if e == nil {
@@ -158,16 +167,10 @@ func (s *memoryStore) Check(ctx context.Context, key string, policies []Policy, 
 	return t, nil
 }
 
-// makeRoom makes room in sh for the new entries of a check (the nil ones of ents), dropping
-// expired state only, and never the check's own entries. It returns 0 when there is room, or
-// else how many microseconds until state is due to expire. The caller holds sh.mu.
-func (s *memoryStore) makeRoom(sh *memoryShard, ents []*memoryEntry, now int64) int64 {
-	need := 0
-	for _, e := range ents {
-		if e == nil {
-			need++
-		}
-	}
+// makeRoom makes room in sh for need new entries of a check, dropping expired state only, and
+// never the check's own entries (ents). It returns 0 when there is room, or else how many
+// microseconds until state is due to expire. The caller holds sh.mu.
+func (s *memoryStore) makeRoom(sh *memoryShard, need int, ents []*memoryEntry, now int64) int64 {
 	if need == 0 {
 		return 0
 	}

@@ -42,6 +42,11 @@ type Policy struct {
 	Burst int64
 	// Algorithm enforces the policy; nil means algorithms.GCRA{}.
 	Algorithm algorithms.Algorithm
+	// Shadow makes the policy a trial: it is evaluated and reported (in Decision.Results and
+	// to the store's Observer) but never denies, delays or names a request in headers. Its
+	// state counts what it would have admitted enforced alone, so its verdicts are what
+	// enforcing it would decide. Keep its Name when enforcing it, and its count carries over.
+	Shadow bool
 
 	compiled *compiledPolicy // set by New: what every check needs, computed once
 }
@@ -81,7 +86,11 @@ func (p Policy) compile() (Policy, error) {
 	}
 	c := &compiledPolicy{model: m, params: algo.NewParams(p.Limit, p.Window.Microseconds(), p.Burst)}
 	c.tag = computeTag(&p, m.Code())
-	c.redisArgs = []any{m.Code(), c.params.Limit, c.params.Window, c.params.Burst}
+	shadow := 0
+	if p.Shadow {
+		shadow = 1
+	}
+	c.redisArgs = []any{m.Code(), c.params.Limit, c.params.Window, c.params.Burst, shadow}
 	p.compiled = c
 	return p, nil
 }

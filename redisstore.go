@@ -145,7 +145,7 @@ func (s *redisStore) scriptArgs(key string, policies []Policy, cost int64, mode 
 		return nil, nil, err
 	}
 	keys := make([]string, len(policies))
-	args := make([]any, 4, 4+4*len(policies))
+	args := make([]any, 4, 4+5*len(policies))
 	args[0], args[1], args[2], args[3] = int64(0), cost, mode, at
 	if s.clock != nil {
 		args[0] = s.clock.Now().UnixMicro()

@@ -7,8 +7,9 @@
 -- ARGV[3]   "1" to charge the request when every policy allows it, "0" to only evaluate it,
 --           "2" to refund a charge of cost made at ARGV[4] (the reply is then empty)
 -- ARGV[4]   with "2": the time of the charge (the last integer of its reply); else "0"
--- ARGV[4i+1], ARGV[4i+2], ARGV[4i+3], ARGV[4i+4]
---           policy i: algorithm code, limit, window in microseconds, burst (0: the limit)
+-- ARGV[5i], ARGV[5i+1], ARGV[5i+2], ARGV[5i+3], ARGV[5i+4]
+--           policy i: algorithm code, limit, window in microseconds, burst (0: the limit),
+--           shadow ("1": evaluated and charged with what it admits, never deciding; "0")
 --
 -- Reply: 5 integers per policy, in order: allowed (1 or 0), remaining, reset after (µs),
 -- retry after (µs; -1 never), delay (µs); then the time of the check (µs). Every policy is
@@ -26,7 +27,7 @@ local charge = ARGV[3] == '1'
 if ARGV[3] == '2' then
   local at = tonumber(ARGV[4])
   for i = 1, #KEYS do
-    local a = 4 * i + 1
+    local a = 5 * i
     local fn = refunds[ARGV[a]]
     if not fn then return redis.error_reply('ratelimit: unknown algorithm code ' .. tostring(ARGV[a])) end
     fn(KEYS[i], now, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), cost, at)
@@ -36,12 +37,17 @@ end
 
 local reply, commits, all = {}, {}, true
 for i = 1, #KEYS do
-  local a = 4 * i + 1
+  local a = 5 * i
   local fn = algorithms[ARGV[a]]
   if not fn then return redis.error_reply('ratelimit: unknown algorithm code ' .. tostring(ARGV[a])) end
   local row, commit = fn(KEYS[i], now, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), cost)
-  if row[1] == 0 then all = false end
-  commits[i] = commit
+  if ARGV[a + 4] == '1' then
+    -- A shadow policy never decides, and is charged only with what it admits.
+    if row[1] == 1 then commits[#commits + 1] = commit end
+  else
+    if row[1] == 0 then all = false end
+    commits[#commits + 1] = commit
+  end
   for j = 1, 5 do reply[#reply + 1] = row[j] end
 end
 if all and charge and cost > 0 then

@@ -109,9 +109,9 @@ func TestScriptsLoad(t *testing.T) {
 	}
 }
 
-// checkArgs returns the ARGV of check.lua for one policy.
+// checkArgs returns the ARGV of check.lua for one enforced policy.
 func checkArgs(clockUS int64, cost int64, mode string, at int64, code string, limit, window, burst int64) []any {
-	return []any{clockUS, cost, mode, at, code, limit, window, burst}
+	return []any{clockUS, cost, mode, at, code, limit, window, burst, 0}
 }
 
 const now = int64(1_700_000_000_000_000)

@@ -1,0 +1,88 @@
+package ratelimit_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+)
+
+// A shadow policy is evaluated and reported, and never changes a decision: a new limit tried
+// on production traffic first. Its state is charged as if it were enforced alone: with what it
+// admits, never with what it would have refused.
+func TestShadowPolicy(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
+		for _, alg := range allAlgorithms {
+			t.Run(alg.Name(), func(t *testing.T) {
+				clock.Set(t0)
+				l := mustNew(t, store,
+					ratelimit.Policy{Name: "enforced", Limit: 5, Window: time.Hour},
+					ratelimit.Policy{Name: "trial", Limit: 2, Window: time.Hour, Algorithm: alg, Shadow: true})
+				key := keyOf(t)
+				var shadowDenied int
+				for i := range 6 {
+					d := allow(t, l, key, 1)
+					if want := i < 5; d.Allowed != want {
+						t.Fatalf("request %d: allowed %v; want %v (the enforced 5 per hour alone)", i+1, d.Allowed, want)
+					}
+					if d.Policy.Name != "enforced" || d.Limit != 5 || d.Delay != 0 {
+						t.Fatalf("request %d: binding policy %q, limit %d, delay %v; a shadow policy never binds nor delays", i+1, d.Policy.Name, d.Limit, d.Delay)
+					}
+					trial := d.Results()[1]
+					if !trial.Policy.Shadow {
+						t.Fatalf("request %d: second result is not the shadow policy: %+v", i+1, trial)
+					}
+					if !trial.Allowed {
+						shadowDenied++
+					}
+				}
+				// Enforced alone, the trial would have admitted its capacity: 2, or for the
+				// shaping bucket its queue of 2.
+				if shadowDenied != 4 {
+					t.Errorf("the shadow policy would have denied %d of 6; want 4", shadowDenied)
+				}
+			})
+		}
+	})
+}
+
+// New needs an enforced policy; shadow policies are listed in the results, not in the headers.
+func TestShadowPolicyHeaders(t *testing.T) {
+	if _, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1, Window: time.Hour, Shadow: true}); err == nil || !strings.Contains(err.Error(), "Shadow") {
+		t.Errorf("New with only a shadow policy: %v; want an error naming Shadow", err)
+	}
+	l := mustNew(t, ratelimit.NewMemoryStore(),
+		ratelimit.Policy{Name: "enforced", Limit: 5, Window: time.Hour},
+		ratelimit.Policy{Name: "trial", Limit: 1, Window: time.Minute, Algorithm: algorithms.SlidingLog{}, Shadow: true})
+	h := ratelimit.Middleware(l, ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders))(okHandler)
+	for i := range 2 {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+		if w.Code != http.StatusOK || w.Header().Get("X-RateLimit-Limit") != "5" {
+			t.Fatalf("request %d: %d, limit %q; want 200 under the enforced limit of 5", i+1, w.Code, w.Header().Get("X-RateLimit-Limit"))
+		}
+		if p := w.Header().Get("RateLimit-Policy"); strings.Contains(p, "trial") {
+			t.Fatalf("RateLimit-Policy names the shadow policy: %q", p)
+		}
+	}
+}
+
+// A request too costly for a shadow policy alone is still decided by the enforced ones.
+func TestShadowPolicyTooCostly(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
+		l := mustNew(t, store,
+			ratelimit.Policy{Name: "bytes", Limit: 1 << 30, Window: time.Second},
+			ratelimit.Policy{Name: "trial", Limit: 10, Window: time.Second, Shadow: true})
+		d := allow(t, l, keyOf(t), 1<<20)
+		if !d.Allowed || d.Remaining != 1<<30-1<<20 {
+			t.Fatalf("1 MiB under 1 GiB/s enforced: %+v; want allowed", d)
+		}
+		if trial := d.Results()[1]; trial.Allowed || trial.RetryAfter != ratelimit.Never {
+			t.Fatalf("the shadow policy of 10/s on a cost of 1 MiB: %+v; want denied for ever", trial)
+		}
+	})
+}
