@@ -7,8 +7,8 @@ import (
 )
 
 // denialCache remembers identities the store denied until a known time, and answers their
-// requests itself until then: a flood from one identity costs the store one call per
-// Retry-After instead of one per request. It only ever denies, and only what the store
+// requests itself until then: a flood from one identity costs the store about two calls per
+// Retry-After (the admission, and the next denial) instead of one per request. It only ever denies, and only what the store
 // denied for at least as long — a request of the same cost or more, before the store's own
 // Retry-After has passed — so it never admits what the store would deny. A refund or a reset
 // made through this process forgets the identity at once; one made by another instance is
@@ -39,6 +39,9 @@ type denial struct {
 	until   time.Time // when the store's Retry-After ends
 	cost    int64
 	results []PolicyResult
+	// refreshing is set while one request asks the store again, its denial over: the others
+	// are still answered from the cache meanwhile, so a flood sends one request at a time.
+	refreshing bool
 }
 
 func newDenialCache(entries int) *denialCache {
@@ -58,19 +61,21 @@ func keyOfDenial(id string, policies []Policy) denialKey {
 }
 
 // answer fills out with the cached denial of a request of cost from id, as the store would
-// answer it at now, and reports whether it did.
-func (c *denialCache) answer(id string, policies []Policy, cost int64, now time.Time, out []PolicyResult) bool {
+// answer it at now, and reports whether it did. When the denial is over, the first request
+// to come goes to the store (refresh: settle must follow its answer) and the others are still
+// denied from the cache until it has.
+func (c *denialCache) answer(id string, policies []Policy, cost int64, now time.Time, out []PolicyResult) (hit, refresh bool) {
 	sh := c.shard(id)
 	sh.mu.Lock()
 	d := sh.entries[keyOfDenial(id, policies)]
 	if d == nil || cost < d.cost {
 		sh.mu.Unlock()
-		return false
+		return false, false
 	}
-	if !now.Before(d.until) {
-		delete(sh.entries, keyOfDenial(id, policies))
+	if !now.Before(d.until) && !d.refreshing {
+		d.refreshing = true
 		sh.mu.Unlock()
-		return false
+		return false, true
 	}
 	elapsed := now.Sub(d.at)
 	for i, r := range d.results {
@@ -82,24 +87,57 @@ func (c *denialCache) answer(id string, policies []Policy, cost int64, now time.
 		out[i] = r
 	}
 	sh.mu.Unlock()
-	return true
+	return true, false
+}
+
+// settle records the store's answer to a request that refreshed a denial (see answer), or
+// err when the store failed: a new denial replaces the old; an admission that left nothing
+// keeps the entry, so that the next request alone asks the store again; otherwise the
+// identity is forgotten.
+func (c *denialCache) settle(id string, policies []Policy, cost int64, now time.Time, out []PolicyResult, err error) {
+	if err == nil && c.remember(id, policies, cost, now, out) {
+		return
+	}
+	sh := c.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	k := keyOfDenial(id, policies)
+	d := sh.entries[k]
+	if d == nil {
+		return
+	}
+	if err == nil && exhausted(policies, out) {
+		d.refreshing, d.until = false, now
+		return
+	}
+	delete(sh.entries, k)
+}
+
+// exhausted reports whether an admitted request left an enforced policy nothing.
+func exhausted(policies []Policy, out []PolicyResult) bool {
+	for i := range out {
+		if !policies[i].Shadow && out[i].Allowed && out[i].Remaining <= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // remember records the store's answer to a request of cost from id at now, when it is a denial
-// with a Retry-After.
-func (c *denialCache) remember(id string, policies []Policy, cost int64, now time.Time, out []PolicyResult) {
+// with a Retry-After, and reports whether it did.
+func (c *denialCache) remember(id string, policies []Policy, cost int64, now time.Time, out []PolicyResult) bool {
 	var wait time.Duration
 	for i := range out {
-		if out[i].Allowed {
+		if out[i].Allowed || policies[i].Shadow {
 			continue
 		}
 		if out[i].RetryAfter == Never || out[i].RetryAfter <= 0 {
-			return
+			return false
 		}
 		wait = max(wait, out[i].RetryAfter)
 	}
 	if wait == 0 {
-		return
+		return false
 	}
 	d := &denial{at: now, until: now.Add(wait), cost: cost, results: append([]PolicyResult(nil), out...)}
 	sh := c.shard(id)
@@ -109,6 +147,7 @@ func (c *denialCache) remember(id string, policies []Policy, cost int64, now tim
 	}
 	sh.entries[keyOfDenial(id, policies)] = d
 	sh.mu.Unlock()
+	return true
 }
 
 // forget drops what is cached of id under the policies.

@@ -44,8 +44,9 @@ func WithBreaker(failures int, cooldown time.Duration) Option {
 }
 
 // WithDenialCache answers locally, until its Retry-After ends, an identity the store has
-// denied: a flood from one client costs Redis one call per Retry-After per instance, and every
-// flooded response still has exact headers. It never admits what the store would deny. It
+// denied: a flood from one client costs Redis about two calls per Retry-After per instance
+// (one request at a time asks again when the denial ends), and every flooded response still
+// has exact headers. It never admits what the store would deny. It
 // holds at most entries denials, dropping one when full (which only sends that identity's
 // next request to the store). A refund or reset made by this process is seen at once; one made
 // by another instance when the cached denial ends. It configures a Redis store.

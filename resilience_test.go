@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -354,4 +355,63 @@ func TestOutageLeaksNoGoroutines(t *testing.T) {
 	if n := runtime.NumGoroutine(); n > base+5 {
 		t.Errorf("%d goroutines after the outage, %d before", n, base)
 	}
+}
+
+// One identity flooded far past its limit by 64 goroutines for 10 s (on the fake clock, 100
+// steps of 100 ms, 640 requests each) costs Redis a bounded number of calls — one admission
+// and one denial per Retry-After period — while the identities beside it are decided by Redis
+// as usual.
+func TestDenialCacheFlood(t *testing.T) {
+	f := newFaultyRedis(t, ratelimit.WithDenialCache(1000))
+	l := mustNew(t, f.store, ratelimit.Policy{Limit: 10, Window: time.Second, Burst: 1}) // one per 100 ms
+	const steps, perStep = 100, 640
+	var admitted int
+	calls, first := 0, 0
+	for step := range steps {
+		before := f.sent()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for range 64 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n := 0
+				for range perStep / 64 {
+					d, err := l.Allow(ctx, "flood")
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if d.Allowed {
+						n++
+					}
+				}
+				mu.Lock()
+				admitted += n
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		if step == 0 {
+			// Before the first denial is known, every goroutine's requests go to Redis.
+			first = f.sent() - before
+		} else {
+			calls += f.sent() - before
+		}
+		if d := allow(t, l, "neighbour-"+strconv.Itoa(step), 1); !d.Allowed || d.Source != ratelimit.SourceStore {
+			t.Fatalf("step %d: a neighbour of the flood: %+v; want admitted by Redis", step, d)
+		}
+		f.clock.Advance(100 * time.Millisecond)
+	}
+	if admitted != steps {
+		t.Errorf("the flood got %d of %d requests admitted; want %d, one per 100 ms", admitted, steps*perStep, steps)
+	}
+	// Per period: the request admitted, and the one that learns the next denial.
+	if calls > 2*(steps-1) {
+		t.Errorf("after the first period, %d flooding requests made %d calls to Redis; want at most %d (2 per Retry-After period)", (steps-1)*perStep, calls, 2*(steps-1))
+	}
+	if first > 2*64 {
+		t.Errorf("the first period made %d calls to Redis; want at most 2 per goroutine", first)
+	}
+	t.Logf("%d flooding requests over %d periods: %d admitted; calls to Redis: %d in the first period, %d in the %d others", steps*perStep, steps, admitted, first, calls, steps-1)
 }

@@ -52,8 +52,11 @@ func (s *resilientStore) Observer() Observer { return s.observer }
 // Check implements [Store]: the denial cache answers what it can; the store is called unless
 // its breaker is open; a failure is reported and, with a fallback, decided locally.
 func (s *resilientStore) Check(ctx context.Context, key string, policies []Policy, cost int64, charge bool, out []PolicyResult) (time.Time, error) {
+	refresh := false
 	if s.denials != nil && cost > 0 {
-		if now := s.clock.Now(); s.denials.answer(key, policies, cost, now, out) {
+		now := s.clock.Now()
+		var hit bool
+		if hit, refresh = s.denials.answer(key, policies, cost, now, out); hit {
 			return now, nil
 		}
 	}
@@ -63,6 +66,11 @@ func (s *resilientStore) Check(ctx context.Context, key string, policies []Polic
 		at, err = s.next.Check(ctx, key, policies, cost, charge, out)
 		s.release(err, probe)
 	}
+	if refresh {
+		s.denials.settle(key, policies, cost, s.clock.Now(), out, err)
+	} else if err == nil && s.denials != nil && cost > 0 {
+		s.denials.remember(key, policies, cost, s.clock.Now(), out)
+	}
 	if err != nil {
 		if !s.report(ctx, err) || s.fallback == nil {
 			return at, err
@@ -70,9 +78,6 @@ func (s *resilientStore) Check(ctx context.Context, key string, policies []Polic
 		// The request's deadline may have passed waiting for the store: the local decision
 		// needs no time.
 		return s.fallback.check(context.WithoutCancel(ctx), key, policies, cost, charge, out)
-	}
-	if s.denials != nil && cost > 0 {
-		s.denials.remember(key, policies, cost, s.clock.Now(), out)
 	}
 	return at, nil
 }
