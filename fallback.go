@@ -10,8 +10,8 @@ import (
 // fallback decides while the store is unavailable: an in-memory store in this process, under
 // the same policies with each limit scaled to this instance's share. With n instances and a
 // share of 1/n, the fleet admits about the configured limit during an outage. Its state starts
-// empty and is not handed back to the store, so each edge of an outage can admit up to one more
-// share of a window's limit per identity (see [WithFallback]).
+// empty and is not handed back to the store, so a window that spans an outage can admit up to
+// twice its limit (see [WithFallback]).
 type fallback struct {
 	share float64
 	store Store // a memory store on the wrapped store's clock

@@ -371,3 +371,24 @@ func lookPath() (string, error) {
 	}
 	return path, nil
 }
+
+// Private starts a redis-server of the test's own, with the extra configuration args (such
+// as "--maxmemory", "1mb"), and returns its address; it is stopped when the test ends. Use it
+// for faults that would disturb other tests sharing the standalone server: a busy script, a
+// full memory. Missing redis-server skips or fails the test as [Standalone] does.
+func Private(t testing.TB, args ...string) string {
+	t.Helper()
+	if _, err := lookPath(); err != nil {
+		failUnavailable(t, "a private redis", err)
+	}
+	srv, err := startServer("private", func(string, int) []string { return args })
+	if err != nil {
+		t.Fatalf("redistest: private redis-server: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := srv.stop(); err != nil {
+			t.Errorf("redistest: stopping private redis-server: %v", err)
+		}
+	})
+	return srv.addr()
+}
