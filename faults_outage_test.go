@@ -225,3 +225,62 @@ func TestFallbackOverAdmission(t *testing.T) {
 		t.Errorf("admitted %d + %d + %d = %d; want 60 + 100 + 40 = 200 (the documented bound: one limit more)", before, during, after, total)
 	}
 }
+
+// A Sentinel failover under traffic: the primary is killed, the fallback decides while the
+// Sentinel promotes the replica, and the store decides again afterwards, without a restart.
+// It reports how many admissions the failover lost: those the primary had not yet sent to the
+// replica when it died (replication is asynchronous), from none to the last burst's all.
+func TestSentinelFailover(t *testing.T) {
+	g := redistest.Sentinel(t)
+	client := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: g.MasterName, SentinelAddrs: g.SentinelAddrs,
+		ContextTimeoutEnabled: true, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { client.Close() })
+	obs := newRecorder()
+	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)),
+		ratelimit.WithBreaker(3, 200*time.Millisecond), ratelimit.WithFallback(1), ratelimit.WithObserver(obs))
+	l := mustNew(t, store, ratelimit.Policy{Limit: 1_000_000, Window: time.Hour, Algorithm: algorithms.FixedWindow{}})
+	check := func() ratelimit.Decision {
+		c, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		d, err := l.Allow(c, "client")
+		if err != nil {
+			t.Fatalf("a check during the failover: %v; want a decision (the fallback's)", err)
+		}
+		return d
+	}
+	byStore := 0
+	for range 200 {
+		if check().Source == ratelimit.SourceStore {
+			byStore++
+		}
+	}
+	g.KillPrimary(t)
+	var during map[ratelimit.Source]int = map[ratelimit.Source]int{}
+	recovered := false
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		d := check()
+		during[d.Source]++
+		if d.Source == ratelimit.SourceStore {
+			recovered = true
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !recovered {
+		t.Fatalf("no decision of the store 30 s after the primary died: %v", during)
+	}
+	// The new primary's count: what survived of the 200 admitted, plus the one just made.
+	d, err := l.AllowN(ctx, "client", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := 1_000_000 - d.Remaining
+	lost := int64(byStore+1) - counted
+	t.Logf("%d admitted by the primary before it died; during the failover %v; the new primary counts %d: %d admissions lost", byStore, during, counted, lost)
+	if lost < 0 || lost > int64(byStore) {
+		t.Errorf("the new primary counts %d of %d admissions", counted, byStore+1)
+	}
+	if _, _, b := obs.snapshot(); len(b) < 2 || !b[0] || b[len(b)-1] {
+		t.Errorf("breaker changes: %v; want it to open during the failover and close after", b)
+	}
+}

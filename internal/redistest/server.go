@@ -59,6 +59,9 @@ type server struct {
 	bin   string                              // path of redis-server
 	dir   string                              // temporary working directory
 	extra func(dir string, port int) []string // extra arguments, may be nil
+	// sentinel, when set, makes the process a Sentinel with this configuration (a Sentinel
+	// needs a configuration file it can rewrite).
+	sentinel string
 
 	mu     sync.Mutex
 	port   int    // fixed once the first start succeeded
@@ -80,6 +83,11 @@ var registry struct {
 // other ports if it fails to start. extra, if not nil, returns additional
 // command-line arguments for a given directory and port.
 func startServer(name string, extra func(dir string, port int) []string) (*server, error) {
+	return startServerAs(name, extra, "")
+}
+
+// startServerAs is startServer for a Sentinel too: sentinel, when set, is its configuration.
+func startServerAs(name string, extra func(dir string, port int) []string, sentinel string) (*server, error) {
 	bin, err := lookPath()
 	if err != nil {
 		return nil, err
@@ -88,7 +96,7 @@ func startServer(name string, extra func(dir string, port int) []string) (*serve
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	s := &server{name: name, bin: bin, dir: dir, extra: extra}
+	s := &server{name: name, bin: bin, dir: dir, extra: extra, sentinel: sentinel}
 	if err := register(s); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
@@ -198,6 +206,13 @@ func (s *server) spawnLocked(port int) error {
 	}
 	if s.extra != nil {
 		args = append(args, s.extra(s.dir, port)...)
+	}
+	if s.sentinel != "" {
+		conf := filepath.Join(s.dir, fmt.Sprintf("sentinel-%d.conf", port))
+		if err := os.WriteFile(conf, []byte(s.sentinel), 0o644); err != nil {
+			return err
+		}
+		args = append(append([]string{conf}, args...), "--sentinel")
 	}
 	cmd := exec.Command(s.bin, args...)
 	cmd.Dir = s.dir
