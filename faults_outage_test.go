@@ -284,3 +284,54 @@ func TestSentinelFailover(t *testing.T) {
 		t.Errorf("breaker changes: %v; want it to open during the failover and close after", b)
 	}
 }
+
+// A Cluster master failover under traffic: the master of the identity's slot is killed, the
+// fallback decides while its replica takes over, and the store decides again afterwards.
+func TestClusterFailover(t *testing.T) {
+	c := redistest.ClusterWithReplica(t)
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs, ContextTimeoutEnabled: true, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { client.Close() })
+	obs := newRecorder()
+	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)),
+		ratelimit.WithBreaker(3, 200*time.Millisecond), ratelimit.WithFallback(1), ratelimit.WithObserver(obs))
+	l := mustNew(t, store, ratelimit.Policy{Limit: 1_000_000, Window: time.Hour, Algorithm: algorithms.FixedWindow{}})
+	check := func() ratelimit.Decision {
+		c, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		d, err := l.Allow(c, "b") // hash tag {b}: slot 3300, the first master's
+		if err != nil {
+			t.Fatalf("a check during the failover: %v; want a decision (the fallback's)", err)
+		}
+		return d
+	}
+	byStore := 0
+	for range 200 {
+		if check().Source == ratelimit.SourceStore {
+			byStore++
+		}
+	}
+	c.KillMaster(t)
+	during := map[ratelimit.Source]int{}
+	recovered := false
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		d := check()
+		during[d.Source]++
+		if d.Source == ratelimit.SourceStore {
+			recovered = true
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !recovered {
+		t.Fatalf("no decision of the store 30 s after the master died: %v", during)
+	}
+	d, err := l.AllowN(ctx, "b", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := 1_000_000 - d.Remaining
+	t.Logf("%d admitted by the master before it died; during the failover %v; the promoted replica counts %d: %d admissions lost", byStore, during, counted, int64(byStore+1)-counted)
+	if counted < 1 || counted > int64(byStore+1) {
+		t.Errorf("the promoted replica counts %d of %d admissions", counted, byStore+1)
+	}
+}

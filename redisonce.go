@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"crypto/sha1"
 	"encoding/hex"
 
@@ -54,9 +55,26 @@ func (s *script) run(ctx context.Context, client redis.Scripter, keys []string, 
 		err = p.Process(ctx, cmd)
 	}
 	if err != nil {
+		reroute(ctx, client, err)
 		return nil, err
 	}
 	return cmd.Val(), nil
+}
+
+// stateReloader is a client that routes by a map of the servers it can reload:
+// *redis.ClusterClient.
+type stateReloader interface {
+	ReloadState(ctx context.Context)
+}
+
+// reroute has a Cluster client reload its map of slots after a failed call. go-redis does so
+// itself when it retries on another node; a call sent once (NoRetry) would otherwise keep
+// going to a dead master until the map's periodic reload, a minute later by default. The
+// reload runs in the background, at most one at a time.
+func reroute(ctx context.Context, client redis.Scripter, err error) {
+	if r, ok := client.(stateReloader); ok && !errors.Is(err, context.Canceled) {
+		r.ReloadState(ctx)
+	}
 }
 
 func (s *script) cmd(ctx context.Context, name, body string, keys []string, args []any) onceCmd {
