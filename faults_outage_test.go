@@ -235,54 +235,7 @@ func TestSentinelFailover(t *testing.T) {
 	client := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: g.MasterName, SentinelAddrs: g.SentinelAddrs,
 		ContextTimeoutEnabled: true, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { client.Close() })
-	obs := newRecorder()
-	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)),
-		ratelimit.WithBreaker(3, 200*time.Millisecond), ratelimit.WithFallback(1), ratelimit.WithObserver(obs))
-	l := mustNew(t, store, ratelimit.Policy{Limit: 1_000_000, Window: time.Hour, Algorithm: algorithms.FixedWindow{}})
-	check := func() ratelimit.Decision {
-		c, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-		defer cancel()
-		d, err := l.Allow(c, "client")
-		if err != nil {
-			t.Fatalf("a check during the failover: %v; want a decision (the fallback's)", err)
-		}
-		return d
-	}
-	byStore := 0
-	for range 200 {
-		if check().Source == ratelimit.SourceStore {
-			byStore++
-		}
-	}
-	g.KillPrimary(t)
-	var during map[ratelimit.Source]int = map[ratelimit.Source]int{}
-	recovered := false
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
-		d := check()
-		during[d.Source]++
-		if d.Source == ratelimit.SourceStore {
-			recovered = true
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if !recovered {
-		t.Fatalf("no decision of the store 30 s after the primary died: %v", during)
-	}
-	// The new primary's count: what survived of the 200 admitted, plus the one just made.
-	d, err := l.AllowN(ctx, "client", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	counted := 1_000_000 - d.Remaining
-	lost := int64(byStore+1) - counted
-	t.Logf("%d admitted by the primary before it died; during the failover %v; the new primary counts %d: %d admissions lost", byStore, during, counted, lost)
-	if lost < 0 || lost > int64(byStore) {
-		t.Errorf("the new primary counts %d of %d admissions", counted, byStore+1)
-	}
-	if _, _, b := obs.snapshot(); len(b) < 2 || !b[0] || b[len(b)-1] {
-		t.Errorf("breaker changes: %v; want it to open during the failover and close after", b)
-	}
+	failoverUnderTraffic(t, client, "client", func() { g.KillPrimary(t) })
 }
 
 // A Cluster master failover under traffic: the master of the identity's slot is killed, the
@@ -291,14 +244,22 @@ func TestClusterFailover(t *testing.T) {
 	c := redistest.ClusterWithReplica(t)
 	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs, ContextTimeoutEnabled: true, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { client.Close() })
+	failoverUnderTraffic(t, client, "b", func() { c.KillMaster(t) }) // hash tag {b}: slot 3300, the first master's
+}
+
+// failoverUnderTraffic admits 200 requests of identity key through Redis, kills its primary,
+// and checks until the store decides again: every check meanwhile is answered (by the
+// fallback), the breaker opens and closes, and the new primary's count is reported.
+func failoverUnderTraffic(t *testing.T, client redis.UniversalClient, key string, kill func()) {
 	obs := newRecorder()
 	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)),
 		ratelimit.WithBreaker(3, 200*time.Millisecond), ratelimit.WithFallback(1), ratelimit.WithObserver(obs))
-	l := mustNew(t, store, ratelimit.Policy{Limit: 1_000_000, Window: time.Hour, Algorithm: algorithms.FixedWindow{}})
+	const limit = 1_000_000
+	l := mustNew(t, store, ratelimit.Policy{Limit: limit, Window: time.Hour, Algorithm: algorithms.FixedWindow{}})
 	check := func() ratelimit.Decision {
 		c, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		defer cancel()
-		d, err := l.Allow(c, "b") // hash tag {b}: slot 3300, the first master's
+		d, err := l.Allow(c, key)
 		if err != nil {
 			t.Fatalf("a check during the failover: %v; want a decision (the fallback's)", err)
 		}
@@ -310,28 +271,29 @@ func TestClusterFailover(t *testing.T) {
 			byStore++
 		}
 	}
-	c.KillMaster(t)
+	kill()
 	during := map[ratelimit.Source]int{}
 	recovered := false
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && !recovered; time.Sleep(5 * time.Millisecond) {
 		d := check()
 		during[d.Source]++
-		if d.Source == ratelimit.SourceStore {
-			recovered = true
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
+		recovered = d.Source == ratelimit.SourceStore
 	}
 	if !recovered {
-		t.Fatalf("no decision of the store 30 s after the master died: %v", during)
+		t.Fatalf("no decision of the store 30 s after the primary died: %v", during)
 	}
-	d, err := l.AllowN(ctx, "b", 0)
+	// The new primary's count: what survived of the admissions, plus the one just made.
+	d, err := l.AllowN(ctx, key, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	counted := 1_000_000 - d.Remaining
-	t.Logf("%d admitted by the master before it died; during the failover %v; the promoted replica counts %d: %d admissions lost", byStore, during, counted, int64(byStore+1)-counted)
+	counted := limit - d.Remaining
+	t.Logf("%d admitted by the primary before it died; during the failover %v; the new primary counts %d: %d admissions lost",
+		byStore, during, counted, int64(byStore+1)-counted)
 	if counted < 1 || counted > int64(byStore+1) {
-		t.Errorf("the promoted replica counts %d of %d admissions", counted, byStore+1)
+		t.Errorf("the new primary counts %d of %d admissions", counted, byStore+1)
+	}
+	if _, _, b := obs.snapshot(); len(b) < 2 || !b[0] || b[len(b)-1] {
+		t.Errorf("breaker changes: %v; want it to open during the failover and close after", b)
 	}
 }

@@ -2,9 +2,9 @@ package ratelimit
 
 import (
 	"context"
-	"errors"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 
 	"github.com/redis/go-redis/v9"
 )

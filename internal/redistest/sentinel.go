@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +21,8 @@ type SentinelGroup struct {
 }
 
 // Sentinel starts a primary, a replica of it and a Sentinel that fails over 200 ms after the
-// primary stops answering, all on loopback; they are stopped when the test ends. Missing
+// primary stops answering, all on loopback, and returns once the replica acknowledges the
+// primary's writes; they are stopped when the test ends. Missing
 // redis-server skips or fails the test as [Standalone] does.
 func Sentinel(t testing.TB) *SentinelGroup {
 	t.Helper()
@@ -54,13 +54,14 @@ func Sentinel(t testing.TB) *SentinelGroup {
 	defer cancel()
 	sc := redis.NewSentinelClient(&redis.Options{Addr: sentinel.addr()})
 	defer sc.Close()
-	rc := redis.NewClient(&redis.Options{Addr: g.replica.addr()})
-	defer rc.Close()
+	pc := redis.NewClient(&redis.Options{Addr: g.primary.addr()})
+	defer pc.Close()
 	for {
 		replicas, err := sc.Replicas(ctx, g.MasterName).Result()
-		info, _ := rc.Info(ctx, "replication").Result()
-		if err == nil && len(replicas) > 0 && replicas[0]["flags"] == "slave" &&
-			strings.Contains(info, "master_link_status:up") {
+		// Replication flows: a write to the primary is acknowledged by the replica (WAIT).
+		pc.Set(ctx, "redistest:replicated", "1", time.Minute)
+		acked, _ := pc.Do(ctx, "WAIT", 1, 100).Int()
+		if err == nil && len(replicas) > 0 && replicas[0]["flags"] == "slave" && acked >= 1 {
 			break
 		}
 		select {
