@@ -110,24 +110,27 @@ var errEmptyKey = &opError{opKey, ErrBadKey, errors.New("the key is empty")}
 var results = sync.Pool{New: func() any { return new([8]PolicyResult) }}
 
 func (l *Limiter) check(ctx context.Context, key string, cost int64, charge bool) (Decision, error) {
-	if l.observer == nil {
-		return l.decide(ctx, key, cost, charge)
+	var start time.Time
+	if l.observer != nil {
+		start = time.Now()
 	}
-	start := time.Now()
-	d, err := l.decide(ctx, key, cost, charge)
-	if err == nil {
-		e := events.Get().(*DecisionEvent)
-		e.decision, e.Latency = d, time.Since(start)
-		e.Decision = &e.decision
-		l.observer.Decided(e)
-		e.Decision = nil
-		events.Put(e)
-	}
-	return d, err
+	return l.decide(ctx, key, cost, charge, start)
 }
 
-// decide is check without the observer.
-func (l *Limiter) decide(ctx context.Context, key string, cost int64, charge bool) (Decision, error) {
+// observe reports a decision to the observer, if there is one. raw are its results, from a
+// buffer of the heap: the report allocates nothing.
+func (l *Limiter) observe(start time.Time, d *Decision, raw []PolicyResult) {
+	if l.observer == nil {
+		return
+	}
+	for i := range raw {
+		raw[i].Policy = l.policies[i]
+	}
+	l.observer.Decided(DecisionEvent{Allowed: d.Allowed, Source: d.Source, Latency: time.Since(start), Results: raw})
+}
+
+// decide is check, with the time it began when there is an observer.
+func (l *Limiter) decide(ctx context.Context, key string, cost int64, charge bool, start time.Time) (Decision, error) {
 	if key == "" {
 		return Decision{}, errEmptyKey
 	}
@@ -159,7 +162,7 @@ func (l *Limiter) decide(ctx context.Context, key string, cost int64, charge boo
 		}
 	}
 	if shadowTooCostly && !tooCostly {
-		return l.decideWithout(ctx, key, cost, charge, raw)
+		return l.decideWithout(ctx, key, cost, charge, raw, start)
 	}
 	if tooCostly {
 		at, err := l.store.Check(ctx, key, l.policies, 0, false, raw)
@@ -171,7 +174,9 @@ func (l *Limiter) decide(ctx context.Context, key string, cost int64, charge boo
 				raw[i].neverAllowed()
 			}
 		}
-		return decide(l.policies, raw, at), nil
+		d := decide(l.policies, raw, at)
+		l.observe(start, &d, raw)
+		return d, nil
 	}
 	at, err := l.store.Check(ctx, key, l.policies, cost, charge, raw)
 	if err != nil {
@@ -181,12 +186,13 @@ func (l *Limiter) decide(ctx context.Context, key string, cost int64, charge boo
 	if charge && d.Allowed {
 		d.cost = cost
 	}
+	l.observe(start, &d, raw)
 	return d, nil
 }
 
 // decideWithout decides a request too costly for some shadow policies, but not for an enforced
 // one: the store checks it against the others, and those shadow policies deny it for ever.
-func (l *Limiter) decideWithout(ctx context.Context, key string, cost int64, charge bool, raw []PolicyResult) (Decision, error) {
+func (l *Limiter) decideWithout(ctx context.Context, key string, cost int64, charge bool, raw []PolicyResult, start time.Time) (Decision, error) {
 	run := make([]Policy, 0, len(l.policies))
 	for _, p := range l.policies {
 		if !p.Shadow || cost <= p.capacity() {
@@ -212,6 +218,7 @@ func (l *Limiter) decideWithout(ctx context.Context, key string, cost int64, cha
 	if charge && d.Allowed {
 		d.cost = cost
 	}
+	l.observe(start, &d, raw)
 	return d, nil
 }
 

@@ -1,9 +1,6 @@
 package ratelimit
 
-import (
-	"sync"
-	"time"
-)
+import "time"
 
 // Observer is told what the limiter decides and what goes wrong, to count it: the modules
 // ratelimit/prometheus and ratelimit/otel implement it. Give it to a store with [WithObserver];
@@ -12,10 +9,9 @@ import (
 // Its methods are called on the request path, from many goroutines at once: they must be safe
 // for concurrent use, fast, and must not block.
 type Observer interface {
-	// Decided reports one decision: by whom (e.Source), how long it took, and every policy's
-	// result (e.Decision.Results(), shadow policies included). e is valid only during the
-	// call.
-	Decided(e *DecisionEvent)
+	// Decided reports one decision: by whom, how long it took, and every policy's result,
+	// shadow policies included.
+	Decided(e DecisionEvent)
 	// StoreFailed reports a failed store call. Its kind is found with errors.Is:
 	// [ErrStoreTimeout], [ErrStoreUnavailable], or [ErrBreakerOpen] when the call was not made.
 	StoreFailed(err error)
@@ -23,17 +19,19 @@ type Observer interface {
 	BreakerChanged(open bool)
 }
 
-// DecisionEvent is what an [Observer] is told of one decision.
+// DecisionEvent is what an [Observer] is told of one decision. It is passed by value, so that
+// reporting allocates nothing.
 type DecisionEvent struct {
-	// Decision is the decision.
-	Decision *Decision
+	// Allowed reports whether the request was admitted.
+	Allowed bool
+	// Source is what decided.
+	Source Source
 	// Latency is how long the limiter took to decide, the store call included.
 	Latency time.Duration
-
-	decision Decision // what Decision points to: the event is pooled, so reporting allocates nothing
+	// Results are every policy's results, in the limiter's order, each with its Policy (see
+	// Policy.Shadow). They are valid only during the call: copy what you keep.
+	Results []PolicyResult
 }
-
-var events = sync.Pool{New: func() any { return new(DecisionEvent) }}
 
 // Source is what made a decision: the store, or, when the store could not be asked, a layer
 // in front of it (see [WithDenialCache] and [WithFallback]).

@@ -29,11 +29,11 @@ type recorder struct {
 
 func newRecorder() *recorder { return &recorder{sources: map[ratelimit.Source]int{}} }
 
-func (r *recorder) Decided(e *ratelimit.DecisionEvent) {
+func (r *recorder) Decided(e ratelimit.DecisionEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.sources[e.Decision.Source]++
-	if e.Decision.Allowed {
+	r.sources[e.Source]++
+	if e.Allowed {
 		r.allowed++
 	}
 }
