@@ -52,3 +52,19 @@ func BenchmarkMiddleware(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecided measures Decided alone, for a decision of one policy from the store: what
+// the metrics add to a request, less the event the core builds (see nop above).
+func BenchmarkDecided(b *testing.B) {
+	var c capture
+	l := mustNew(b, ratelimit.NewMemoryStore(ratelimit.WithObserver(&c)), ratelimit.Policy{Limit: 1e9, Window: time.Hour})
+	if _, err := allow(l, "k"); err != nil {
+		b.Fatal(err)
+	}
+	e := &ratelimit.DecisionEvent{Decision: &c.d, Latency: 3 * time.Microsecond}
+	obs := ratelimitprom.New()
+	b.ReportAllocs()
+	for b.Loop() {
+		obs.Decided(e)
+	}
+}
