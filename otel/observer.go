@@ -3,6 +3,7 @@ package ratelimitotel
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -16,9 +17,11 @@ import (
 // instruments.
 const ScopeName = "github.com/a7d3e0dd/ratelimit/otel"
 
-// DefaultBuckets are the bucket boundaries, in seconds, that ratelimit.decision.duration
+// DefaultBuckets returns the bucket boundaries, in seconds, that ratelimit.decision.duration
 // advises: 10 µs (a memory store) to 1 s (far beyond any store deadline).
-var DefaultBuckets = []float64{
+func DefaultBuckets() []float64 { return slices.Clone(defaultBuckets) }
+
+var defaultBuckets = []float64{
 	0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005,
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
 }
@@ -90,7 +93,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 		metric.WithInt64Callback(o.observe))
 	o.duration, errs[1] = m.Float64Histogram("ratelimit.decision.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time the rate limiter took to decide, the store call included."),
-		metric.WithExplicitBucketBoundaries(DefaultBuckets...))
+		metric.WithExplicitBucketBoundaries(defaultBuckets...))
 	o.storeErrors, errs[2] = m.Int64Counter("ratelimit.store.errors", metric.WithUnit("{error}"),
 		metric.WithDescription("Failed rate-limit store calls, by kind (timeout, unavailable, breaker_open)."))
 	o.breakerOpen, errs[3] = m.Int64UpDownCounter("ratelimit.breaker.open", metric.WithUnit("{breaker}"),

@@ -50,8 +50,8 @@ func TestDecisions(t *testing.T) {
 	if h.Count != 4 {
 		t.Errorf("decision durations observed from the store: %d, want 4", h.Count)
 	}
-	if !slices.Equal(h.Bounds, ratelimitotel.DefaultBuckets) {
-		t.Errorf("bucket bounds %v, want DefaultBuckets", h.Bounds)
+	if !slices.Equal(h.Bounds, ratelimitotel.DefaultBuckets()) {
+		t.Errorf("bucket bounds %v, want DefaultBuckets()", h.Bounds)
 	}
 	if unit := m.metric(t, "ratelimit.decision.duration").Unit; unit != "s" {
 		t.Errorf("ratelimit.decision.duration unit %q, want s", unit)

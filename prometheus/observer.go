@@ -11,9 +11,12 @@ import (
 	"github.com/a7d3e0dd/ratelimit"
 )
 
-// DefaultBuckets are the upper bounds, in seconds, of ratelimit_decision_duration_seconds:
-// 10 µs (a memory store) to 1 s (far beyond any store deadline).
-var DefaultBuckets = []float64{
+// DefaultBuckets returns the upper bounds, in seconds, of ratelimit_decision_duration_seconds
+// unless [WithBuckets] sets others: 10 µs (a memory store) to 1 s (far beyond any store
+// deadline).
+func DefaultBuckets() []float64 { return slices.Clone(defaultBuckets) }
+
+var defaultBuckets = []float64{
 	0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005,
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
 }
@@ -77,7 +80,8 @@ type config struct {
 }
 
 // WithBuckets sets the upper bounds, in seconds, of the decision duration histogram, in
-// increasing order; by default [DefaultBuckets].
+// increasing order (New panics otherwise, as prometheus.NewHistogramVec does); by default
+// [DefaultBuckets].
 func WithBuckets(bounds ...float64) Option {
 	return func(c *config) { c.buckets = slices.Clone(bounds) }
 }
@@ -85,7 +89,7 @@ func WithBuckets(bounds ...float64) Option {
 // New returns an Observer, whose metrics are exported once it is registered, e.g. with
 // prometheus.MustRegister.
 func New(opts ...Option) *Observer {
-	c := config{buckets: DefaultBuckets}
+	c := config{buckets: defaultBuckets}
 	for _, opt := range opts {
 		opt(&c)
 	}

@@ -52,8 +52,8 @@ ratelimit_decisions_total{outcome="denied",policy="hourly",source="store"} 0
 	if h.GetSampleCount() != 4 {
 		t.Errorf("decision durations observed from the store: %d, want 4", h.GetSampleCount())
 	}
-	if n := len(h.GetBucket()); n != len(ratelimitprom.DefaultBuckets) {
-		t.Errorf("%d buckets, want %d", n, len(ratelimitprom.DefaultBuckets))
+	if n := len(h.GetBucket()); n != len(ratelimitprom.DefaultBuckets()) {
+		t.Errorf("%d buckets, want %d", n, len(ratelimitprom.DefaultBuckets()))
 	}
 	for _, s := range []string{"denial_cache", "fallback"} {
 		if n := sample(t, obs, "ratelimit_decision_duration_seconds", "source="+s).GetHistogram().GetSampleCount(); n != 0 {
