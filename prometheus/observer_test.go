@@ -75,6 +75,12 @@ func TestBuckets(t *testing.T) {
 	if fmt.Sprint(bounds) != "[0.001 0.1]" {
 		t.Errorf("buckets %v, want [0.001 0.1]", bounds)
 	}
+	defer func() {
+		if recover() == nil {
+			t.Error("New with buckets out of order did not panic")
+		}
+	}()
+	ratelimitprom.New(ratelimitprom.WithBuckets(0.1, 0.001))
 }
 
 // A store that refuses connections: the first failure is Redis' own and opens the breaker;
