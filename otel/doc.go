@@ -28,9 +28,10 @@
 // whatever its policies, is the count of ratelimit.decision.duration.
 //
 // The policy attribute is the policy's Name, which comes from code or configuration and never
-// from a request: the identity a request is limited by (its key) is never an attribute. As a
-// safeguard, names beyond the first 256 that one Observer sees are recorded as
-// policy="_other", a value no policy can be named.
+// from a request: the identity a request is limited by (its key) is never an attribute.
+// Policies of one name, in different limiters, share their series. As a safeguard, names
+// beyond the first 256 that one Observer sees are recorded as policy="_other", a value no
+// policy can be named.
 //
 // ratelimit.decision.duration is how long the limiter took to decide, the store call
 // included. Its instrument advises buckets from 10 µs to 1 s ([DefaultBuckets]); an SDK view

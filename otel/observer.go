@@ -205,7 +205,8 @@ func newCounts(policy string) *policyCounts {
 	p := new(policyCounts)
 	for i, s := range sources {
 		for j, outcome := range [...]string{"denied", "allowed"} {
-			set := attribute.NewSet(attribute.String("policy", policy), attribute.String("outcome", outcome), attribute.String("source", s.String()))
+			set := attribute.NewSet(attribute.String("policy", policy), attribute.String("outcome", outcome),
+				attribute.String("source", s.String()))
 			p.opts[i][j] = []metric.ObserveOption{metric.WithAttributeSet(set)}
 		}
 	}

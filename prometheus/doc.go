@@ -25,9 +25,10 @@
 // whatever its policies, is ratelimit_decision_duration_seconds_count.
 //
 // The policy label is the policy's Name, which comes from code or configuration and never
-// from a request: the identity a request is limited by (its key) is never a label. As a
-// safeguard, names beyond the first 256 that one Observer sees are counted under
-// policy="_other", a value no policy can be named.
+// from a request: the identity a request is limited by (its key) is never a label. Policies
+// of one name, in different limiters, share their series. As a safeguard, names beyond the
+// first 256 that one Observer sees are counted under policy="_other", a value no policy can
+// be named.
 //
 // ratelimit_decision_duration_seconds is how long the limiter took to decide, the store call
 // included, in buckets from 10 µs to 1 s (see [WithBuckets]).
