@@ -1,0 +1,169 @@
+package ratelimitotel_test
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/a7d3e0dd/ratelimit"
+	ratelimitotel "github.com/a7d3e0dd/ratelimit/otel"
+)
+
+// meter is an Observer over an SDK whose reader the test reads.
+type meter struct {
+	*ratelimitotel.Observer
+	reader *sdkmetric.ManualReader
+}
+
+func newMeter(t testing.TB) meter {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { mp.Shutdown(context.Background()) })
+	obs, err := ratelimitotel.New(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return meter{obs, reader}
+}
+
+// metric returns the instrument named name, failing the test when there is none.
+func (m meter) metric(t testing.TB, name string) metricdata.Metrics {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := m.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		if sm.Scope.Name != ratelimitotel.ScopeName {
+			t.Errorf("scope %q, want %q", sm.Scope.Name, ratelimitotel.ScopeName)
+		}
+		for _, mt := range sm.Metrics {
+			if mt.Name == name {
+				return mt
+			}
+		}
+	}
+	t.Fatalf("no instrument %s recorded", name)
+	return metricdata.Metrics{}
+}
+
+// sum returns the value of an int64 sum at the attributes kvs: 0 when none was recorded.
+func (m meter) sum(t testing.TB, name string, kvs ...attribute.KeyValue) int64 {
+	t.Helper()
+	s, ok := m.metric(t, name).Data.(metricdata.Sum[int64])
+	if !ok {
+		t.Fatalf("%s is not an int64 sum", name)
+	}
+	want := attribute.NewSet(kvs...)
+	for _, dp := range s.DataPoints {
+		if dp.Attributes.Equals(&want) {
+			return dp.Value
+		}
+	}
+	return 0
+}
+
+// histogram returns the data point of a float64 histogram at the attributes kvs.
+func (m meter) histogram(t testing.TB, name string, kvs ...attribute.KeyValue) metricdata.HistogramDataPoint[float64] {
+	t.Helper()
+	h, ok := m.metric(t, name).Data.(metricdata.Histogram[float64])
+	if !ok {
+		t.Fatalf("%s is not a float64 histogram", name)
+	}
+	want := attribute.NewSet(kvs...)
+	for _, dp := range h.DataPoints {
+		if dp.Attributes.Equals(&want) {
+			return dp
+		}
+	}
+	return metricdata.HistogramDataPoint[float64]{}
+}
+
+// decisions returns the count of ratelimit.decisions of a policy, outcome and source.
+func (m meter) decisions(t testing.TB, policy, outcome, source string) int64 {
+	t.Helper()
+	return m.sum(t, "ratelimit.decisions", attribute.String("policy", policy), attribute.String("outcome", outcome), attribute.String("source", source))
+}
+
+// storeErrors returns the count of ratelimit.store.errors of a kind.
+func (m meter) storeErrors(t testing.TB, kind string) int64 {
+	t.Helper()
+	return m.sum(t, "ratelimit.store.errors", attribute.String("kind", kind))
+}
+
+// breaker checks the breaker instruments.
+func (m meter) breaker(t testing.TB, open, opened, closed int64) {
+	t.Helper()
+	if got := m.sum(t, "ratelimit.breaker.open"); got != open {
+		t.Errorf("ratelimit.breaker.open %d, want %d", got, open)
+	}
+	if got := m.sum(t, "ratelimit.breaker.transitions", attribute.String("to", "open")); got != opened {
+		t.Errorf("transitions to open %d, want %d", got, opened)
+	}
+	if got := m.sum(t, "ratelimit.breaker.transitions", attribute.String("to", "closed")); got != closed {
+		t.Errorf("transitions to closed %d, want %d", got, closed)
+	}
+}
+
+func mustNew(t testing.TB, store ratelimit.Store, policies ...ratelimit.Policy) *ratelimit.Limiter {
+	t.Helper()
+	l, err := ratelimit.New(store, policies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// allow checks one request from key within the guard's default deadline.
+func allow(l *ratelimit.Limiter, key string) (ratelimit.Decision, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	return l.Allow(ctx, key)
+}
+
+// refusedRedis is a Redis client of an address that refuses connections.
+func refusedRedis(t testing.TB) *redis.Client {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
+	t.Cleanup(func() { client.Close() })
+	return client
+}
+
+// silentRedis is a Redis client of a peer that accepts connections and never answers.
+func silentRedis(t testing.TB) *redis.Client {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never read
+			mu.Unlock()
+		}
+	}()
+	client := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() {
+		client.Close()
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return client
+}

@@ -1,0 +1,204 @@
+package ratelimitotel_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/a7d3e0dd/ratelimit"
+	ratelimitotel "github.com/a7d3e0dd/ratelimit/otel"
+)
+
+// Each policy's own verdict is counted: the request "burst" denies is allowed by "hourly".
+func TestDecisions(t *testing.T) {
+	m := newMeter(t)
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(m)),
+		ratelimit.Policy{Name: "burst", Limit: 2, Window: time.Hour},
+		ratelimit.Policy{Name: "hourly", Limit: 100, Window: time.Hour})
+	for i, key := range []string{"a", "a", "a", "b"} {
+		d, err := allow(l, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := i != 2; d.Allowed != want {
+			t.Fatalf("request %d: allowed %v, want %v", i+1, d.Allowed, want)
+		}
+	}
+	for _, c := range []struct {
+		policy, outcome string
+		want            int64
+	}{{"burst", "allowed", 3}, {"burst", "denied", 1}, {"hourly", "allowed", 4}, {"hourly", "denied", 0}} {
+		if got := m.decisions(t, c.policy, c.outcome, "store"); got != c.want {
+			t.Errorf("decisions{policy=%s, outcome=%s, source=store} %d, want %d", c.policy, c.outcome, got, c.want)
+		}
+	}
+	decisions := m.metric(t, "ratelimit.decisions")
+	if s := decisions.Data.(metricdata.Sum[int64]); !s.IsMonotonic || s.Temporality != metricdata.CumulativeTemporality || len(s.DataPoints) != 12 {
+		t.Errorf("ratelimit.decisions: monotonic %v, %v, with %d series; want a cumulative counter with 12: 2 policies, 3 sources, 2 outcomes",
+			s.IsMonotonic, s.Temporality, len(s.DataPoints))
+	}
+	if decisions.Unit != "{decision}" {
+		t.Errorf("ratelimit.decisions unit %q, want {decision}", decisions.Unit)
+	}
+	h := m.histogram(t, "ratelimit.decision.duration", attribute.String("source", "store"))
+	if h.Count != 4 {
+		t.Errorf("decision durations observed from the store: %d, want 4", h.Count)
+	}
+	if !slices.Equal(h.Bounds, ratelimitotel.DefaultBuckets()) {
+		t.Errorf("bucket bounds %v, want DefaultBuckets()", h.Bounds)
+	}
+	if unit := m.metric(t, "ratelimit.decision.duration").Unit; unit != "s" {
+		t.Errorf("ratelimit.decision.duration unit %q, want s", unit)
+	}
+}
+
+// A store that refuses connections: the first failure is Redis' own and opens the breaker;
+// the second call is not made.
+func TestStoreErrorsAndBreaker(t *testing.T) {
+	m := newMeter(t)
+	store := ratelimit.NewRedisStore(refusedRedis(t), ratelimit.WithBreaker(1, time.Minute), ratelimit.WithObserver(m))
+	l := mustNew(t, store, ratelimit.Policy{Limit: 10, Window: time.Minute})
+	if _, err := allow(l, "k"); err == nil || errors.Is(err, ratelimit.ErrBreakerOpen) {
+		t.Fatalf("first check: %v, want Redis' own failure", err)
+	}
+	if _, err := allow(l, "k"); !errors.Is(err, ratelimit.ErrBreakerOpen) {
+		t.Fatalf("second check: %v, want ErrBreakerOpen", err)
+	}
+	// go-redis may report a refused dial as a timeout once it has retried until the deadline.
+	if got := m.storeErrors(t, "unavailable") + m.storeErrors(t, "timeout"); got != 1 {
+		t.Errorf("store errors unavailable + timeout: %d, want 1", got)
+	}
+	if got := m.storeErrors(t, "breaker_open"); got != 1 {
+		t.Errorf("store errors breaker_open: %d, want 1", got)
+	}
+	m.breaker(t, 1, 1, 0)
+	m.BreakerChanged(false) // what the store reports when a probe succeeds (see TestRedis)
+	m.breaker(t, 0, 1, 1)
+}
+
+// A store that never answers: the call times out.
+func TestStoreTimeout(t *testing.T) {
+	m := newMeter(t)
+	l := mustNew(t, ratelimit.NewRedisStore(silentRedis(t), ratelimit.WithObserver(m)), ratelimit.Policy{Limit: 10, Window: time.Minute})
+	if _, err := allow(l, "k"); !errors.Is(err, ratelimit.ErrStoreTimeout) {
+		t.Fatalf("check: %v, want ErrStoreTimeout", err)
+	}
+	for kind, want := range map[string]int64{"timeout": 1, "unavailable": 0, "breaker_open": 0} {
+		if got := m.storeErrors(t, kind); got != want {
+			t.Errorf("store errors %s: %d, want %d", kind, got, want)
+		}
+	}
+}
+
+// While the store is down, the fallback decides under half of each limit, and says so.
+func TestFallback(t *testing.T) {
+	m := newMeter(t)
+	store := ratelimit.NewRedisStore(refusedRedis(t), ratelimit.WithFallback(0.5), ratelimit.WithObserver(m))
+	l := mustNew(t, store, ratelimit.Policy{Name: "p", Limit: 4, Window: time.Hour})
+	for i := range 3 {
+		d, err := allow(l, "k")
+		if err != nil || d.Source != ratelimit.SourceFallback {
+			t.Fatalf("request %d: %+v, %v; want a decision of the fallback", i+1, d, err)
+		}
+	}
+	for _, c := range []struct {
+		outcome, source string
+		want            int64
+	}{{"allowed", "fallback", 2}, {"denied", "fallback", 1}, {"allowed", "store", 0}} {
+		if got := m.decisions(t, "p", c.outcome, c.source); got != c.want {
+			t.Errorf("decisions{outcome=%s, source=%s} %d, want %d", c.outcome, c.source, got, c.want)
+		}
+	}
+	if n := m.histogram(t, "ratelimit.decision.duration", attribute.String("source", "fallback")).Count; n != 3 {
+		t.Errorf("decision durations observed from the fallback: %d, want 3", n)
+	}
+	if errs := m.storeErrors(t, "unavailable") + m.storeErrors(t, "timeout"); errs != 3 {
+		t.Errorf("store errors: %d, want 3", errs)
+	}
+}
+
+// Policy names beyond the bound are recorded under one attribute value.
+func TestPolicyAttributeBounded(t *testing.T) {
+	m := newMeter(t)
+	store := ratelimit.NewMemoryStore(ratelimit.WithObserver(m))
+	const names = 256 + 3
+	for i := range names {
+		l := mustNew(t, store, ratelimit.Policy{Name: fmt.Sprintf("p%03d", i), Limit: 10, Window: time.Hour})
+		if _, err := allow(l, "k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(m.metric(t, "ratelimit.decisions").Data.(metricdata.Sum[int64]).DataPoints); n != (256+1)*6 {
+		t.Errorf("%d decision series, want %d: 256 policies and _other, 6 each", n, (256+1)*6)
+	}
+	if got := m.decisions(t, "_other", "allowed", "store"); got != 3 {
+		t.Errorf("decisions of the policies beyond the bound: %d, want 3", got)
+	}
+	if got := m.decisions(t, "p255", "allowed", "store"); got != 1 {
+		t.Errorf("decisions of the 256th policy: %d, want 1", got)
+	}
+}
+
+// Many goroutines, each limiter's policy first seen by several of them at once.
+func TestConcurrent(t *testing.T) {
+	m := newMeter(t)
+	store := ratelimit.NewMemoryStore(ratelimit.WithObserver(m))
+	var limiters []*ratelimit.Limiter
+	for i := range 4 {
+		limiters = append(limiters, mustNew(t, store, ratelimit.Policy{Name: fmt.Sprintf("p%d", i), Limit: 1e6, Window: time.Hour}))
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 100 {
+				if _, err := allow(limiters[(g+i)%len(limiters)], "k"); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var total int64
+	for i := range limiters {
+		total += m.decisions(t, fmt.Sprintf("p%d", i), "allowed", "store")
+	}
+	if total != 800 {
+		t.Errorf("decisions counted: %d, want 800", total)
+	}
+}
+
+// capture is an Observer that keeps a copy of the last decision.
+type capture struct{ d ratelimit.Decision }
+
+func (c *capture) Decided(e *ratelimit.DecisionEvent) { c.d = *e.Decision }
+func (c *capture) StoreFailed(error)                  {}
+func (c *capture) BreakerChanged(bool)                {}
+
+// Once a policy has been seen, Decided allocates nothing, with the SDK recording.
+func TestDecidedDoesNotAllocate(t *testing.T) {
+	var c capture
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(&c)),
+		ratelimit.Policy{Name: "a", Limit: 10, Window: time.Second},
+		ratelimit.Policy{Name: "b", Limit: 1000, Window: time.Hour})
+	if _, err := allow(l, "k"); err != nil {
+		t.Fatal(err)
+	}
+	e := &ratelimit.DecisionEvent{Decision: &c.d, Latency: 3 * time.Microsecond}
+	m := newMeter(t)
+	m.Decided(e) // sees the policies
+	if n := testing.AllocsPerRun(1000, func() { m.Decided(e) }); n != 0 {
+		t.Errorf("Decided allocates %v times, want 0", n)
+	}
+	if got := m.decisions(t, "b", "allowed", "store"); got != 1002 {
+		t.Errorf("decisions counted: %d, want 1002", got) // AllocsPerRun runs it once more to warm up
+	}
+}

@@ -1,0 +1,97 @@
+package ratelimitprom_test
+
+import (
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v2"
+
+	"github.com/a7d3e0dd/ratelimit"
+	ratelimitprom "github.com/a7d3e0dd/ratelimit/prometheus"
+)
+
+// alertRules is the shape of a Prometheus rule file, as much of it as alerts.yml uses.
+type alertRules struct {
+	Groups []struct {
+		Name  string `yaml:"name"`
+		Rules []struct {
+			Alert       string            `yaml:"alert"`
+			Expr        string            `yaml:"expr"`
+			For         string            `yaml:"for"`
+			Labels      map[string]string `yaml:"labels"`
+			Annotations map[string]string `yaml:"annotations"`
+		} `yaml:"rules"`
+	} `yaml:"groups"`
+}
+
+// The example alerts parse, and select only metrics and labels that the Observer exports.
+func TestAlerts(t *testing.T) {
+	raw, err := os.ReadFile("alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file alertRules
+	if err := yaml.UnmarshalStrict(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+
+	// What the Observer exports once it has seen a decision and a store error, and the labels
+	// of each series name.
+	obs := ratelimitprom.New()
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs)), ratelimit.Policy{Limit: 1, Window: time.Hour})
+	if _, err := allow(l, "k"); err != nil {
+		t.Fatal(err)
+	}
+	obs.StoreFailed(ratelimit.ErrStoreTimeout)
+	labels := map[string][]string{}
+	for name, mf := range gather(t, obs) {
+		var names []string
+		for _, lp := range mf.GetMetric()[0].GetLabel() {
+			names = append(names, lp.GetName())
+		}
+		labels[name] = names
+		if mf.GetMetric()[0].Histogram != nil {
+			labels[name+"_bucket"] = append(slices.Clone(names), "le")
+			labels[name+"_sum"], labels[name+"_count"] = names, names
+		}
+	}
+
+	selector := regexp.MustCompile(`\b(ratelimit_[a-z_]+)(\{([^}]*)\})?`)
+	matcher := regexp.MustCompile(`([a-z_]+)\s*(=~|!~|!=|=)`)
+	var alerts []string
+	for _, g := range file.Groups {
+		for _, r := range g.Rules {
+			alerts = append(alerts, r.Alert)
+			if r.Alert == "" || r.Expr == "" || r.Labels["severity"] == "" || r.Annotations["summary"] == "" {
+				t.Errorf("rule %q: it needs alert, expr, labels.severity and annotations.summary", r.Alert)
+			}
+			if _, err := time.ParseDuration(r.For); err != nil {
+				t.Errorf("rule %q: for: %v", r.Alert, err)
+			}
+			sels := selector.FindAllStringSubmatch(r.Expr, -1)
+			if len(sels) == 0 {
+				t.Errorf("rule %q selects no metric of this package", r.Alert)
+			}
+			for _, sel := range sels {
+				have, ok := labels[sel[1]]
+				if !ok {
+					t.Errorf("rule %q: no metric %s", r.Alert, sel[1])
+					continue
+				}
+				for _, m := range matcher.FindAllStringSubmatch(sel[3], -1) {
+					if !slices.Contains(have, m[1]) {
+						t.Errorf("rule %q: %s has no label %s", r.Alert, sel[1], m[1])
+					}
+				}
+			}
+		}
+	}
+	want := []string{"RateLimitHighRejectionRate", "RateLimitStoreSlow", "RateLimitBreakerOpen", "RateLimitFallbackInUse", "RateLimitStoreErrors"}
+	if strings.Join(alerts, " ") != strings.Join(want, " ") {
+		t.Errorf("alerts %v, want %v", alerts, want)
+	}
+}

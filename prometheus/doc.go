@@ -1,0 +1,59 @@
+// Package ratelimitprom counts what a rate limiter decides, and what goes wrong, as Prometheus
+// metrics (client_golang).
+//
+// An [Observer] is a [ratelimit.Observer] and a [prometheus.Collector]. Register it once, and
+// give it to every store whose limiters and guards it should count:
+//
+//	metrics := ratelimitprom.New()
+//	prometheus.MustRegister(metrics)
+//	store := ratelimit.NewRedisStore(rdb, ratelimit.WithObserver(metrics))
+//
+// # Metrics
+//
+//	name                                  type       labels
+//	ratelimit_decisions_total             counter    policy, outcome (allowed, denied), source (store, denial_cache, fallback)
+//	ratelimit_decision_duration_seconds   histogram  source
+//	ratelimit_store_errors_total          counter    kind (timeout, unavailable, breaker_open)
+//	ratelimit_breaker_open                gauge      (none)
+//	ratelimit_breaker_transitions_total   counter    to (open, closed)
+//
+// ratelimit_decisions_total counts each policy's own verdict: a request checked against two
+// policies adds one to each, outcome "denied" only for the policy that refused it (a request
+// is denied when any policy denies it, and then no policy charged it). The rejection rate of a
+// policy is thus its denied count over its total. Peeks ([ratelimit.Limiter.Peek]) and checks
+// of cost 0 are decisions too, and are counted. The number of decisions, one per check
+// whatever its policies, is ratelimit_decision_duration_seconds_count.
+//
+// The policy label is the policy's Name, which comes from code or configuration and never
+// from a request: the identity a request is limited by (its key) is never a label. Policies
+// of one name, in different limiters, share their series. As a safeguard, names beyond the
+// first 256 that one Observer sees are counted under policy="_other", a value no policy can
+// be named.
+//
+// ratelimit_decision_duration_seconds is how long the limiter took to decide, the store call
+// included, in buckets from 10 µs to 1 s (see [WithBuckets]).
+//
+// ratelimit_store_errors_total counts failed store calls by kind: "breaker_open" for a call the
+// circuit breaker did not make ([ratelimit.ErrBreakerOpen]), "timeout"
+// ([ratelimit.ErrStoreTimeout]), and "unavailable" for every other failure
+// ([ratelimit.ErrStoreUnavailable]).
+//
+// ratelimit_breaker_open is the number of open circuit breakers among the stores that report
+// to this Observer: 1 while the breaker of a single store is open, 0 when it is closed.
+//
+// Every label value is known in advance, so the series are few and fixed: six per policy for
+// the decisions, three histograms, three error counters, a gauge and two transition counters.
+// To prefix the names or add constant labels, register the Observer through
+// [prometheus.WrapRegistererWithPrefix] or [prometheus.WrapRegistererWith].
+//
+// # Cost
+//
+// Decided allocates nothing once a policy has been seen: the counters of every policy, source
+// and outcome are resolved when the policy is first seen, and looked up in a map that is only
+// read on the request path. It costs one histogram observation and one counter increment per
+// policy.
+//
+// The file alerts.yml next to this package holds example Prometheus alerting rules over these
+// metrics: a high rejection rate, a slow store, an open breaker, the fallback in use, store
+// errors.
+package ratelimitprom

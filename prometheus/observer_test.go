@@ -1,0 +1,244 @@
+package ratelimitprom_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/a7d3e0dd/ratelimit"
+	ratelimitprom "github.com/a7d3e0dd/ratelimit/prometheus"
+)
+
+// Each policy's own verdict is counted: the request "burst" denies is allowed by "hourly".
+func TestDecisions(t *testing.T) {
+	obs := ratelimitprom.New()
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs)),
+		ratelimit.Policy{Name: "burst", Limit: 2, Window: time.Hour},
+		ratelimit.Policy{Name: "hourly", Limit: 100, Window: time.Hour})
+	for i, key := range []string{"a", "a", "a", "b"} {
+		d, err := allow(l, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := i != 2; d.Allowed != want {
+			t.Fatalf("request %d: allowed %v, want %v", i+1, d.Allowed, want)
+		}
+	}
+	want := `
+# HELP ratelimit_decisions_total Verdicts of each rate-limit policy, by outcome and by what decided (store, denial_cache, fallback).
+# TYPE ratelimit_decisions_total counter
+ratelimit_decisions_total{outcome="allowed",policy="burst",source="denial_cache"} 0
+ratelimit_decisions_total{outcome="allowed",policy="burst",source="fallback"} 0
+ratelimit_decisions_total{outcome="allowed",policy="burst",source="store"} 3
+ratelimit_decisions_total{outcome="denied",policy="burst",source="denial_cache"} 0
+ratelimit_decisions_total{outcome="denied",policy="burst",source="fallback"} 0
+ratelimit_decisions_total{outcome="denied",policy="burst",source="store"} 1
+ratelimit_decisions_total{outcome="allowed",policy="hourly",source="denial_cache"} 0
+ratelimit_decisions_total{outcome="allowed",policy="hourly",source="fallback"} 0
+ratelimit_decisions_total{outcome="allowed",policy="hourly",source="store"} 4
+ratelimit_decisions_total{outcome="denied",policy="hourly",source="denial_cache"} 0
+ratelimit_decisions_total{outcome="denied",policy="hourly",source="fallback"} 0
+ratelimit_decisions_total{outcome="denied",policy="hourly",source="store"} 0
+`
+	if err := testutil.CollectAndCompare(obs, strings.NewReader(want), "ratelimit_decisions_total"); err != nil {
+		t.Error(err)
+	}
+	h := sample(t, obs, "ratelimit_decision_duration_seconds", "source=store").GetHistogram()
+	if h.GetSampleCount() != 4 {
+		t.Errorf("decision durations observed from the store: %d, want 4", h.GetSampleCount())
+	}
+	if n := len(h.GetBucket()); n != len(ratelimitprom.DefaultBuckets()) {
+		t.Errorf("%d buckets, want %d", n, len(ratelimitprom.DefaultBuckets()))
+	}
+	for _, s := range []string{"denial_cache", "fallback"} {
+		if n := sample(t, obs, "ratelimit_decision_duration_seconds", "source="+s).GetHistogram().GetSampleCount(); n != 0 {
+			t.Errorf("decision durations observed from the %s: %d, want 0", s, n)
+		}
+	}
+}
+
+func TestBuckets(t *testing.T) {
+	obs := ratelimitprom.New(ratelimitprom.WithBuckets(0.001, 0.1))
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs)), ratelimit.Policy{Limit: 1, Window: time.Hour})
+	if _, err := allow(l, "k"); err != nil {
+		t.Fatal(err)
+	}
+	var bounds []float64
+	for _, b := range sample(t, obs, "ratelimit_decision_duration_seconds", "source=store").GetHistogram().GetBucket() {
+		bounds = append(bounds, b.GetUpperBound())
+	}
+	if fmt.Sprint(bounds) != "[0.001 0.1]" {
+		t.Errorf("buckets %v, want [0.001 0.1]", bounds)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("New with buckets out of order did not panic")
+		}
+	}()
+	ratelimitprom.New(ratelimitprom.WithBuckets(0.1, 0.001))
+}
+
+// A store that refuses connections: the first failure is Redis' own and opens the breaker;
+// the second call is not made.
+func TestStoreErrorsAndBreaker(t *testing.T) {
+	obs := ratelimitprom.New()
+	store := ratelimit.NewRedisStore(refusedRedis(t), ratelimit.WithBreaker(1, time.Minute), ratelimit.WithObserver(obs))
+	l := mustNew(t, store, ratelimit.Policy{Limit: 10, Window: time.Minute})
+	if _, err := allow(l, "k"); err == nil || errors.Is(err, ratelimit.ErrBreakerOpen) {
+		t.Fatalf("first check: %v, want Redis' own failure", err)
+	}
+	if _, err := allow(l, "k"); !errors.Is(err, ratelimit.ErrBreakerOpen) {
+		t.Fatalf("second check: %v, want ErrBreakerOpen", err)
+	}
+	errs := func(kind string) float64 { return value(t, obs, "ratelimit_store_errors_total", "kind="+kind) }
+	// go-redis may report a refused dial as a timeout once it has retried until the deadline.
+	if got := errs("unavailable") + errs("timeout"); got != 1 {
+		t.Errorf("store errors unavailable + timeout: %v, want 1", got)
+	}
+	if got := errs("breaker_open"); got != 1 {
+		t.Errorf("store errors breaker_open: %v, want 1", got)
+	}
+	breaker := func(wantOpen, wantOpened, wantClosed float64) {
+		t.Helper()
+		if got := value(t, obs, "ratelimit_breaker_open", ""); got != wantOpen {
+			t.Errorf("ratelimit_breaker_open %v, want %v", got, wantOpen)
+		}
+		if got := value(t, obs, "ratelimit_breaker_transitions_total", "to=open"); got != wantOpened {
+			t.Errorf("transitions to open %v, want %v", got, wantOpened)
+		}
+		if got := value(t, obs, "ratelimit_breaker_transitions_total", "to=closed"); got != wantClosed {
+			t.Errorf("transitions to closed %v, want %v", got, wantClosed)
+		}
+	}
+	breaker(1, 1, 0)
+	obs.BreakerChanged(false) // what the store reports when a probe succeeds (see TestRedis)
+	breaker(0, 1, 1)
+}
+
+// A store that never answers: the call times out.
+func TestStoreTimeout(t *testing.T) {
+	obs := ratelimitprom.New()
+	l := mustNew(t, ratelimit.NewRedisStore(silentRedis(t), ratelimit.WithObserver(obs)), ratelimit.Policy{Limit: 10, Window: time.Minute})
+	if _, err := allow(l, "k"); !errors.Is(err, ratelimit.ErrStoreTimeout) {
+		t.Fatalf("check: %v, want ErrStoreTimeout", err)
+	}
+	for kind, want := range map[string]float64{"timeout": 1, "unavailable": 0, "breaker_open": 0} {
+		if got := value(t, obs, "ratelimit_store_errors_total", "kind="+kind); got != want {
+			t.Errorf("store errors %s: %v, want %v", kind, got, want)
+		}
+	}
+}
+
+// While the store is down, the fallback decides under half of each limit, and says so.
+func TestFallback(t *testing.T) {
+	obs := ratelimitprom.New()
+	store := ratelimit.NewRedisStore(refusedRedis(t), ratelimit.WithFallback(0.5), ratelimit.WithObserver(obs))
+	l := mustNew(t, store, ratelimit.Policy{Name: "p", Limit: 4, Window: time.Hour})
+	for i := range 3 {
+		d, err := allow(l, "k")
+		if err != nil || d.Source != ratelimit.SourceFallback {
+			t.Fatalf("request %d: %+v, %v; want a decision of the fallback", i+1, d, err)
+		}
+	}
+	for labels, want := range map[string]float64{
+		"outcome=allowed,policy=p,source=fallback": 2,
+		"outcome=denied,policy=p,source=fallback":  1,
+		"outcome=allowed,policy=p,source=store":    0,
+	} {
+		if got := value(t, obs, "ratelimit_decisions_total", labels); got != want {
+			t.Errorf("decisions{%s} %v, want %v", labels, got, want)
+		}
+	}
+	if n := sample(t, obs, "ratelimit_decision_duration_seconds", "source=fallback").GetHistogram().GetSampleCount(); n != 3 {
+		t.Errorf("decision durations observed from the fallback: %d, want 3", n)
+	}
+	errs := value(t, obs, "ratelimit_store_errors_total", "kind=unavailable") + value(t, obs, "ratelimit_store_errors_total", "kind=timeout")
+	if errs != 3 {
+		t.Errorf("store errors: %v, want 3", errs)
+	}
+}
+
+// Policy names beyond the bound are counted under one label.
+func TestPolicyLabelBounded(t *testing.T) {
+	obs := ratelimitprom.New()
+	store := ratelimit.NewMemoryStore(ratelimit.WithObserver(obs))
+	const names = 256 + 3
+	for i := range names {
+		l := mustNew(t, store, ratelimit.Policy{Name: fmt.Sprintf("p%03d", i), Limit: 10, Window: time.Hour})
+		if _, err := allow(l, "k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := testutil.CollectAndCount(obs, "ratelimit_decisions_total"); n != (256+1)*6 {
+		t.Errorf("%d decision series, want %d: 256 policies and _other, 6 each", n, (256+1)*6)
+	}
+	if got := value(t, obs, "ratelimit_decisions_total", "outcome=allowed,policy=_other,source=store"); got != 3 {
+		t.Errorf("decisions of the policies beyond the bound: %v, want 3", got)
+	}
+	if got := value(t, obs, "ratelimit_decisions_total", "outcome=allowed,policy=p255,source=store"); got != 1 {
+		t.Errorf("decisions of the 256th policy: %v, want 1", got)
+	}
+}
+
+// Many goroutines, each limiter's policy first seen by several of them at once.
+func TestConcurrent(t *testing.T) {
+	obs := ratelimitprom.New()
+	store := ratelimit.NewMemoryStore(ratelimit.WithObserver(obs))
+	var limiters []*ratelimit.Limiter
+	for i := range 4 {
+		limiters = append(limiters, mustNew(t, store, ratelimit.Policy{Name: fmt.Sprintf("p%d", i), Limit: 1e6, Window: time.Hour}))
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 100 {
+				if _, err := allow(limiters[(g+i)%len(limiters)], "k"); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	total := 0.0
+	for i := range limiters {
+		total += value(t, obs, "ratelimit_decisions_total", fmt.Sprintf("outcome=allowed,policy=p%d,source=store", i))
+	}
+	if total != 800 {
+		t.Errorf("decisions counted: %v, want 800", total)
+	}
+}
+
+// capture is an Observer that keeps a copy of the last decision.
+type capture struct{ d ratelimit.Decision }
+
+func (c *capture) Decided(e *ratelimit.DecisionEvent) { c.d = *e.Decision }
+func (c *capture) StoreFailed(error)                  {}
+func (c *capture) BreakerChanged(bool)                {}
+
+// Once a policy has been seen, Decided allocates nothing.
+func TestDecidedDoesNotAllocate(t *testing.T) {
+	var c capture
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(&c)),
+		ratelimit.Policy{Name: "a", Limit: 10, Window: time.Second},
+		ratelimit.Policy{Name: "b", Limit: 1000, Window: time.Hour})
+	if _, err := allow(l, "k"); err != nil {
+		t.Fatal(err)
+	}
+	e := &ratelimit.DecisionEvent{Decision: &c.d, Latency: 3 * time.Microsecond}
+	obs := ratelimitprom.New()
+	obs.Decided(e) // sees the policies
+	if n := testing.AllocsPerRun(1000, func() { obs.Decided(e) }); n != 0 {
+		t.Errorf("Decided allocates %v times, want 0", n)
+	}
+	if got := value(t, obs, "ratelimit_decisions_total", "outcome=allowed,policy=b,source=store"); got != 1002 {
+		t.Errorf("decisions counted: %v, want 1002", got) // AllocsPerRun runs it once more to warm up
+	}
+}

@@ -1,0 +1,71 @@
+package ratelimitprom_test
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/internal/faultproxy"
+	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	ratelimitprom "github.com/a7d3e0dd/ratelimit/prometheus"
+)
+
+func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+
+// Through a real Redis: a denial answered by the denial cache, and the breaker opening on a
+// refused connection and closing when a probe succeeds after the cool-down (on a fake clock).
+func TestRedis(t *testing.T) {
+	proxy := faultproxy.Start(t, redistest.Addr(t))
+	clock := fakeclock.New(fakeclock.T0)
+	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true, DialTimeout: time.Second})
+	t.Cleanup(func() { client.Close() })
+	obs := ratelimitprom.New()
+	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithClock(clock),
+		ratelimit.WithBreaker(1, time.Second), ratelimit.WithDenialCache(100), ratelimit.WithObserver(obs))
+	l := mustNew(t, store, ratelimit.Policy{Name: "one", Limit: 1, Window: time.Hour})
+	for i, want := range []struct {
+		allowed bool
+		source  ratelimit.Source
+	}{{true, ratelimit.SourceStore}, {false, ratelimit.SourceStore}, {false, ratelimit.SourceDenialCache}} {
+		d, err := allow(l, "k")
+		if err != nil || d.Allowed != want.allowed || d.Source != want.source {
+			t.Fatalf("request %d: allowed %v from the %v (%v); want %v from the %v", i+1, d.Allowed, d.Source, err, want.allowed, want.source)
+		}
+	}
+	proxy.Refuse()
+	if _, err := allow(l, "other"); err == nil {
+		t.Fatal("a check with Redis refusing connections succeeded")
+	}
+	if got := value(t, obs, "ratelimit_breaker_open", ""); got != 1 {
+		t.Errorf("ratelimit_breaker_open %v after the failure, want 1", got)
+	}
+	if err := proxy.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	if d, err := allow(l, "third"); err != nil || !d.Allowed {
+		t.Fatalf("the probe after the cool-down: %+v, %v; want allowed", d, err)
+	}
+	for labels, want := range map[string]float64{
+		"outcome=allowed,policy=one,source=store":        2,
+		"outcome=denied,policy=one,source=store":         1,
+		"outcome=denied,policy=one,source=denial_cache":  1,
+		"outcome=allowed,policy=one,source=denial_cache": 0,
+	} {
+		if got := value(t, obs, "ratelimit_decisions_total", labels); got != want {
+			t.Errorf("decisions{%s} %v, want %v", labels, got, want)
+		}
+	}
+	if got := value(t, obs, "ratelimit_breaker_open", ""); got != 0 {
+		t.Errorf("ratelimit_breaker_open %v after the probe succeeded, want 0", got)
+	}
+	for to, want := range map[string]float64{"open": 1, "closed": 1} {
+		if got := value(t, obs, "ratelimit_breaker_transitions_total", "to="+to); got != want {
+			t.Errorf("transitions to %s: %v, want %v", to, got, want)
+		}
+	}
+}
