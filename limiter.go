@@ -17,6 +17,7 @@ type Limiter struct {
 	store    Store
 	policies []Policy
 	observer Observer // the store's; nil: none
+	timed    bool     // time the decisions for the observer: the store does I/O
 }
 
 // New returns a limiter that checks every policy against store, such as [NewMemoryStore]() or
@@ -36,6 +37,7 @@ func New(store Store, policies ...Policy) (*Limiter, error) {
 		return nil, errors.New("ratelimit: New needs at least one policy, e.g. ratelimit.Policy{Limit: 100, Window: time.Minute}")
 	}
 	l := &Limiter{store: store, policies: make([]Policy, len(policies)), observer: observerOf(store)}
+	l.timed = l.observer != nil && !isLocal(store)
 	names := make(map[string]bool, len(policies))
 	enforced := false
 	for i, p := range policies {
@@ -111,7 +113,7 @@ var results = sync.Pool{New: func() any { return new([8]PolicyResult) }}
 
 func (l *Limiter) check(ctx context.Context, key string, cost int64, charge bool) (Decision, error) {
 	var start time.Time
-	if l.observer != nil {
+	if l.timed {
 		start = time.Now()
 	}
 	return l.decide(ctx, key, cost, charge, start)
@@ -126,7 +128,11 @@ func (l *Limiter) observe(start time.Time, d *Decision, raw []PolicyResult) {
 	for i := range raw {
 		raw[i].Policy = l.policies[i]
 	}
-	l.observer.Decided(DecisionEvent{Allowed: d.Allowed, Source: d.Source, Latency: time.Since(start), Results: raw})
+	e := DecisionEvent{Allowed: d.Allowed, Source: d.Source, Results: raw}
+	if l.timed {
+		e.Latency = time.Since(start)
+	}
+	l.observer.Decided(e)
 }
 
 // decide is check, with the time it began when there is an observer.

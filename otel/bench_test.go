@@ -22,9 +22,9 @@ func (w *discardWriter) WriteHeader(int)             {}
 // nopObserver is an Observer that does nothing: what reporting itself costs.
 type nopObserver struct{}
 
-func (nopObserver) Decided(*ratelimit.DecisionEvent) {}
-func (nopObserver) StoreFailed(error)                {}
-func (nopObserver) BreakerChanged(bool)              {}
+func (nopObserver) Decided(ratelimit.DecisionEvent) {}
+func (nopObserver) StoreFailed(error)               {}
+func (nopObserver) BreakerChanged(bool)             {}
 
 // BenchmarkMiddleware measures the net/http middleware with the memory store and one policy
 // that admits every request: without an observer (off), with this package's Observer over
@@ -69,7 +69,8 @@ func BenchmarkDecided(b *testing.B) {
 	if _, err := allow(l, "k"); err != nil {
 		b.Fatal(err)
 	}
-	e := &ratelimit.DecisionEvent{Decision: &c.d, Latency: 3 * time.Microsecond}
+	e := c.e
+	e.Latency = 3 * time.Microsecond
 	obs, err := ratelimitotel.New(sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())))
 	if err != nil {
 		b.Fatal(err)

@@ -132,13 +132,12 @@ func addOptions(kvs ...attribute.KeyValue) []metric.AddOption {
 
 // Decided implements [ratelimit.Observer]: it records the decision's latency and counts each
 // policy's verdict.
-func (o *Observer) Decided(e *ratelimit.DecisionEvent) {
+func (o *Observer) Decided(e ratelimit.DecisionEvent) {
 	ctx := context.Background() // a decision has no request context
-	d := e.Decision
-	s := sourceIndex(d.Source)
+	s := sourceIndex(e.Source)
 	o.duration.Record(ctx, e.Latency.Seconds(), o.latency[s]...)
 	known := *o.policies.Load()
-	for _, r := range d.Results() {
+	for _, r := range e.Results {
 		p := known[r.Policy.Name]
 		if p == nil {
 			p = o.counts(r.Policy.Name, len(known))

@@ -148,12 +148,11 @@ func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 
 // Decided implements [ratelimit.Observer]: it observes the decision's latency and counts each
 // policy's verdict.
-func (o *Observer) Decided(e *ratelimit.DecisionEvent) {
-	d := e.Decision
-	s := sourceIndex(d.Source)
+func (o *Observer) Decided(e ratelimit.DecisionEvent) {
+	s := sourceIndex(e.Source)
 	o.latency[s].Observe(e.Latency.Seconds())
 	known := *o.policies.Load()
-	for _, r := range d.Results() {
+	for _, r := range e.Results {
 		c := known[r.Policy.Name]
 		if c == nil {
 			c = o.counters(r.Policy.Name, len(known))
