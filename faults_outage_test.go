@@ -92,6 +92,12 @@ func TestPoolOfTwoUnder500(t *testing.T) {
 // deadline, the breaker opens and the fallback decides; after SCRIPT KILL, Redis decides again
 // without a restart.
 func TestBusyRedis(t *testing.T) {
+	base := runtime.NumGoroutine()
+	t.Run("busy", func(t *testing.T) { busyRedis(t) }) // its cleanups stop the server, close the clients
+	noGoroutinesLeft(t, base)
+}
+
+func busyRedis(t *testing.T) {
 	addr := redistest.Private(t, "--busy-reply-threshold", "50")
 	admin := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { admin.Close() })
@@ -151,6 +157,12 @@ func TestBusyRedis(t *testing.T) {
 // A Redis out of memory refuses writes (OOM): a check fails as unavailable, and the fail
 // mode decides — fail-closed routes refuse, the others are let through.
 func TestRedisOutOfMemory(t *testing.T) {
+	base := runtime.NumGoroutine()
+	t.Run("full", func(t *testing.T) { redisOutOfMemory(t) })
+	noGoroutinesLeft(t, base)
+}
+
+func redisOutOfMemory(t *testing.T) {
 	addr := redistest.Private(t, "--maxmemory", "1mb", "--maxmemory-policy", "noeviction")
 	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { client.Close() })
@@ -231,28 +243,39 @@ func TestFallbackOverAdmission(t *testing.T) {
 // It reports how many admissions the failover lost: those the primary had not yet sent to the
 // replica when it died (replication is asynchronous), from none to the last burst's all.
 func TestSentinelFailover(t *testing.T) {
-	g := redistest.Sentinel(t)
-	client := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: g.MasterName, SentinelAddrs: g.SentinelAddrs,
-		ContextTimeoutEnabled: true, DialTimeout: 200 * time.Millisecond})
-	t.Cleanup(func() { client.Close() })
-	failoverUnderTraffic(t, client, "client", func() { g.KillPrimary(t) })
+	base := runtime.NumGoroutine()
+	t.Run("traffic", func(t *testing.T) { // its cleanups stop the servers and close the client
+		g := redistest.Sentinel(t)
+		client := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: g.MasterName, SentinelAddrs: g.SentinelAddrs,
+			ContextTimeoutEnabled: true, DialTimeout: 200 * time.Millisecond})
+		t.Cleanup(func() { client.Close() })
+		failoverUnderTraffic(t, client, "client", func() { g.KillPrimary(t) })
+	})
+	noGoroutinesLeft(t, base)
 }
 
 // A Cluster master failover under traffic: the master of the identity's slot is killed, the
 // fallback decides while its replica takes over, and the store decides again afterwards.
 func TestClusterFailover(t *testing.T) {
-	c := redistest.ClusterWithReplica(t)
-	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs, ContextTimeoutEnabled: true, DialTimeout: 200 * time.Millisecond})
-	t.Cleanup(func() { client.Close() })
-	failoverUnderTraffic(t, client, "b", func() { c.KillMaster(t) }) // hash tag {b}: slot 3300, the first master's
+	base := runtime.NumGoroutine()
+	t.Run("traffic", func(t *testing.T) {
+		c := redistest.ClusterWithReplica(t)
+		client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs, ContextTimeoutEnabled: true, DialTimeout: 200 * time.Millisecond})
+		t.Cleanup(func() { client.Close() })
+		failoverUnderTraffic(t, client, "b", func() { c.KillMaster(t) }) // hash tag {b}: slot 3300, the first master's
+	})
+	noGoroutinesLeft(t, base)
 }
 
 // failoverUnderTraffic admits 200 requests of identity key through Redis, kills its primary,
 // and checks until the store decides again: every check meanwhile is answered (by the
-// fallback), the breaker opens and closes, and the new primary's count is reported.
+// fallback), the breaker opens and closes, the new primary's count is reported, and every key
+// left has a TTL.
 func failoverUnderTraffic(t *testing.T, client redis.UniversalClient, key string, kill func()) {
 	obs := newRecorder()
-	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)),
+	prefix := redistest.Prefix(t)
+	t.Cleanup(func() { assertAllKeysExpire(t, client, prefix) })
+	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix),
 		ratelimit.WithBreaker(3, 200*time.Millisecond), ratelimit.WithFallback(1), ratelimit.WithObserver(obs))
 	const limit = 1_000_000
 	l := mustNew(t, store, ratelimit.Policy{Limit: limit, Window: time.Hour, Algorithm: algorithms.FixedWindow{}})
