@@ -21,8 +21,12 @@ const (
 	// `"name";q=<limit>;w=<window in seconds>`, and RateLimit describes the binding one as
 	// `"name";r=<remaining>;t=<seconds until reset>`.
 	IETFDraftHeaders
+	// ShadowHeaders add X-RateLimit-Shadow, naming the shadow policies (see Policy.Shadow) that
+	// would have denied the request, e.g. "strict, burst"; it is absent when none would have.
+	// A shadow policy never changes the response otherwise.
+	ShadowHeaders
 
-	allHeaderStyles = XRateLimitHeaders | IETFDraftHeaders
+	allHeaderStyles = XRateLimitHeaders | IETFDraftHeaders | ShadowHeaders
 )
 
 // describe fills in what the headers of a decided outcome need.
@@ -39,6 +43,23 @@ func (g *Guard) describe(o *Outcome) {
 		o.resetIn = ceilSeconds(d.ResetAfter)
 		o.policies = g.policyHeader
 	}
+	if g.headers&ShadowHeaders != 0 {
+		o.shadow = shadowDenials(d)
+	}
+}
+
+// shadowDenials lists the shadow policies that denied d's request, or returns "".
+func shadowDenials(d *Decision) string {
+	var b strings.Builder
+	for _, r := range d.Results() {
+		if r.Policy.Shadow && !r.Allowed {
+			if b.Len() > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(r.Policy.Name)
+		}
+	}
+	return b.String()
 }
 
 // The headers an Outcome carries, by index: their usual spelling, for Outcome.Headers, and
@@ -50,14 +71,15 @@ const (
 	fieldPolicy
 	fieldRateLimit
 	fieldRetryAfter
+	fieldShadow
 	numFields
 )
 
 var (
 	fieldNames = [numFields]string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset",
-		"RateLimit-Policy", "RateLimit", "Retry-After"}
+		"RateLimit-Policy", "RateLimit", "Retry-After", "X-RateLimit-Shadow"}
 	fieldKeys = [numFields]string{"X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset",
-		"Ratelimit-Policy", "Ratelimit", "Retry-After"}
+		"Ratelimit-Policy", "Ratelimit", "Retry-After", "X-Ratelimit-Shadow"}
 )
 
 // headerValues are the headers of one outcome: fields[i] has value values[i].
@@ -102,12 +124,18 @@ func (o *Outcome) headerValues() headerValues {
 		b = strconv.AppendInt(b, o.retry, 10)
 		add(fieldRetryAfter)
 	}
+	if o.shadow != "" {
+		add(fieldShadow) // static: empty in b
+	}
 	s := string(b)
 	start := 0
 	for i := 0; i < hv.n; i++ {
-		if hv.fields[i] == fieldPolicy {
+		switch hv.fields[i] {
+		case fieldPolicy:
 			hv.values[i] = o.policies
-		} else {
+		case fieldShadow:
+			hv.values[i] = o.shadow
+		default:
 			hv.values[i] = s[start:ends[i]]
 		}
 		start = ends[i]

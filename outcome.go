@@ -39,6 +39,7 @@ type Outcome struct {
 	resetIn  int64       // RateLimit t: seconds
 	retry    int64       // Retry-After seconds; 0 for none
 	policies string      // RateLimit-Policy
+	shadow   string      // X-RateLimit-Shadow: the shadow policies that denied
 
 	// Count by outcome: what Guard.Done needs to refund the charge.
 	req Request

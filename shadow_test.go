@@ -86,3 +86,23 @@ func TestShadowPolicyTooCostly(t *testing.T) {
 		}
 	})
 }
+
+// ShadowHeaders name the shadow policies that would have denied a request, and change nothing
+// else.
+func TestShadowHeader(t *testing.T) {
+	l := mustNew(t, ratelimit.NewMemoryStore(),
+		ratelimit.Policy{Name: "enforced", Limit: 5, Window: time.Hour},
+		ratelimit.Policy{Name: "trial", Limit: 1, Window: time.Minute, Shadow: true},
+		ratelimit.Policy{Name: "strict", Limit: 2, Window: time.Minute, Shadow: true})
+	h := ratelimit.Middleware(l, ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.ShadowHeaders))(okHandler)
+	for i, want := range []string{"", "trial", "trial, strict", "trial, strict", "trial, strict", "trial, strict"} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+		if got := w.Header().Get("X-RateLimit-Shadow"); got != want {
+			t.Errorf("request %d: X-RateLimit-Shadow %q; want %q", i+1, got, want)
+		}
+		if wantCode := map[bool]int{true: 200, false: 429}[i < 5]; w.Code != wantCode {
+			t.Errorf("request %d: status %d; want %d, the enforced policy's", i+1, w.Code, wantCode)
+		}
+	}
+}
