@@ -210,7 +210,7 @@ func TestFallbackOverAdmission(t *testing.T) {
 	admit := func(n int) (admitted int, sources map[ratelimit.Source]int) {
 		sources = map[ratelimit.Source]int{}
 		for i := range n {
-			c, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			c, cancel := generous()
 			d, err := instances[i%len(instances)].Allow(c, "client")
 			cancel()
 			if err != nil {

@@ -81,9 +81,14 @@ func newFaultyRedis(t *testing.T, opts ...ratelimit.Option) *faultyRedis {
 // sent is how many script calls reached the proxy.
 func (f *faultyRedis) sent() int { return f.proxy.Commands("evalsha") + f.proxy.Commands("eval") }
 
-// short bounds a call as the guard does, generously: the faults here fail at once or never.
+// short bounds a call that is to time out (Redis does not answer): the guard's deadline.
 func short() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 200*time.Millisecond)
+}
+
+// generous bounds a call that is to succeed, or to fail at once, however busy the machine.
+func generous() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 10*time.Second)
 }
 
 // The breaker opens after consecutive failures, fails checks without calling Redis while
@@ -92,7 +97,7 @@ func TestBreaker(t *testing.T) {
 	f := newFaultyRedis(t, ratelimit.WithBreaker(3, time.Second))
 	l := mustNew(t, f.store, ratelimit.Policy{Limit: 100, Window: time.Hour})
 	check := func() error {
-		ctx, cancel := short()
+		ctx, cancel := generous()
 		defer cancel()
 		_, err := l.Allow(ctx, "k")
 		return err
