@@ -24,8 +24,10 @@
 // policies adds one to each, outcome "denied" only for the policy that refused it (a request
 // is denied when any policy denies it, and then no policy charged it). The rejection rate of a
 // policy is thus its denied count over its total. Peeks ([ratelimit.Limiter.Peek]) and checks
-// of cost 0 are decisions too, and are counted. The number of decisions, one per check
-// whatever its policies, is the count of ratelimit.decision.duration.
+// of cost 0 are decisions too, and are counted. The number of decisions over a store that does
+// I/O (Redis), one per check whatever its policies, is the count of
+// ratelimit.decision.duration: the memory store's decisions are not timed
+// (ratelimit.DecisionEvent.Latency is 0), and not in the histogram.
 //
 // The policy attribute is the policy's Name, which comes from code or configuration and never
 // from a request: the identity a request is limited by (its key) is never an attribute.

@@ -87,6 +87,27 @@ func (m meter) histogram(t testing.TB, name string, kvs ...attribute.KeyValue) m
 	return metricdata.HistogramDataPoint[float64]{}
 }
 
+// histogram0 returns how many values were recorded in the histogram name under any attributes:
+// 0 when the instrument recorded nothing.
+func (m meter) histogram0(t testing.TB, name string) uint64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := m.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, sm := range rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			if h, ok := mt.Data.(metricdata.Histogram[float64]); ok && mt.Name == name {
+				for _, dp := range h.DataPoints {
+					n += dp.Count
+				}
+			}
+		}
+	}
+	return n
+}
+
 // decisions returns the count of ratelimit.decisions of a policy, outcome and source.
 func (m meter) decisions(t testing.TB, policy, outcome, source string) int64 {
 	t.Helper()

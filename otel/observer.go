@@ -135,7 +135,9 @@ func addOptions(kvs ...attribute.KeyValue) []metric.AddOption {
 func (o *Observer) Decided(e ratelimit.DecisionEvent) {
 	ctx := context.Background() // a decision has no request context
 	s := sourceIndex(e.Source)
-	o.duration.Record(ctx, e.Latency.Seconds(), o.latency[s]...)
+	if e.Latency > 0 { // 0: a store in this process, not timed
+		o.duration.Record(ctx, e.Latency.Seconds(), o.latency[s]...)
+	}
 	known := *o.policies.Load()
 	for _, r := range e.Results {
 		p := known[r.Policy.Name]

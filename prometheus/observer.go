@@ -150,7 +150,9 @@ func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 // policy's verdict.
 func (o *Observer) Decided(e ratelimit.DecisionEvent) {
 	s := sourceIndex(e.Source)
-	o.latency[s].Observe(e.Latency.Seconds())
+	if e.Latency > 0 { // 0: a store in this process, not timed
+		o.latency[s].Observe(e.Latency.Seconds())
+	}
 	known := *o.policies.Load()
 	for _, r := range e.Results {
 		c := known[r.Policy.Name]

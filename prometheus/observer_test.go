@@ -49,8 +49,8 @@ ratelimit_decisions_total{outcome="denied",policy="hourly",source="store"} 0
 		t.Error(err)
 	}
 	h := sample(t, obs, "ratelimit_decision_duration_seconds", "source=store").GetHistogram()
-	if h.GetSampleCount() != 4 {
-		t.Errorf("decision durations observed from the store: %d, want 4", h.GetSampleCount())
+	if h.GetSampleCount() != 0 { // the memory store's decisions are not timed
+		t.Errorf("decision durations observed from the memory store: %d, want 0", h.GetSampleCount())
 	}
 	if n := len(h.GetBucket()); n != len(ratelimitprom.DefaultBuckets()) {
 		t.Errorf("%d buckets, want %d", n, len(ratelimitprom.DefaultBuckets()))
