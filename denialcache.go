@@ -162,18 +162,19 @@ func (c *denialCache) forget(id string, policies []Policy) {
 // sends the identity's next request to the store. The caller holds sh.mu.
 func (sh *denialShard) makeRoom(now time.Time) {
 	const sample = 16
-	seen := 0
-	var any denialKey
-	for k, d := range sh.entries {
+	seen, freed := 0, false
+	var victim denialKey
+	for k, d := range sh.entries { // map iteration starts at a random entry
 		if !now.Before(d.until) {
 			delete(sh.entries, k)
+			freed = true
 		}
-		any = k
+		victim = k
 		if seen++; seen >= sample {
 			break
 		}
 	}
-	if len(sh.entries) >= 1 && seen > 0 {
-		delete(sh.entries, any)
+	if !freed && seen > 0 {
+		delete(sh.entries, victim)
 	}
 }

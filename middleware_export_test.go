@@ -13,6 +13,18 @@ var SystemClock = defaultClock
 // StoreLen returns the number of keys a memory store holds.
 func StoreLen(s Store) int { return s.(*memoryStore).len() }
 
+// DenialCacheLen returns how many denials the denial cache of s holds.
+func DenialCacheLen(s Store) int {
+	c := s.(*resilientStore).denials
+	n := 0
+	for i := range c.shards {
+		c.shards[i].mu.Lock()
+		n += len(c.shards[i].entries)
+		c.shards[i].mu.Unlock()
+	}
+	return n
+}
+
 // ParseForwarded parses a Forwarded header; each element is {for, by, host, proto}.
 func ParseForwarded(v string) ([][4]string, error) {
 	elems, err := parseForwarded(v)

@@ -420,3 +420,25 @@ func TestDenialCacheFlood(t *testing.T) {
 	}
 	t.Logf("%d flooding requests over %d periods: %d admitted; calls to Redis: %d in the first period, %d in the %d others", steps*perStep, steps, admitted, first, calls, steps-1)
 }
+
+// The denial cache holds at most its bound, however many identities are denied; dropping a
+// denial only sends the identity back to Redis, which denies it again.
+func TestDenialCacheBounded(t *testing.T) {
+	f := newFaultyRedis(t, ratelimit.WithDenialCache(64)) // 4 per shard
+	l := mustNew(t, f.store, ratelimit.Policy{Limit: 1, Window: time.Hour})
+	for i := range 1000 {
+		key := "id-" + strconv.Itoa(i)
+		allow(t, l, key, 1)
+		if allow(t, l, key, 1).Allowed {
+			t.Fatalf("%s: second request of 1 per hour admitted", key)
+		}
+	}
+	if n := ratelimit.DenialCacheLen(f.store); n > 64 {
+		t.Fatalf("the denial cache holds %d denials; bound 64", n)
+	}
+	for i := range 1000 {
+		if allow(t, l, "id-"+strconv.Itoa(i), 1).Allowed {
+			t.Fatalf("id-%d admitted after its denial left the cache", i)
+		}
+	}
+}
