@@ -94,10 +94,11 @@ func (c *denialCache) answer(id string, policies []Policy, cost int64, now time.
 // err when the store failed: a new denial replaces the old; an admission that left nothing
 // keeps the entry, so that the next request alone asks the store again; otherwise the
 // identity is forgotten.
-func (c *denialCache) settle(id string, policies []Policy, cost int64, now time.Time, out []PolicyResult, err error) {
-	if err == nil && c.remember(id, policies, cost, now, out) {
+func (c *denialCache) settle(id string, policies []Policy, cost int64, clock Clock, out []PolicyResult, err error) {
+	if err == nil && c.remember(id, policies, cost, clock, out) {
 		return
 	}
+	now := clock.Now()
 	sh := c.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -123,9 +124,10 @@ func exhausted(policies []Policy, out []PolicyResult) bool {
 	return false
 }
 
-// remember records the store's answer to a request of cost from id at now, when it is a denial
-// with a Retry-After, and reports whether it did.
-func (c *denialCache) remember(id string, policies []Policy, cost int64, now time.Time, out []PolicyResult) bool {
+// remember records the store's answer to a request of cost from id, when it is a denial with a
+// Retry-After, and reports whether it did. It reads the clock only then: an admission costs a
+// loop over its results and nothing more.
+func (c *denialCache) remember(id string, policies []Policy, cost int64, clock Clock, out []PolicyResult) bool {
 	var wait time.Duration
 	for i := range out {
 		if out[i].Allowed || policies[i].Shadow {
@@ -139,6 +141,7 @@ func (c *denialCache) remember(id string, policies []Policy, cost int64, now tim
 	if wait == 0 {
 		return false
 	}
+	now := clock.Now()
 	d := &denial{at: now, until: now.Add(wait), cost: cost, results: append([]PolicyResult(nil), out...)}
 	sh := c.shard(id)
 	sh.mu.Lock()

@@ -128,6 +128,9 @@ func TestBreaker(t *testing.T) {
 			t.Fatalf("a check while the breaker is open: %v; want ErrBreakerOpen, of kind ErrStoreUnavailable", err)
 		}
 	}
+	if err := l.Reset(ctx, "k"); !errors.Is(err, ratelimit.ErrBreakerOpen) {
+		t.Fatalf("Reset while the breaker is open: %v; want ErrBreakerOpen", err)
+	}
 	if n := f.sent() - before; n != 0 {
 		t.Fatalf("the open breaker let %d calls reach Redis", n)
 	}
@@ -165,8 +168,8 @@ func TestBreaker(t *testing.T) {
 			open++
 		}
 	}
-	if len(failures) != 3+100+2 || open != 101 {
-		t.Errorf("failures reported: %d, %d of them breaker open; want 105, 101", len(failures), open)
+	if len(failures) != 3+101+2 || open != 102 {
+		t.Errorf("failures reported: %d, %d of them breaker open; want 106, 102 (the reset included)", len(failures), open)
 	}
 }
 

@@ -67,9 +67,9 @@ func (s *resilientStore) Check(ctx context.Context, key string, policies []Polic
 		s.release(err, probe)
 	}
 	if refresh {
-		s.denials.settle(key, policies, cost, s.clock.Now(), out, err)
+		s.denials.settle(key, policies, cost, s.clock, out, err)
 	} else if err == nil && s.denials != nil && cost > 0 {
-		s.denials.remember(key, policies, cost, s.clock.Now(), out)
+		s.denials.remember(key, policies, cost, s.clock, out)
 	}
 	if err != nil {
 		if !s.report(ctx, err) || s.fallback == nil {
@@ -87,15 +87,7 @@ func (s *resilientStore) Refund(ctx context.Context, key string, policies []Poli
 	if s.denials != nil {
 		s.denials.forget(key, policies)
 	}
-	probe, err := s.acquire()
-	if err == nil {
-		err = s.next.Refund(ctx, key, policies, cost, at)
-		s.release(err, probe)
-	}
-	if err != nil {
-		s.report(ctx, err)
-	}
-	return err
+	return s.call(ctx, func() error { return s.next.Refund(ctx, key, policies, cost, at) })
 }
 
 // Reset implements [Store]: through the breaker, and forgetting a cached denial and the
@@ -109,9 +101,14 @@ func (s *resilientStore) Reset(ctx context.Context, key string, policies []Polic
 			s.fallback.store.Reset(ctx, key, scaled)
 		}
 	}
+	return s.call(ctx, func() error { return s.next.Reset(ctx, key, policies) })
+}
+
+// call makes a store call that only writes, through the breaker, and reports its failure.
+func (s *resilientStore) call(ctx context.Context, f func() error) error {
 	probe, err := s.acquire()
 	if err == nil {
-		err = s.next.Reset(ctx, key, policies)
+		err = f()
 		s.release(err, probe)
 	}
 	if err != nil {
