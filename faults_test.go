@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,20 +13,35 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
 )
 
 // Redis crashes while traffic runs: requests keep being served (fail-open), the error handler
 // hears of every failure as ErrStoreUnavailable, and once Redis is back — empty, with no
-// scripts — limiting resumes by itself. A refused connection fails at once, so the deadline is
-// generous: on a busy machine a slow but healthy Redis must not pass for a dead one. (Deadlines
-// themselves are tested on injected time, in the HTTP spec.)
+// scripts — limiting resumes by itself: at once without a breaker, and after the cool-down with
+// the default one, which meanwhile answers without calling Redis. A refused connection fails at
+// once, so the deadline is generous: on a busy machine a slow but healthy Redis must not pass for
+// a dead one. (Deadlines themselves are tested on injected time, in the HTTP spec.)
 func TestRedisCrashWhileServing(t *testing.T) {
-	for _, ctxTimeout := range []bool{false, true} {
-		t.Run(map[bool]string{false: "default-client", true: "ctxtimeout-client"}[ctxTimeout], func(t *testing.T) {
-			client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), ContextTimeoutEnabled: ctxTimeout, MaxRetries: -1})
+	for _, tc := range []struct {
+		name       string
+		ctxTimeout bool
+		breaker    bool
+	}{
+		{"default-client", false, true},
+		{"ctxtimeout-client", true, true},
+		{"default-client-no-breaker", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), ContextTimeoutEnabled: tc.ctxTimeout, MaxRetries: -1})
 			t.Cleanup(func() { client.Close() })
-			store := redisStore(t, client)
+			clock := fakeclock.New(fakeclock.T0)
+			opts := []ratelimit.Option{ratelimit.WithClock(clock)}
+			if !tc.breaker {
+				opts = append(opts, ratelimit.WithBreaker(0, 0))
+			}
+			store := redisStore(t, client, opts...)
 			l := mustNew(t, store, ratelimit.Policy{Limit: 3, Window: time.Hour})
 			var failures atomic.Int64
 			h := ratelimit.Middleware(l, ratelimit.WithTimeout(time.Minute),
@@ -62,6 +78,16 @@ func TestRedisCrashWhileServing(t *testing.T) {
 			deadline := time.Now().Add(time.Minute)
 			for client.Ping(ctx).Err() != nil && time.Now().Before(deadline) {
 				time.Sleep(10 * time.Millisecond) // waits for a process to start, not for a clock
+			}
+			if tc.breaker { // open since the fifth failure: no call to Redis until the cool-down ends
+				failures.Store(0)
+				if got := codes(2); !slices.Equal(got, []int{200, 200}) || failures.Load() != 2 {
+					t.Fatalf("breaker open: %v with %d failures, want 2 answered by the fail mode", got, failures.Load())
+				}
+				if info := client.Info(ctx, "commandstats").Val(); strings.Contains(info, "cmdstat_eval") {
+					t.Fatalf("the open breaker let script calls through to the restarted Redis:\n%s", info)
+				}
+				clock.Advance(ratelimit.DefaultBreakerCooldown)
 			}
 			failures.Store(0)
 			if got := codes(4); !slices.Equal(got, []int{200, 200, 200, 429}) || failures.Load() != 0 {

@@ -5,6 +5,14 @@ import (
 	"time"
 )
 
+// The Redis store's breaker unless [WithBreaker] says otherwise: five failures in a row are an
+// outage, not a blip, and a second is short enough that a recovered Redis is used again almost
+// at once.
+const (
+	DefaultBreakerFailures = 5
+	DefaultBreakerCooldown = time.Second
+)
+
 // resilience is what the options of this file set on a store.
 type resilience struct {
 	breakerFailures int
@@ -29,13 +37,17 @@ func (c *config) remoteOnly(name string) *storeConfig {
 // kind [ErrStoreUnavailable]) — the fail mode or [WithFallback] then decides, in
 // microseconds instead of a timeout. After the cool-down one call at a time probes Redis, and
 // the first that succeeds closes the breaker: recovery needs no restart. A failure is an error
-// or a timeout of the store, never a client going away. It configures a Redis store; by default
-// there is no breaker.
+// or a timeout of the store, never a client going away. It configures a Redis store.
+//
+// The Redis store has a breaker by default: [DefaultBreakerFailures] consecutive failures open it
+// for [DefaultBreakerCooldown]. WithBreaker(0, 0) turns it off, so that every check calls Redis
+// and waits out its deadline, as before the breaker existed.
 func WithBreaker(failures int, cooldown time.Duration) Option {
 	return func(c *config) {
 		if sc := c.remoteOnly("WithBreaker"); sc != nil {
-			if failures < 1 || cooldown <= 0 {
-				c.errorf("WithBreaker(%d, %v): it needs at least one failure and a positive cool-down", failures, cooldown)
+			off := failures == 0 && cooldown == 0
+			if !off && (failures < 1 || cooldown <= 0) {
+				c.errorf("WithBreaker(%d, %v): it needs at least one failure and a positive cool-down (or 0, 0 for no breaker)", failures, cooldown)
 				return
 			}
 			sc.res.breakerFailures, sc.res.breakerCooldown = failures, cooldown

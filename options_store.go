@@ -18,6 +18,9 @@ type storeConfig struct {
 // option that is invalid or configures a guard panics, when the store is made.
 func newStoreConfig(constructor string, local bool, opts []Option) storeConfig {
 	sc := storeConfig{prefix: defaultPrefix, maxKeys: defaultMaxKeys, local: local}
+	if !local {
+		sc.res.breakerFailures, sc.res.breakerCooldown = DefaultBreakerFailures, DefaultBreakerCooldown
+	}
 	c := config{store: &sc}
 	c.apply(opts)
 	if err := c.err("ratelimit: " + constructor); err != nil {

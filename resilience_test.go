@@ -3,10 +3,12 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -336,6 +338,37 @@ func TestResilienceOptionsNeedARemoteStore(t *testing.T) {
 	if s, _, _ := obs.snapshot(); s[ratelimit.SourceStore] != 2 || obs.allowed != 1 {
 		t.Errorf("memory store with an observer: %v decisions, %d allowed; want 2, 1", s, obs.allowed)
 	}
+}
+
+// An invalid resilience option is refused when the store is made, naming the option; the
+// breaker, on by default, is turned off with WithBreaker(0, 0).
+func TestResilienceOptionsInvalid(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
+	t.Cleanup(func() { client.Close() })
+	for _, tc := range []struct {
+		name string
+		o    ratelimit.Option
+	}{
+		{"WithBreaker(0, ", ratelimit.WithBreaker(0, time.Second)},
+		{"WithBreaker(3, 0s)", ratelimit.WithBreaker(3, 0)},
+		{"WithBreaker(-1, ", ratelimit.WithBreaker(-1, -time.Second)},
+		{"WithFallback(0)", ratelimit.WithFallback(0)},
+		{"WithFallback(1.5)", ratelimit.WithFallback(1.5)},
+		{"WithFallback(NaN)", ratelimit.WithFallback(math.NaN())},
+		{"WithDenialCache(0)", ratelimit.WithDenialCache(0)},
+		{"WithObserver(nil)", ratelimit.WithObserver(nil)},
+	} {
+		func() {
+			defer func() {
+				r := recover()
+				if err, ok := r.(error); !ok || !strings.Contains(err.Error(), tc.name) {
+					t.Errorf("NewRedisStore(%s...): panic %v; want an error naming the option", tc.name, r)
+				}
+			}()
+			ratelimit.NewRedisStore(client, tc.o)
+		}()
+	}
+	ratelimit.NewRedisStore(client, ratelimit.WithBreaker(0, 0)) // no breaker: valid
 }
 
 // Outages end with the goroutines back to what they were: nothing leaks per failed call.
