@@ -44,7 +44,13 @@ type Decision struct {
 	n       int
 	cost    int64     // what the request was charged, for Limiter.Refund; 0 when nothing was
 	at      time.Time // when, on the store's clock
+	held    time.Time // when its in-flight slots were taken or last renewed; zero: it holds none
 }
+
+// Holds reports whether the decision holds in-flight slots ([algorithms.InFlight]): the request
+// was admitted by a limiter with an in-flight policy, and its slots are taken until
+// [Limiter.Release] (the [Guard] releases them when the handler returns).
+func (d Decision) Holds() bool { return !d.held.IsZero() }
 
 // PolicyResult is one policy's own verdict on a request.
 type PolicyResult struct {

@@ -133,7 +133,8 @@ func (c *denialCache) remember(id string, policies []Policy, cost int64, clock C
 		if out[i].Allowed || policies[i].Shadow {
 			continue
 		}
-		if out[i].RetryAfter == Never || out[i].RetryAfter <= 0 {
+		// An in-flight slot comes back when a request ends, which no RetryAfter foretells.
+		if out[i].RetryAfter == Never || out[i].RetryAfter <= 0 || policies[i].holds() {
 			return false
 		}
 		wait = max(wait, out[i].RetryAfter)

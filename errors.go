@@ -37,11 +37,14 @@ type opError struct {
 
 // Operations the guard names in its errors, and its error log reads.
 const (
-	opKey    = "key"
-	opCost   = "cost"
-	opCheck  = "store"
-	opRefund = "store, refunding after the handler"
-	opWait   = "shaping wait"
+	opKey     = "key"
+	opCost    = "cost"
+	opCheck   = "store"
+	opRefund  = "store, refunding after the handler"
+	opRelease = "store, releasing in-flight slots"
+	opRenew   = "store, renewing in-flight slots"
+	opWait    = "shaping wait"
+	opSlot    = "waiting for an in-flight slot"
 )
 
 func (e *opError) Error() string {

@@ -39,6 +39,9 @@ type Guard struct {
 	deny    func(Request, Decision) (int, string, []byte)
 	onError func(Request, error)
 
+	slotWait   time.Duration // WaitForSlot: how long a request may wait for an in-flight slot
+	slotStatus int           // InFlightStatus: the status of a request refused a slot; 0: 429
+
 	headers      HeaderStyle
 	policyHeader string // RateLimit-Policy
 	problem      bool
@@ -61,7 +64,7 @@ func NewGuard(l *Limiter, opts ...Option) (*Guard, error) {
 	g := &Guard{
 		limiter: l, clock: clockOf(l.store), local: isLocal(l.store), timeout: c.timeout,
 		key: c.key, ip: c.ip.resolver(), reject: c.missingStatus != 0, cost: c.cost, skip: c.skip,
-		countIf: c.countIf, deny: c.deny, onError: c.onError,
+		countIf: c.countIf, deny: c.deny, onError: c.onError, slotWait: c.slotWait, slotStatus: c.slotStatus,
 		headers: c.headers, policyHeader: policyHeader(l.policies), problem: c.problem, failStatus: c.failStatus,
 	}
 	if g.onError == nil {
@@ -115,14 +118,28 @@ func (g *Guard) Check(r Request) (o Outcome) {
 			return o
 		}
 	}
+	if !o.Decision.Allowed && g.slotWait > 0 && waitsForSlots(&o.Decision) {
+		if err := g.waitForSlot(r, key, cost, &o.Decision); err != nil {
+			if r.Context().Err() == nil {
+				g.storeFailed(&o, r, err)
+			} else {
+				o = Outcome{}
+				g.refuse(&o, g.gone, err)
+			}
+			return o
+		}
+	}
 	g.describe(&o)
 	if !o.Decision.Allowed {
 		g.denied(r, &o)
 		return o
 	}
 	o.Proceed = true
-	if g.countIf != nil {
+	if g.countIf != nil || o.Decision.Holds() {
 		o.Pending, o.req, o.key = true, r, key
+	}
+	if o.Decision.Holds() {
+		o.lease = g.hold(r, key, o.Decision)
 	}
 	if d := o.Decision.Delay; d > 0 {
 		if err := g.clock.Sleep(r.Context(), d); err != nil {
@@ -165,21 +182,34 @@ func (g *Guard) keyOf(r Request) (string, error) {
 	return "", &opError{opKey, ErrBadKey, err}
 }
 
-// Done completes a request the guard let through, given the status its handler answered. With
-// [CountIf], it refunds the request's charge when the status does not count; otherwise it does
-// nothing. Call it once per outcome, after the handler.
+// Done completes a request the guard let through, given the status its handler answered: it
+// gives back the request's in-flight slots, and with [CountIf] refunds its charge when the
+// status does not count. Call it once per outcome, when the handler has returned — also when
+// it panicked (a deferred call; say 500), so that no slot waits for its lease to end.
 func (g *Guard) Done(o *Outcome, status int) {
 	if !o.Pending {
 		return
 	}
 	o.Pending = false
-	if g.countIf(status) {
+	d := o.Decision
+	if o.lease != nil {
+		d = o.lease.stop()
+		o.lease = nil
+	}
+	refund := g.countIf != nil && !g.countIf(status)
+	if !refund && !d.Holds() {
 		return
 	}
 	// The client may be gone, but the request was served: refund it all the same.
 	ctx, cancel := g.deadline(context.WithoutCancel(o.req.Context()))
 	defer cancel()
-	if err := g.limiter.Refund(ctx, o.key, o.Decision); err != nil {
+	var err error
+	if refund {
+		err = g.limiter.Refund(ctx, o.key, d)
+	} else {
+		err = g.limiter.Release(ctx, o.key, d)
+	}
+	if err != nil {
 		g.onError(o.req, g.timedOut(err))
 	}
 }

@@ -34,6 +34,11 @@ func (g *Guard) describe(o *Outcome) {
 	d := &o.Decision
 	if !d.Allowed {
 		o.retry = retrySeconds(d.RetryAfter)
+		if d.Policy.holds() && o.retry > 1 {
+			// A slot is sure to be free when a lease ends, but comes back as soon as any request
+			// in flight ends, which nothing foretells: ask the client to try again soon.
+			o.retry = 1
+		}
 	}
 	o.style = g.headers
 	if g.headers&XRateLimitHeaders != 0 {
@@ -186,6 +191,10 @@ func policyHeader(policies []Policy) string {
 		b.WriteString(p.Name)
 		b.WriteString(`";q=`)
 		b.WriteString(strconv.FormatInt(p.Limit, 10))
+		if p.holds() { // a cap on requests at once: no window
+			b.WriteString(`;qu="concurrent-requests"`)
+			continue
+		}
 		b.WriteString(";w=")
 		b.WriteString(strconv.FormatInt(ceilSeconds(p.Window), 10))
 	}

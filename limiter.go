@@ -18,6 +18,7 @@ type Limiter struct {
 	policies []Policy
 	observer Observer // the store's; nil: none
 	timed    bool     // time the decisions for the observer: the store does I/O
+	slots    bool     // a policy is an in-flight limit: an admitted request holds slots
 }
 
 // New returns a limiter that checks every policy against store, such as [NewMemoryStore]() or
@@ -51,6 +52,10 @@ func New(store Store, policies ...Policy) (*Limiter, error) {
 		}
 		names[c.Name] = true
 		l.policies[i] = c
+		l.slots = l.slots || c.holds()
+	}
+	if _, ok := capability[renewer](store); l.slots && !ok {
+		return nil, fmt.Errorf("%w: an in-flight policy needs a store that holds slots (declares Renew), such as NewMemoryStore or NewRedisStore", errInvalidPolicy)
 	}
 	if !enforced {
 		return nil, fmt.Errorf("%w: every policy has Shadow set; a limiter needs one it enforces", errInvalidPolicy)
@@ -91,10 +96,84 @@ func (l *Limiter) Refund(ctx context.Context, key string, d Decision) error {
 	if key == "" {
 		return errEmptyKey
 	}
-	if d.cost == 0 || d.Source != SourceStore {
-		return nil // nothing charged, or charged only to the local fallback, which keeps it
+	if d.cost == 0 {
+		return nil // nothing charged
 	}
-	return storeError(opRefund, l.store.Refund(ctx, key, charged(l.policies, &d), d.cost, d.at))
+	if d.Source != SourceStore { // charged to the local fallback, which keeps it, but its slots
+		return l.Release(ctx, key, d)
+	}
+	policies := charged(l.policies, &d)
+	if d.Holds() && !d.held.Equal(d.at) { // the slots were renewed: they are at another time
+		if err := l.Release(ctx, key, d); err != nil {
+			return err
+		}
+		policies = without(policies, (*Policy).holds)
+		if len(policies) == 0 {
+			return nil
+		}
+	}
+	return storeError(opRefund, l.store.Refund(ctx, key, policies, d.cost, d.at))
+}
+
+// Release gives back the in-flight slots that decision d holds for key (see
+// [algorithms.InFlight] and [Decision.Holds]), leaving what d charged to the rate policies:
+// call it once, when the request d admitted ends. The [Guard] does so for the requests it
+// lets through. A decision that holds no slot releases nothing.
+func (l *Limiter) Release(ctx context.Context, key string, d Decision) error {
+	if key == "" {
+		return errEmptyKey
+	}
+	if !d.Holds() {
+		return nil
+	}
+	store, policies := l.slotStore(&d)
+	if store == nil {
+		return nil
+	}
+	return storeError(opRelease, store.Refund(ctx, key, policies, d.cost, d.held))
+}
+
+// renew moves the in-flight slots that d holds for key to now, so that their leases start
+// again, and records the new time in d.
+func (l *Limiter) renew(ctx context.Context, key string, d *Decision) error {
+	store, policies := l.slotStore(d)
+	if store == nil {
+		return nil
+	}
+	r, ok := capability[renewer](store)
+	if !ok {
+		return storeError(opRenew, errNoSlots)
+	}
+	at, err := r.Renew(ctx, key, policies, d.cost, d.held)
+	if err != nil {
+		return storeError(opRenew, err)
+	}
+	d.held = at
+	return nil
+}
+
+// slotStore returns where the slots of d are held, and under which policies: the store, or
+// the local fallback that decided in its place; nil when nothing holds them.
+func (l *Limiter) slotStore(d *Decision) (Store, []Policy) {
+	policies := without(charged(l.policies, d), func(p *Policy) bool { return !p.holds() })
+	if d.Source == SourceStore {
+		return l.store, policies
+	}
+	if f, ok := capability[localDecider](l.store); ok {
+		return f.local(policies)
+	}
+	return nil, nil
+}
+
+// without returns the policies for which drop is false.
+func without(policies []Policy, drop func(*Policy) bool) []Policy {
+	out := make([]Policy, 0, len(policies))
+	for i := range policies {
+		if !drop(&policies[i]) {
+			out = append(out, policies[i])
+		}
+	}
+	return out
 }
 
 // Reset forgets everything the limiter's policies hold for key.
@@ -189,11 +268,21 @@ func (l *Limiter) decide(ctx context.Context, key string, cost int64, charge boo
 		return Decision{}, storeError(opCheck, err)
 	}
 	d := decide(l.policies, raw, at)
-	if charge && d.Allowed {
-		d.cost = cost
-	}
+	l.record(&d, cost, charge)
 	l.observe(start, &d, raw)
 	return d, nil
+}
+
+// record records in d what it charged: cost, when it was admitted and charged, and the time of
+// its slots, when it holds some.
+func (l *Limiter) record(d *Decision, cost int64, charge bool) {
+	if !charge || !d.Allowed || cost == 0 {
+		return
+	}
+	d.cost = cost
+	if l.slots {
+		d.held = d.at
+	}
 }
 
 // decideWithout decides a request too costly for some shadow policies, but not for an enforced
@@ -221,9 +310,7 @@ func (l *Limiter) decideWithout(ctx context.Context, key string, cost int64, cha
 		}
 	}
 	d := decide(l.policies, raw, at)
-	if charge && d.Allowed {
-		d.cost = cost
-	}
+	l.record(&d, cost, charge)
 	l.observe(start, &d, raw)
 	return d, nil
 }
@@ -244,6 +331,19 @@ func charged(policies []Policy, d *Decision) []Policy {
 		}
 	}
 	return policies
+}
+
+// renewable reports policies that hold no slots, or were not validated by New.
+func renewable(policies []Policy) error {
+	if err := compiledAll(policies); err != nil {
+		return err
+	}
+	for i := range policies {
+		if !policies[i].holds() {
+			return fmt.Errorf("ratelimit: policy %q holds no in-flight slot to renew", policies[i].Name)
+		}
+	}
+	return nil
 }
 
 // compiledAll reports policies that did not come from a Limiter, which a store cannot run.

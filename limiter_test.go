@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -154,6 +155,11 @@ var allAlgorithms = func() []algorithms.Algorithm {
 	}
 	return out
 }()
+
+// rateAlgorithms are allAlgorithms but the in-flight limit.
+var rateAlgorithms = slices.DeleteFunc(slices.Clone(allAlgorithms), func(a algorithms.Algorithm) bool {
+	return a == algorithms.InFlight{}
+})
 
 func TestResetForgets(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {

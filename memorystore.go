@@ -272,6 +272,39 @@ func (s *memoryStore) Refund(ctx context.Context, key string, policies []Policy,
 	return nil
 }
 
+// Renew declares that the store holds in-flight slots (see [Store]): it moves the slots that
+// Check charged at time at to now, so that their leases start again.
+func (s *memoryStore) Renew(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) (time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, err
+	}
+	if err := renewable(policies); err != nil {
+		return time.Time{}, err
+	}
+	sh := s.shard(key)
+	var buf [160]byte
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	t := s.clock.Now()
+	now := t.UnixMicro()
+	for i := range policies {
+		p := &policies[i]
+		k := appendKey(buf[:0], s.prefix, key, p.tag())
+		e := sh.entries[string(k)]
+		var state algo.State
+		if e != nil && e.expires > now {
+			state = e.state
+		}
+		state, ttl := p.compiled.model.(algo.Renewer).Renew(p.compiled.params, state, now, cost, at.UnixMicro())
+		if e == nil { // the slot had expired and its state was dropped: the request still runs
+			e = &memoryEntry{}
+			sh.entries[string(k)] = e
+		}
+		e.state, e.expires = state, now+max(ttl, 1)
+	}
+	return t, nil
+}
+
 // Reset implements [Store].
 func (s *memoryStore) Reset(ctx context.Context, key string, policies []Policy) error {
 	if err := ctx.Err(); err != nil {

@@ -54,6 +54,11 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sw := &statusWriter{ResponseWriter: w}
+	defer func() {
+		if o.Pending { // the handler panicked: its slots come back all the same
+			h.g.Done(&o, http.StatusInternalServerError)
+		}
+	}()
 	h.next.ServeHTTP(sw, r)
 	h.g.Done(&o, sw.statusCode())
 }

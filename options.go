@@ -29,6 +29,8 @@ type guardConfig struct {
 	skip          func(Request) bool
 	countIf       func(status int) bool
 	ip            ipConfig
+	slotWait      time.Duration
+	slotStatus    int
 }
 
 // newGuardConfig applies opts to a guard's defaults and checks them against each other and
@@ -51,6 +53,9 @@ func newGuardConfig(l *Limiter, opts []Option) (*guardConfig, *Limiter, error) {
 				c.errorf("CountIf cannot be combined with the shaping policy %q: a shaped request's slot is reserved before it runs", p.Name)
 			}
 		}
+	}
+	if (gc.slotWait > 0 || gc.slotStatus != 0) && !l.slots {
+		c.errorf("WaitForSlot and InFlightStatus need an in-flight policy (algorithms.InFlight); the limiter's policies have none")
 	}
 	if gc.ip.headerSet && len(gc.ip.trusted) == 0 && !gc.ip.unix {
 		c.errorf("TrustProxies(%q): name at least one proxy", gc.ip.header)

@@ -27,8 +27,8 @@ type Outcome struct {
 	// (not reported: a client going away is no fault).
 	Err error
 
-	// Pending reports whether [Guard.Done] needs the handler's status to complete the
-	// outcome: the request proceeded and the guard counts by outcome ([CountIf]). A framework
+	// Pending reports whether [Guard.Done] must be called to complete the outcome: the request
+	// proceeded and holds in-flight slots, or the guard counts by outcome ([CountIf]). A framework
 	// that turns a handler's error into a response only after the middleware returns (Echo,
 	// Fiber) has the error answered first when Pending is set, so that Done gets the status
 	// the client sees.
@@ -41,9 +41,10 @@ type Outcome struct {
 	policies string      // RateLimit-Policy
 	shadow   string      // X-RateLimit-Shadow: the shadow policies that denied
 
-	// Count by outcome: what Guard.Done needs to refund the charge.
-	req Request
-	key string
+	// What Guard.Done needs to refund the charge or release the slots.
+	req   Request
+	key   string
+	lease *lease // renews the slots the request holds; nil: none
 }
 
 // Write writes the outcome to w: its headers, and the whole response when the request does

@@ -57,7 +57,12 @@ type compiledPolicy struct {
 	params    algo.Params
 	model     algo.Model
 	redisArgs []any // the policy's ARGV in check.lua
+	holds     bool  // an in-flight limit: its charges are slots, held until given back
 }
+
+// holds reports whether p is an in-flight limit, whose charges are slots held until the
+// request ends ([algorithms.InFlight]).
+func (p *Policy) holds() bool { return p.compiled != nil && p.compiled.holds }
 
 // Limits that keep every computation exact in both engines.
 const (
@@ -78,13 +83,17 @@ func (p Policy) compile() (Policy, error) {
 	if m == nil { // the interface is sealed: only a nil pointer gets here
 		return p, fmt.Errorf("%w: Algorithm %#v is not one of package algorithms", errInvalidPolicy, p.Algorithm)
 	}
-	if p.Name == "" {
+	switch {
+	case p.Name != "":
+	case algo.Holds(m):
+		p.Name = "in-flight-" + strconv.FormatInt(p.Limit, 10)
+	default:
 		p.Name = strings.ReplaceAll(p.Algorithm.Name(), "_", "-") + "-" + strconv.FormatInt(p.Limit, 10) + "-per-" + formatWindow(p.Window)
 	}
 	if err := p.validate(m); err != nil {
 		return p, err
 	}
-	c := &compiledPolicy{model: m, params: algo.NewParams(p.Limit, p.Window.Microseconds(), p.Burst)}
+	c := &compiledPolicy{model: m, params: algo.NewParams(p.Limit, p.Window.Microseconds(), p.Burst), holds: algo.Holds(m)}
 	c.tag = computeTag(&p, m.Code())
 	shadow := 0
 	if p.Shadow {

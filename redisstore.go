@@ -138,8 +138,31 @@ func (s *redisStore) Refund(ctx context.Context, key string, policies []Policy, 
 	return nil
 }
 
-// scriptArgs returns the KEYS and ARGV of check.lua; mode is 0 (evaluate), 1 (charge) or 2
-// (refund the charge made at at).
+// Renew declares that the store holds in-flight slots (see [Store]).
+func (s *redisStore) Renew(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) (time.Time, error) {
+	if err := renewable(policies); err != nil {
+		return time.Time{}, err
+	}
+	keys, args, err := s.scriptArgs(key, policies, cost, 3, at.UnixMicro())
+	if err != nil {
+		return time.Time{}, err
+	}
+	v, err := s.run(ctx, checkScript, keys, args)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("ratelimit: redis renew: %w", err)
+	}
+	reply, err := int64s(v)
+	if err == nil && len(reply) != 1 {
+		err = fmt.Errorf("got %d integers, want 1", len(reply))
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("ratelimit: redis renew: %w", err)
+	}
+	return time.UnixMicro(reply[0]), nil
+}
+
+// scriptArgs returns the KEYS and ARGV of check.lua; mode is 0 (evaluate), 1 (charge), 2
+// (refund the charge made at at) or 3 (renew it).
 func (s *redisStore) scriptArgs(key string, policies []Policy, cost int64, mode int, at int64) ([]string, []any, error) {
 	if err := compiledAll(policies); err != nil {
 		return nil, nil, err

@@ -90,6 +90,33 @@ func (s *resilientStore) Refund(ctx context.Context, key string, policies []Poli
 	return s.call(ctx, func() error { return s.next.Refund(ctx, key, policies, cost, at) })
 }
 
+// Renew declares that the store holds in-flight slots when the wrapped store does: through
+// the breaker.
+func (s *resilientStore) Renew(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) (t time.Time, err error) {
+	r, ok := capability[renewer](s.next)
+	if !ok {
+		return time.Time{}, errNoSlots
+	}
+	err = s.call(ctx, func() (err error) {
+		t, err = r.Renew(ctx, key, policies, cost, at)
+		return err
+	})
+	return t, err
+}
+
+// local returns the store and policies that decided in place of the wrapped store: the
+// fallback's, or nil.
+func (s *resilientStore) local(policies []Policy) (Store, []Policy) {
+	if s.fallback == nil {
+		return nil, nil
+	}
+	scaled, err := s.fallback.scaled(policies)
+	if err != nil {
+		return nil, nil
+	}
+	return s.fallback.store, scaled
+}
+
 // Reset implements [Store]: through the breaker, and forgetting a cached denial and the
 // fallback's state too.
 func (s *resilientStore) Reset(ctx context.Context, key string, policies []Policy) error {

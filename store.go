@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -20,6 +21,11 @@ import (
 //	Unwrap() Store  // the store this one wraps: what the wrapper does not declare itself is
 //	                // asked of the wrapped store, so a pass-through wrapper keeps every
 //	                // fast path by declaring Unwrap alone
+//	Renew(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) (time.Time, error)
+//	                // the store holds in-flight slots ([algorithms.InFlight]): Renew moves the
+//	                // slots Check charged at time at to now, so that their leases start again,
+//	                // and returns the time it did. New refuses an in-flight policy on a store
+//	                // without it. Check charges a slot and Refund gives it back
 type Store interface {
 	// Check evaluates a request of cost units from identity key against every policy, all or
 	// nothing: when charge is set and every policy allows the request, it is charged to all of
@@ -39,7 +45,18 @@ type (
 	localStore   interface{ Local() bool }
 	clockedStore interface{ Clock() Clock }
 	wrapperStore interface{ Unwrap() Store }
+	renewer      interface {
+		Renew(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) (time.Time, error)
+	}
+	// localDecider is a layer that decides in the store's place while it is unavailable (the
+	// fallback): the slots of its decisions are held in its store, under its policies.
+	localDecider interface {
+		local(policies []Policy) (Store, []Policy)
+	}
 )
+
+// errNoSlots is the error of renewing on a store that holds no in-flight slots.
+var errNoSlots = errors.New("ratelimit: the store holds no in-flight slots")
 
 // capability returns the first store of the chain s, s.Unwrap(), ... that declares C.
 func capability[C any](s Store) (C, bool) {

@@ -1,5 +1,5 @@
-// Package algorithms names the six rate-limiting algorithms of ratelimit and documents their
-// exact semantics. Choose one for a policy with its Algorithm field:
+// Package algorithms names the six rate-limiting algorithms of ratelimit, and the in-flight
+// limit, and documents their exact semantics. Choose one for a policy with its Algorithm field:
 //
 //	ratelimit.Policy{Limit: 100, Window: time.Minute, Algorithm: algorithms.SlidingCounter{}}
 //
@@ -12,6 +12,7 @@
 //	LeakyBucket{}              holds Burst, drains at Limit per Window (policing)
 //	LeakyBucket{Shaping: true} admits into a queue and delays each request to its slot
 //	GCRA{}                     generic cell rate algorithm: Burst at once, then Limit per Window
+//	InFlight{}                 at most Limit requests running at once; Window is the lease
 //
 // Each runs the same way in memory and in Redis: one Go state transition (the memory store) and
 // its Lua transcription (the Redis store), held to the same results by one conformance table.
@@ -42,6 +43,7 @@ var all = []Algorithm{
 	LeakyBucket{},
 	LeakyBucket{Shaping: true},
 	GCRA{},
+	InFlight{},
 }
 
 func init() {

@@ -124,7 +124,7 @@ func TestClockGoesBackCostZero(t *testing.T) {
 // injected one, or Redis TIME after a failover to a server behind) can lose a refund.
 func TestClockGoesBackRefund(t *testing.T) {
 	forEachParams(t, func(t *testing.T, m algo.Model, p algo.Params) {
-		mayLose := m.Code() == "fw" || m.Code() == "sl" || m.Code() == "sc"
+		mayLose := m.Code() == "fw" || m.Code() == "sl" || m.Code() == "if" || m.Code() == "sc"
 		c := capOf(m, p)
 		late := t0 + 5*p.Window + p.Window/2
 		s := clockBackState(m, p, late)

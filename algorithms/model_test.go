@@ -195,7 +195,7 @@ func refillTime(m algo.Model, p algo.Params, k int64) int64 {
 		return p.Window // at the latest: the next window
 	case "sc":
 		return 2 * p.Window
-	case "sl":
+	case "sl", "if": // the in-flight limit is the sliding log, its window the lease
 		return p.Window
 	default: // the TAT models: k intervals, rounded up to whole µs
 		return (k*p.Num + p.Den - 1) / p.Den
@@ -293,7 +293,7 @@ func TestValidate(t *testing.T) {
 			switch {
 			case n.m.UsesBurst():
 				want = c.tat
-			case n.m.Code() == "sl":
+			case n.m.Code() == "sl" || n.m.Code() == "if":
 				want = c.log
 			default:
 				want = true // the windows count in exact integers: nothing to refuse
@@ -516,6 +516,7 @@ func TestNames(t *testing.T) {
 		LeakyBucket{}:              "leaky_bucket",
 		LeakyBucket{Shaping: true}: "leaky_bucket_shaping",
 		GCRA{}:                     "gcra",
+		InFlight{}:                 "in_flight",
 	}
 	for a, name := range want {
 		if a.Name() != name {

@@ -39,7 +39,7 @@ func randomParams(rng *rand.Rand, m algo.Model) algo.Params {
 		limit = logUniform(rng, 1, 1<<40)
 	}
 	limit = min(limit, 1<<40) // the largest Limit a Policy accepts
-	if m.Code() == "sl" {
+	if m.Code() == "sl" || m.Code() == "if" {
 		limit = min(limit, 1+rng.Int64N(3_000)) // one entry per unit: keep the logs small
 	}
 	var burst int64

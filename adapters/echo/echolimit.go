@@ -64,6 +64,13 @@ func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 				d := o.Decision
 				c.Set(decisionKey, &d)
 			}
+			if o.Pending {
+				defer func() {
+					if o.Pending { // the handler panicked: the request's slots come back all the same
+						g.Done(&o, http.StatusInternalServerError)
+					}
+				}()
+			}
 			err := next(c)
 			if o.Pending {
 				if err != nil {

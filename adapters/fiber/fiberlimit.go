@@ -61,6 +61,13 @@ func FromGuard(g *ratelimit.Guard) fiber.Handler {
 			d := o.Decision
 			c.Locals(decisionKey{}, &d)
 		}
+		if o.Pending {
+			defer func() {
+				if o.Pending { // a handler panicked: the request's slots come back all the same
+					g.Done(&o, fiber.StatusInternalServerError)
+				}
+			}()
+		}
 		err := c.Next()
 		if !o.Pending {
 			return err

@@ -59,6 +59,13 @@ func FromGuard(g *ratelimit.Guard) gin.HandlerFunc {
 			d := o.Decision
 			c.Set(decisionKey, &d)
 		}
+		if o.Pending {
+			defer func() {
+				if o.Pending { // a handler panicked: the request's slots come back all the same
+					g.Done(&o, http.StatusInternalServerError)
+				}
+			}()
+		}
 		c.Next()
 		g.Done(&o, c.Writer.Status())
 	}

@@ -110,6 +110,21 @@ type Model interface {
 	Refund(p Params, s State, now, cost, at int64) (State, int64)
 }
 
+// Renewer is a model whose charges are leases, held until given back (Refund) or until Window
+// after they were made: the in-flight slots. Renew moves a charge of cost units made at time
+// at to now, so that it lasts another Window, and returns the new state and how long it
+// matters. It adds the charge even when it had already expired: its request is still running.
+type Renewer interface {
+	Model
+	Renew(p Params, s State, now, cost, at int64) (State, int64)
+}
+
+// Holds reports whether m's charges are leases (see [Renewer]).
+func Holds(m Model) bool {
+	_, ok := m.(Renewer)
+	return ok
+}
+
 var (
 	mu     sync.RWMutex
 	models = map[any]Model{}

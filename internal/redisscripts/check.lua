@@ -5,8 +5,9 @@
 --           read the Redis server's TIME
 -- ARGV[2]   cost of the request (0 reads without charging)
 -- ARGV[3]   "1" to charge the request when every policy allows it, "0" to only evaluate it,
---           "2" to refund a charge of cost made at ARGV[4] (the reply is then empty)
--- ARGV[4]   with "2": the time of the charge (the last integer of its reply); else "0"
+--           "2" to refund a charge of cost made at ARGV[4] (the reply is then empty), "3" to
+--           renew it (in-flight slots; the reply is then the time of the renewal alone)
+-- ARGV[4]   with "2" or "3": the time of the charge (the last integer of its reply); else "0"
 -- ARGV[5i], ARGV[5i+1], ARGV[5i+2], ARGV[5i+3], ARGV[5i+4]
 --           policy i: algorithm code, limit, window in microseconds, burst (0: the limit),
 --           shadow ("1": evaluated and charged with what it admits, never deciding; "0")
@@ -24,14 +25,19 @@ end
 local cost = tonumber(ARGV[2])
 local charge = ARGV[3] == '1'
 
-if ARGV[3] == '2' then
-  local at = tonumber(ARGV[4])
+if ARGV[3] == '2' or ARGV[3] == '3' then
+  local at, fns = tonumber(ARGV[4]), refunds
+  if ARGV[3] == '3' then fns = renews end
+  for i = 1, #KEYS do -- every code is known before anything is written
+    local code = ARGV[5 * i]
+    if not algorithms[code] then return redis.error_reply('ratelimit: unknown algorithm code ' .. tostring(code)) end
+    if not fns[code] then return redis.error_reply('ratelimit: algorithm code ' .. code .. ' holds no lease to renew') end
+  end
   for i = 1, #KEYS do
     local a = 5 * i
-    local fn = refunds[ARGV[a]]
-    if not fn then return redis.error_reply('ratelimit: unknown algorithm code ' .. tostring(ARGV[a])) end
-    fn(KEYS[i], now, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), cost, at)
+    fns[ARGV[a]](KEYS[i], now, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), cost, at)
   end
+  if ARGV[3] == '3' then return {now} end
   return {}
 end
 

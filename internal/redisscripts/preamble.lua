@@ -11,10 +11,13 @@
 -- `refunds` (code -> function) holds each algorithm's refund, called as
 --   fn(key, now, limit, window, burst, cost, at)
 -- which gives back a charge of cost units made at time at, as the Go Refund does.
+--
+-- `renews` (code -> function) holds the Renew of the algorithms whose charges are leases (the
+-- in-flight slots), called as refunds are: it moves the charge made at time at to now.
 
 if redis.replicate_commands then redis.replicate_commands() end
 
-local algorithms, refunds = {}, {}
+local algorithms, refunds, renews = {}, {}, {}
 
 local floor, ceil = math.floor, math.ceil
 

@@ -151,7 +151,7 @@ func TestUnknownCode(t *testing.T) {
 	c := redistest.Standalone(t)
 	ctx := ctxT(t)
 	src := redisscripts.Check()
-	for _, mode := range []string{"0", "1", "2"} {
+	for _, mode := range []string{"0", "1", "2", "3"} {
 		key := redistest.Prefix(t) + "k"
 		_, err := c.Eval(ctx, src, []string{key}, checkArgs(now, 1, mode, now, "zq", 10, 1_000_000, 0)...).Result()
 		if err == nil {

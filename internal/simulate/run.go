@@ -32,11 +32,14 @@ const SampleEvery = 10 * time.Millisecond
 // key is the one client of every scenario.
 const key = "client"
 
-// Algorithms returns every registered algorithm, in the order package algorithms lists them.
+// Algorithms returns every registered rate-limiting algorithm, in the order package
+// algorithms lists them: not the in-flight limit, which bounds requests at once, not a rate.
 func Algorithms() []algorithms.Algorithm {
 	var out []algorithms.Algorithm
 	for _, v := range algo.Values() {
-		out = append(out, v.(algorithms.Algorithm))
+		if !algo.Holds(algo.Of(v)) {
+			out = append(out, v.(algorithms.Algorithm))
+		}
 	}
 	return out
 }

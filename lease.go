@@ -1,0 +1,114 @@
+package ratelimit
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// lease keeps the in-flight slots of a request the guard let through: it renews them every
+// third of the shortest lease while the handler runs, so a long request keeps its slots and a
+// request whose instance died loses them within a lease.
+//
+// The renewals run on the system's timers (a [Clock] has none), each in a goroutine of its own
+// only while it runs; what they write is on the store's clock.
+type lease struct {
+	g       *Guard
+	req     Request
+	key     string
+	every   time.Duration
+	mu      sync.Mutex // held by a renewal under way, which stop waits for
+	d       Decision   // its slots' time is renewed
+	timer   *time.Timer
+	stopped bool
+}
+
+// hold starts renewing the slots that d holds for key.
+func (g *Guard) hold(r Request, key string, d Decision) *lease {
+	l := &lease{g: g, req: r, key: key, d: d, every: g.limiter.shortestLease() / 3}
+	l.timer = time.AfterFunc(l.every, l.renew)
+	return l
+}
+
+// renew renews the slots once, and again after every.
+func (l *lease) renew() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return
+	}
+	// The client may be gone while the handler runs on: the slots are still taken.
+	ctx, cancel := l.g.deadline(context.WithoutCancel(l.req.Context()))
+	err := l.g.limiter.renew(ctx, l.key, &l.d)
+	cancel()
+	if err != nil {
+		l.g.onError(l.req, l.g.timedOut(err))
+	}
+	l.timer.Reset(l.every)
+}
+
+// stop ends the renewals, waiting for one under way, and returns the decision with its slots'
+// latest time, to release them.
+func (l *lease) stop() Decision {
+	l.timer.Stop()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stopped = true
+	return l.d
+}
+
+// shortestLease returns the shortest Window among the limiter's in-flight policies.
+func (l *Limiter) shortestLease() time.Duration {
+	var d time.Duration
+	for i := range l.policies {
+		if w := l.policies[i].Window; l.policies[i].holds() && (d == 0 || w < d) {
+			d = w
+		}
+	}
+	return d
+}
+
+// waitsForSlots reports whether d was refused only for want of in-flight slots, which a wait
+// may bring: every enforced policy that denied it holds slots and would admit it in time.
+func waitsForSlots(d *Decision) bool {
+	for _, r := range d.Results() {
+		if !r.Allowed && !r.Policy.Shadow && (!r.Policy.holds() || r.RetryAfter == Never) {
+			return false
+		}
+	}
+	return true
+}
+
+// Bounds of the interval at which a request waiting for a slot asks the store again.
+const (
+	slotPollFirst = 5 * time.Millisecond
+	slotPollMax   = 100 * time.Millisecond
+)
+
+// waitForSlot asks the store again for a request refused only for want of slots, at growing
+// intervals, until it is admitted, refused for another reason, or has waited g.slotWait. It
+// leaves the last decision in d. The wait is counted both on the clock and as the sum of the
+// intervals slept, whichever ends first, so that it ends on any clock.
+func (g *Guard) waitForSlot(r Request, key string, cost int64, d *Decision) error {
+	start := g.clock.Now()
+	step, slept := slotPollFirst, time.Duration(0)
+	for slept < g.slotWait && g.clock.Now().Sub(start) < g.slotWait {
+		pause := min(step, g.slotWait-slept)
+		if err := g.clock.Sleep(r.Context(), pause); err != nil {
+			return &opError{opSlot, nil, err}
+		}
+		slept += pause
+		step = min(2*step, slotPollMax)
+		ctx, cancel := g.deadline(r.Context())
+		next, err := g.limiter.check(ctx, key, cost, true)
+		cancel()
+		if err != nil {
+			return err
+		}
+		*d = next
+		if d.Allowed || !waitsForSlots(d) {
+			return nil
+		}
+	}
+	return nil
+}
