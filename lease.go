@@ -26,7 +26,9 @@ type lease struct {
 // hold starts renewing the slots that d holds for key.
 func (g *Guard) hold(r Request, key string, d Decision) *lease {
 	l := &lease{g: g, req: r, key: key, d: d, every: g.limiter.shortestLease() / 3}
+	l.mu.Lock()
 	l.timer = time.AfterFunc(l.every, l.renew)
+	l.mu.Unlock()
 	return l
 }
 

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"context"
 	"net/http"
 	"net/netip"
 )
@@ -65,3 +66,8 @@ func (res *ipResolver) ClientIP(r Request) (netip.Addr, error) { return res.clie
 
 // Key returns the IP key of r.
 func (res *ipResolver) Key(r Request) (string, error) { return res.key(r) }
+
+// RenewSlots renews the in-flight slots d holds for key, as the guard does while a handler runs.
+func RenewSlots(ctx context.Context, l *Limiter, key string, d *Decision) error {
+	return l.renew(ctx, key, d)
+}
