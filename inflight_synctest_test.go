@@ -115,7 +115,9 @@ func TestWaitForSlot(t *testing.T) {
 		held := g.Check(ratelimit.HTTPRequest(httptest.NewRequest(http.MethodGet, "/", nil)))
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan ratelimit.Outcome)
-		go func() { done <- g.Check(ratelimit.HTTPRequest(httptest.NewRequest(http.MethodGet, "/", nil).WithContext(ctx))) }()
+		go func() {
+			done <- g.Check(ratelimit.HTTPRequest(httptest.NewRequest(http.MethodGet, "/", nil).WithContext(ctx)))
+		}()
 		time.Sleep(time.Second)
 		cancel()
 		if o := <-done; o.Proceed || o.Status != 499 {

@@ -290,7 +290,6 @@ func TestInFlightResponse(t *testing.T) {
 	}
 }
 
-
 // An instance that dies holding slots (a process killed with SIGKILL) frees them when their
 // lease ends, and not before. The child process is this test binary, in
 // TestInFlightChildHoldsSlots; both run on a fake clock at t0, so the lease ends when this
@@ -377,5 +376,35 @@ func TestInFlightRenewRefusesRatePolicies(t *testing.T) {
 	}
 	if err := l.Release(ctx, "", d); !errors.Is(err, ratelimit.ErrBadKey) {
 		t.Fatalf("Release with an empty key: %v", err)
+	}
+}
+
+// While Redis is down the fallback holds the slots of its own decisions, under the instance's
+// share of the cap, and they come back to it when their requests end.
+func TestInFlightUnderFallback(t *testing.T) {
+	f := newFaultyRedis(t, ratelimit.WithFallback(0.5), ratelimit.WithBreaker(1, time.Minute))
+	l := mustNew(t, f.store, inFlight(4)) // half of 4: 2 slots here
+	f.proxy.Refuse()
+	take := func() ratelimit.Decision {
+		c, cancel := generous()
+		defer cancel()
+		d, err := l.Allow(c, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	a, b := take(), take()
+	if !a.Allowed || !b.Allowed || a.Source != ratelimit.SourceFallback || !a.Holds() {
+		t.Fatalf("two requests under the fallback: %+v, %+v; want both admitted by it, holding slots", a, b)
+	}
+	if c := take(); c.Allowed {
+		t.Fatalf("a third with the fallback's 2 slots taken: admitted")
+	}
+	if err := l.Release(ctx, "k", a); err != nil {
+		t.Fatal(err)
+	}
+	if c := take(); !c.Allowed {
+		t.Fatalf("after a release under the fallback: refused; the slot did not come back")
 	}
 }
