@@ -1,0 +1,2 @@
+// Package rules reads rate limits from a rules document.
+package rules
