@@ -107,15 +107,41 @@ func (c *checker) decodeJSON(data []byte) *yaml.Node {
 // yamlLine is how gopkg.in/yaml.v3 places a syntax error.
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
+// yamlParserProblems are the problems of yaml.v3's parser (the scanner's are others). For
+// them yaml.v3 v3.0.1 reports the line counted from 0, and no line for the first.
+var yamlParserProblems = map[string]bool{
+	"did not find expected ',' or ']'":       true,
+	"did not find expected ',' or '}'":       true,
+	"did not find expected '-' indicator":    true,
+	"did not find expected <document start>": true,
+	"did not find expected <stream-start>":   true,
+	"did not find expected key":              true,
+	"did not find expected node content":     true,
+	"found duplicate %TAG directive":         true,
+	"found duplicate %YAML directive":        true,
+	"found incompatible YAML document":       true,
+	"found undefined tag handle":             true,
+}
+
+// yamlSyntax returns the line (0 if unknown) and message of a yaml.v3 error.
+func yamlSyntax(err error) (int, string) {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 0
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	}
+	if yamlParserProblems[msg] {
+		line++
+	}
+	return line, msg
+}
+
 // decodeYAML returns the document's value, or nil after reporting why there is none.
 func (c *checker) decodeYAML(data []byte) (root *yaml.Node) {
 	syntax := func(err error) {
-		e := &Error{File: c.file, Msg: "YAML syntax: " + strings.TrimPrefix(err.Error(), "yaml: ")}
-		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-			e.Line, _ = strconv.Atoi(m[1])
-			e.Msg = "YAML syntax: " + m[2]
-		}
-		c.errs = append(c.errs, e)
+		line, msg := yamlSyntax(err)
+		c.errs = append(c.errs, &Error{File: c.file, Line: line, Msg: "YAML syntax: " + msg})
 	}
 	defer func() {
 		// The parser is not expected to panic; if it does on some input, that input is an

@@ -338,7 +338,11 @@ func (c *checker) integer(n *yaml.Node, path string) (int64, bool) {
 	n = deref(n)
 	var v int64
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
-		c.add(n, path, "want an integer, got %s", describe(n))
+		if n.ShortTag() == "!!float" && strings.Trim(n.Value, "+-0123456789") == "" {
+			c.add(n, path, "%s is out of range", clip(n.Value)) // YAML's type of a large integer
+		} else {
+			c.add(n, path, "want an integer, got %s", describe(n))
+		}
 		return 0, false
 	}
 	if err := n.Decode(&v); err != nil {
