@@ -35,7 +35,7 @@ func (e *syntaxError) Error() string { return e.msg }
 
 // parseJSON reads data as one JSON value.
 func parseJSON(data []byte) (*yaml.Node, *syntaxError) {
-	j := &jsonReader{data: data, dec: json.NewDecoder(bytes.NewReader(data)), lines: lineStarts(data)}
+	j := &jsonReader{data: data, dec: json.NewDecoder(bytes.NewReader(data)), lines: lineStarts(data, false)}
 	j.dec.UseNumber()
 	n, err := j.document()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/a7d3e0dd/ratelimit"
 	"gopkg.in/yaml.v3"
 )
 
@@ -141,6 +142,7 @@ func yamlSyntax(err error) (int, string) {
 func (c *checker) decodeYAML(data []byte) (root *yaml.Node) {
 	syntax := func(err error) {
 		line, msg := yamlSyntax(err)
+		line = min(line, len(lineStarts(data, true))) // the end of the file, not past it
 		c.errs = append(c.errs, &Error{File: c.file, Line: line, Msg: "YAML syntax: " + msg})
 	}
 	defer func() {
@@ -178,21 +180,31 @@ func (c *checker) decodeYAML(data []byte) (root *yaml.Node) {
 	return doc.Content[0]
 }
 
-func lineStarts(data []byte) []int {
+// lineStarts returns the offset at which each line of data starts. A line ends at "\n",
+// "\r\n" or "\r"; in YAML also at U+0085, U+2028 and U+2029, which are line breaks there too.
+func lineStarts(data []byte, yaml bool) []int {
 	lines := []int{0}
-	for i, c := range data {
-		if c == '\n' {
-			lines = append(lines, i+1)
+	for i := 0; i < len(data); i++ {
+		switch {
+		case data[i] == '\n', data[i] == '\r' && (i+1 == len(data) || data[i+1] != '\n'):
+		case yaml && bytes.HasPrefix(data[i:], []byte("\u0085")):
+			i++
+		case yaml && (bytes.HasPrefix(data[i:], []byte("\u2028")) || bytes.HasPrefix(data[i:], []byte("\u2029"))):
+			i += 2
+		default:
+			continue
 		}
+		lines = append(lines, i+1)
 	}
 	return lines
 }
 
 // checker collects the problems of one file as it reads it.
 type checker struct {
-	file string
-	opts options
-	errs []*Error
+	file  string
+	opts  options
+	errs  []*Error
+	store ratelimit.Store // see memoryStore
 }
 
 // add reports a problem of field at node n; a nil n is the whole file.

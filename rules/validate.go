@@ -24,7 +24,7 @@ var coreFields = []struct{ word, field string }{
 // for the whole rule (coreRule).
 func (c *checker) corePolicy(p ratelimit.Policy, n *yaml.Node, fields map[string]*yaml.Node, path string) bool {
 	p.Shadow = false
-	_, err := ratelimit.New(ratelimit.NewMemoryStore(), p)
+	_, err := ratelimit.New(c.memoryStore(), p)
 	if err == nil {
 		return true
 	}
@@ -44,7 +44,7 @@ func (c *checker) corePolicy(p ratelimit.Policy, n *yaml.Node, fields map[string
 // ever pay: one above the capacity of an enforced policy, which the limiter denies for ever.
 // policies and cost are the nodes of those fields; cost is nil when absent.
 func (c *checker) coreRule(r *Rule, policies, cost *yaml.Node, path string) {
-	l, err := ratelimit.New(ratelimit.NewMemoryStore(), r.Policies...)
+	l, err := ratelimit.New(c.memoryStore(), r.Policies...)
 	if err != nil {
 		c.add(deref(policies), path+".policies", "%v", err)
 		return
@@ -57,6 +57,16 @@ func (c *checker) coreRule(r *Rule, policies, cost *yaml.Node, path string) {
 		c.add(deref(cost), path+".cost", "%d is more than policy %q can ever admit at once (%d): every request would be denied",
 			r.Cost, d.Policy.Name, d.Limit)
 	}
+}
+
+// memoryStore returns the store of the limiters that validate the policies of the file. They
+// share it: New only asks it what it is, and the one check they make (see coreRule) depends on
+// no state.
+func (c *checker) memoryStore() ratelimit.Store {
+	if c.store == nil {
+		c.store = ratelimit.NewMemoryStore()
+	}
+	return c.store
 }
 
 // compare checks the rules against each other: names apart, and no two rules for the same
