@@ -40,8 +40,8 @@ type options struct {
 
 // WithUserKey makes the key "user" available to rules: it is ratelimit.KeyByUser(key), the
 // authenticated user's id that the application's middleware stored under key before the rate
-// limiter runs. Without this option, a rule keyed by "user" is an error, since the file cannot
-// name a Go value.
+// limiter runs. Without this option (or with a nil key), a rule keyed by "user" is an error,
+// since the file cannot name a Go value.
 func WithUserKey(key any) Option {
 	return func(o *options) { o.userKey = key }
 }
@@ -207,10 +207,11 @@ type checker struct {
 	store ratelimit.Store // see memoryStore
 }
 
-// add reports a problem of field at node n; a nil n is the whole file.
+// add reports a problem of field at node n (at the value an alias stands for, which is where
+// to fix it); a nil n is the whole file.
 func (c *checker) add(n *yaml.Node, field, format string, args ...any) {
 	e := &Error{File: c.file, Field: field, Msg: fmt.Sprintf(format, args...)}
-	if n != nil {
+	if n = deref(n); n != nil {
 		e.Line, e.Column = n.Line, n.Column
 	}
 	c.errs = append(c.errs, e)
