@@ -1,0 +1,78 @@
+// Package rules reads rate limits from a rules document, a file in YAML or JSON, instead of Go
+// code. [Parse] reads and validates the whole document into a [Set]; [Set.Match] picks the
+// [Rule] of a request, whose Policies, [Rule.KeyFunc], Cost and FailClosed configure a
+// ratelimit limiter and guard.
+//
+// It is a module of its own, so that only its users download its YAML parser
+// (gopkg.in/yaml.v3); JSON is read with the standard library.
+//
+// # The document
+//
+//	version: "2026-11-23.1"          # optional: any text; when absent, a hash of the rules
+//	rules:                           # required; an empty list limits nothing
+//	  - name: search-free            # required, unique: a lower-case token like a policy's name
+//	    match:                       # optional; absent: every request
+//	      pattern: "GET /search/{q}" # a net/http ServeMux pattern: [METHOD ][HOST]/PATH
+//	    key: [api_key]               # required: one part, or a list of parts joined
+//	    tier: free                   # optional: only for requests of this tier
+//	    cost: 1                      # optional: what each request costs, 0 or more (default 1)
+//	    fail: open                   # optional: open (default) or closed
+//	    policies:                    # required: 1 to 32
+//	      - name: per-second         # optional: ratelimit.New names it from its parameters
+//	        algorithm: gcra          # optional (default gcra), see below
+//	        limit: 10                # required
+//	        window: 1s               # required: a Go duration, such as 1s, 1m, 1h30m
+//	        burst: 20                # optional: 0 or absent means limit
+//	        shadow: false            # optional: evaluate and report, never enforce
+//
+// The same document in JSON has the same fields: {"rules": [{"name": "search-free", ...}]}.
+//
+// The algorithms are named as the core names them (algorithms.Algorithm's Name):
+// fixed_window, sliding_window_log, sliding_window_counter, token_bucket, leaky_bucket,
+// leaky_bucket_shaping (algorithms.LeakyBucket{Shaping: true}) and gcra. The list is read from
+// the core, so an algorithm added there is known here.
+//
+// A key is made of one to eight parts, each one of the core's key functions; several parts
+// are joined with ratelimit.KeyJoin, in the order written, and one part is the function itself:
+//
+//	ip             ratelimit.KeyByIP(): the client's address, behind the guard's trusted proxies
+//	route          ratelimit.KeyByRoute(): the route pattern of the application's router
+//	method         ratelimit.KeyByMethod()
+//	api_key        ratelimit.KeyByHeader("X-API-Key")
+//	header:X-Name  ratelimit.KeyByHeader("X-Name")
+//	user           ratelimit.KeyByUser(key), with the key given to Parse by [WithUserKey]; a
+//	               file cannot name a Go value, so without that option "user" is an error
+//
+// # Validation
+//
+// Parse reports every problem of a file at once, as [Errors], each with the file's name, its
+// line and the path of the field:
+//
+//	limits.yaml:12: rules[1].policies[0].window: "1x" is not a duration (e.g. 1s, 1m, 1h30m)
+//
+// It refuses syntax errors, unknown fields at any level, fields given twice, missing required
+// fields, values of the wrong type, and values out of their range. Each policy is validated by
+// ratelimit.New itself, and the policies of a rule together, so a limit the core refuses is
+// refused here with the core's own message, at the field it names; so is a cost above what an
+// enforced policy can ever admit. Rules must have names apart, the policies of a rule too (the
+// names New makes up included), and no two rules may share a pattern and a tier. Patterns are
+// registered on an http.ServeMux, which refuses what is not a pattern and two patterns of which
+// neither is more specific (such as "/a/{x}" and "/{y}/b").
+//
+// Policies of different rules that share a name and parameters share their quota for one key,
+// as with ratelimit.WithPolicies: name them apart, or key them apart, to keep them separate.
+//
+// # Bounds
+//
+// A file may hold at most [MaxFileSize] bytes (1 MiB) and [MaxRules] rules (10,000), each with
+// at most 32 policies and 8 key parts; a version or a tier is at most 128 bytes; a JSON document
+// nests at most 64 levels. Parse reports the first 100 problems and how many more there are.
+//
+// # Matching
+//
+// [Set.Match] finds the pattern of a request as http.ServeMux does: the most specific pattern
+// that matches the method, host and path. Among the rules of that pattern it picks the one of
+// the request's tier, else the one without a tier. When there is neither, the rules without a
+// pattern apply, in the same way, and not the rules of a less specific pattern: ServeMux names
+// one pattern. Give a pattern a rule without a tier when every tier should be limited there.
+package rules

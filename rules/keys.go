@@ -1,0 +1,69 @@
+package rules
+
+import (
+	"fmt"
+	"net/textproto"
+	"strings"
+
+	"github.com/a7d3e0dd/ratelimit"
+)
+
+// apiKeyHeader is the header the key "api_key" reads.
+const apiKeyHeader = "X-API-Key"
+
+// keyPart returns the key function of one part of a rule's key, as written in the file, and
+// the part's identity (two parts with one identity are the same part: "api_key" and
+// "header:x-api-key"). The error says what is wrong with the part.
+func keyPart(spec string, o *options) (ratelimit.KeyFunc, string, error) {
+	switch spec {
+	case "ip":
+		return ratelimit.KeyByIP(), spec, nil
+	case "route":
+		return ratelimit.KeyByRoute(), spec, nil
+	case "method":
+		return ratelimit.KeyByMethod(), spec, nil
+	case "api_key":
+		return ratelimit.KeyByHeader(apiKeyHeader), "header:" + textproto.CanonicalMIMEHeaderKey(apiKeyHeader), nil
+	case "user":
+		if o.userKey == nil {
+			return nil, "", fmt.Errorf(`"user" needs to know where the application stores the user's id: pass rules.WithUserKey to Parse`)
+		}
+		return ratelimit.KeyByUser(o.userKey), spec, nil
+	}
+	if name, ok := strings.CutPrefix(spec, "header:"); ok {
+		fn, err := keyByHeader(name)
+		if err != nil {
+			return nil, "", fmt.Errorf("%q: %q is not a header name", spec, name)
+		}
+		return fn, "header:" + textproto.CanonicalMIMEHeaderKey(name), nil
+	}
+	return nil, "", fmt.Errorf("unknown key %q; want ip, route, method, user, api_key or header:<Name>", clip(spec))
+}
+
+// keyByHeader is ratelimit.KeyByHeader, which panics on a name that is not a header name:
+// the core's own rule decides which names are valid.
+func keyByHeader(name string) (fn ratelimit.KeyFunc, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			fn, err = nil, fmt.Errorf("%v", r)
+		}
+	}()
+	return ratelimit.KeyByHeader(name), nil
+}
+
+// joinKeys returns the key function of a rule's parts: the part itself when there is one,
+// else ratelimit.KeyJoin of them all, in the order written.
+func joinKeys(parts []ratelimit.KeyFunc) ratelimit.KeyFunc {
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return ratelimit.KeyJoin(parts...)
+}
+
+// clip shortens s for a message.
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}

@@ -1,0 +1,151 @@
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// scope holds the rules of one pattern (or of none): one for each tier, and one for every
+// tier.
+type scope struct {
+	any   *Rule
+	tiers map[string]*Rule
+}
+
+func (sc *scope) add(r *Rule) {
+	if r.Tier == "" {
+		sc.any = r
+		return
+	}
+	if sc.tiers == nil {
+		sc.tiers = map[string]*Rule{}
+	}
+	sc.tiers[r.Tier] = r
+}
+
+// pick returns the rule of tier, else the rule for every tier, else nil.
+func (sc *scope) pick(tier string) *Rule {
+	if r, ok := sc.tiers[tier]; ok {
+		return r
+	}
+	return sc.any
+}
+
+// Match returns the rule for request r of the given tier (the application's name for the
+// client's plan; "" when it has none), or false when no rule applies.
+//
+// The rule's pattern is found as http.ServeMux finds a handler, among the patterns of the
+// document: the most specific pattern that matches the request's method, host and path wins.
+// Of the rules of that pattern, the one for tier applies, else the one for every tier. When
+// neither exists, or no pattern matches, the rules without a pattern apply the same way: the
+// one for tier, else the one for every tier.
+//
+// The rule is the Set's own: read it, do not modify it.
+func (s *Set) Match(r *http.Request, tier string) (*Rule, bool) {
+	if s.mux != nil && r != nil && r.URL != nil {
+		if _, pattern := s.mux.Handler(r); pattern != "" {
+			if sc, ok := s.patterns[pattern]; ok {
+				if rule := sc.pick(tier); rule != nil {
+					return rule, true
+				}
+			}
+		}
+	}
+	rule := s.anywhere.pick(tier)
+	return rule, rule != nil
+}
+
+// index registers every distinct pattern on the Set's mux, reporting patterns that are not
+// ServeMux patterns and patterns that conflict (ServeMux cannot tell which of two is more
+// specific), and files each rule under its pattern.
+func (s *Set) index(c *checker, where []written) {
+	s.patterns = map[string]*scope{}
+	first := map[string]int{} // the first rule of each pattern
+	refused := map[string]bool{}
+	for i := range s.rules {
+		r := &s.rules[i]
+		if r.Pattern == "" {
+			s.anywhere.add(r)
+			continue
+		}
+		if sc, ok := s.patterns[r.Pattern]; ok {
+			sc.add(r)
+			continue
+		}
+		if refused[r.Pattern] || where[i].pattern == nil {
+			continue // reported already, or not read
+		}
+		field := fmt.Sprintf("rules[%d].match.pattern", i)
+		if err := register(http.NewServeMux(), r.Pattern); err != nil {
+			refused[r.Pattern] = true
+			c.add(where[i].pattern, field, "%q is not a ServeMux pattern: %v", r.Pattern, err)
+			continue
+		}
+		if s.mux == nil {
+			s.mux = http.NewServeMux()
+		}
+		if err := register(s.mux, r.Pattern); err != nil {
+			refused[r.Pattern] = true
+			other, detail := conflict(err)
+			if j, ok := first[other]; ok {
+				c.add(where[i].pattern, field, "%q conflicts with %q of rules[%d] (line %d): %s", r.Pattern, other, j, where[j].pattern.Line, detail)
+			} else {
+				c.add(where[i].pattern, field, "%q conflicts with another pattern: %v", r.Pattern, err)
+			}
+			continue
+		}
+		first[r.Pattern] = i
+		sc := &scope{}
+		sc.add(r)
+		s.patterns[r.Pattern] = sc
+	}
+}
+
+// register registers pattern on mux, returning the error for which Handle panics.
+func register(mux *http.ServeMux, pattern string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(error); ok {
+				err = e
+				if inner := errors.Unwrap(e); inner != nil && strings.HasPrefix(e.Error(), "parsing ") {
+					err = inner // drop "parsing <pattern>: ", which the message repeats
+				}
+			} else {
+				err = fmt.Errorf("%v", r)
+			}
+		}
+	}()
+	mux.Handle(pattern, http.NotFoundHandler())
+	return nil
+}
+
+// conflict reads the earlier pattern out of ServeMux's conflict message, and the first line of
+// its explanation. The message is net/http's:
+//
+//	pattern "A" (registered at ...) conflicts with pattern "B" (registered at ...):
+//	A and B both match some paths, like "/x/y".
+//	...
+func conflict(err error) (other, detail string) {
+	msg := err.Error()
+	const mark = " conflicts with pattern "
+	i := strings.Index(msg, mark)
+	if i < 0 {
+		return "", msg
+	}
+	q, perr := strconv.QuotedPrefix(msg[i+len(mark):])
+	if perr != nil {
+		return "", msg
+	}
+	other, _ = strconv.Unquote(q)
+	detail = msg
+	if j := strings.Index(msg, ":\n"); j >= 0 {
+		detail = msg[j+2:]
+		if k := strings.IndexByte(detail, '\n'); k >= 0 {
+			detail = detail[:k]
+		}
+	}
+	return other, detail
+}

@@ -1,0 +1,69 @@
+package rules
+
+import (
+	"net/http/httptest"
+	"testing"
+)
+
+func TestMatch(t *testing.T) {
+	s := mustParse(t, "match.yaml")
+	for _, tc := range []struct {
+		method, target, tier string
+		want                 string // the rule's name; "" for none
+	}{
+		// Method: GET /search/{q} matches GET and HEAD, and no other method.
+		{"GET", "/search/shoes", "", "search"},
+		{"HEAD", "/search/shoes", "", "search"},
+		{"POST", "/search/shoes", "", "search-write"},
+		{"DELETE", "/search/shoes", "", "any-search"},
+		// Wildcards: {q} is one segment, {rest...} any number.
+		{"GET", "/search/a/b", "", "any-search"},
+		{"GET", "/files/a/b/c.txt", "", "files"},
+		{"GET", "/files/", "", "files"},
+		// The most specific pattern wins: an exact path over a wildcard.
+		{"GET", "/search/special", "", "special"},
+		// Host: a pattern with a host matches only that host, and wins over one without.
+		{"POST", "http://uploads.example.com/files/x", "", "uploads"},
+		{"POST", "http://other.example.com/files/x", "", "files"},
+		{"POST", "http://uploads.example.com:8080/files/x", "", "uploads"},
+		// Tier: the rule of the tier, else the one without a tier.
+		{"GET", "/search/shoes", "free", "search-free"},
+		{"GET", "/search/shoes", "pro", "search"},
+		// A pattern with rules of other tiers only: the rules without a pattern apply.
+		{"GET", "/reports/1", "gold", "reports-gold"},
+		{"GET", "/reports/1", "free", "default-free"},
+		{"GET", "/reports/1", "", "default"},
+		// No pattern matches: the rules without a pattern, by tier.
+		{"GET", "/elsewhere", "free", "default-free"},
+		{"GET", "/elsewhere", "pro", "default"},
+		// A path ServeMux would clean or redirect still finds its pattern.
+		{"GET", "/search//shoes/../shoes", "", "search"},
+	} {
+		r := httptest.NewRequest(tc.method, tc.target, nil)
+		rule, ok := s.Match(r, tc.tier)
+		got := ""
+		if ok {
+			got = rule.Name
+		}
+		if got != tc.want {
+			t.Errorf("Match(%s %s, tier %q) = %q, want %q", tc.method, tc.target, tc.tier, got, tc.want)
+		}
+	}
+}
+
+func TestMatchNothing(t *testing.T) {
+	s := mustParseString(t, "rules:\n  - {name: a, match: {pattern: \"GET /a\"}, key: ip, policies: [{limit: 1, window: 1s}]}\n  - {name: b, tier: gold, key: ip, policies: [{limit: 1, window: 1s}]}\n")
+	for _, tc := range []struct{ method, target, tier string }{
+		{"GET", "/b", ""},
+		{"POST", "/a", ""},
+		{"GET", "/b", "free"},
+	} {
+		if rule, ok := s.Match(httptest.NewRequest(tc.method, tc.target, nil), tc.tier); ok {
+			t.Errorf("Match(%s %s, tier %q) = %q; want no rule", tc.method, tc.target, tc.tier, rule.Name)
+		}
+	}
+	empty := mustParseString(t, "rules: []\n")
+	if _, ok := empty.Match(httptest.NewRequest("GET", "/", nil), ""); ok {
+		t.Error("an empty Set matched a request")
+	}
+}
