@@ -29,8 +29,9 @@
 //
 // The algorithms are named as the core names them (algorithms.Algorithm's Name):
 // fixed_window, sliding_window_log, sliding_window_counter, token_bucket, leaky_bucket,
-// leaky_bucket_shaping (algorithms.LeakyBucket{Shaping: true}) and gcra. The list is read from
-// the core, so an algorithm added there is known here.
+// leaky_bucket_shaping (algorithms.LeakyBucket{Shaping: true}), gcra, and in_flight (the
+// in-flight limit, algorithms.InFlight: limit is the cap on requests at once, window the
+// lease). The list is read from the core, so an algorithm added there is known here.
 //
 // A key is made of one to eight parts, each one of the core's key functions; several parts
 // are joined with ratelimit.KeyJoin, in the order written, and one part is the function itself:
