@@ -18,12 +18,15 @@ vet:
 race:
 	@for m in $(MODULES); do echo "go test -race $$m"; (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
 
-# A short run of every fuzz target on top of the checked-in seed corpora.
+# A short run of every fuzz target (of each module's top package) on top of the checked-in
+# seed corpora.
 FUZZTIME ?= 5s
 fuzz:
-	@for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' *_test.go 2>/dev/null | sed 's/^func //'); do \
-		echo "go test -fuzz=$$f -fuzztime=$(FUZZTIME)"; \
-		$(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) . || exit 1; \
+	@for m in $(MODULES); do \
+		for f in $$(cd $$m && grep -ho '^func Fuzz[A-Za-z0-9_]*' *_test.go 2>/dev/null | sed 's/^func //'); do \
+			echo "go test -fuzz=$$f -fuzztime=$(FUZZTIME) $$m"; \
+			(cd $$m && $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) .) || exit 1; \
+		done; \
 	done
 
 bench:
