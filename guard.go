@@ -25,7 +25,9 @@ import (
 //
 // A Guard is safe for concurrent use.
 type Guard struct {
-	limiter *Limiter
+	limiter *Limiter                             // the policies of every request, unless choose picks others
+	choose  func(r Request, key string) *Limiter // WithTiers, WithResolver; nil: limiter
+	pick    func(Request) *Guard                 // a Switch: the guard of each request
 	clock   Clock
 	local   bool // the store answers without I/O: no deadline
 	timeout time.Duration
@@ -42,10 +44,9 @@ type Guard struct {
 	slotWait   time.Duration // WaitForSlot: how long a request may wait for an in-flight slot
 	slotStatus int           // InFlightStatus: the status of a request refused a slot; 0: 429
 
-	headers      HeaderStyle
-	policyHeader string // RateLimit-Policy
-	problem      bool
-	failStatus   int
+	headers    HeaderStyle
+	problem    bool
+	failStatus int
 	// Responses that do not depend on the request.
 	missing, badRequest, badCost, failed, gone response
 }
@@ -65,11 +66,12 @@ func NewGuard(l *Limiter, opts ...Option) (*Guard, error) {
 		limiter: l, clock: clockOf(l.store), local: isLocal(l.store), timeout: c.timeout,
 		key: c.key, ip: c.ip.resolver(), reject: c.missingStatus != 0, cost: c.cost, skip: c.skip,
 		countIf: c.countIf, deny: c.deny, onError: c.onError, slotWait: c.slotWait, slotStatus: c.slotStatus,
-		headers: c.headers, policyHeader: policyHeader(l.policies), problem: c.problem, failStatus: c.failStatus,
+		headers: c.headers, problem: c.problem, failStatus: c.failStatus,
 	}
 	if g.onError == nil {
 		g.onError = (&errorLog{clock: g.clock, failOpen: c.failStatus == 0}).report
 	}
+	g.choose = c.chooser(g)
 	g.prepareResponses(c)
 	return g, nil
 }
@@ -77,6 +79,9 @@ func NewGuard(l *Limiter, opts ...Option) (*Guard, error) {
 // Check decides about request r: whether it proceeds, and what to answer if not. See
 // [Outcome].
 func (g *Guard) Check(r Request) (o Outcome) {
+	if g.pick != nil {
+		return g.dispatch(r)
+	}
 	if g.skip != nil && g.skip(r) {
 		o.Proceed = true
 		return o
@@ -102,8 +107,12 @@ func (g *Guard) Check(r Request) (o Outcome) {
 		g.refuse(&o, g.badCost, err)
 		return o
 	}
+	l := g.limiter
+	if g.choose != nil {
+		l = g.choose(r, key)
+	}
 	ctx, cancel := g.deadline(r.Context())
-	o.Decision, err = g.limiter.check(ctx, key, cost, true)
+	o.Decision, err = l.check(ctx, key, cost, true)
 	cancel()
 	if err != nil {
 		g.storeFailed(&o, r, err)
@@ -119,7 +128,7 @@ func (g *Guard) Check(r Request) (o Outcome) {
 		}
 	}
 	if !o.Decision.Allowed && g.slotWait > 0 && waitsForSlots(&o.Decision) {
-		if err := g.waitForSlot(r, key, cost, &o.Decision); err != nil {
+		if err := g.waitForSlot(r, l, key, cost, &o.Decision); err != nil {
 			if r.Context().Err() == nil {
 				g.storeFailed(&o, r, err)
 			} else {
@@ -129,17 +138,17 @@ func (g *Guard) Check(r Request) (o Outcome) {
 			return o
 		}
 	}
-	g.describe(&o)
+	g.describe(&o, l)
 	if !o.Decision.Allowed {
 		g.denied(r, &o)
 		return o
 	}
 	o.Proceed = true
 	if g.countIf != nil || o.Decision.Holds() {
-		o.Pending, o.req, o.key = true, r, key
+		o.Pending, o.req, o.key, o.guard, o.limiter = true, r, key, g, l
 	}
 	if o.Decision.Holds() {
-		o.lease = g.hold(r, key, o.Decision)
+		o.lease = g.hold(r, l, key, o.Decision)
 	}
 	if d := o.Decision.Delay; d > 0 {
 		if err := g.clock.Sleep(r.Context(), d); err != nil {
@@ -190,6 +199,10 @@ func (g *Guard) Done(o *Outcome, status int) {
 	if !o.Pending {
 		return
 	}
+	if o.guard != g { // a Switch's outcome: the guard it chose completes it
+		o.guard.Done(o, status)
+		return
+	}
 	o.Pending = false
 	d := o.Decision
 	if o.lease != nil {
@@ -205,9 +218,9 @@ func (g *Guard) Done(o *Outcome, status int) {
 	defer cancel()
 	var err error
 	if refund {
-		err = g.limiter.Refund(ctx, o.key, d)
+		err = o.limiter.Refund(ctx, o.key, d)
 	} else {
-		err = g.limiter.Release(ctx, o.key, d)
+		err = o.limiter.Release(ctx, o.key, d)
 	}
 	if err != nil {
 		g.onError(o.req, g.timedOut(err))

@@ -30,7 +30,7 @@ const (
 )
 
 // describe fills in what the headers of a decided outcome need.
-func (g *Guard) describe(o *Outcome) {
+func (g *Guard) describe(o *Outcome, l *Limiter) {
 	d := &o.Decision
 	if !d.Allowed {
 		o.retry = retrySeconds(d.RetryAfter)
@@ -46,7 +46,7 @@ func (g *Guard) describe(o *Outcome) {
 	}
 	if g.headers&IETFDraftHeaders != 0 {
 		o.resetIn = ceilSeconds(d.ResetAfter)
-		o.policies = g.policyHeader
+		o.policies = l.header
 	}
 	if g.headers&ShadowHeaders != 0 {
 		o.shadow = shadowDenials(d)

@@ -14,6 +14,7 @@ import (
 // only while it runs; what they write is on the store's clock.
 type lease struct {
 	g       *Guard
+	l       *Limiter
 	req     Request
 	key     string
 	every   time.Duration
@@ -24,8 +25,8 @@ type lease struct {
 }
 
 // hold starts renewing the slots that d holds for key.
-func (g *Guard) hold(r Request, key string, d Decision) *lease {
-	l := &lease{g: g, req: r, key: key, d: d, every: g.limiter.shortestLease() / 3}
+func (g *Guard) hold(r Request, lim *Limiter, key string, d Decision) *lease {
+	l := &lease{g: g, l: lim, req: r, key: key, d: d, every: lim.shortestLease() / 3}
 	l.mu.Lock()
 	l.timer = time.AfterFunc(l.every, l.renew)
 	l.mu.Unlock()
@@ -41,7 +42,7 @@ func (l *lease) renew() {
 	}
 	// The client may be gone while the handler runs on: the slots are still taken.
 	ctx, cancel := l.g.deadline(context.WithoutCancel(l.req.Context()))
-	err := l.g.limiter.renew(ctx, l.key, &l.d)
+	err := l.l.renew(ctx, l.key, &l.d)
 	cancel()
 	if err != nil {
 		l.g.onError(l.req, l.g.timedOut(err))
@@ -91,7 +92,7 @@ const (
 // intervals, until it is admitted, refused for another reason, or has waited g.slotWait. It
 // leaves the last decision in d. The wait is counted both on the clock and as the sum of the
 // intervals slept, whichever ends first, so that it ends on any clock.
-func (g *Guard) waitForSlot(r Request, key string, cost int64, d *Decision) error {
+func (g *Guard) waitForSlot(r Request, l *Limiter, key string, cost int64, d *Decision) error {
 	start := g.clock.Now()
 	step, slept := slotPollFirst, time.Duration(0)
 	for slept < g.slotWait && g.clock.Now().Sub(start) < g.slotWait {
@@ -102,7 +103,7 @@ func (g *Guard) waitForSlot(r Request, key string, cost int64, d *Decision) erro
 		slept += pause
 		step = min(2*step, slotPollMax)
 		ctx, cancel := g.deadline(r.Context())
-		next, err := g.limiter.check(ctx, key, cost, true)
+		next, err := l.check(ctx, key, cost, true)
 		cancel()
 		if err != nil {
 			return err

@@ -19,6 +19,7 @@ type Limiter struct {
 	observer Observer // the store's; nil: none
 	timed    bool     // time the decisions for the observer: the store does I/O
 	slots    bool     // a policy is an in-flight limit: an admitted request holds slots
+	header   string   // the RateLimit-Policy header of the policies
 }
 
 // New returns a limiter that checks every policy against store, such as [NewMemoryStore]() or
@@ -60,6 +61,7 @@ func New(store Store, policies ...Policy) (*Limiter, error) {
 	if !enforced {
 		return nil, fmt.Errorf("%w: every policy has Shadow set; a limiter needs one it enforces", errInvalidPolicy)
 	}
+	l.header = policyHeader(l.policies)
 	return l, nil
 }
 

@@ -31,6 +31,13 @@ func Middleware(l *Limiter, opts ...Option) func(http.Handler) http.Handler {
 	if err != nil {
 		panic(err)
 	}
+	return FromGuard(g)
+}
+
+// FromGuard returns net/http middleware that limits requests with g, as [Middleware] does with
+// the guard it makes: use it with a guard made by [NewGuard] or [Switch], or one that a rules
+// engine keeps up to date. The adapters of each framework have a FromGuard of their own.
+func FromGuard(g *Guard) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler { return &limitHandler{g, next} }
 }
 

@@ -1,7 +1,10 @@
 package ratelimit
 
 import (
+	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -31,6 +34,10 @@ type guardConfig struct {
 	ip            ipConfig
 	slotWait      time.Duration
 	slotStatus    int
+	tier          func(Request) string // WithTiers
+	tiers         map[string][]Policy
+	tierLimiters  map[string]*Limiter
+	resolver      *Resolver // WithResolver
 }
 
 // newGuardConfig applies opts to a guard's defaults and checks them against each other and
@@ -47,14 +54,29 @@ func newGuardConfig(l *Limiter, opts []Option) (*guardConfig, *Limiter, error) {
 			l = pl
 		}
 	}
-	if gc.countIf != nil {
-		for _, p := range l.policies {
-			if p.compiled.model.Shapes() {
-				c.errorf("CountIf cannot be combined with the shaping policy %q: a shaped request's slot is reserved before it runs", p.Name)
+	slots := l.slots
+	if err := gc.fits(l); err != nil {
+		c.errorf("%w", err)
+	}
+	if gc.tiers != nil {
+		gc.tierLimiters = make(map[string]*Limiter, len(gc.tiers))
+		for _, name := range slices.Sorted(maps.Keys(gc.tiers)) {
+			tl, err := l.with(gc.tiers[name])
+			if err == nil {
+				err = gc.fits(tl)
 			}
+			if err != nil {
+				c.errorf("WithTiers: tier %q: %w", name, err)
+				continue
+			}
+			gc.tierLimiters[name] = tl
+			slots = slots || tl.slots
 		}
 	}
-	if (gc.slotWait > 0 || gc.slotStatus != 0) && !l.slots {
+	if gc.resolver != nil && gc.tiers != nil {
+		c.errorf("WithTiers and WithResolver both choose the policies of a request; give one (a Resolver can return a tier's policies)")
+	}
+	if (gc.slotWait > 0 || gc.slotStatus != 0) && !slots && gc.resolver == nil {
 		c.errorf("WaitForSlot and InFlightStatus need an in-flight policy (algorithms.InFlight); the limiter's policies have none")
 	}
 	if gc.ip.headerSet && len(gc.ip.trusted) == 0 && !gc.ip.unix {
@@ -64,6 +86,19 @@ func newGuardConfig(l *Limiter, opts []Option) (*guardConfig, *Limiter, error) {
 		return nil, nil, err
 	}
 	return gc, l, nil
+}
+
+// fits reports why the guard's options cannot apply to the policies of l, or nil.
+func (gc *guardConfig) fits(l *Limiter) error {
+	if gc.countIf == nil {
+		return nil
+	}
+	for _, p := range l.policies {
+		if p.compiled.model.Shapes() {
+			return fmt.Errorf("CountIf cannot be combined with the shaping policy %q: a shaped request's slot is reserved before it runs", p.Name)
+		}
+	}
+	return nil
 }
 
 // forGuard returns what a guard option sets, or nil when the option configures a store.

@@ -42,9 +42,11 @@ type Outcome struct {
 	shadow   string      // X-RateLimit-Shadow: the shadow policies that denied
 
 	// What Guard.Done needs to refund the charge or release the slots.
-	req   Request
-	key   string
-	lease *lease // renews the slots the request holds; nil: none
+	req     Request
+	key     string
+	guard   *Guard   // the guard that decided
+	limiter *Limiter // whose policies decided
+	lease   *lease   // renews the slots the request holds; nil: none
 }
 
 // Write writes the outcome to w: its headers, and the whole response when the request does

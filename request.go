@@ -23,7 +23,8 @@ type Request interface {
 	// Header returns every field line of the named header joined by ", " (the combination
 	// RFC 9110 §5.3 allows), or "" when the header is absent. Joining rather than taking the
 	// first line matters for X-Forwarded-For: a proxy may append its own line after one the
-	// client sent.
+	// client sent. Header("Host") returns the request's host, which net/http keeps apart from
+	// the other headers (the :authority of HTTP/2).
 	Header(name string) string
 	// RemoteAddr returns the address of the connection's peer, "ip:port".
 	RemoteAddr() string
@@ -53,7 +54,11 @@ func (h httpRequest) Path() string {
 }
 
 func (h httpRequest) Header(name string) string {
-	v := h.r.Header[textproto.CanonicalMIMEHeaderKey(name)]
+	name = textproto.CanonicalMIMEHeaderKey(name)
+	if name == "Host" {
+		return h.r.Host // net/http moves it out of the header map
+	}
+	v := h.r.Header[name]
 	switch len(v) {
 	case 0:
 		return ""

@@ -101,7 +101,7 @@ func (r request) Context() context.Context  { return r.c.Request().Context() }
 func (r request) Method() string            { return r.c.Request().Method }
 func (r request) Path() string              { return r.c.Request().URL.Path }
 func (r request) RemoteAddr() string        { return r.c.Request().RemoteAddr }
-func (r request) Header(name string) string { return header(r.c.Request().Header, name) }
+func (r request) Header(name string) string { return header(r.c.Request(), name) }
 
 // Value returns what c.Set stored under a string key, else the request context's value.
 func (r request) Value(key any) any {
@@ -113,9 +113,14 @@ func (r request) Value(key any) any {
 	return r.c.Request().Context().Value(key)
 }
 
-// header joins the field lines of the named header with ", ", without allocating for one line.
-func header(h http.Header, name string) string {
-	switch v := h[textproto.CanonicalMIMEHeaderKey(name)]; len(v) {
+// header joins the field lines of the named header of r with ", ", without allocating for
+// one line. The Host header is r.Host: net/http moves it out of the header map.
+func header(r *http.Request, name string) string {
+	name = textproto.CanonicalMIMEHeaderKey(name)
+	if name == "Host" {
+		return r.Host
+	}
+	switch v := r.Header[name]; len(v) {
 	case 0:
 		return ""
 	case 1:

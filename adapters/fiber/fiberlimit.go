@@ -27,6 +27,7 @@ import (
 	"net"
 	"net/netip"
 	"reflect"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -127,7 +128,11 @@ var useField = func() []int {
 }()
 
 // Header joins the field lines of the header with ", ", copied: fasthttp reuses its buffer.
+// The Host header is the request's host, which fasthttp keeps apart.
 func (r request) Header(name string) string {
+	if strings.EqualFold(name, "Host") {
+		return string(r.c.Request().Host())
+	}
 	lines := r.c.Request().Header.PeekAll(name)
 	if len(lines) == 1 {
 		return string(lines[0])

@@ -587,6 +587,58 @@ var cases = append([]specCase{
 			{target: "/items/1?status=200", want: want{status: 429, header: denied(xrl(2, 0, epoch(90)), "30", plain), body: retryIn(30)}},
 		},
 	},
+	{
+		// Each request gets the policies of its plan (X-Plan), keyed by its API key; a request
+		// without a known plan gets the limiter's own.
+		name: "tiers",
+		build: func(e *env) Config {
+			return opts(e.limiter(fixed("anonymous", 2, time.Minute)),
+				ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")),
+				ratelimit.WithTiers(func(r ratelimit.Request) string { return r.Header("X-Plan") }, map[string][]ratelimit.Policy{
+					"free": {fixed("free", 1, time.Minute)},
+					"pro":  {fixed("pro", 3, time.Minute), fixed("pro-hourly", 100, time.Hour)},
+				}))
+		},
+		steps: []step{
+			{header: []string{"X-API-Key", "a", "X-Plan", "free"}, want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
+			{header: []string{"X-API-Key", "a", "X-Plan", "free"}, want: want{status: 429, header: denied(xrl(1, 0, epoch(60)), "60", plain), body: retryIn(60)}},
+			{header: []string{"X-API-Key", "b", "X-Plan", "pro"}, want: want{status: 200, handled: true, header: xrl(3, 2, epoch(60))}},
+			{header: []string{"X-API-Key", "c", "X-Plan", "gold"}, want: want{status: 200, handled: true, header: xrl(2, 1, epoch(60))}},
+			{header: []string{"X-API-Key", "c"}, want: want{status: 200, handled: true, header: xrl(2, 0, epoch(60))}},
+		},
+	},
+	{
+		// The policies of each API key come from the application's data, cached by the guard.
+		name: "resolver",
+		build: func(e *env) Config {
+			return opts(e.limiter(fixed("default", 1, time.Minute)),
+				ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")),
+				ratelimit.WithResolver(ratelimit.Resolver{Resolve: func(_ ratelimit.Request, key string) ([]ratelimit.Policy, error) {
+					if key == "hdr:x-api-key:gold" {
+						return []ratelimit.Policy{fixed("gold", 3, time.Minute)}, nil
+					}
+					return nil, nil
+				}}))
+		},
+		steps: []step{
+			{header: []string{"X-API-Key", "gold"}, want: want{status: 200, handled: true, header: xrl(3, 2, epoch(60))}},
+			{header: []string{"X-API-Key", "gold"}, want: want{status: 200, handled: true, header: xrl(3, 1, epoch(60))}},
+			{header: []string{"X-API-Key", "lead"}, want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
+			{header: []string{"X-API-Key", "lead"}, want: want{status: 429, header: denied(xrl(1, 0, epoch(60)), "60", plain), body: retryIn(60)}},
+		},
+	},
+	{
+		// Every framework reads the request's host as its Host header.
+		name: "key by host",
+		build: func(e *env) Config {
+			return opts(e.limiter(fixed("host", 1, time.Minute)), ratelimit.WithKey(ratelimit.KeyByHeader("Host")))
+		},
+		steps: []step{
+			{target: "http://a.example/items/1", want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
+			{target: "http://a.example/items/2", want: want{status: 429, header: denied(xrl(1, 0, epoch(60)), "60", plain), body: retryIn(60)}},
+			{target: "http://b.example/items/1", want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
+		},
+	},
 }, tooCostly()...)
 
 // tooCostly returns a case per algorithm: a cost far above the capacity, up to

@@ -1,0 +1,157 @@
+package ratelimit
+
+import (
+	"container/list"
+	"crypto/sha256"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// opResolve names a Resolver's failure in the guard's errors.
+const opResolve = "resolving the policies of the client"
+
+// maxShared bounds how many distinct policy lists a resolver cache keeps compiled for the keys
+// that share them.
+const maxShared = 1024
+
+// resolverCache keeps a [Resolver]'s answers: the limiter of each key, for a TTL, at most Size
+// keys, the least recently used going first. Keys that resolve to the same policies share one
+// limiter.
+type resolverCache struct {
+	g   *Guard
+	r   Resolver
+	fit func(*Limiter) error // what the guard's options need of the policies
+
+	mu      sync.Mutex
+	entries map[string]*resolution
+	lru     list.List           // of *resolution, the most recently used first
+	shared  map[string]*Limiter // by policies' signature
+}
+
+// resolution is the answer for one key, or the promise of it while Resolve runs.
+type resolution struct {
+	id      string
+	limiter *Limiter
+	expires time.Time
+	done    bool
+	ready   chan struct{} // closed when done
+	elem    *list.Element
+}
+
+func newResolverCache(g *Guard, gc *guardConfig) *resolverCache {
+	return &resolverCache{g: g, r: *gc.resolver, fit: gc.fits, entries: map[string]*resolution{}, shared: map[string]*Limiter{}}
+}
+
+// limiter returns the limiter of request r, whose key is key: the cached answer, or Resolve's.
+func (c *resolverCache) limiter(r Request, key string) *Limiter {
+	id := cacheID(key)
+	c.mu.Lock()
+	e, ok := c.entries[id]
+	if ok && (!e.done || c.g.clock.Now().Before(e.expires)) {
+		c.lru.MoveToFront(e.elem)
+		if e.done {
+			l := e.limiter
+			c.mu.Unlock()
+			return l
+		}
+		c.mu.Unlock()
+		select {
+		case <-e.ready:
+			return e.limiter // written before ready was closed
+		case <-r.Context().Done():
+			return c.g.limiter // the request is over; its decision hardly matters
+		}
+	}
+	if ok {
+		c.lru.Remove(e.elem)
+	}
+	e = &resolution{id: id, ready: make(chan struct{})}
+	e.elem = c.lru.PushFront(e)
+	c.entries[id] = e
+	for c.lru.Len() > c.r.Size {
+		old := c.lru.Remove(c.lru.Back()).(*resolution)
+		delete(c.entries, old.id)
+	}
+	c.mu.Unlock()
+
+	l, ttl := c.g.limiter, min(resolverRetry, c.r.TTL)
+	defer func() { // also when Resolve panics, so that no request waits for ever
+		c.mu.Lock()
+		e.limiter, e.expires, e.done = l, c.g.clock.Now().Add(ttl), true
+		c.mu.Unlock()
+		close(e.ready)
+	}()
+	policies, err := c.r.Resolve(r, key)
+	if err == nil && len(policies) > 0 {
+		var resolved *Limiter
+		if resolved, err = c.compile(policies); err == nil {
+			l = resolved
+		}
+	}
+	if err != nil {
+		c.g.onError(r, &opError{opResolve, nil, err})
+		return l
+	}
+	ttl = c.r.TTL
+	return l
+}
+
+// compile returns the limiter of policies over the guard's store, shared with the keys that
+// resolved to the same policies.
+func (c *resolverCache) compile(policies []Policy) (*Limiter, error) {
+	sig := signature(policies)
+	c.mu.Lock()
+	l, ok := c.shared[sig]
+	c.mu.Unlock()
+	if ok {
+		return l, nil
+	}
+	l, err := c.g.limiter.with(policies)
+	if err == nil {
+		err = c.fit(l)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if len(c.shared) >= maxShared {
+		clear(c.shared)
+	}
+	c.shared[sig] = l
+	c.mu.Unlock()
+	return l, nil
+}
+
+// signature identifies a list of policies by every field that New reads.
+func signature(policies []Policy) string {
+	var b []byte
+	for _, p := range policies {
+		alg := ""
+		if p.Algorithm != nil {
+			alg = p.Algorithm.Name()
+		}
+		b = append(b, p.Name...)
+		b = append(b, 0)
+		b = append(b, alg...)
+		b = append(b, 0)
+		b = strconv.AppendInt(b, p.Limit, 10)
+		b = append(b, 0)
+		b = strconv.AppendInt(b, int64(p.Window), 10)
+		b = append(b, 0)
+		b = strconv.AppendInt(b, p.Burst, 10)
+		b = strconv.AppendBool(b, p.Shadow)
+		b = append(b, 1)
+	}
+	return string(b)
+}
+
+// cacheID is the key a resolution is kept under: key itself, or when it is longer than 64
+// bytes its SHA-256 digest, so that a cache entry stays small whatever the client sends.
+func cacheID(key string) string {
+	if len(key) <= maxPlainKey {
+		return key
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "#" + string(sum[:])
+}

@@ -1,0 +1,274 @@
+package ratelimit_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+)
+
+// plans is the application's data of TestResolver: the policies of each API key, and how many
+// times each key was asked for.
+type plans struct {
+	mu    sync.Mutex
+	limit map[string]int64 // by key; absent: the limiter's own policies
+	fail  map[string]error
+	asked map[string]int
+}
+
+func (p *plans) resolve(_ ratelimit.Request, key string) ([]ratelimit.Policy, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.asked[key]++
+	if err := p.fail[key]; err != nil {
+		return nil, err
+	}
+	if n, ok := p.limit[key]; ok {
+		return []ratelimit.Policy{fixed(n, time.Minute, "plan")}, nil
+	}
+	return nil, nil
+}
+
+func (p *plans) times(key string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.asked[key]
+}
+
+// resolverGuard returns a guard keyed by X-API-Key whose limiter allows 1 per minute, with
+// the resolver r, on a memory store over clock, and the errors it reports.
+func resolverGuard(t *testing.T, clock *fakeClock, r ratelimit.Resolver) (*ratelimit.Guard, *[]error) {
+	t.Helper()
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), fixed(1, time.Minute, "default"))
+	var mu sync.Mutex
+	var errs []error
+	g, err := ratelimit.NewGuard(l, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.WithResolver(r),
+		ratelimit.WithErrorHandler(func(_ ratelimit.Request, err error) {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, &errs
+}
+
+func apiRequest(apiKey string) ratelimit.Request {
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.Header.Set("X-API-Key", apiKey)
+	return ratelimit.HTTPRequest(r)
+}
+
+// TestResolver: each key gets the policies Resolve returns for it, asked once per TTL; a key
+// Resolve knows nothing of, or whose resolution fails or is not valid, gets the limiter's own
+// policies, and a failure is reported and asked again after a second.
+func TestResolver(t *testing.T) {
+	clock := newFakeClock()
+	p := &plans{
+		limit: map[string]int64{"hdr:x-api-key:gold": 5, "hdr:x-api-key:bad": 0},
+		fail:  map[string]error{"hdr:x-api-key:down": errors.New("database down")},
+		asked: map[string]int{},
+	}
+	g, errs := resolverGuard(t, clock, ratelimit.Resolver{Resolve: p.resolve, TTL: 10 * time.Second})
+	limitOf := func(apiKey string) int64 {
+		t.Helper()
+		o := g.Check(apiRequest(apiKey))
+		return o.Decision.Limit
+	}
+	for i := range 3 {
+		if n := limitOf("gold"); n != 5 {
+			t.Fatalf("gold, request %d: limit %d, want 5", i, n)
+		}
+	}
+	if n := p.times("hdr:x-api-key:gold"); n != 1 {
+		t.Errorf("gold was resolved %d times in its TTL, want once", n)
+	}
+	clock.Advance(10 * time.Second)
+	limitOf("gold")
+	if n := p.times("hdr:x-api-key:gold"); n != 2 {
+		t.Errorf("after the TTL, gold was resolved %d times, want twice", n)
+	}
+
+	if n := limitOf("lead"); n != 1 {
+		t.Errorf("a key Resolve does not know: limit %d, want the limiter's 1", n)
+	}
+	limitOf("lead")
+	if n := p.times("hdr:x-api-key:lead"); n != 1 {
+		t.Errorf("a key without policies of its own was resolved %d times, want once: the answer is kept too", n)
+	}
+
+	for _, c := range []struct{ key, want string }{
+		{"down", "ratelimit: resolving the policies of the client: database down"},
+		{"bad", `resolving the policies of the client: invalid policy "plan": Limit is 0`},
+	} {
+		*errs = nil
+		if n := limitOf(c.key); n != 1 {
+			t.Errorf("%s: limit %d, want the limiter's 1", c.key, n)
+		}
+		limitOf(c.key)
+		if len(*errs) != 1 || !strings.Contains((*errs)[0].Error(), c.want) {
+			t.Errorf("%s: reported %v, want one error containing %q", c.key, *errs, c.want)
+		}
+		if n := p.times("hdr:x-api-key:" + c.key); n != 1 {
+			t.Errorf("%s: resolved %d times within a second of its failure, want once", c.key, n)
+		}
+	}
+	clock.Advance(time.Second)
+	limitOf("down")
+	if n := p.times("hdr:x-api-key:down"); n != 2 {
+		t.Errorf("a second after its failure, down was resolved %d times, want twice", n)
+	}
+}
+
+// TestResolverBounded: the cache holds at most Size keys, the least recently used going
+// first, and a long key takes no more room than a short one.
+func TestResolverBounded(t *testing.T) {
+	p := &plans{limit: map[string]int64{}, asked: map[string]int{}}
+	g, _ := resolverGuard(t, newFakeClock(), ratelimit.Resolver{Resolve: p.resolve, Size: 2})
+	long := strings.Repeat("k", 200) // kept as its digest
+	for _, k := range []string{"a", "b", "a", "c", "a", "b", long, long} {
+		g.Check(apiRequest(k))
+	}
+	// a, b: asked; a: kept; c evicts b (a was used since); a: kept; b evicts c; long evicts a;
+	// long: kept.
+	for k, want := range map[string]int{"a": 1, "b": 2, "c": 1, long: 1} {
+		if n := p.times("hdr:x-api-key:" + k); n != want {
+			t.Errorf("%.10s: resolved %d times, want %d", k, n, want)
+		}
+	}
+}
+
+// TestResolverOnceAtATime: requests of a key arriving while it is resolved wait for that
+// resolution rather than ask again.
+func TestResolverOnceAtATime(t *testing.T) {
+	var asked atomic.Int32
+	release := make(chan struct{})
+	resolve := func(ratelimit.Request, string) ([]ratelimit.Policy, error) {
+		asked.Add(1)
+		<-release
+		return []ratelimit.Policy{fixed(100, time.Minute, "plan")}, nil
+	}
+	g, _ := resolverGuard(t, newFakeClock(), ratelimit.Resolver{Resolve: resolve})
+	var wg sync.WaitGroup
+	limits := make([]int64, 16)
+	for i := range limits {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			limits[i] = g.Check(apiRequest("same")).Decision.Limit
+		}()
+	}
+	for asked.Load() == 0 {
+		time.Sleep(time.Millisecond) // until the first request resolves; no deadline
+	}
+	close(release)
+	wg.Wait()
+	if n := asked.Load(); n != 1 {
+		t.Errorf("Resolve ran %d times for one key, want once", n)
+	}
+	for i, n := range limits {
+		if n != 100 {
+			t.Errorf("request %d: limit %d, want the resolved 100", i, n)
+		}
+	}
+}
+
+// TestResolverPanics: a Resolve that panics panics the request (the server recovers it, as
+// for a handler), and leaves no other request waiting: the key gets the limiter's policies
+// until it is asked again.
+func TestResolverPanics(t *testing.T) {
+	calls := 0
+	resolve := func(ratelimit.Request, string) ([]ratelimit.Policy, error) {
+		calls++
+		if calls == 1 {
+			panic("boom")
+		}
+		return []ratelimit.Policy{fixed(7, time.Minute, "plan")}, nil
+	}
+	clock := newFakeClock()
+	g, _ := resolverGuard(t, clock, ratelimit.Resolver{Resolve: resolve})
+	func() {
+		defer func() {
+			if r := recover(); r != "boom" {
+				t.Errorf("recovered %v, want Resolve's panic", r)
+			}
+		}()
+		g.Check(apiRequest("k"))
+	}()
+	if n := g.Check(apiRequest("k")).Decision.Limit; n != 1 {
+		t.Errorf("right after the panic: limit %d, want the limiter's 1", n)
+	}
+	clock.Advance(time.Second)
+	if n := g.Check(apiRequest("k")).Decision.Limit; n != 7 {
+		t.Errorf("a second later: limit %d, want the resolved 7", n)
+	}
+}
+
+// TestResolverCountIf: CountIf refunds a request to the policies that charged it — the
+// resolved ones — and a resolved shaping policy, which CountIf cannot combine with, is a
+// reported error.
+func TestResolverCountIf(t *testing.T) {
+	clock := newFakeClock()
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), fixed(1, time.Minute, "default"))
+	resolve := func(_ ratelimit.Request, key string) ([]ratelimit.Policy, error) {
+		if key == "hdr:x-api-key:shaped" {
+			return []ratelimit.Policy{{Name: "queue", Limit: 5, Window: time.Second, Algorithm: algorithms.LeakyBucket{Shaping: true}}}, nil
+		}
+		return []ratelimit.Policy{fixed(2, time.Minute, "plan")}, nil
+	}
+	var reported []error
+	g, err := ratelimit.NewGuard(l, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")),
+		ratelimit.WithResolver(ratelimit.Resolver{Resolve: resolve}),
+		ratelimit.CountIf(func(status int) bool { return status >= 400 }),
+		ratelimit.WithErrorHandler(func(_ ratelimit.Request, err error) { reported = append(reported, err) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		o := g.Check(apiRequest("k"))
+		if !o.Proceed || o.Decision.Limit != 2 {
+			t.Fatalf("request %d: got proceed %v, limit %d; want every successful request refunded", i, o.Proceed, o.Decision.Limit)
+		}
+		g.Done(&o, http.StatusOK)
+	}
+	if o := g.Check(apiRequest("shaped")); o.Decision.Limit != 1 || len(reported) != 1 || !strings.Contains(reported[0].Error(), "CountIf cannot be combined") {
+		t.Errorf("a resolved shaping policy: limit %d, reported %v; want the limiter's policy and the error", o.Decision.Limit, reported)
+	}
+}
+
+func TestTiersAndResolverOptionErrors(t *testing.T) {
+	l := mustNew(t, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 10, Window: time.Minute})
+	tier := func(ratelimit.Request) string { return "" }
+	resolve := func(ratelimit.Request, string) ([]ratelimit.Policy, error) { return nil, nil }
+	shaping := ratelimit.Policy{Name: "queue", Limit: 10, Window: time.Second, Algorithm: algorithms.LeakyBucket{Shaping: true}}
+	for _, c := range []struct {
+		opts []ratelimit.Option
+		want string
+	}{
+		{[]ratelimit.Option{ratelimit.WithTiers(nil, map[string][]ratelimit.Policy{"a": {{Limit: 1, Window: time.Second}}})}, "WithTiers(nil, ...): give it a function"},
+		{[]ratelimit.Option{ratelimit.WithTiers(tier, nil)}, "WithTiers: give it the policies of at least one tier"},
+		{[]ratelimit.Option{ratelimit.WithTiers(tier, map[string][]ratelimit.Policy{"pro": {{Limit: 0, Window: time.Second}}})},
+			`WithTiers: tier "pro": ratelimit: invalid policy "gcra-0-per-1s": Limit is 0`},
+		{[]ratelimit.Option{ratelimit.WithTiers(tier, map[string][]ratelimit.Policy{"pro": nil})}, `WithTiers: tier "pro": ratelimit: New needs at least one policy`},
+		{[]ratelimit.Option{ratelimit.WithTiers(tier, map[string][]ratelimit.Policy{"q": {shaping}}), ratelimit.CountIf(func(int) bool { return true })},
+			`WithTiers: tier "q": CountIf cannot be combined with the shaping policy "queue"`},
+		{[]ratelimit.Option{ratelimit.WithResolver(ratelimit.Resolver{})}, "WithResolver: the Resolver has no Resolve function"},
+		{[]ratelimit.Option{ratelimit.WithResolver(ratelimit.Resolver{Resolve: resolve, TTL: -1})}, "WithResolver: the Resolver's TTL is -1ns"},
+		{[]ratelimit.Option{ratelimit.WithResolver(ratelimit.Resolver{Resolve: resolve, Size: -1})}, "WithResolver: the Resolver's Size is -1"},
+		{[]ratelimit.Option{ratelimit.WithResolver(ratelimit.Resolver{Resolve: resolve}), ratelimit.WithTiers(tier, map[string][]ratelimit.Policy{"a": {{Limit: 1, Window: time.Second}}})},
+			"WithTiers and WithResolver both choose the policies of a request"},
+	} {
+		_, err := ratelimit.NewGuard(l, c.opts...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want an error containing %q", err, c.want)
+		}
+	}
+}
