@@ -4,6 +4,7 @@ go 1.24
 
 require (
 	github.com/a7d3e0dd/ratelimit v0.1.0
+	github.com/fsnotify/fsnotify v1.9.0
 	gopkg.in/yaml.v3 v3.0.1
 )
 

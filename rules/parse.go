@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/a7d3e0dd/ratelimit"
 	"gopkg.in/yaml.v3"
@@ -31,11 +33,32 @@ const (
 	maxLabel    = 128 // bytes of a version or a tier
 )
 
-// Option configures [Parse].
+// Option configures [Parse], and an [Engine] and the documents its watchers parse. An option
+// that does not concern a function is ignored there.
 type Option func(*options)
 
 type options struct {
 	userKey any // the key KeyByUser reads; nil: the key "user" is refused
+
+	// An Engine's
+	tier     func(ratelimit.Request) string
+	guard    []ratelimit.Option
+	logger   *slog.Logger
+	reporter Reporter
+	poll     time.Duration // how often a watcher reads its source without being told; 0: its default
+	noNotify bool          // a file watcher polls only (tests of the fallback)
+	started  func()        // called by a watcher once it watches (tests)
+}
+
+// collect applies opts.
+func collect(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
 }
 
 // WithUserKey makes the key "user" available to rules: it is ratelimit.KeyByUser(key), the
@@ -53,12 +76,10 @@ func WithUserKey(key any) Option {
 // The error, when there is one, is [Errors]: every problem of the file, each with its line and
 // field (up to 100 of them).
 func Parse(name string, data []byte, opts ...Option) (*Set, error) {
-	var o options
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
+	return parse(name, data, collect(opts))
+}
+
+func parse(name string, data []byte, o options) (*Set, error) {
 	c := &checker{file: name, opts: o}
 	if len(data) > MaxFileSize {
 		c.add(nil, "", "the file is %d bytes; a rules file may be at most %d (1 MiB)", len(data), MaxFileSize)

@@ -53,8 +53,9 @@ func (c *checker) document(n *yaml.Node) *Set {
 	if len(c.errs) > 0 {
 		return nil
 	}
+	s.digest = contentVersion(s.rules)
 	if s.version == "" {
-		s.version = contentVersion(s.rules)
+		s.version = s.digest
 	}
 	return s
 }

@@ -14,6 +14,7 @@ import (
 // for concurrent use.
 type Set struct {
 	version string
+	digest  string // a hash of what the rules say: two Sets of the same digest limit alike
 	rules   []Rule
 
 	mux      *http.ServeMux    // every distinct pattern, registered to find the one a request matches

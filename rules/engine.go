@@ -1,0 +1,219 @@
+package rules
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/a7d3e0dd/ratelimit"
+)
+
+// Engine applies a rules [Set] to requests, and replaces it while they run: [Engine.Apply]
+// with a Set of your own, [Engine.WatchFile] with a file's as it changes, [Engine.WatchRedis]
+// with the fleet's rules kept in Redis. Its [Engine.Guard] is a ratelimit guard for every
+// framework:
+//
+//	e, err := rules.Open(ratelimit.NewRedisStore(client), "limits.yaml", rules.WithTier(planOf))
+//	go e.WatchFile(ctx, "limits.yaml")
+//	http.ListenAndServe(":8080", ratelimit.FromGuard(e.Guard())(mux))
+//
+// Each request is matched once, against the rules of one version ([Set.Match] with the tier
+// that [WithTier] names), and checked by the guard of the rule that matches, with the rule's
+// key, cost, fail mode and policies; a request that no rule matches is not limited. A swap is
+// atomic: a request sees the old rules or the new, never a mix, and a request under way when
+// the rules change completes under the rules it started with. Counts live in the store, keyed
+// by identity and policy: a rule whose policy keeps its name, algorithm and window keeps its
+// clients' counts across versions, whatever its limit (see ratelimit.StorageKey).
+//
+// An Engine is safe for concurrent use.
+type Engine struct {
+	store ratelimit.Store
+	opts  options
+	guard *ratelimit.Guard
+
+	mu      sync.Mutex // serializes Apply
+	current atomic.Pointer[applied]
+}
+
+// applied is one version of the rules, ready to check requests.
+type applied struct {
+	set    *Set
+	guards map[*Rule]*ratelimit.Guard
+}
+
+// Reporter is told of every rules document an Engine applies or refuses, to show the version
+// in use in metrics. The observers of the ratelimit prometheus and otel modules implement it.
+type Reporter interface {
+	// RulesApplied reports that the rules of version are in use.
+	RulesApplied(version string)
+	// RulesRejected reports a document refused (invalid, unreadable): the last good rules
+	// stay in use.
+	RulesRejected(err error)
+}
+
+// WithTier names the tier of each request — the client's plan, from a header your gateway
+// sets, a JWT claim, a value your authentication middleware stored — for the rules with a
+// tier. Without it every request's tier is "", and only the rules without a tier apply.
+func WithTier(tier func(ratelimit.Request) string) Option {
+	return func(o *options) { o.tier = tier }
+}
+
+// WithGuardOptions gives the guard of every rule these ratelimit options, before the rule's
+// own (key, cost, fail mode, policies), which win: trusted proxies, header style, timeout,
+// error handler and the like.
+func WithGuardOptions(opts ...ratelimit.Option) Option {
+	return func(o *options) { o.guard = append(o.guard, opts...) }
+}
+
+// WithLogger sets where an Engine logs the versions it applies and the documents it refuses
+// (default slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.logger = l }
+}
+
+// WithReporter sets the [Reporter] an Engine tells of each version, such as the prometheus
+// module's Observer.
+func WithReporter(r Reporter) Option {
+	return func(o *options) { o.reporter = r }
+}
+
+// NewEngine returns an engine that applies set, over store. The options configure the
+// engine, and are given to Parse for the documents its watchers read. It fails when a rule
+// cannot make a guard (an invalid option of WithGuardOptions, say).
+func NewEngine(store ratelimit.Store, set *Set, opts ...Option) (*Engine, error) {
+	if store == nil || set == nil {
+		return nil, fmt.Errorf("rules: NewEngine needs a store and a Set")
+	}
+	e := &Engine{store: store, opts: collect(opts)}
+	if e.opts.logger == nil {
+		e.opts.logger = slog.Default()
+	}
+	a, err := e.compile(set)
+	if err != nil {
+		return nil, err
+	}
+	e.current.Store(a)
+	e.guard = ratelimit.Switch(e.pick)
+	e.applied(set.Version(), "", "")
+	return e, nil
+}
+
+// Guard returns the guard that checks each request under the rules in use: give it to
+// ratelimit.FromGuard, or to the FromGuard of a framework's adapter.
+func (e *Engine) Guard() *ratelimit.Guard { return e.guard }
+
+// Set returns the rules in use.
+func (e *Engine) Set() *Set { return e.current.Load().set }
+
+// Version returns the version of the rules in use.
+func (e *Engine) Version() string { return e.Set().Version() }
+
+// Apply replaces the rules in use with set, atomically. When a rule of set cannot make a
+// guard, it returns the error and the rules in use stay.
+func (e *Engine) Apply(set *Set) error {
+	return e.apply(set, "Apply")
+}
+
+// apply applies set, read from source, logging and reporting the outcome.
+func (e *Engine) apply(set *Set, source string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if set == nil {
+		return e.rejected(source, fmt.Errorf("rules: Apply(nil)"))
+	}
+	a, err := e.compile(set)
+	if err != nil {
+		return e.rejected(source, err)
+	}
+	previous := e.current.Swap(a)
+	e.applied(set.Version(), previous.set.Version(), source)
+	return nil
+}
+
+// applyChanged applies set, read from source, unless it is the version in use and says
+// what the rules in use say.
+func (e *Engine) applyChanged(set *Set, source string) error {
+	if cur := e.Set(); cur.version == set.version && cur.digest == set.digest {
+		return nil
+	}
+	return e.apply(set, source)
+}
+
+// applied logs and reports a version put in use.
+func (e *Engine) applied(version, previous, source string) {
+	args := []any{"version", version, "rules", len(e.current.Load().set.rules)}
+	if source != "" {
+		args = append(args, "source", source, "previous", previous)
+	}
+	e.opts.logger.Info("ratelimit rules applied", args...)
+	if e.opts.reporter != nil {
+		e.opts.reporter.RulesApplied(version)
+	}
+}
+
+// rejected logs and reports a document refused, and returns err.
+func (e *Engine) rejected(source string, err error) error {
+	e.opts.logger.Error("ratelimit rules rejected; the last good rules stay in use",
+		"source", source, "version", e.Version(), "error", err)
+	if e.opts.reporter != nil {
+		e.opts.reporter.RulesRejected(err)
+	}
+	return err
+}
+
+// compile makes the guard of every rule of set.
+func (e *Engine) compile(set *Set) (*applied, error) {
+	a := &applied{set: set, guards: make(map[*Rule]*ratelimit.Guard, len(set.rules))}
+	for i := range set.rules {
+		r := &set.rules[i]
+		g, err := e.guardOf(r)
+		if err != nil {
+			return nil, fmt.Errorf("rules: version %s, rule %q: %w", set.version, r.Name, err)
+		}
+		a.guards[r] = g
+	}
+	return a, nil
+}
+
+// guardOf makes the guard of rule r.
+func (e *Engine) guardOf(r *Rule) (*ratelimit.Guard, error) {
+	l, err := ratelimit.New(e.store, r.Policies...)
+	if err != nil {
+		return nil, err
+	}
+	opts := append(slices.Clone(e.opts.guard), ratelimit.WithKey(r.key))
+	if cost := r.Cost; cost != 1 {
+		opts = append(opts, ratelimit.WithCost(func(ratelimit.Request) int64 { return cost }))
+	}
+	if r.FailClosed {
+		opts = append(opts, ratelimit.FailClosed(http.StatusServiceUnavailable))
+	}
+	return ratelimit.NewGuard(l, opts...)
+}
+
+// pick returns the guard of the rule that matches r under the rules in use, or nil.
+func (e *Engine) pick(r ratelimit.Request) *ratelimit.Guard {
+	a := e.current.Load()
+	tier := ""
+	if e.opts.tier != nil {
+		tier = e.opts.tier(r)
+	}
+	rule, ok := a.set.match(r, tier)
+	if !ok {
+		return nil
+	}
+	return a.guards[rule]
+}
+
+// match is Match for a request of any framework: the patterns see its method, host and path.
+func (s *Set) match(r ratelimit.Request, tier string) (*Rule, bool) {
+	var hr *http.Request
+	if s.mux != nil {
+		hr = &http.Request{Method: r.Method(), Host: r.Header("Host"), URL: &url.URL{Path: r.Path()}}
+	}
+	return s.Match(hr, tier)
+}
