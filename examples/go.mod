@@ -7,6 +7,7 @@ require (
 	github.com/a7d3e0dd/ratelimit/adapters/echo v0.1.0
 	github.com/a7d3e0dd/ratelimit/adapters/fiber v0.1.0
 	github.com/a7d3e0dd/ratelimit/adapters/gin v0.1.0
+	github.com/a7d3e0dd/ratelimit/rules v0.1.0
 	github.com/gin-gonic/gin v1.11.0
 	github.com/gofiber/fiber/v2 v2.52.15
 	github.com/labstack/echo/v4 v4.13.4
