@@ -76,4 +76,22 @@
 // the request's tier, else the one without a tier. When there is neither, the rules without a
 // pattern apply, in the same way, and not the rules of a less specific pattern: ServeMux names
 // one pattern. Give a pattern a rule without a tier when every tier should be limited there.
+//
+// # Rules in Redis
+//
+// The rules of a whole fleet live in Redis under one key, [DefaultRedisKey] ("rl:rules")
+// unless a deployment picks another: a hash that [Push] replaces and [Fetch] reads, with the
+// fields
+//
+//	version    the document's version (Set.Version)
+//	name       the file name it was pushed under, which picks its format and names its errors
+//	document   the document, byte for byte
+//	pushed_at  when it was pushed: Unix milliseconds of the Redis server's TIME
+//
+// Push validates the document first and writes nothing when it is invalid; then one script
+// call replaces the hash whole and publishes the new version on the channel named as the key.
+// [StoredVersion] reads the version alone, to poll cheaply. One key lives in one slot, so it
+// all works on a Redis Cluster too, where a PUBLISH reaches the subscribers of every node.
+// The ratelimit command (module github.com/a7d3e0dd/ratelimit/cmd/ratelimit) pushes, shows
+// and validates rules from the shell.
 package rules

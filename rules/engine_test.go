@@ -52,9 +52,9 @@ func (r *reporter) next(t *testing.T) string {
 	}
 }
 
-// doc is a rules document of one rule "api" keyed by API key, whose policy "per-minute" is a
+// limitsDoc is a rules document of one rule "api" keyed by API key, whose policy "per-minute" is a
 // fixed window of limit per minute, and a rule for the "pro" tier.
-func doc(version string, limit, proLimit int) []byte {
+func limitsDoc(version string, limit, proLimit int) []byte {
 	return []byte(strings.NewReplacer("VERSION", version, "LIMIT", strconv.Itoa(limit), "PRO", strconv.Itoa(proLimit)).Replace(`version: "VERSION"
 rules:
   - name: api
@@ -175,7 +175,7 @@ func TestEngineUnmatched(t *testing.T) {
 // TestEngineKeepsLastGood: a Set whose rule cannot make a guard is refused with the rule's
 // name, reported, and the rules in use stay.
 func TestEngineKeepsLastGood(t *testing.T) {
-	e, rep := engineFor(t, doc("v1", 2, 5), WithGuardOptions(ratelimit.CountIf(func(int) bool { return true })))
+	e, rep := engineFor(t, limitsDoc("v1", 2, 5), WithGuardOptions(ratelimit.CountIf(func(int) bool { return true })))
 	shaping, err := Parse("shaping.yaml", []byte(`version: v2
 rules:
   - name: queue
@@ -209,8 +209,8 @@ func TestEngineLogsVersions(t *testing.T) {
 	var buf bytes.Buffer
 	var mu sync.Mutex
 	logger := slog.New(slog.NewTextHandler(&lockedWriter{&mu, &buf}, nil))
-	e, _ := engineFor(t, doc("v1", 2, 5), WithLogger(logger))
-	v2, _ := Parse("limits.yaml", doc("v2", 3, 5))
+	e, _ := engineFor(t, limitsDoc("v1", 2, 5), WithLogger(logger))
+	v2, _ := Parse("limits.yaml", limitsDoc("v2", 3, 5))
 	if err := e.Apply(v2); err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 }
 
 func TestNewEngineErrors(t *testing.T) {
-	set, _ := Parse("a.yaml", doc("v1", 1, 1))
+	set, _ := Parse("a.yaml", limitsDoc("v1", 1, 1))
 	if _, err := NewEngine(nil, set); err == nil {
 		t.Error("NewEngine without a store succeeded")
 	}

@@ -62,12 +62,12 @@ func TestWatchFile(t *testing.T) {
 		{"polling", []Option{WithPollInterval(10 * time.Millisecond), withoutNotify()}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e, rep, path := watched(t, doc("v1", 2, 5), c.opts...)
-			replaceFile(t, path, doc("v2", 3, 5))
+			e, rep, path := watched(t, limitsDoc("v1", 2, 5), c.opts...)
+			replaceFile(t, path, limitsDoc("v2", 3, 5))
 			if ev := rep.next(t); ev != "applied v2" || e.Version() != "v2" {
 				t.Fatalf("after the change: %q, version %q; want v2 applied", ev, e.Version())
 			}
-			bad := strings.Replace(string(doc("v3", 4, 5)), "window: 1m}", "window: 1x}", 1)
+			bad := strings.Replace(string(limitsDoc("v3", 4, 5)), "window: 1m}", "window: 1x}", 1)
 			replaceFile(t, path, []byte(bad))
 			ev := rep.next(t)
 			if want := `rejected ` + path + `:6: rules[0].policies[0].window: "1x" is not a duration`; !strings.HasPrefix(ev, want) {
@@ -76,7 +76,7 @@ func TestWatchFile(t *testing.T) {
 			if v := e.Version(); v != "v2" {
 				t.Errorf("after a bad file, version %q in use; want the last good v2", v)
 			}
-			replaceFile(t, path, doc("v4", 4, 5))
+			replaceFile(t, path, limitsDoc("v4", 4, 5))
 			if ev := rep.next(t); ev != "applied v4" {
 				t.Fatalf("after the fix: %q, want v4 applied (and the bad file reported once)", ev)
 			}
@@ -91,8 +91,8 @@ func TestWatchFile(t *testing.T) {
 // TestWatchFileInPlace: a file rewritten in place (truncated, then written) is applied once it
 // settles.
 func TestWatchFileInPlace(t *testing.T) {
-	e, rep, path := watched(t, doc("v1", 2, 5), WithPollInterval(time.Hour))
-	if err := os.WriteFile(path, doc("v2", 3, 5), 0o644); err != nil {
+	e, rep, path := watched(t, limitsDoc("v1", 2, 5), WithPollInterval(time.Hour))
+	if err := os.WriteFile(path, limitsDoc("v2", 3, 5), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for e.Version() != "v2" {
