@@ -1,0 +1,185 @@
+package rules
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/redis/go-redis/v9"
+)
+
+// Intervals of the Redis watcher.
+const (
+	defaultRedisPoll = 30 * time.Second
+	redisCallTimeout = 5 * time.Second        // of each read of the rules
+	retryFirst       = 100 * time.Millisecond // after the subscription fails, then doubling
+	retryMax         = 5 * time.Second
+)
+
+// OpenRedis reads the rules stored in Redis at key ([Push], usually [DefaultRedisKey]) and
+// returns an engine that applies them over store; see [NewEngine] and [Engine.WatchRedis].
+func OpenRedis(ctx context.Context, store ratelimit.Store, client redis.UniversalClient, key string, opts ...Option) (*Engine, error) {
+	s, err := Fetch(ctx, client, key, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return NewEngine(store, s.Set, opts...)
+}
+
+// WatchRedis keeps the rules in use those stored in Redis at key by [Push] (usually
+// [DefaultRedisKey]): the fleet's rules, the same on every instance. It returns nil when ctx
+// ends. Run it in a goroutine of its own:
+//
+//	go e.WatchRedis(ctx, client, rules.DefaultRedisKey)
+//
+// It subscribes to the channel key, on which Push announces each version, and applies a new
+// version as soon as it is announced: within a round trip or two of the push. Each time the
+// subscription starts — the first time, and after any disconnection — it reads the stored
+// version, so an instance that was cut off while the rules changed catches up as soon as it
+// is back. It also reads the version every poll interval ([WithPollInterval], default 30 s),
+// in case an announcement is lost. A document that does not parse here (say, one keyed by
+// "user" without [WithUserKey]) is logged and reported once, and the last good rules stay.
+func (e *Engine) WatchRedis(ctx context.Context, client redis.UniversalClient, key string) error {
+	if err := checkRedisArgs("WatchRedis", client, key); err != nil {
+		return err
+	}
+	w := &redisWatch{e: e, client: client, key: key, source: "redis " + key}
+	ps := client.Subscribe(ctx, key)
+	defer ps.Close()
+	// A Receive waiting for a message does not see ctx end (go-redis reads until a deadline,
+	// and ctx has none): closing the subscription ends it.
+	defer context.AfterFunc(ctx, func() { ps.Close() })()
+
+	poll := e.opts.poll
+	if poll <= 0 {
+		poll = defaultRedisPoll
+	}
+	go w.poll(ctx, poll)
+
+	retry := retryFirst
+	for {
+		msg, err := ps.Receive(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			w.lost(err)
+			select { // go-redis dials and subscribes again at the next Receive
+			case <-ctx.Done():
+				return nil
+			case <-time.After(retry):
+			}
+			retry = min(2*retry, retryMax)
+			continue
+		}
+		retry = retryFirst
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" { // subscribed, maybe again: catch up
+				w.sync(ctx, "")
+				if e.opts.started != nil {
+					e.opts.started()
+				}
+			}
+		case *redis.Message:
+			w.sync(ctx, m.Payload)
+		}
+	}
+}
+
+// redisWatch is the state of one WatchRedis.
+type redisWatch struct {
+	e      *Engine
+	client redis.UniversalClient
+	key    string
+	source string
+
+	mu       sync.Mutex // serializes sync
+	rejected string     // the version last refused, so that it is reported once
+	failing  bool       // reading Redis failed last time: reported once until it works
+}
+
+// poll syncs every interval until ctx ends.
+func (w *redisWatch) poll(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			w.sync(ctx, "")
+		}
+	}
+}
+
+// sync applies the stored rules when their version is not the one in use. announced is the
+// version a message announced ("" when unknown): the stored one is read when it differs.
+func (w *redisWatch) sync(ctx context.Context, announced string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, redisCallTimeout)
+	defer cancel()
+	version := announced
+	if version == "" {
+		v, err := StoredVersion(ctx, w.client, w.key)
+		if err != nil {
+			w.failed(ctx, err)
+			return
+		}
+		version = v
+	}
+	if version == w.e.Version() || version == w.rejected {
+		w.failing = false
+		return
+	}
+	s, err := Fetch(ctx, w.client, w.key, asOptions(w.e.opts))
+	if err != nil {
+		w.failed(ctx, err)
+		if !errors.Is(err, ErrNoRules) && !unreachable(ctx, err) {
+			w.rejected = version // the document itself: reading it again will not help
+		}
+		return
+	}
+	w.failing = false
+	if err := w.e.applyChanged(s.Set, w.source); err != nil {
+		w.rejected = s.Version
+	}
+}
+
+// failed reports an error reading the rules, once until reading works again. The end of the
+// watch is no failure.
+func (w *redisWatch) failed(ctx context.Context, err error) {
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) || w.failing {
+		return
+	}
+	w.failing = true
+	_ = w.e.rejected(w.source, err)
+}
+
+// lost logs a subscription that failed; the watch subscribes again.
+func (w *redisWatch) lost(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failing {
+		return
+	}
+	w.failing = true
+	w.e.opts.logger.Warn("ratelimit rules: the subscription to Redis failed; subscribing again, then catching up",
+		"source", w.source, "version", w.e.Version(), "error", err)
+}
+
+// unreachable reports whether err is a failure to reach Redis, after which the same version
+// is read again, rather than a document that cannot be applied.
+func unreachable(ctx context.Context, err error) bool {
+	var ne net.Error
+	return ctx.Err() != nil || errors.As(err, &ne) || errors.Is(err, redis.ErrClosed)
+}
+
+// asOptions returns an Option that sets every option to o's.
+func asOptions(o options) Option {
+	return func(p *options) { *p = o }
+}

@@ -1,0 +1,219 @@
+package rules
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/faultproxy"
+	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+)
+
+// watching starts e.WatchRedis on key with client until the test ends, and returns once it
+// has subscribed and caught up. subscribed receives a value at every (re)subscription.
+func watching(t *testing.T, e *Engine, client redis.UniversalClient, key string, subscribed chan struct{}) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- e.WatchRedis(ctx, client, key) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("WatchRedis: %v", err)
+		}
+	})
+	select {
+	case <-subscribed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("WatchRedis did not subscribe in 30 s")
+	}
+}
+
+// redisEngine returns an engine over the memory store applying set, reporting to rep; its
+// watcher polls only once an hour, so a change can only come through the channel or a
+// resubscription.
+func redisEngine(t *testing.T, set *Set, rep *reporter, subscribed chan struct{}) *Engine {
+	t.Helper()
+	e, err := NewEngine(ratelimit.NewMemoryStore(), set, WithReporter(rep), WithLogger(slog.New(slog.DiscardHandler)),
+		WithPollInterval(time.Hour), whenStarted(func() {
+			select {
+			case subscribed <- struct{}{}:
+			default:
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.next(t) // its first version
+	return e
+}
+
+// TestWatchRedis: a pushed version is applied when it is announced; a stored document that
+// does not parse is reported once and the last good rules stay; the next good push applies.
+func TestWatchRedis(t *testing.T) {
+	onRedis(t, func(t *testing.T, client redis.UniversalClient) {
+		key := redistest.Prefix(t) + "rules"
+		if _, err := Push(t.Context(), client, key, "limits.yaml", limitsDoc("v1", 2, 5)); err != nil {
+			t.Fatal(err)
+		}
+		rep, subscribed := newReporter(), make(chan struct{}, 1)
+		e, err := OpenRedis(t.Context(), ratelimit.NewMemoryStore(), client, key, WithReporter(rep),
+			WithLogger(slog.New(slog.DiscardHandler)), WithPollInterval(time.Hour),
+			whenStarted(func() {
+				select {
+				case subscribed <- struct{}{}:
+				default:
+				}
+			}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev := rep.next(t); ev != "applied v1" {
+			t.Fatalf("OpenRedis: %q, want v1 applied", ev)
+		}
+		watching(t, e, client, key, subscribed)
+
+		if _, err := Push(t.Context(), client, key, "limits.yaml", limitsDoc("v2", 3, 5)); err != nil {
+			t.Fatal(err)
+		}
+		if ev := rep.next(t); ev != "applied v2" || e.Version() != "v2" {
+			t.Fatalf("after a push: %q, version %q; want v2 applied", ev, e.Version())
+		}
+		if w := serve(e, "GET", "/", "a", ""); w.Header().Get("X-RateLimit-Limit") != "3" {
+			t.Errorf("under v2: limit %q, want 3", w.Header().Get("X-RateLimit-Limit"))
+		}
+
+		// A document this instance cannot parse (written by hand here; Push would refuse it).
+		bad := strings.Replace(string(limitsDoc("v3", 4, 5)), "limit: 4", "limit: four", 1)
+		if err := client.HSet(t.Context(), key, "version", "v3", "document", bad).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := client.Publish(t.Context(), key, "v3").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if ev := rep.next(t); !strings.HasPrefix(ev, "rejected rules: the document at Redis key") || !strings.Contains(ev, `limits.yaml:6: rules[0].policies[0].limit: want an integer, got "four"`) {
+			t.Errorf("a bad document: %q, want its error with its line", ev)
+		}
+		if err := client.Publish(t.Context(), key, "v3").Err(); err != nil { // announced again
+			t.Fatal(err)
+		}
+		if _, err := Push(t.Context(), client, key, "limits.yaml", limitsDoc("v4", 5, 5)); err != nil {
+			t.Fatal(err)
+		}
+		if ev := rep.next(t); ev != "applied v4" {
+			t.Errorf("after the bad document and a good push: %q, want v4 applied (the bad one reported once)", ev)
+		}
+	})
+}
+
+// TestWatchRedisCatchesUp: an instance cut off from Redis while the rules change applies them
+// as soon as it is back, without waiting for its poll.
+func TestWatchRedisCatchesUp(t *testing.T) {
+	direct := redistest.Standalone(t)
+	key := redistest.Prefix(t) + "rules"
+	if _, err := Push(t.Context(), direct, key, "limits.yaml", limitsDoc("v1", 2, 5)); err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.Start(t, redistest.Addr(t))
+	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { client.Close() })
+	set, _ := Parse("limits.yaml", limitsDoc("v1", 2, 5))
+	rep, subscribed := newReporter(), make(chan struct{}, 1)
+	e := redisEngine(t, set, rep, subscribed)
+	watching(t, e, client, key, subscribed)
+
+	proxy.Refuse() // the subscription breaks; v2 is pushed meanwhile, unheard
+	if _, err := Push(t.Context(), direct, key, "limits.yaml", limitsDoc("v2", 3, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if e.Version() != "v1" {
+		t.Fatalf("cut off, the instance has %q; the test needs it to miss v2", e.Version())
+	}
+	if err := proxy.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ev := rep.next(t)
+		if ev == "applied v2" {
+			break
+		}
+		if !strings.HasPrefix(ev, "rejected ") { // reading may fail while the proxy refuses
+			t.Fatalf("after reconnecting: %q, want v2 applied", ev)
+		}
+	}
+}
+
+// TestFleetAppliesPush: 50 instances, each with its own connection, watch the rules; one push
+// reaches every one of them through the channel (their polls are an hour away). The time
+// from the push until the last applied it is logged, not asserted: it is a figure of the
+// machine.
+func TestFleetAppliesPush(t *testing.T) {
+	onRedis(t, func(t *testing.T, client redis.UniversalClient) {
+		key := redistest.Prefix(t) + "rules"
+		if _, err := Push(t.Context(), client, key, "limits.yaml", limitsDoc("v1", 2, 5)); err != nil {
+			t.Fatal(err)
+		}
+		const instances = 50
+		set, _ := Parse("limits.yaml", limitsDoc("v1", 2, 5))
+		var (
+			mu      sync.Mutex
+			applied = make(chan time.Time, instances)
+		)
+		for i := range instances {
+			rep, subscribed := newReporter(), make(chan struct{}, 1)
+			e := redisEngine(t, set, rep, subscribed)
+			watching(t, e, instanceClient(t, client), key, subscribed)
+			go func() {
+				for ev := range rep.events {
+					if ev == "applied v2" {
+						applied <- time.Now()
+						return
+					}
+					mu.Lock()
+					t.Errorf("instance %d: %q", i, ev)
+					mu.Unlock()
+				}
+			}()
+		}
+		start := time.Now()
+		if _, err := Push(t.Context(), client, key, "limits.yaml", limitsDoc("v2", 3, 5)); err != nil {
+			t.Fatal(err)
+		}
+		var took []time.Duration
+		for range instances {
+			select {
+			case at := <-applied:
+				took = append(took, at.Sub(start))
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%d of %d instances applied the push in 30 s", len(took), instances)
+			}
+		}
+		slices.Sort(took)
+		t.Logf("%d instances applied the push: median %v, slowest %v", instances, took[len(took)/2], took[len(took)-1])
+	})
+}
+
+// instanceClient returns a client of its own to the server or Cluster of client, as another
+// instance would have.
+func instanceClient(t *testing.T, client redis.UniversalClient) redis.UniversalClient {
+	t.Helper()
+	var c redis.UniversalClient
+	switch cc := client.(type) {
+	case *redis.Client:
+		c = redis.NewClient(&redis.Options{Addr: cc.Options().Addr, PoolSize: 2})
+	case *redis.ClusterClient:
+		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cc.Options().Addrs, PoolSize: 2})
+	default:
+		t.Fatalf("unknown client %T", client)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
