@@ -19,6 +19,8 @@
 //	ratelimit.store.errors         Int64Counter            {error}       kind (timeout, unavailable, breaker_open)
 //	ratelimit.breaker.open         Int64UpDownCounter      {breaker}     (none)
 //	ratelimit.breaker.transitions  Int64Counter            {transition}  to (open, closed)
+//	ratelimit.rules.version        Int64ObservableGauge    {version}     version
+//	ratelimit.rules.loads          Int64Counter            {load}        result (applied, rejected)
 //
 // ratelimit.decisions counts each policy's own verdict: a request checked against two
 // policies adds one to each, outcome "denied" only for the policy that refused it (a request
@@ -47,10 +49,21 @@
 // ratelimit.breaker.open is the number of open circuit breakers among the stores that report
 // to this Observer: 1 while the breaker of a single store is open, 0 when it is closed.
 //
+// The rules module's Engine reports to an Observer given to it with rules.WithReporter: the
+// Observer has its RulesApplied and RulesRejected methods, and this module does not depend on
+// the rules module. ratelimit.rules.version is 1, with one series: the version of the rules
+// last applied, which a rules document names (at most 128 bytes, which the rules module
+// checks). Its callback reports only that version, so the series of the version before goes.
+// An Observer given to several engines reports the version that any of them applied last.
+// Before any is applied, the gauge has no series. ratelimit.rules.loads counts the documents
+// applied and those rejected (invalid or unreadable: the last good rules stay in use, and the
+// version reported stays); both series are reported from the start, at 0.
+//
 // Exported to Prometheus by the OpenTelemetry Prometheus exporter, the instruments take the
 // names and labels of package ratelimitprom (ratelimit_decisions_total,
 // ratelimit_decision_duration_seconds, ...), so the alerting rules of
-// ratelimit/prometheus/alerts.yml apply to them too.
+// ratelimit/prometheus/alerts.yml apply to them too. One name differs: ratelimit.rules.version
+// becomes ratelimit_rules_version, where ratelimitprom has ratelimit_rules_version_info.
 //
 // # Cost
 //

@@ -23,14 +23,18 @@ func DefaultBuckets() []float64 { return slices.Clone(observe.Buckets) }
 
 // Observer records decisions, store errors and breaker changes as OpenTelemetry metrics (see
 // the package documentation for the instruments). It is a [ratelimit.Observer], to give to
-// stores with [ratelimit.WithObserver]. It is safe for concurrent use; one Observer may serve
-// many stores.
+// stores with [ratelimit.WithObserver]. It is also the Reporter of the rules module's Engine
+// (RulesApplied and RulesRejected), to give to it with rules.WithReporter; this module does not
+// depend on the rules module. It is safe for concurrent use; one Observer may serve many
+// stores and engines.
 type Observer struct {
-	decisions   metric.Int64ObservableCounter
-	duration    metric.Float64Histogram
-	storeErrors metric.Int64Counter
-	breakerOpen metric.Int64UpDownCounter
-	transitions metric.Int64Counter
+	decisions    metric.Int64ObservableCounter
+	duration     metric.Float64Histogram
+	storeErrors  metric.Int64Counter
+	breakerOpen  metric.Int64UpDownCounter
+	transitions  metric.Int64Counter
+	rulesVersion metric.Int64ObservableGauge
+	rulesLoads   metric.Int64Counter
 
 	// The options of every measurement, built once: an attribute set wrapped in an option
 	// allocates when it is built, not when it is used.
@@ -39,6 +43,9 @@ type Observer struct {
 	opened   []metric.AddOption
 	closed   []metric.AddOption
 	policies observe.Policies[policyCounts]
+	version  atomic.Pointer[[]metric.ObserveOption] // those of the rules version last applied; nil before any
+	applied  []metric.AddOption
+	rejected []metric.AddOption
 }
 
 // policyCounts are one policy's decisions, by source and then denied (0) or allowed (1), and
@@ -58,7 +65,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	m := mp.Meter(ScopeName)
 	o := &Observer{}
 	o.policies.New = newCounts // before the callback is registered
-	var errs [5]error
+	var errs [7]error
 	o.decisions, errs[0] = m.Int64ObservableCounter("ratelimit.decisions", metric.WithUnit("{decision}"),
 		metric.WithDescription("Verdicts of each rate-limit policy, by outcome and by what decided (store, denial_cache, fallback)."),
 		metric.WithInt64Callback(o.observe))
@@ -71,6 +78,11 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 		metric.WithDescription("Open circuit breakers of the rate-limit stores: 1 while a store's breaker is open."))
 	o.transitions, errs[4] = m.Int64Counter("ratelimit.breaker.transitions", metric.WithUnit("{transition}"),
 		metric.WithDescription("Circuit breaker changes of the rate-limit stores, by the state changed to."))
+	o.rulesVersion, errs[5] = m.Int64ObservableGauge("ratelimit.rules.version", metric.WithUnit("{version}"),
+		metric.WithDescription("The version of the rate-limit rules in use (the latest applied), with value 1."),
+		metric.WithInt64Callback(o.observeVersion))
+	o.rulesLoads, errs[6] = m.Int64Counter("ratelimit.rules.loads", metric.WithUnit("{load}"),
+		metric.WithDescription("Rate-limit rules documents applied or rejected (the last good rules stay in use), by result."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -82,12 +94,26 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	}
 	o.opened = addOptions(attribute.String("to", "open"))
 	o.closed = addOptions(attribute.String("to", "closed"))
+	o.applied = addOptions(attribute.String("result", "applied"))
+	o.rejected = addOptions(attribute.String("result", "rejected"))
+	// Both series exist from the start, at 0, so that the first rejection is an increase.
+	o.rulesLoads.Add(context.Background(), 0, o.applied...)
+	o.rulesLoads.Add(context.Background(), 0, o.rejected...)
 	return o, nil
 }
 
 // observe reports the decisions counted so far: the callback of ratelimit.decisions.
 func (o *Observer) observe(_ context.Context, obs metric.Int64Observer) error {
 	o.policies.Each(func(p *policyCounts) { p.observe(obs) })
+	return nil
+}
+
+// observeVersion reports the version of the rules in use: the callback of
+// ratelimit.rules.version.
+func (o *Observer) observeVersion(_ context.Context, obs metric.Int64Observer) error {
+	if opts := o.version.Load(); opts != nil {
+		obs.Observe(1, *opts...)
+	}
 	return nil
 }
 
@@ -129,6 +155,21 @@ func (o *Observer) BreakerChanged(open bool) {
 		o.breakerOpen.Add(ctx, -1)
 		o.transitions.Add(ctx, 1, o.closed...)
 	}
+}
+
+// RulesApplied implements the rules module's Reporter: ratelimit.rules.version reports
+// version (at most 128 bytes, as the rules module bounds it) in place of the version before,
+// and the load is counted as applied.
+func (o *Observer) RulesApplied(version string) {
+	opts := []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("version", version)))}
+	o.version.Store(&opts)
+	o.rulesLoads.Add(context.Background(), 1, o.applied...)
+}
+
+// RulesRejected implements the rules module's Reporter: the load is counted as rejected, and
+// the version reported stays, as the rules in use do.
+func (o *Observer) RulesRejected(error) {
+	o.rulesLoads.Add(context.Background(), 1, o.rejected...)
 }
 
 // newCounts returns the counts of the policy attribute, at zero.

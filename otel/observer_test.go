@@ -1,8 +1,10 @@
 package ratelimitotel_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -205,5 +207,120 @@ func TestDecidedDoesNotAllocate(t *testing.T) {
 	}
 	if got := m.decisions(t, "b", "allowed", "store"); got != 1002 {
 		t.Errorf("decisions counted: %d, want 1002", got) // AllocsPerRun runs it once more to warm up
+	}
+}
+
+// reporter is the Reporter of the rules module, which the Observer implements without this
+// module depending on it.
+type reporter interface {
+	RulesApplied(version string)
+	RulesRejected(err error)
+}
+
+var _ reporter = (*ratelimitotel.Observer)(nil)
+
+// versions returns the data points of ratelimit.rules.version: each version reported and its
+// value, none when the instrument reported nothing.
+func (m meter) versions(t testing.TB) map[string]int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := m.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			if mt.Name != "ratelimit.rules.version" {
+				continue
+			}
+			g, ok := mt.Data.(metricdata.Gauge[int64])
+			if !ok {
+				t.Fatal("ratelimit.rules.version is not an int64 gauge")
+			}
+			for _, dp := range g.DataPoints {
+				v, _ := dp.Attributes.Value("version")
+				got[v.AsString()] = dp.Value
+			}
+		}
+	}
+	return got
+}
+
+// The gauge reports the version last applied, and only it; a rejection is counted and leaves
+// it.
+func TestRulesVersion(t *testing.T) {
+	m := newMeter(t)
+	if got := m.versions(t); len(got) != 0 {
+		t.Errorf("versions %v before any is applied, want none", got)
+	}
+	loads := func(wantApplied, wantRejected int64) {
+		t.Helper()
+		s := m.metric(t, "ratelimit.rules.loads").Data.(metricdata.Sum[int64])
+		if !s.IsMonotonic || len(s.DataPoints) != 2 {
+			t.Errorf("ratelimit.rules.loads: monotonic %v, with %d series; want a counter with 2", s.IsMonotonic, len(s.DataPoints))
+		}
+		if got := m.sum(t, "ratelimit.rules.loads", attribute.String("result", "applied")); got != wantApplied {
+			t.Errorf("loads applied %d, want %d", got, wantApplied)
+		}
+		if got := m.sum(t, "ratelimit.rules.loads", attribute.String("result", "rejected")); got != wantRejected {
+			t.Errorf("loads rejected %d, want %d", got, wantRejected)
+		}
+	}
+	loads(0, 0)
+
+	var r reporter = m.Observer
+	r.RulesApplied("v1")
+	if got := m.versions(t); !maps.Equal(got, map[string]int64{"v1": 1}) {
+		t.Errorf("versions %v, want v1:1", got)
+	}
+	r.RulesApplied("v2")
+	r.RulesRejected(errors.New("limits.yaml:3: rules[0].policies: want a list"))
+	if got := m.versions(t); !maps.Equal(got, map[string]int64{"v2": 1}) {
+		t.Errorf("versions %v, want v2:1 alone", got)
+	}
+	loads(2, 1)
+}
+
+// Engines apply versions while the SDK collects; the last version applied is the one
+// reported.
+func TestRulesConcurrent(t *testing.T) {
+	m := newMeter(t)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				m.RulesApplied(fmt.Sprintf("v%d.%d", g, i))
+				m.RulesRejected(nil)
+			}
+			if got := m.versions(t); len(got) != 1 {
+				t.Errorf("versions %v, want one", got)
+			}
+		}()
+	}
+	wg.Wait()
+	m.RulesApplied("last")
+	if got := m.versions(t); !maps.Equal(got, map[string]int64{"last": 1}) {
+		t.Errorf("versions %v, want last:1 alone", got)
+	}
+	if got := m.sum(t, "ratelimit.rules.loads", attribute.String("result", "applied")); got != 8*50+1 {
+		t.Errorf("loads applied %d, want %d", got, 8*50+1)
+	}
+	if got := m.sum(t, "ratelimit.rules.loads", attribute.String("result", "rejected")); got != 8*50 {
+		t.Errorf("loads rejected %d, want %d", got, 8*50)
+	}
+}
+
+// RulesApplied builds the attributes of the version once, for every collection; RulesRejected
+// allocates nothing, with the SDK recording.
+func TestRulesReportAllocations(t *testing.T) {
+	m := newMeter(t)
+	err := errors.New("invalid")
+	if n := testing.AllocsPerRun(100, func() { m.RulesApplied("2026-11-23") }); n > 5 {
+		t.Errorf("RulesApplied allocates %v times, want at most 5", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { m.RulesRejected(err) }); n != 0 {
+		t.Errorf("RulesRejected allocates %v times, want 0", n)
 	}
 }

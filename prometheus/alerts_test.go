@@ -39,14 +39,15 @@ func TestAlerts(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// What the Observer exports once it has seen a decision and a store error, and the labels
-	// of each series name.
+	// What the Observer exports once it has seen a decision, a store error and a rules version,
+	// and the labels of each series name.
 	obs := ratelimitprom.New()
 	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs)), ratelimit.Policy{Limit: 1, Window: time.Hour})
 	if _, err := allow(l, "k"); err != nil {
 		t.Fatal(err)
 	}
 	obs.StoreFailed(ratelimit.ErrStoreTimeout)
+	obs.RulesApplied("v1")
 	labels := map[string][]string{}
 	for name, mf := range gather(t, obs) {
 		var names []string
@@ -90,7 +91,7 @@ func TestAlerts(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"RateLimitHighRejectionRate", "RateLimitStoreSlow", "RateLimitBreakerOpen", "RateLimitFallbackInUse", "RateLimitStoreErrors"}
+	want := []string{"RateLimitHighRejectionRate", "RateLimitStoreSlow", "RateLimitBreakerOpen", "RateLimitFallbackInUse", "RateLimitStoreErrors", "RateLimitRulesRejected"}
 	if strings.Join(alerts, " ") != strings.Join(want, " ") {
 		t.Errorf("alerts %v, want %v", alerts, want)
 	}

@@ -16,6 +16,8 @@
 //	ratelimit_store_errors_total          counter    kind (timeout, unavailable, breaker_open)
 //	ratelimit_breaker_open                gauge      (none)
 //	ratelimit_breaker_transitions_total   counter    to (open, closed)
+//	ratelimit_rules_version_info          gauge      version
+//	ratelimit_rules_loads_total           counter    result (applied, rejected)
 //
 // ratelimit_decisions_total counts each policy's own verdict: a request checked against two
 // policies adds one to each, outcome "denied" only for the policy that refused it (a request
@@ -43,8 +45,19 @@
 // ratelimit_breaker_open is the number of open circuit breakers among the stores that report
 // to this Observer: 1 while the breaker of a single store is open, 0 when it is closed.
 //
-// Every label value is known in advance, so the series are few and fixed: six per policy for
-// the decisions, three histograms, three error counters, a gauge and two transition counters.
+// The rules module's Engine reports to an Observer given to it with rules.WithReporter: the
+// Observer has its RulesApplied and RulesRejected methods, and this module does not depend on
+// the rules module. ratelimit_rules_version_info is 1, and has one series: the version of the
+// rules last applied, which a rules document names (at most 128 bytes, which the rules module
+// checks). When a version is applied, the series of the version before goes. An Observer
+// given to several engines shows the version that any of them applied last. Before any is
+// applied, the gauge has no series. ratelimit_rules_loads_total counts the documents applied
+// and those rejected (invalid or unreadable: the last good rules stay in use, and the version
+// shown stays).
+//
+// Every label value but the version is known in advance, so the series are few and fixed: six
+// per policy for the decisions, three histograms, three error counters, the breaker gauge, two
+// transition counters, the version gauge and two load counters.
 // To prefix the names or add constant labels, register the Observer through
 // [prometheus.WrapRegistererWithPrefix] or [prometheus.WrapRegistererWith].
 //
@@ -57,5 +70,5 @@
 //
 // The file alerts.yml next to this package holds example Prometheus alerting rules over these
 // metrics: a high rejection rate, a slow store, an open breaker, the fallback in use, store
-// errors.
+// errors, rules rejected.
 package ratelimitprom

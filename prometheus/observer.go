@@ -2,6 +2,8 @@ package ratelimitprom
 
 import (
 	"slices"
+	"strings"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -16,20 +18,27 @@ func DefaultBuckets() []float64 { return slices.Clone(observe.Buckets) }
 
 // Observer counts decisions, store errors and breaker changes as Prometheus metrics (see the
 // package documentation for their names). It is a [ratelimit.Observer], to give to stores
-// with [ratelimit.WithObserver], and a [prometheus.Collector], to register once. It is safe
-// for concurrent use; one Observer may serve many stores.
+// with [ratelimit.WithObserver], and a [prometheus.Collector], to register once. It is also
+// the Reporter of the rules module's Engine (RulesApplied and RulesRejected), to give to it
+// with rules.WithReporter; this module does not depend on the rules module. It is safe for
+// concurrent use; one Observer may serve many stores and engines.
 type Observer struct {
-	decisions   *prometheus.CounterVec
-	duration    *prometheus.HistogramVec
-	storeErrors *prometheus.CounterVec
-	breakerOpen prometheus.Gauge
-	transitions *prometheus.CounterVec
+	decisions    *prometheus.CounterVec
+	duration     *prometheus.HistogramVec
+	storeErrors  *prometheus.CounterVec
+	breakerOpen  prometheus.Gauge
+	transitions  *prometheus.CounterVec
+	rulesVersion *prometheus.Desc
+	rulesLoads   *prometheus.CounterVec
 
 	latency  [len(observe.Sources)]prometheus.Observer // by source
 	errors   [len(observe.Kinds)]prometheus.Counter
 	opened   prometheus.Counter
 	closed   prometheus.Counter
 	policies observe.Policies[policyCounters]
+	version  atomic.Pointer[string] // of the rules last applied; nil before any
+	applied  prometheus.Counter
+	rejected prometheus.Counter
 }
 
 // policyCounters are one policy's decision counters, by source and then denied (0) or
@@ -84,6 +93,13 @@ func New(opts ...Option) *Observer {
 			Name: "ratelimit_breaker_transitions_total",
 			Help: "Circuit breaker changes of the rate-limit stores, by the state changed to.",
 		}, []string{"to"}),
+		rulesVersion: prometheus.NewDesc("ratelimit_rules_version_info",
+			"The version of the rate-limit rules in use (the latest applied), with value 1.",
+			[]string{"version"}, nil),
+		rulesLoads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ratelimit_rules_loads_total",
+			Help: "Rate-limit rules documents applied or rejected (the last good rules stay in use), by result.",
+		}, []string{"result"}),
 	}
 	for i, s := range observe.Sources {
 		o.latency[i] = o.duration.WithLabelValues(s.String())
@@ -93,6 +109,8 @@ func New(opts ...Option) *Observer {
 	}
 	o.opened = o.transitions.WithLabelValues("open")
 	o.closed = o.transitions.WithLabelValues("closed")
+	o.applied = o.rulesLoads.WithLabelValues("applied")
+	o.rejected = o.rulesLoads.WithLabelValues("rejected")
 	o.policies.New = o.resolve
 	return o
 }
@@ -104,6 +122,8 @@ func (o *Observer) Describe(ch chan<- *prometheus.Desc) {
 	o.storeErrors.Describe(ch)
 	o.breakerOpen.Describe(ch)
 	o.transitions.Describe(ch)
+	ch <- o.rulesVersion
+	o.rulesLoads.Describe(ch)
 }
 
 // Collect implements [prometheus.Collector].
@@ -113,6 +133,10 @@ func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 	o.storeErrors.Collect(ch)
 	o.breakerOpen.Collect(ch)
 	o.transitions.Collect(ch)
+	if v := o.version.Load(); v != nil {
+		ch <- prometheus.MustNewConstMetric(o.rulesVersion, prometheus.GaugeValue, 1, *v)
+	}
+	o.rulesLoads.Collect(ch)
 }
 
 // Decided implements [ratelimit.Observer]: it observes the decision's latency and counts each
@@ -146,6 +170,21 @@ func (o *Observer) BreakerChanged(open bool) {
 		o.breakerOpen.Dec()
 		o.closed.Inc()
 	}
+}
+
+// RulesApplied implements the rules module's Reporter: ratelimit_rules_version_info shows
+// version (at most 128 bytes, as the rules module bounds it) in place of the version before,
+// and the load is counted as applied.
+func (o *Observer) RulesApplied(version string) {
+	version = strings.ToValidUTF8(version, "\uFFFD") // a label value is UTF-8; the rules module's versions are already
+	o.version.Store(&version)
+	o.applied.Inc()
+}
+
+// RulesRejected implements the rules module's Reporter: the load is counted as rejected, and
+// the version shown stays, as the rules in use do.
+func (o *Observer) RulesRejected(error) {
+	o.rejected.Inc()
 }
 
 // resolve returns the counters of the policy label.

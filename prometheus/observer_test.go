@@ -246,3 +246,96 @@ func TestDecidedDoesNotAllocate(t *testing.T) {
 		t.Errorf("decisions counted: %v, want 1002", got) // AllocsPerRun runs it once more to warm up
 	}
 }
+
+// reporter is the Reporter of the rules module, which the Observer implements without this
+// module depending on it.
+type reporter interface {
+	RulesApplied(version string)
+	RulesRejected(err error)
+}
+
+var _ reporter = (*ratelimitprom.Observer)(nil)
+
+// The gauge shows the version last applied, and only it; a rejection is counted and leaves it.
+func TestRulesVersion(t *testing.T) {
+	obs := ratelimitprom.New()
+	if n := testutil.CollectAndCount(obs, "ratelimit_rules_version_info"); n != 0 {
+		t.Errorf("%d version series before any version is applied, want 0", n)
+	}
+	loads := func(wantApplied, wantRejected float64) {
+		t.Helper()
+		if got := value(t, obs, "ratelimit_rules_loads_total", "result=applied"); got != wantApplied {
+			t.Errorf("loads applied %v, want %v", got, wantApplied)
+		}
+		if got := value(t, obs, "ratelimit_rules_loads_total", "result=rejected"); got != wantRejected {
+			t.Errorf("loads rejected %v, want %v", got, wantRejected)
+		}
+	}
+	loads(0, 0)
+
+	var r reporter = obs
+	r.RulesApplied("v1")
+	r.RulesApplied("v2")
+	r.RulesRejected(errors.New("limits.yaml:3: rules[0].policies: want a list"))
+	want := `
+# HELP ratelimit_rules_version_info The version of the rate-limit rules in use (the latest applied), with value 1.
+# TYPE ratelimit_rules_version_info gauge
+ratelimit_rules_version_info{version="v2"} 1
+`
+	if err := testutil.CollectAndCompare(obs, strings.NewReader(want), "ratelimit_rules_version_info"); err != nil {
+		t.Error(err)
+	}
+	loads(2, 1)
+
+	// Not a version of the rules module, which reads only UTF-8: collecting it does not fail.
+	r.RulesApplied("v\xff")
+	if got := value(t, obs, "ratelimit_rules_version_info", "version=v\uFFFD"); got != 1 {
+		t.Errorf("version v\\xff: %v, want 1 as v\uFFFD", got)
+	}
+}
+
+// Engines apply versions while the Observer is collected; the last version applied is the
+// one shown.
+func TestRulesConcurrent(t *testing.T) {
+	obs := ratelimitprom.New()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				obs.RulesApplied(fmt.Sprintf("v%d.%d", g, i))
+				obs.RulesRejected(nil)
+			}
+			if n := testutil.CollectAndCount(obs, "ratelimit_rules_version_info"); n != 1 {
+				t.Errorf("%d version series, want 1", n)
+			}
+		}()
+	}
+	wg.Wait()
+	obs.RulesApplied("last")
+	if got := value(t, obs, "ratelimit_rules_version_info", "version=last"); got != 1 {
+		t.Errorf("version last: %v, want 1", got)
+	}
+	if n := testutil.CollectAndCount(obs, "ratelimit_rules_version_info"); n != 1 {
+		t.Errorf("%d version series, want 1", n)
+	}
+	if got := value(t, obs, "ratelimit_rules_loads_total", "result=applied"); got != 8*50+1 {
+		t.Errorf("loads applied %v, want %d", got, 8*50+1)
+	}
+	if got := value(t, obs, "ratelimit_rules_loads_total", "result=rejected"); got != 8*50 {
+		t.Errorf("loads rejected %v, want %d", got, 8*50)
+	}
+}
+
+// RulesApplied keeps a copy of the version, and RulesRejected allocates nothing.
+func TestRulesReportAllocations(t *testing.T) {
+	obs := ratelimitprom.New()
+	err := errors.New("invalid")
+	if n := testing.AllocsPerRun(100, func() { obs.RulesApplied("2026-11-23") }); n > 1 {
+		t.Errorf("RulesApplied allocates %v times, want at most 1", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { obs.RulesRejected(err) }); n != 0 {
+		t.Errorf("RulesRejected allocates %v times, want 0", n)
+	}
+}
