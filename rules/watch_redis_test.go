@@ -216,4 +216,3 @@ func instanceClient(t *testing.T, client redis.UniversalClient) redis.UniversalC
 	t.Cleanup(func() { c.Close() })
 	return c
 }
-
