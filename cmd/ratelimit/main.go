@@ -1,9 +1,12 @@
 // Command ratelimit is the operator's toolbox of the ratelimit library: it validates rules
-// files, pushes them to Redis for a whole fleet and shows the version in force.
+// files, pushes them to Redis for a whole fleet, shows the version in force, and inspects or
+// resets what one client has used.
 //
 //	ratelimit validate FILE...                           check rules files
 //	ratelimit push -redis ADDR FILE                      validate a rules file and store it in Redis
 //	ratelimit version -redis ADDR                        the rules stored in Redis: version, file, time
+//	ratelimit inspect -redis ADDR -rule NAME IDENTITY    what an identity has left under a rule
+//	ratelimit reset -redis ADDR -rule NAME IDENTITY      forget what an identity has used under a rule
 //	ratelimit simulate [-out dir]                        draw every algorithm under the same traffic
 //
 // Install it with
@@ -20,6 +23,15 @@
 // environment variable REDIS_PASSWORD. The rules live at -key, rules.DefaultRedisKey ("rl:rules")
 // by default, in the format package rules documents (see rules.Push). Every command gives up
 // on Redis after -timeout (10s).
+//
+// # Identities
+//
+// inspect and reset take the identity as the limiter sees it, the key that the rule's key
+// made, such as hdr:x-api-key:abc, or for a key of several parts, joined by ratelimit.KeyJoin,
+// "12:ip:192.0.2.1|17:route:/search/{q}". Rather than write that, give the parts with -ip,
+// -route, -method, -api-key, -header "Name: value" and -user, and the command makes the
+// identity with the rule's own key function. "ratelimit inspect -h" shows what each part of a
+// key makes.
 //
 // # Rules keyed by user
 //
@@ -50,6 +62,8 @@ var commands = []command{
 	{"validate", "check rules files and print their versions, or every problem", validateCmd},
 	{"push", "validate a rules file and store it in Redis, for every instance to load", pushCmd},
 	{"version", "show the rules stored in Redis: version, file name, when pushed", versionCmd},
+	{"inspect", "show what an identity has left under a rule's policies", inspectCmd},
+	{"reset", "forget what an identity has used under a rule's policies", resetCmd},
 	{"simulate", "drive every algorithm with the same traffic on a fake clock and draw SVG charts", simulateCmd},
 }
 

@@ -68,6 +68,14 @@ func TestUsage(t *testing.T) {
 		{[]string{"push", "-h"}, 0, "-password", ""},
 		{[]string{"version", "-redis", "localhost:6379", "extra"}, 2, "", `unexpected arguments ["extra"]`},
 		{[]string{"version", "-h"}, 0, "usage: ratelimit version", ""},
+		{[]string{"inspect", "-redis", "localhost:6379", "x"}, 2, "", "-rule is required"},
+		{[]string{"inspect", "-redis", "localhost:6379", "-rule", "api"}, 2, "", "give the IDENTITY, or the parts of the rule's key"},
+		{[]string{"inspect", "-redis", "localhost:6379", "-rule", "api", "-ip", "192.0.2.1", "ip:192.0.2.1"}, 2, "", "not both"},
+		{[]string{"inspect", "-redis", "localhost:6379", "-rule", "api", "-prefix", "a{b}", "x"}, 2, "", "-prefix \"a{b}\" holds '{' or '}'"},
+		{[]string{"inspect", "-redis", "localhost:6379", "-rule", "api", "-header", "X-Tenant", "x"}, 2, "", `invalid value "X-Tenant" for flag -header: "X-Tenant" is not "Name: value"`},
+		{[]string{"inspect", "-h"}, 0, "12:ip:192.0.2.1|17:route:/search/{q}", ""},
+		{[]string{"reset", "-redis", "localhost:6379", "-rule", "api", "a", "b"}, 2, "", `unexpected arguments ["b"]`},
+		{[]string{"reset", "-h"}, 0, "Limiter.Reset", ""},
 	} {
 		r := cli(t, tc.args...)
 		if r.code != tc.code || !strings.Contains(r.stdout, tc.inStdout) || !strings.Contains(r.stderr, tc.inStderr) {

@@ -189,6 +189,9 @@ func TestRedisDown(t *testing.T) {
 	for _, args := range [][]string{
 		{"push", "-redis", addr, good},
 		{"version", "-redis", addr},
+		{"inspect", "-redis", addr, "-rule", "api", "hdr:x-api-key:abc"},
+		{"inspect", "-redis", addr, "-file", good, "-rule", "api", "hdr:x-api-key:abc"},
+		{"reset", "-redis", addr, "-file", good, "-rule", "api", "hdr:x-api-key:abc"},
 	} {
 		r := cli(t, args...)
 		r.want(t, 1, "", "connection refused")
