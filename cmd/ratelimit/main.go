@@ -1,16 +1,53 @@
-// Command ratelimit is the toolbox of the ratelimit library. It has one subcommand so far:
+// Command ratelimit is the operator's toolbox of the ratelimit library: it validates rules
+// files, pushes them to Redis for a whole fleet, shows the version in force, and inspects or
+// resets what one client has used.
 //
-//	ratelimit simulate [-out dir]   draw every algorithm under the same traffic, as SVG charts
+//	ratelimit validate FILE...                           check rules files
+//	ratelimit push -redis ADDR FILE                      validate a rules file and store it in Redis
+//	ratelimit version -redis ADDR                        the rules stored in Redis: version, file, time
+//	ratelimit inspect -redis ADDR -rule NAME IDENTITY    what an identity has left under a rule
+//	ratelimit reset -redis ADDR -rule NAME IDENTITY      forget what an identity has used under a rule
+//	ratelimit simulate [-out dir]                        draw every algorithm under the same traffic
 //
-// Run it from the repository with go run:
+// Install it with
 //
-//	go run ./cmd/ratelimit simulate -out docs/pictures
+//	go install github.com/a7d3e0dd/ratelimit/cmd/ratelimit@latest
+//
+// or run it from a checkout of the repository, such as go run ./cmd/ratelimit simulate.
+// Every command has -h. The exit code is 0 on success, 1 on a failure, 2 on a usage error.
+//
+// # Redis
+//
+// -redis is host:port. Several comma-separated addresses are the seed nodes of a Redis Cluster;
+// -cluster makes a single address a Cluster's. The password is -password, or else the
+// environment variable REDIS_PASSWORD. The rules live at -key, rules.DefaultRedisKey ("rl:rules")
+// by default, in the format package rules documents (see rules.Push). Every command gives up
+// on Redis after -timeout (10s).
+//
+// # Identities
+//
+// inspect and reset take the identity as the limiter sees it, the key that the rule's key
+// made, such as hdr:x-api-key:abc, or for a key of several parts, joined by ratelimit.KeyJoin,
+// "12:ip:192.0.2.1|17:route:/search/{q}". Rather than write that, give the parts with -ip,
+// -route, -method, -api-key, -header "Name: value" and -user, and the command makes the
+// identity with the rule's own key function. "ratelimit inspect -h" shows what each part of a
+// key makes.
+//
+// # Rules keyed by user
+//
+// A rule keyed by "user" names a Go value in the application (rules.WithUserKey), which a file
+// cannot. The command validates and pushes such files all the same, with a placeholder of its
+// own; the identity is user:<id> whatever the application's key.
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/a7d3e0dd/ratelimit/rules"
 )
 
 // command is one subcommand: run gets the arguments after its name and returns the exit code.
@@ -22,6 +59,11 @@ type command struct {
 
 // commands lists the subcommands, in the order the usage shows them.
 var commands = []command{
+	{"validate", "check rules files and print their versions, or every problem", validateCmd},
+	{"push", "validate a rules file and store it in Redis, for every instance to load", pushCmd},
+	{"version", "show the rules stored in Redis: version, file name, when pushed", versionCmd},
+	{"inspect", "show what an identity has left under a rule's policies", inspectCmd},
+	{"reset", "forget what an identity has used under a rule's policies", resetCmd},
 	{"simulate", "drive every algorithm with the same traffic on a fake clock and draw SVG charts", simulateCmd},
 }
 
@@ -60,4 +102,85 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, `Run "ratelimit <command> -h" for a command's flags.`)
+}
+
+// flags are the flags of a subcommand, with its help.
+type flags struct {
+	*flag.FlagSet
+	name, synopsis, about string
+	stdout, stderr        io.Writer
+}
+
+// newFlags returns the flags of the subcommand name, whose help shows the synopsis (what
+// follows the name) and about, a text of whole lines, before the flags.
+func newFlags(name, synopsis, about string, stdout, stderr io.Writer) *flags {
+	fs := flag.NewFlagSet("ratelimit "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // the errors are reported by parse, the help by help
+	fs.Usage = func() {}
+	return &flags{FlagSet: fs, name: name, synopsis: synopsis, about: about, stdout: stdout, stderr: stderr}
+}
+
+// help prints the command's help on stdout.
+func (f *flags) help() {
+	fmt.Fprintf(f.stdout, "usage: ratelimit %s %s\n\n%s\nflags:\n", f.name, f.synopsis, f.about)
+	f.SetOutput(f.stdout)
+	f.PrintDefaults()
+	f.SetOutput(io.Discard)
+}
+
+// parse parses the command's arguments, flags before, between or after the others (all after
+// "--" are others), and returns the others, of which there must be min to max (max < 0: any
+// number); what names them in errors. When the command is not to run, ok is false and code
+// its exit code: 0 after -h, which prints the help, 2 for a usage error, which it reports.
+func (f *flags) parse(args []string, what string, min, max int) (others []string, code int, ok bool) {
+	for {
+		if err := f.Parse(args); errors.Is(err, flag.ErrHelp) {
+			f.help()
+			return nil, 0, false
+		} else if err != nil {
+			return nil, f.usageError("%v", err), false
+		}
+		rest := f.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			others = append(others, rest...)
+			break
+		}
+		others, args = append(others, rest[0]), rest[1:]
+	}
+	switch {
+	case len(others) > max && max >= 0:
+		return nil, f.usageError("unexpected arguments %q", others[max:]), false
+	case len(others) < min:
+		return nil, f.usageError("missing %s", what), false
+	}
+	return others, 0, true
+}
+
+// usageError reports a usage error on one line and returns the exit code 2.
+func (f *flags) usageError(format string, args ...any) int {
+	fmt.Fprintf(f.stderr, "%s: %s (see ratelimit %s -h)\n", f.Name(), fmt.Sprintf(format, args...), f.name)
+	return 2
+}
+
+// fail reports the error that ended the command and returns the exit code 1: the problems of
+// a rules file one a line as they are ("file:line: field: message"), anything else after the
+// command's name.
+func (f *flags) fail(err error) int {
+	if errs, ok := err.(rules.Errors); ok {
+		fmt.Fprintln(f.stderr, errs.Error())
+	} else {
+		fmt.Fprintf(f.stderr, "%s: %v\n", f.Name(), err)
+	}
+	return 1
+}
+
+// plural returns n and noun, in the plural unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

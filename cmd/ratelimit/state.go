@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/rules"
+)
+
+// What one identity has used under one rule: inspect shows it, reset forgets it.
+
+// defaultPrefix is the storage prefix of the core's stores when the application sets none.
+const defaultPrefix = "rl:"
+
+// stateSynopsis is the synopsis of inspect and reset.
+const stateSynopsis = redisSynopsis + " [-prefix " + defaultPrefix + "] [-file FILE] -rule NAME (IDENTITY | -ip ADDR -route PATTERN ...)"
+
+// stateFlags address one identity under one rule: the rules (in Redis, or a file), the rule,
+// the store's prefix and the identity.
+type stateFlags struct {
+	redis  *redisFlags
+	prefix string
+	file   string
+	rule   string
+	parts  *partFlags
+}
+
+// addStateFlags defines the flags of inspect and reset on fs.
+func addStateFlags(fs *flags) *stateFlags {
+	s := &stateFlags{redis: addRedisFlags(fs.FlagSet)}
+	fs.StringVar(&s.prefix, "prefix", defaultPrefix, "the storage `prefix` of the application's store (ratelimit.WithPrefix)")
+	fs.StringVar(&s.file, "file", "", "take the rule from this rules `file`, not from the rules in Redis (-key)")
+	fs.StringVar(&s.rule, "rule", "", "the `name` of the rule (required)")
+	s.parts = addPartFlags(fs.FlagSet)
+	return s
+}
+
+// state is one identity under one rule, with a limiter of the rule's policies over the Redis
+// store the application uses.
+type state struct {
+	rule     rules.Rule
+	source   string // where the rule comes from
+	identity string
+	prefix   string
+	limiter  *ratelimit.Limiter
+}
+
+// stateCmd runs the command name on one identity under one rule: it parses args, finds the rule
+// and the identity, builds the limiter, reads what each policy holds for the identity now,
+// and calls f with them. It returns the exit code: 2 after a usage error, 1 when anything
+// fails.
+func stateCmd(name, about string, args []string, stdout, stderr io.Writer, f func(ctx context.Context, st *state, now ratelimit.Decision) error) int {
+	fs := newFlags(name, stateSynopsis, about+"\n"+identityHelp, stdout, stderr)
+	s := addStateFlags(fs)
+	others, code, ok := fs.parse(args, "IDENTITY", 0, 1)
+	if !ok {
+		return code
+	}
+	switch err := s.redis.check(); {
+	case err != nil:
+		return fs.usageError("%v", err)
+	case s.rule == "":
+		return fs.usageError("-rule is required: the name of the rule")
+	case strings.ContainsAny(s.prefix, "{}"):
+		return fs.usageError("-prefix %q holds '{' or '}', which no store's prefix can", s.prefix)
+	case len(others) == 1 && s.parts.given():
+		return fs.usageError("give the IDENTITY or the parts of the rule's key, not both")
+	case len(others) == 0 && !s.parts.given():
+		return fs.usageError("%v", errNoIdentity)
+	}
+	client, ctx, cancel := s.redis.client()
+	defer cancel()
+	defer client.Close()
+
+	set, source, err := s.rules(ctx, client)
+	if err != nil {
+		return fs.fail(err)
+	}
+	st := &state{source: source, prefix: s.prefix}
+	if st.rule, err = find(set, s.rule); err != nil {
+		return fs.fail(err)
+	}
+	if len(others) == 1 {
+		st.identity = others[0]
+	} else if st.identity, err = s.parts.identity(&st.rule); err != nil {
+		return fs.usageError("%v", err)
+	}
+	if st.limiter, err = ratelimit.New(ratelimit.NewRedisStore(client, ratelimit.WithPrefix(s.prefix)), st.rule.Policies...); err != nil {
+		return fs.fail(err)
+	}
+	// A check of cost 0 charges nothing: it reads the state as it is (Peek reports the state
+	// after the request it asks about).
+	now, err := st.limiter.AllowN(ctx, st.identity, 0)
+	if err == nil {
+		err = f(ctx, st, now)
+	}
+	if err != nil {
+		return fs.fail(err)
+	}
+	return 0
+}
+
+// rules returns the rules of -file, or else those stored in Redis, and says where they are.
+func (s *stateFlags) rules(ctx context.Context, client redis.UniversalClient) (*rules.Set, string, error) {
+	if s.file != "" {
+		_, set, err := readRules(s.file)
+		if err != nil {
+			return nil, "", err
+		}
+		return set, fmt.Sprintf("file %s, version %s", s.file, set.Version()), nil
+	}
+	stored, err := rules.Fetch(ctx, client, s.redis.key, parseOptions...)
+	if err != nil {
+		return nil, "", noRules(err, s.redis.key)
+	}
+	return stored.Set, fmt.Sprintf("Redis key %s, version %s", s.redis.key, stored.Version), nil
+}
+
+// find returns the rule of set named name.
+func find(set *rules.Set, name string) (rules.Rule, error) {
+	all := set.Rules()
+	names := make([]string, len(all))
+	for i, r := range all {
+		if r.Name == name {
+			return r, nil
+		}
+		names[i] = r.Name
+	}
+	return rules.Rule{}, fmt.Errorf("no rule %q in version %s; its rules are %s", name, set.Version(), strings.Join(names, ", "))
+}
+
+// header writes what st is about.
+func (st *state) header(w io.Writer) {
+	fmt.Fprintf(w, "rule      %s (%s)\n", st.rule.Name, st.source)
+	fmt.Fprintf(w, "key       %s\n", strings.Join(st.rule.Key, " "))
+	fmt.Fprintf(w, "identity  %s\n", st.identity)
+}
+
+// inspectCmd shows what an identity has left under a rule's policies.
+func inspectCmd(args []string, stdout, stderr io.Writer) int {
+	return stateCmd("inspect", `Shows what IDENTITY has left under each policy of the rule -rule, as the application's
+limiter sees it: the rule's policies (from the rules in Redis, or -file) over the Redis
+store with the application's -prefix. For each policy: its limit, what remains now, when it
+is whole again, and whether a next request of cost 1 would be allowed (Limiter.Peek), with
+its storage key. Nothing is charged.
+`, args, stdout, stderr, func(ctx context.Context, st *state, now ratelimit.Decision) error {
+		next, err := st.limiter.Peek(ctx, st.identity)
+		if err != nil {
+			return err
+		}
+		st.header(stdout)
+		fmt.Fprintf(stdout, "cost      %d a request\n", st.rule.Cost)
+		fmt.Fprintf(stdout, "next      %s (a request of cost 1)\n\n", verdict(next.Allowed, next.RetryAfter))
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "POLICY\tALGORITHM\tLIMIT\tREMAINING\tWHOLE IN\tNEXT\tSTORAGE KEY")
+		for i, r := range now.Results() {
+			n := next.Results()[i]
+			verdict := verdict(n.Allowed, n.RetryAfter)
+			if r.Policy.Shadow {
+				verdict += " (shadow)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Policy.Name, r.Policy.Algorithm.Name(), limit(r.Policy),
+				r.Remaining, span(r.ResetAfter), verdict, ratelimit.StorageKey(st.prefix, st.identity, r.Policy))
+		}
+		return tw.Flush()
+	})
+}
+
+// resetCmd forgets what an identity has used under a rule's policies.
+func resetCmd(args []string, stdout, stderr io.Writer) int {
+	return stateCmd("reset", `Forgets what IDENTITY has used under each policy of the rule -rule (Limiter.Reset): its
+next request finds every policy whole. It prints, for each policy, what remained before and
+the storage key it deleted. The rule comes from the rules in Redis, or -file; the store is
+Redis with the application's -prefix.
+`, args, stdout, stderr, func(ctx context.Context, st *state, before ratelimit.Decision) error {
+		if err := st.limiter.Reset(ctx, st.identity); err != nil {
+			return err
+		}
+		st.header(stdout)
+		fmt.Fprintln(stdout)
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "RESET POLICY\tREMAINING BEFORE\tSTORAGE KEY")
+		for _, r := range before.Results() {
+			fmt.Fprintf(tw, "%s\t%d of %d\t%s\n", r.Policy.Name, r.Remaining, capacity(r.Policy), ratelimit.StorageKey(st.prefix, st.identity, r.Policy))
+		}
+		return tw.Flush()
+	})
+}
+
+// limit describes a policy's limit.
+func limit(p ratelimit.Policy) string {
+	if _, ok := p.Algorithm.(algorithms.InFlight); ok {
+		return fmt.Sprintf("%d at once, lease %s", p.Limit, window(p.Window))
+	}
+	s := fmt.Sprintf("%d per %s", p.Limit, window(p.Window))
+	if p.Burst != 0 && p.Burst != p.Limit {
+		s += fmt.Sprintf(", burst %d", p.Burst)
+	}
+	return s
+}
+
+// capacity is what a policy admits at once when whole: its burst, else its limit.
+func capacity(p ratelimit.Policy) int64 {
+	if p.Burst != 0 {
+		return p.Burst
+	}
+	return p.Limit
+}
+
+// window writes a duration without its zero units: 1h, 1m, 1h30m, 1.5s.
+func window(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// span writes a time to come, to the millisecond.
+func span(d time.Duration) string {
+	switch {
+	case d == ratelimit.Never:
+		return "never"
+	case d <= 0:
+		return "now"
+	}
+	return window(d.Round(time.Millisecond))
+}
+
+// verdict describes whether a request is allowed, and when it would be.
+func verdict(allowed bool, retryAfter time.Duration) string {
+	switch {
+	case allowed:
+		return "allowed"
+	case retryAfter == ratelimit.Never:
+		return "denied for ever (the cost is above the capacity)"
+	}
+	return "denied, retry in " + span(retryAfter)
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/rules"
+)
+
+// stateYAML has a rule of each kind of key. Every window is an hour or a day, so that what
+// the tests send is still counted, on the Redis server's clock, when the command looks.
+const stateYAML = `version: s1
+rules:
+  - name: api
+    match: {pattern: "/api/"}
+    key: api_key
+    policies:
+      - {name: per-hour, algorithm: sliding_window_log, limit: 5, window: 1h}
+      - {name: per-day, algorithm: token_bucket, limit: 100, window: 24h, burst: 10}
+  - name: search
+    match: {pattern: "GET /search/{q}"}
+    key: [ip, route]
+    policies:
+      - {name: per-hour, limit: 3, window: 1h}
+  - name: account
+    match: {pattern: "/account/"}
+    key: [user, "header:X-Tenant"]
+    policies:
+      - {name: per-hour, limit: 2, window: 1h, shadow: false}
+`
+
+// stateRules returns the rules of stateYAML, as the application parses them.
+func stateRules(t *testing.T) []rules.Rule {
+	t.Helper()
+	set, err := rules.Parse("limits.yaml", []byte(stateYAML), rules.WithUserKey(appUserKey{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set.Rules()
+}
+
+// app is the application: the rules of stateYAML, each through the core's middleware with its
+// key function, over the Redis store with prefix.
+func app(t *testing.T, client redis.UniversalClient, prefix string) http.Handler {
+	t.Helper()
+	mux := http.NewServeMux()
+	for _, rule := range stateRules(t) {
+		l, err := ratelimit.New(ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix)), rule.Policies...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+		mux.Handle(rule.Pattern, ratelimit.Middleware(l, ratelimit.WithKey(rule.KeyFunc()))(ok))
+	}
+	// The authentication in front of the limiter: the user's id in the context.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id := r.Header.Get("X-Test-User"); id != "" {
+			r = r.WithContext(context.WithValue(r.Context(), appUserKey{}, id))
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// send sends n requests to h, each made by req, and returns the status of the last.
+func send(h http.Handler, n int, req func() *http.Request) int {
+	var code int
+	for range n {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req())
+		code = w.Code
+	}
+	return code
+}
+
+var (
+	duration = regexp.MustCompile(`\b\d[\d.]*(h|ms|m|s|µs)[\d.hmsµ]*\b`)
+	blanks   = regexp.MustCompile(`[ \t]+`)
+)
+
+// timeless returns out with every duration written D and every run of blanks one space: what
+// does not change from one run of the command to the next while time passes.
+func timeless(out string) string {
+	return blanks.ReplaceAllString(duration.ReplaceAllString(out, "D"), " ")
+}
+
+// row checks that out has the row of a policy with the given remaining and next request.
+func row(t *testing.T, out, policy, limit, remaining, next string) {
+	t.Helper()
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(policy) + `\s+\S+\s+` + regexp.QuoteMeta(limit) + `\s+` + remaining + `\s+\S+\s+` + regexp.QuoteMeta(next))
+	if !re.MatchString(out) {
+		t.Errorf("no row %s | %s | %s remaining | %s in:\n%s", policy, limit, remaining, next, out)
+	}
+}
+
+// TestInspectReset: after traffic through the application's middleware, inspect shows what
+// each identity has left (given as the identity or as the parts of its key, the rules from
+// Redis or from a file), charging nothing; reset forgets it, and the application sees it.
+func TestInspectReset(t *testing.T) {
+	onRedis(t, func(t *testing.T, client redis.UniversalClient, addr string) {
+		key, prefix := redistest.Prefix(t)+"rules", redistest.Prefix(t)
+		file := write(t, "limits.yaml", stateYAML)[0]
+		cli(t, "push", "-redis", addr, "-key", key, file).want(t, 0, "version s1", "")
+		h := app(t, client, prefix)
+		flags := []string{"-redis", addr, "-key", key, "-prefix", prefix}
+		inspect := func(args ...string) result { return cli(t, append(append([]string{"inspect"}, flags...), args...)...) }
+
+		// api: 3 requests with the API key abc.
+		if code := send(h, 3, func() *http.Request {
+			r := httptest.NewRequest("GET", "/api/items", nil)
+			r.Header.Set("X-API-Key", "abc")
+			return r
+		}); code != http.StatusOK {
+			t.Fatalf("api: status %d; want 200", code)
+		}
+		byIdentity := inspect("-rule", "api", "hdr:x-api-key:abc")
+		byIdentity.want(t, 0, "rule      api (Redis key "+key+", version s1)\nkey       api_key\nidentity  hdr:x-api-key:abc\ncost      1 a request\nnext      allowed", "")
+		row(t, byIdentity.stdout, "per-hour", "5 per 1h", "2", "allowed")
+		row(t, byIdentity.stdout, "per-day", "100 per 24h, burst 10", "7", "allowed")
+		byParts := inspect("-rule", "api", "-api-key", "abc")
+		if timeless(byParts.stdout) != timeless(byIdentity.stdout) {
+			t.Errorf("-api-key abc shows\n%s\nthe identity hdr:x-api-key:abc\n%s", byParts.stdout, byIdentity.stdout)
+		}
+		fromFile := inspect("-rule", "api", "-file", file, "-header", "X-API-Key: abc")
+		if want := strings.Replace(byIdentity.stdout, "Redis key "+key, "file "+file, 1); timeless(fromFile.stdout) != timeless(want) {
+			t.Errorf("-file shows\n%s\nwant\n%s", fromFile.stdout, want)
+		}
+		row(t, inspect("-rule", "api", "hdr:x-api-key:abc").stdout, "per-hour", "5 per 1h", "2", "allowed") // inspect charged nothing
+
+		// search: 3 requests from 192.0.2.1 use up the route's quota; an IPv6 client is keyed
+		// by its /64.
+		if code := send(h, 4, func() *http.Request {
+			r := httptest.NewRequest("GET", "/search/shoes", nil)
+			r.RemoteAddr = "192.0.2.1:5555"
+			return r
+		}); code != http.StatusTooManyRequests {
+			t.Fatalf("search: status %d after 4 requests; want 429", code)
+		}
+		search := inspect("-rule", "search", "-ip", "192.0.2.1", "-route", "GET /search/{q}")
+		search.want(t, 0, "identity  12:ip:192.0.2.1|17:route:/search/{q}\n", "")
+		search.want(t, 0, "next      denied, retry in ", "")
+		row(t, search.stdout, "per-hour", "3 per 1h", "0", "denied, retry in")
+		send(h, 1, func() *http.Request {
+			r := httptest.NewRequest("GET", "/search/boots", nil)
+			r.RemoteAddr = "[2001:db8:1:2::5]:5555"
+			return r
+		})
+		row(t, inspect("-rule", "search", "-ip", "2001:db8:1:2::77", "-route", "/search/{q}").stdout, "per-hour", "3 per 1h", "2", "allowed")
+
+		// account: the user's id, whatever the application's key, and a header.
+		send(h, 1, func() *http.Request {
+			r := httptest.NewRequest("POST", "/account/settings", nil)
+			r.Header.Set("X-Test-User", "42")
+			r.Header.Set("X-Tenant", "acme")
+			return r
+		})
+		account := inspect("-rule", "account", "-user", "42", "-header", "x-tenant: acme")
+		account.want(t, 0, "identity  7:user:42|17:hdr:x-tenant:acme\n", "")
+		row(t, account.stdout, "per-hour", "2 per 1h", "1", "allowed")
+
+		// reset forgets the api key's use, and the application sees it whole again.
+		reset := cli(t, append(append([]string{"reset"}, flags...), "-rule", "api", "-api-key", "abc")...)
+		reset.want(t, 0, "identity  hdr:x-api-key:abc\n", "")
+		api := stateRules(t)[0]
+		for i, want := range []string{"per-hour 2 of 5", "per-day 7 of 10"} {
+			want += " " + ratelimit.StorageKey(prefix, "hdr:x-api-key:abc", api.Policies[i]) + "\n"
+			if !strings.Contains(timeless(reset.stdout), want) {
+				t.Errorf("reset printed\n%s\nwant the line %q", reset.stdout, want)
+			}
+		}
+		after := inspect("-rule", "api", "hdr:x-api-key:abc")
+		row(t, after.stdout, "per-hour", "5 per 1h", "5", "allowed")
+		row(t, after.stdout, "per-day", "100 per 24h, burst 10", "10", "allowed")
+		row(t, inspect("-rule", "search", "12:ip:192.0.2.1|17:route:/search/{q}").stdout, "per-hour", "3 per 1h", "0", "denied") // another identity: kept
+	})
+}
+
+// TestInspectErrors: what inspect and reset refuse, and how.
+func TestInspectErrors(t *testing.T) {
+	client := redistest.Standalone(t)
+	addr, key := redistest.Addr(t), redistest.Prefix(t)+"rules"
+	file := write(t, "limits.yaml", stateYAML)[0]
+	if _, err := rules.Push(t.Context(), client, key, "limits.yaml", []byte(stateYAML), rules.WithUserKey(appUserKey{})); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args     []string
+		code     int
+		inStderr string
+	}{
+		{[]string{"-rule", "nope", "x"}, 1, `ratelimit inspect: no rule "nope" in version s1; its rules are api, search, account`},
+		{[]string{"-rule", "search", "-ip", "192.0.2.1"}, 2, "rule search is keyed by [ip route]: give -route (or the IDENTITY)"},
+		{[]string{"-rule", "account", "-user", "42"}, 2, `rule account is keyed by [user header:X-Tenant]: give -header "X-Tenant: value"`},
+		{[]string{"-rule", "api", "-api-key", "abc", "-ip", "192.0.2.1"}, 2, "rule api is keyed by [api_key], not by -ip"},
+		{[]string{"-rule", "api", "-api-key", "abc", "-header", "X-Tenant: acme"}, 2, `rule api is keyed by [api_key], not by -header "X-Tenant: value"`},
+		{[]string{"-rule", "search", "-ip", "192.0.2.1:80", "-route", "/x"}, 2, `-ip "192.0.2.1:80" is not an IP address`},
+		{[]string{"-rule", "api", "-api-key", "a,b"}, 2, "rule api makes no identity of these parts: ratelimit: header X-Api-Key has a comma"},
+		{[]string{"-rule", "api", "-key", "nothing:here", "x"}, 1, `no rules are stored at Redis key "nothing:here"`},
+		{[]string{"-rule", "api", "-file", file + ".missing", "x"}, 1, "limits.yaml.missing: no such file or directory"},
+	} {
+		for _, cmd := range []string{"inspect", "reset"} {
+			args := append([]string{cmd, "-redis", addr, "-key", key}, tc.args...)
+			r := cli(t, args...)
+			want := strings.Replace(tc.inStderr, "ratelimit inspect:", "ratelimit "+cmd+":", 1)
+			r.want(t, tc.code, "", want)
+			if n := strings.Count(r.stderr, "\n"); n != 1 {
+				t.Errorf("ratelimit %q: %d lines on stderr; want one", args, n)
+			}
+		}
+	}
+}
