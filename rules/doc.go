@@ -77,6 +77,24 @@
 // pattern apply, in the same way, and not the rules of a less specific pattern: ServeMux names
 // one pattern. Give a pattern a rule without a tier when every tier should be limited there.
 //
+// # Applying rules
+//
+// An [Engine] applies a Set to requests, and replaces it while they run: [Open] reads a file,
+// [OpenRedis] the fleet's rules, [NewEngine] takes a Set; [Engine.WatchFile] and
+// [Engine.WatchRedis] keep it current. Its [Engine.Guard] is a ratelimit guard for net/http
+// (ratelimit.FromGuard) and every adapter (FromGuard):
+//
+//	e, err := rules.Open(store, "limits.yaml", rules.WithTier(planOf))
+//	go e.WatchFile(ctx, "limits.yaml")
+//	handler := ratelimit.FromGuard(e.Guard())(mux)
+//
+// Each rule becomes a guard with the rule's key, cost, fail mode (503 when closed) and
+// policies, after the options of [WithGuardOptions]. A request is matched once against one
+// version, so a swap is atomic; a request no rule matches is not limited. A new document that
+// does not parse, or whose rules cannot make a guard, never replaces the rules in use: it is
+// logged ([WithLogger]) and told to the [Reporter] ([WithReporter]), as is every version
+// applied.
+//
 // # Rules in Redis
 //
 // The rules of a whole fleet live in Redis under one key, [DefaultRedisKey] ("rl:rules")
