@@ -101,3 +101,25 @@ func TestWatchFileInPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchFileKeepsLastGood: each kind of bad file is reported with its line, and the rules
+// in use stay the last good ones.
+func TestWatchFileKeepsLastGood(t *testing.T) {
+	good := string(limitsDoc("v1", 2, 5))
+	e, rep, path := watched(t, []byte(good), WithPollInterval(10*time.Millisecond), withoutNotify())
+	for _, c := range []struct{ name, doc, want string }{
+		{"syntax", strings.Replace(good, "rules:", "rules: [", 1), ":3: YAML syntax"},
+		{"unknown field", strings.Replace(good, "key: api_key\n", "key: api_key\n    kee: ip\n", 1), `:5: rules[0].kee: unknown field`},
+		{"impossible limit", strings.Replace(good, "limit: 2,", "limit: 0,", 1), `:6: rules[0].policies[0].limit: ratelimit: invalid policy "per-minute": Limit is 0`},
+		{"duplicate names", strings.Replace(good, "name: api-pro", "name: api", 1), `:7: rules[1].name: "api" is also the name of rules[0]`},
+	} {
+		replaceFile(t, path, []byte(strings.Replace(c.doc, "v1", "v-"+strings.ReplaceAll(c.name, " ", "-"), 1)))
+		ev := rep.next(t)
+		if !strings.HasPrefix(ev, "rejected "+path) || !strings.Contains(ev, path+c.want) {
+			t.Errorf("%s: %q, want an error at %q", c.name, ev, path+c.want)
+		}
+		if v := e.Version(); v != "v1" {
+			t.Errorf("%s: version %q in use, want the last good v1", c.name, v)
+		}
+	}
+}
