@@ -73,8 +73,9 @@ func (p *Policy) tag() string {
 }
 
 // stateLayout changes when the stored form of any algorithm's state does, so that keys of the
-// old layout are never read as the new (v2: the rate-based algorithms keep an exact TAT).
-const stateLayout = "2"
+// old layout are never read as the new (v2: the rate-based algorithms keep an exact TAT; v3:
+// a TAT's fraction names its denominator).
+const stateLayout = "3"
 
 func computeTag(p *Policy, code string) string {
 	h := fnv.New64a()
