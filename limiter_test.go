@@ -328,24 +328,6 @@ func TestKeysDoNotCollide(t *testing.T) {
 	})
 }
 
-// A policy whose parameters change starts afresh rather than misreading the old state.
-func TestChangedPolicyStartsAfresh(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
-		key := keyOf(t)
-		old := mustNew(t, store, ratelimit.Policy{Name: "api", Limit: 2, Window: time.Minute, Algorithm: algorithms.FixedWindow{}})
-		allow(t, old, key, 2)
-		for _, p := range []ratelimit.Policy{
-			ratelimit.Policy{Name: "api", Limit: 3, Window: time.Minute, Algorithm: algorithms.FixedWindow{}},
-			ratelimit.Policy{Name: "api", Limit: 2, Window: time.Hour, Algorithm: algorithms.FixedWindow{}},
-			ratelimit.Policy{Name: "api", Limit: 2, Window: time.Minute, Algorithm: algorithms.SlidingCounter{}},
-		} {
-			if d := allow(t, mustNew(t, store, p), key, 1); !d.Allowed {
-				t.Errorf("%v read the state of the old policy", p)
-			}
-		}
-	})
-}
-
 // The server losing its script cache (SCRIPT FLUSH, a restart, a failover) is invisible.
 func TestScriptFlushIsInvisible(t *testing.T) {
 	client := redistest.Standalone(t)
