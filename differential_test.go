@@ -17,7 +17,8 @@ import (
 // The Go transitions (memory store) and the Lua ones (Redis) agree on every decision of long
 // random request sequences, for random parameters of every algorithm — small limits, and rates
 // up to 10^9 units per second whose emission interval is a fraction of a microsecond — with
-// peeks, refunds, costs far beyond any capacity, and a clock that sometimes goes back.
+// peeks, refunds, costs far beyond any capacity, and a clock that sometimes goes back; beside
+// a shadow policy; and while the limit changes between requests.
 func TestEnginesAgreeOnRandomTraffic(t *testing.T) {
 	client := redistest.Standalone(t)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -33,6 +34,37 @@ func TestEnginesAgreeOnRandomTraffic(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%d-per-%v-burst-%d/with-shadow-%s", alg.Name(), p.Limit, p.Window, p.Burst, shadow.Algorithm.Name()), func(t *testing.T) {
 				agree(t, client, rng, p, 300, shadow)
 			})
+			// Its limit changing: three configurations of it, its Name, algorithm and Window kept
+			// and its Limit and Burst varied (often so that the interval's fraction has another
+			// denominator), each request through one picked at random.
+			p.Name = "changing"
+			configs := [][]ratelimit.Policy{{p}, {otherLimit(rng, p)}, {otherLimit(rng, p)}}
+			t.Run(fmt.Sprintf("%s/%d-per-%v-burst-%d/limit-changing-to-%d-and-%d", alg.Name(), p.Limit, p.Window, p.Burst, configs[1][0].Limit, configs[2][0].Limit), func(t *testing.T) {
+				agreeAcross(t, client, rng, configs, 300)
+			})
+		}
+	}
+}
+
+// otherLimit returns p with another Limit (half, twice, or any up to three times p's) and a
+// Burst of its own, valid for New.
+func otherLimit(rng *rand.Rand, p ratelimit.Policy) ratelimit.Policy {
+	for {
+		q := p
+		switch rng.IntN(3) {
+		case 0:
+			q.Limit = max(1, p.Limit/2)
+		case 1:
+			q.Limit = 2 * p.Limit
+		default:
+			q.Limit = 1 + rng.Int64N(3*p.Limit)
+		}
+		q.Burst = 0
+		if rng.IntN(2) == 0 {
+			q.Burst = q.Limit * (1 + rng.Int64N(3))
+		}
+		if (q.Limit != p.Limit || q.Burst != p.Burst) && valid(q) {
+			return q
 		}
 	}
 }
@@ -79,23 +111,40 @@ func randomPolicy(rng *rand.Rand, alg algorithms.Algorithm, fast bool) ratelimit
 	}
 }
 
-// algorithmOf is the type of the entries of allAlgorithms.
-
 // agree runs steps random requests through p in memory and in Redis on one fake clock, and
 // fails at the first decision they disagree on.
 func agree(t *testing.T, client redis.UniversalClient, rng *rand.Rand, p ratelimit.Policy, steps int, more ...ratelimit.Policy) {
 	t.Helper()
+	agreeAcross(t, client, rng, [][]ratelimit.Policy{append([]ratelimit.Policy{p}, more...)}, steps)
+}
+
+// agreeAcross is agree over several configurations of one key: each request goes through the
+// limiter of a configuration picked at random, over one memory store and one Redis store, and
+// a refund through the limiter that made the decision. The first policy of the first
+// configuration sets the scale of costs and steps.
+func agreeAcross(t *testing.T, client redis.UniversalClient, rng *rand.Rand, configs [][]ratelimit.Policy, steps int) {
+	t.Helper()
 	clock := newFakeClock()
 	clock.Advance(time.Duration(rng.Int64N(int64(time.Hour))))
-	policies := append([]ratelimit.Policy{p}, more...)
-	mem := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), policies...)
-	red := mustNew(t, redisStore(t, client, ratelimit.WithClock(clock)), policies...)
+	memStore := ratelimit.NewMemoryStore(ratelimit.WithClock(clock))
+	redStore := redisStore(t, client, ratelimit.WithClock(clock))
+	mems, reds := make([]*ratelimit.Limiter, len(configs)), make([]*ratelimit.Limiter, len(configs))
+	for i, policies := range configs {
+		mems[i], reds[i] = mustNew(t, memStore, policies...), mustNew(t, redStore, policies...)
+	}
+	p := configs[0][0]
 	key := keyOf(t)
 	// unit is a block of cost that matters: 1 for small limits, Limit/25 for large ones.
 	unit := max(1, p.Limit/25)
 	stepMax := int64(p.Window)*unit/p.Limit*2 + 1
 	var lastMem, lastRed ratelimit.Decision
+	var lastBy int // the configuration that made lastMem and lastRed
 	for i := 0; i < steps; i++ {
+		c := 0
+		if len(configs) > 1 { // one configuration draws nothing: agree's sequences stay as they were
+			c = rng.IntN(len(configs))
+		}
+		mem, red := mems[c], reds[c]
 		step := time.Duration(rng.Int64N(stepMax))
 		if rng.IntN(15) == 0 {
 			step = -step // the clock goes back (NTP, a failover to another server)
@@ -119,21 +168,21 @@ func agree(t *testing.T, client redis.UniversalClient, rng *rand.Rand, p ratelim
 			}
 		}
 		if rng.IntN(12) == 0 && lastMem.Allowed { // give back the last charge
-			if err := mem.Refund(ctx, key, lastMem); err != nil {
+			if err := mems[lastBy].Refund(ctx, key, lastMem); err != nil {
 				t.Fatal(err)
 			}
-			if err := red.Refund(ctx, key, lastRed); err != nil {
+			if err := reds[lastBy].Refund(ctx, key, lastRed); err != nil {
 				t.Fatal(err)
 			}
 		}
 		a, b := check(mem), check(red)
 		if rng.IntN(2) == 0 {
-			lastMem, lastRed = a, b
+			lastMem, lastRed, lastBy = a, b, c
 		}
 		if a.Allowed != b.Allowed || a.Remaining != b.Remaining || a.RetryAfter != b.RetryAfter ||
 			a.ResetAfter != b.ResetAfter || a.Delay != b.Delay {
-			t.Fatalf("step %d (cost %d): memory and Redis disagree\nmemory: allowed=%v remaining=%d retry=%v reset=%v delay=%v\n redis: allowed=%v remaining=%d retry=%v reset=%v delay=%v",
-				i, cost, a.Allowed, a.Remaining, a.RetryAfter, a.ResetAfter, a.Delay, b.Allowed, b.Remaining, b.RetryAfter, b.ResetAfter, b.Delay)
+			t.Fatalf("step %d (cost %d, configuration %d): memory and Redis disagree\nmemory: allowed=%v remaining=%d retry=%v reset=%v delay=%v\n redis: allowed=%v remaining=%d retry=%v reset=%v delay=%v",
+				i, cost, c, a.Allowed, a.Remaining, a.RetryAfter, a.ResetAfter, a.Delay, b.Allowed, b.Remaining, b.RetryAfter, b.ResetAfter, b.Delay)
 		}
 		for j, ra := range a.Results() {
 			if rb := b.Results()[j]; ra.Allowed != rb.Allowed || ra.Remaining != rb.Remaining || ra.RetryAfter != rb.RetryAfter || ra.ResetAfter != rb.ResetAfter {

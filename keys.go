@@ -19,8 +19,10 @@ const maxPlainKey = 64
 // identity lives in one slot and one script checks them all. An identity of at most 64 bytes of
 // letters, digits and ".-_:/@+=|" is written as it is; any other (long, binary, or holding '{',
 // '}' or NUL) as '#' and its SHA-256 digest, and since '#' is never written as it is, the two
-// forms cannot collide. The tag changes with every parameter of the policy (and with the
-// layout of its state), so a changed policy never reads the state of the old one.
+// forms cannot collide. The tag names the policy's state by its Name, its algorithm and its
+// Window (and the layout of the state), not by its Limit or Burst: a policy whose limit
+// changes reads the state it had, and its count carries over (package algorithms says what
+// each algorithm keeps); one whose name, algorithm or window changes starts afresh.
 func StorageKey(prefix, identity string, p Policy) string {
 	if p.compiled == nil {
 		if c, err := p.compile(); err == nil {
@@ -73,13 +75,16 @@ func (p *Policy) tag() string {
 }
 
 // stateLayout changes when the stored form of any algorithm's state does, so that keys of the
-// old layout are never read as the new (v2: the rate-based algorithms keep an exact TAT).
-const stateLayout = "2"
+// old layout are never read as the new (v2: the rate-based algorithms keep an exact TAT; v3:
+// keys leave out Limit and Burst, and a TAT's fraction names its denominator).
+const stateLayout = "3"
 
+// computeTag hashes what names p's state. Limit and Burst stay out: every algorithm reads state
+// written under another limit or burst as its documentation says. The window stays in, since
+// the window algorithms' state is counted in windows of its length.
 func computeTag(p *Policy, code string) string {
 	h := fnv.New64a()
-	for _, s := range []string{stateLayout, p.Name, code, strconv.FormatInt(p.Limit, 10),
-		strconv.FormatInt(p.Window.Microseconds(), 10), strconv.FormatInt(p.capacity(), 10)} {
+	for _, s := range []string{stateLayout, p.Name, code, strconv.FormatInt(p.Window.Microseconds(), 10)} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}

@@ -328,24 +328,6 @@ func TestKeysDoNotCollide(t *testing.T) {
 	})
 }
 
-// A policy whose parameters change starts afresh rather than misreading the old state.
-func TestChangedPolicyStartsAfresh(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
-		key := keyOf(t)
-		old := mustNew(t, store, ratelimit.Policy{Name: "api", Limit: 2, Window: time.Minute, Algorithm: algorithms.FixedWindow{}})
-		allow(t, old, key, 2)
-		for _, p := range []ratelimit.Policy{
-			ratelimit.Policy{Name: "api", Limit: 3, Window: time.Minute, Algorithm: algorithms.FixedWindow{}},
-			ratelimit.Policy{Name: "api", Limit: 2, Window: time.Hour, Algorithm: algorithms.FixedWindow{}},
-			ratelimit.Policy{Name: "api", Limit: 2, Window: time.Minute, Algorithm: algorithms.SlidingCounter{}},
-		} {
-			if d := allow(t, mustNew(t, store, p), key, 1); !d.Allowed {
-				t.Errorf("%v read the state of the old policy", p)
-			}
-		}
-	})
-}
-
 // The server losing its script cache (SCRIPT FLUSH, a restart, a failover) is invisible.
 func TestScriptFlushIsInvisible(t *testing.T) {
 	client := redistest.Standalone(t)
@@ -382,15 +364,26 @@ func TestRedisServerTime(t *testing.T) {
 func TestRedisMalformedState(t *testing.T) {
 	client := redistest.Standalone(t)
 	prefix := redistest.Prefix(t)
-	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix)), ratelimit.Policy{Limit: 3, Window: time.Minute, Algorithm: algorithms.TokenBucket{}})
+	// No breaker: each malformed state below is an error of its own, and the breaker would
+	// count them as failures of Redis.
+	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithBreaker(0, 0))
+	l := mustNew(t, store, ratelimit.Policy{Limit: 3, Window: time.Minute, Algorithm: algorithms.TokenBucket{}})
 	allow(t, l, "bad", 1)
 	keys, err := client.Keys(ctx, prefix+"*").Result()
 	if err != nil || len(keys) != 1 {
 		t.Fatalf("keys %v %v", keys, err)
 	}
-	client.Set(ctx, keys[0], "not:numbers:at all", time.Minute)
-	if _, err := l.Allow(ctx, "bad"); err == nil || !strings.Contains(err.Error(), "malformed state") {
-		t.Fatalf("got %v, want a malformed-state error", err)
+	// The TAT is "us" or "us:fr:den" with 0 < fr < den; a den other than the policy's is a
+	// changed limit, read rounded up, and anything else is corruption.
+	for _, v := range []string{"not:numbers:at all", "5:1", "5:3:2", "5:3:3", "5:-1:3", "5:0:3", "5:1:3:4", "5.5", "5:1.5:3"} {
+		client.Set(ctx, keys[0], v, time.Minute)
+		if _, err := l.Allow(ctx, "bad"); err == nil || !strings.Contains(err.Error(), "malformed state") {
+			t.Fatalf("state %q: got %v, want a malformed-state error", v, err)
+		}
+	}
+	client.Set(ctx, keys[0], "5:1:1000", time.Minute)
+	if _, err := l.Allow(ctx, "bad"); err != nil {
+		t.Fatalf("a fraction of another denominator: %v, want it read", err)
 	}
 	client.Del(ctx, keys[0])
 	client.ZAdd(ctx, keys[0], redisZ(1))

@@ -115,8 +115,8 @@ func (c *config) forGuard(name string) *guardConfig {
 //	mux.Handle("POST /login", ratelimit.Middleware(l, ratelimit.WithPolicies(
 //		ratelimit.Policy{Name: "login", Limit: 5, Window: time.Minute}))(login))
 //
-// Policies of different routes that share a name and parameters share their quota; name them
-// apart to keep them separate.
+// Policies of different routes that share a name, an algorithm and a window share their quota,
+// whatever their limits; name them apart to keep them separate.
 func WithPolicies(policies ...Policy) Option {
 	return func(c *config) {
 		if gc := c.forGuard("WithPolicies"); gc != nil {

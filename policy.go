@@ -30,6 +30,12 @@ type Policy struct {
 	// Name identifies the policy in headers, errors and storage keys: a lower-case token (a-z
 	// first, then a-z, 0-9, '_', '-', '.'; at most 64 bytes). Empty means a name made from the
 	// policy, such as "gcra-100-per-1m", which New fills in.
+	//
+	// State is stored under the Name, the Algorithm and the Window: a policy whose Limit or
+	// Burst changes keeps its count (package algorithms says what each algorithm keeps), and
+	// policies of one Name, Algorithm and Window share one count on a store, whatever their
+	// limits. A made-up name holds the Limit, so name a policy whose count should outlive a
+	// change of its limit.
 	Name string
 	// Limit is the number of requests (units of cost) admitted per Window: at least 1, at most
 	// 2^40.
@@ -45,7 +51,8 @@ type Policy struct {
 	// Shadow makes the policy a trial: it is evaluated and reported (in Decision.Results and
 	// to the store's Observer) but never denies, delays or names a request in headers. Its
 	// state counts what it would have admitted enforced alone, so its verdicts are what
-	// enforcing it would decide. Keep its Name when enforcing it, and its count carries over.
+	// enforcing it would decide. Keep its Name when enforcing it, and its count carries over,
+	// even if its Limit changes too.
 	Shadow bool
 
 	compiled *compiledPolicy // set by New: what every check needs, computed once

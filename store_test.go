@@ -96,8 +96,19 @@ func TestStorageKey(t *testing.T) {
 	if n, err := client.Exists(ctx, key).Result(); err != nil || n != 1 {
 		t.Fatalf("StorageKey(%q, user:42, api) = %q, which Redis does not hold (%d, %v)", prefix, key, n, err)
 	}
-	if other := ratelimit.StorageKey(prefix, "user:42", ratelimit.Policy{Name: "api", Limit: 6, Window: time.Minute}); other == key {
-		t.Error("a policy with another limit has the same storage key")
+	// The key leaves out the limit and the burst, and names the rest.
+	same := ratelimit.Policy{Name: "api", Limit: 6, Window: time.Minute, Burst: 10}
+	if other := ratelimit.StorageKey(prefix, "user:42", same); other != key {
+		t.Errorf("a policy with another limit and burst has another storage key, %q", other)
+	}
+	for _, p := range []ratelimit.Policy{
+		{Name: "api2", Limit: 5, Window: time.Minute},
+		{Name: "api", Limit: 5, Window: time.Hour},
+		{Name: "api", Limit: 5, Window: time.Minute, Algorithm: algorithms.TokenBucket{}},
+	} {
+		if other := ratelimit.StorageKey(prefix, "user:42", p); other == key {
+			t.Errorf("%s %v %T has the same storage key", p.Name, p.Window, p.Algorithm)
+		}
 	}
 }
 

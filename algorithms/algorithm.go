@@ -20,6 +20,18 @@
 // bucket, GCRA) hold their emission interval Window/Limit as an exact fraction, so they admit
 // exactly Limit per Window at any rate — 700,000 per second, or a bandwidth of 10^9 bytes per
 // second with the cost in bytes — and nothing is rounded.
+//
+// # Changing a limit
+//
+// The stores keep a policy's state under its Name, its algorithm and its Window, not its Limit
+// or Burst: a policy whose limit changes reads the state it had, and raising a limit hands no
+// client a fresh quota. The window algorithms keep their counts (a fixed window's count, the
+// sliding log's units, the sliding counter's two counts, the in-flight slots) and weigh them
+// against the new limit, so a count over a lowered limit is refused until it drains. The
+// rate-based algorithms keep the time their bucket is full again, so a client keeps its debt
+// in time, which the new rate counts in other numbers of requests ([GCRA] works it out). Each
+// type's documentation says exactly what carries over. A changed Name, algorithm or Window
+// starts afresh.
 package algorithms
 
 import "github.com/a7d3e0dd/ratelimit/internal/algo"

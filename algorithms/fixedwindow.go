@@ -7,8 +7,13 @@ import "github.com/a7d3e0dd/ratelimit/internal/algo"
 // Window (Limit at the end of one window, Limit at the start of the next). Burst is not used.
 //
 // State: A = the window's index (now / Window), B = the cost admitted in it.
-// Remaining is Limit minus the cost admitted in the current window; ResetAfter and RetryAfter
-// are the time to the window's end. Should the clock go back, the state's window stays current.
+// Remaining is Limit minus the cost admitted in the current window (0 when a lowered limit is
+// below it); ResetAfter and RetryAfter are the time to the window's end. Should the clock go
+// back, the state's window stays current.
+//
+// A policy whose Limit changes (same Name and Window) keeps the current window's count as it
+// is: raised, the count has the new room left; lowered below the count, it refuses every
+// request until the window ends.
 type FixedWindow struct{}
 
 // Name implements [Algorithm].
@@ -33,7 +38,7 @@ func (fixedWindow) Check(p algo.Params, s algo.State, now, cost int64) (algo.Res
 		s = algo.State{Init: true, A: k}
 	}
 	end := (k+1)*p.Window - now
-	r := algo.Result{Allowed: s.B+cost <= p.Limit}
+	r := algo.Result{Allowed: cost == 0 || s.B+cost <= p.Limit} // cost 0 reads, even over a lowered limit
 	used := s.B
 	switch {
 	case r.Allowed:
@@ -43,7 +48,7 @@ func (fixedWindow) Check(p algo.Params, s algo.State, now, cost int64) (algo.Res
 	default:
 		r.RetryAfter = end
 	}
-	r.Remaining = p.Limit - used
+	r.Remaining = max(p.Limit-used, 0)
 	if used > 0 {
 		r.ResetAfter = end
 	}

@@ -19,6 +19,10 @@ import (
 // held while now < t+Window. Releasing takes back a slot taken at that time; renewing moves
 // it to now. Remaining is the free slots; RetryAfter is the time until enough slots are sure
 // to be free (their leases end; most come back much sooner).
+//
+// A policy whose Limit changes (same Name and Window) keeps the slots held. Over a lowered
+// limit it refuses every request until enough slots come back; the requests that hold them
+// still give them back and renew them.
 type InFlight struct{}
 
 // Name implements [Algorithm].

@@ -55,7 +55,11 @@ func TestInFlightLeases(t *testing.T) {
 	// Renewing takes a slot even when the others hold them all: it was held already.
 	full := take(take(algo.State{}, t0+5_000_000), t0+5_000_001)
 	over, _ := m.Renew(p, full, t0+5_000_002, 1, t0)
-	if n := free(over, t0+5_000_002); n != -1 {
-		t.Errorf("renewing into a full limit: %d free; want -1 (three requests run)", n)
+	if n := free(over, t0+5_000_002); n != 0 {
+		t.Errorf("renewing into a full limit: %d free; want 0", n)
+	}
+	// Three requests run: one given back leaves the two slots taken.
+	if back, _ := m.Refund(p, cloneState(over), t0+5_000_003, 1, t0+5_000_000); free(back, t0+5_000_003) != 0 {
+		t.Errorf("three held, one given back: %d free; want 0 (two still run)", free(back, t0+5_000_003))
 	}
 }

@@ -15,6 +15,10 @@ import "github.com/a7d3e0dd/ratelimit/internal/algo"
 // exceed the bucket's capacity (Burst intervals). Remaining is the number of slots still free;
 // ResetAfter is the time until the queue is empty; RetryAfter is the time until the request
 // would fit in the queue.
+//
+// Both are kept as GCRA's one timestamp, the time the bucket (or queue) is empty again, and a
+// changed Limit or Burst keeps that time, as GCRA's documentation details: what the bucket
+// holds scales with the new rate, and requests already queued keep the delays they were given.
 type LeakyBucket struct {
 	// Shaping makes the bucket delay requests instead of admitting them at once.
 	Shaping bool

@@ -87,13 +87,30 @@ func randomStep(rng *rand.Rand, p algo.Params) int64 {
 	}
 }
 
+// changeLimit returns p with another Limit and Burst, valid for m, and the same Window: the
+// parameters of a policy whose limit changed, which read the state written under p.
+func changeLimit(rng *rand.Rand, m algo.Model, p algo.Params) algo.Params {
+	for {
+		limit := []int64{2 * p.Limit, max(p.Limit/2, 1), p.Limit + 1, randomParams(rng, m).Limit}[rng.IntN(4)]
+		limit = min(limit, 1<<40)
+		var burst int64
+		if m.UsesBurst() && rng.IntN(2) == 0 {
+			burst = logUniform(rng, 1, 4*limit)
+		}
+		if q := algo.NewParams(limit, p.Window, burst); m.Validate(q) == nil {
+			return q
+		}
+	}
+}
+
 // exactWait reports whether the model's RetryAfter is the exact wait: advancing by RetryAfter-1
 // still denies, by RetryAfter admits.
 func exactWait(m algo.Model) bool { return m.Code() != "sc" }
 
 // TestInvariantsRandom runs random requests against random parameters (a fixed seed) and
 // checks every decision's invariants, the exact wait of a denial, the lifetime of every charge
-// and the bounds of every refund.
+// and the bounds of every refund. Now and then the limit and burst change, the window staying,
+// and the state written under the old ones is read under the new: the invariants still hold.
 func TestInvariantsRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(20240601, 7))
 	ms := registered(t)
@@ -120,6 +137,10 @@ func TestInvariantsRandom(t *testing.T) {
 			t.Fatalf("%s %s (interval %d/%d) run %d at %d: "+format, append([]any{n.name, pstr(p), p.Num, p.Den, run, now}, args...)...)
 		}
 		for step := 0; step < steps; step++ {
+			if rng.IntN(10) == 0 {
+				p = changeLimit(rng, m, p)
+				c = capOf(m, p)
+			}
 			now += randomStep(rng, p)
 			latest = max(latest, now)
 			cost := randomCost(rng, c)

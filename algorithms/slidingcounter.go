@@ -21,6 +21,10 @@ import (
 // windows hold nothing; RetryAfter is the time until the estimate leaves room for the cost.
 // Should the clock go back, the state's window stays current.
 //
+// A policy whose Limit changes (same Name and Window) keeps both counts, so the estimate is
+// the same cost weighed against the new limit. Over a lowered limit it refuses every request
+// until the estimate falls below the limit, which takes at most two windows.
+//
 // The weight is computed in float64, in the same order as the Lua script, so the memory and
 // Redis stores agree to the bit.
 type SlidingCounter struct{}

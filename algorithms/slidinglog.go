@@ -13,8 +13,13 @@ import (
 //
 // State: Log = the admitted units' timestamps within the last Window, oldest first. Should the
 // clock go back, new units are logged at the newest time, so the order holds.
-// Remaining is Limit minus the units in the log; ResetAfter is the time until the newest unit
-// leaves the window; RetryAfter is the time until enough units leave it for this request.
+// Remaining is Limit minus the units in the log (0 when a lowered limit is below them);
+// ResetAfter is the time until the newest unit leaves the window; RetryAfter is the time until
+// enough units leave it for this request.
+//
+// A policy whose Limit changes (same Name and Window) keeps the log as it is: each unit counts
+// until Window after it was admitted, under any limit. A log that holds more units than a
+// lowered limit refuses every request until enough of them have left the window.
 type SlidingLog struct{}
 
 // Name implements [Algorithm].
@@ -50,7 +55,7 @@ func (slidingLog) Check(p algo.Params, s algo.State, now, cost int64) (algo.Resu
 	drop, _ := slices.BinarySearch(s.Log, now-p.Window+1) // the first unit still in the window
 	s.Log = s.Log[drop:]
 	n := int64(len(s.Log))
-	r := algo.Result{Allowed: n+cost <= p.Limit}
+	r := algo.Result{Allowed: cost == 0 || n+cost <= p.Limit} // cost 0 reads, even over a lowered limit
 	used := n
 	newest := int64(0)
 	if n > 0 {
@@ -64,10 +69,10 @@ func (slidingLog) Check(p algo.Params, s algo.State, now, cost int64) (algo.Resu
 		}
 	case cost > p.Limit:
 		r.RetryAfter = algo.Never
-	default:
+	default: // room comes when the (n+cost−Limit)th oldest unit leaves; n may exceed a lowered Limit
 		r.RetryAfter = s.Log[n+cost-p.Limit-1] + p.Window - now
 	}
-	r.Remaining = p.Limit - used
+	r.Remaining = max(p.Limit-used, 0)
 	if used > 0 {
 		r.ResetAfter = newest + p.Window - now
 	}

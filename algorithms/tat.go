@@ -14,9 +14,16 @@ import (
 // a leaky bucket and GCRA's remaining requests are all the distance from the TAT to that
 // horizon, in intervals.
 //
-// The TAT is held exactly: A microseconds and B/Den of one (0 <= B < Den), where the interval
-// is Num/Den microseconds in lowest terms. Every product this needs is at most Burst×Num, which
-// [tat.Validate] keeps below 2^53.
+// The TAT is held exactly: A microseconds and B/C of one, where the interval is Num/Den
+// microseconds in lowest terms and C is the Den it was written under (0 < B < C, or B = C = 0
+// on a whole microsecond). Every product this needs is at most Burst×Num, which [tat.Validate]
+// keeps below 2^53.
+//
+// The state is the time the bucket is full again, whatever the Limit and Burst, so a policy
+// whose limit or burst changes reads it as it is: the client keeps its debt in time. A
+// fraction written under another denominator (another Limit) cannot be held in this one, and
+// rounds the TAT up to the next whole microsecond: never down, so a change forgives nothing,
+// and by less than a microsecond.
 type tat struct {
 	code    string
 	shaping bool
@@ -68,9 +75,27 @@ func intervalsBetween(p algo.Params, a, b instant) int64 {
 	return ((b.us-a.us)*p.Den + b.fr - a.fr) / p.Num
 }
 
+// instantOf returns the TAT that s holds, read under p: a fraction of another denominator
+// (written under another Limit) rounds it up to the next whole microsecond.
+func instantOf(p algo.Params, s algo.State) instant {
+	if s.B > 0 && s.C != p.Den {
+		return instant{s.A + 1, 0}
+	}
+	return instant{s.A, s.B}
+}
+
+// stateOf returns the state that holds the TAT t under p, with its fraction's denominator.
+func stateOf(p algo.Params, t instant) algo.State {
+	s := algo.State{Init: true, A: t.us, B: t.fr}
+	if t.fr > 0 {
+		s.C = p.Den
+	}
+	return s
+}
+
 // load returns the TAT of s, or now when the TAT has passed (the bucket is full).
-func load(s algo.State, now int64) instant {
-	t := instant{s.A, s.B}
+func load(p algo.Params, s algo.State, now int64) instant {
+	t := instantOf(p, s)
 	if !s.Init || before(t, instant{now, 0}) {
 		return instant{now, 0}
 	}
@@ -79,8 +104,8 @@ func load(s algo.State, now int64) instant {
 
 func (m tat) Check(p algo.Params, s algo.State, now, cost int64) (algo.Result, algo.State) {
 	capacity := p.Capacity()
-	t := load(s, now)
-	s = algo.State{Init: true, A: t.us, B: t.fr}
+	t := load(p, s, now)
+	s = stateOf(p, t)
 	horizon := plus(p, instant{now, 0}, capacity) // the latest TAT the bucket can hold
 	var r algo.Result
 	after := t
@@ -107,15 +132,14 @@ func (m tat) Check(p algo.Params, s algo.State, now, cost int64) (algo.Result, a
 }
 
 func (m tat) Charge(p algo.Params, s algo.State, now, cost int64) (algo.State, int64) {
-	t := plus(p, instant{s.A, s.B}, cost)
-	s.A, s.B = t.us, t.fr
-	return s, ceilTo(t, now)
+	t := plus(p, instantOf(p, s), cost)
+	return stateOf(p, t), ceilTo(t, now)
 }
 
 // Refund moves the TAT back by what of the charge time has not yet given back, never before
 // now: a charge of cost units made at time at has refilled by now−at.
 func (m tat) Refund(p algo.Params, s algo.State, now, cost, at int64) (algo.State, int64) {
-	t := instant{s.A, s.B}
+	t := instantOf(p, s)
 	if !s.Init || !before(instant{now, 0}, t) {
 		return s, 0
 	}
@@ -131,6 +155,5 @@ func (m tat) Refund(p algo.Params, s algo.State, now, cost, at int64) (algo.Stat
 	if !before(instant{now, 0}, t) {
 		t = instant{now, 0}
 	}
-	s.A, s.B = t.us, t.fr
-	return s, ceilTo(t, now)
+	return stateOf(p, t), ceilTo(t, now)
 }

@@ -10,7 +10,8 @@ import "github.com/a7d3e0dd/ratelimit/internal/algo"
 //
 // For the same parameters a token bucket admits exactly the requests that [LeakyBucket]
 // (policing) and [GCRA] admit: they are one meter, and the engines keep it as GCRA's one
-// timestamp — the time the bucket is full again.
+// timestamp — the time the bucket is full again. A changed Limit or Burst keeps that time, as
+// GCRA's documentation details: the tokens missing scale with the new rate.
 type TokenBucket struct{}
 
 // Name implements [Algorithm].

@@ -60,8 +60,10 @@
 // registered on an http.ServeMux, which refuses what is not a pattern and two patterns of which
 // neither is more specific (such as "/a/{x}" and "/{y}/b").
 //
-// Policies of different rules that share a name and parameters share their quota for one key,
-// as with ratelimit.WithPolicies: name them apart, or key them apart, to keep them separate.
+// Policies of different rules that share a name, an algorithm and a window share their quota
+// for one key, whatever their limits, as with ratelimit.WithPolicies: name them apart, or key
+// them apart, to keep them separate. So a rule whose limit changes keeps its count, as the
+// core documents for each algorithm.
 //
 // # Bounds
 //

@@ -7,7 +7,7 @@ algorithms.fw = function(key, now, limit, window, burst, cost)
   if s and s[1] > k then k = s[1] end -- the clock went back: stay in the state's window
   if s and s[1] == k then used = s[2] end
   local to_end = (k + 1) * window - now
-  local allowed = used + cost <= limit
+  local allowed = cost == 0 or used + cost <= limit -- cost 0 reads, even over a lowered limit
   local after, retry, reset = used, 0, 0
   if allowed then
     after = used + cost
@@ -17,7 +17,7 @@ algorithms.fw = function(key, now, limit, window, burst, cost)
     retry = to_end
   end
   if after > 0 then reset = to_end end
-  return {allowed and 1 or 0, limit - after, reset, retry, 0}, function()
+  return {allowed and 1 or 0, math.max(limit - after, 0), reset, retry, 0}, function()
     set_ints(key, {k, after}, to_end)
   end
 end

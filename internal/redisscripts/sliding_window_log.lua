@@ -4,7 +4,7 @@
 algorithms.sl = function(key, now, limit, window, burst, cost)
   local since = '(' .. int(now - window)
   local n = redis.call('ZCOUNT', key, since, '+inf')
-  local allowed = n + cost <= limit
+  local allowed = cost == 0 or n + cost <= limit -- cost 0 reads, even over a lowered limit
   local used, newest, retry, reset = n, 0, 0, 0
   if n > 0 then newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) end
   local at = now
@@ -15,12 +15,12 @@ algorithms.sl = function(key, now, limit, window, burst, cost)
     if cost > 0 then newest = at end
   elseif cost > limit then
     retry = -1
-  else
+  else -- room comes when the (n+cost-limit)th oldest member leaves; n may exceed a lowered limit
     local i = n + cost - limit - 1
     retry = tonumber(redis.call('ZRANGEBYSCORE', key, since, '+inf', 'WITHSCORES', 'LIMIT', i, 1)[2]) + window - now
   end
   if used > 0 then reset = newest + window - now end
-  return {allowed and 1 or 0, limit - used, reset, retry, 0}, function()
+  return {allowed and 1 or 0, math.max(limit - used, 0), reset, retry, 0}, function()
     redis.call('ZREMRANGEBYSCORE', key, '-inf', int(now - window))
     -- Members are "time:position". At a new time no member can clash; at the newest time
     -- (the clock stood still or went back) one may, so each is added only where it is new.

@@ -1,8 +1,9 @@
 -- tat.lua: algorithms.gc, .tb, .lb and .ls, the Lua form of the tat model in package
 -- algorithms, shared by GCRA, the token bucket and the leaky bucket (policing and shaping).
--- State: string "us" or "us:fr", the theoretical arrival time us + fr/den microseconds, where
--- the emission interval window/limit is num/den microseconds in lowest terms. Every product
--- below is at most burst × num, which the Go validation keeps below 2^53.
+-- State: string "us" or "us:fr:den", the theoretical arrival time us + fr/den microseconds
+-- (0 < fr < den), where den is that of the emission interval window/limit, num/den microseconds
+-- in lowest terms, of the policy that wrote it. Every product below is at most burst × num,
+-- which the Go validation keeps below 2^53.
 
 -- rate returns the policy's capacity and its interval num/den in lowest terms.
 local function rate(limit, window, burst)
@@ -28,15 +29,18 @@ local function ceil_to(us, fr, now)
   return us - now
 end
 
--- read returns the stored TAT of key, nil when absent.
+-- read returns the stored TAT of key, nil when absent. A fraction of another denominator
+-- (written under another limit) rounds the TAT up to the next whole microsecond, as the Go
+-- instantOf does.
 local function read(key, den)
   local s = get_ints(key, nil)
   if not s then return nil end
-  local us, fr = s[1], s[2] or 0
-  if #s > 2 or fr < 0 or fr >= den then
+  if #s == 1 then return s[1], 0 end
+  if #s ~= 3 or s[2] <= 0 or s[2] >= s[3] then
     return error('ratelimit: malformed state at key ' .. key)
   end
-  return us, fr
+  if s[3] ~= den then return s[1] + 1, 0 end
+  return s[1], s[2]
 end
 
 -- load returns the TAT of key, or now when it has passed (the bucket is full).
@@ -46,9 +50,9 @@ local function load(key, now, den)
   return us, fr
 end
 
-local function store(key, us, fr, now)
+local function store(key, us, fr, den, now)
   local v = int(us)
-  if fr > 0 then v = v .. ':' .. int(fr) end
+  if fr > 0 then v = v .. ':' .. int(fr) .. ':' .. int(den) end
   redis.call('SET', key, v, 'PX', ttl_ms(ceil_to(us, fr, now)))
 end
 
@@ -75,7 +79,7 @@ local function tat_check(key, now, limit, window, burst, cost, shaping)
     remaining = idiv((hus - aus) * den + hfr - afr, num)
   end
   return {allowed and 1 or 0, remaining, ceil_to(aus, afr, now), retry, delay}, function()
-    store(key, aus, afr, now)
+    store(key, aus, afr, den, now)
   end
 end
 
@@ -96,7 +100,7 @@ local function tat_refund(key, now, limit, window, burst, cost, at)
   if not before(now, 0, us, fr) then
     redis.call('DEL', key) -- back to fresh
   else
-    store(key, us, fr, now)
+    store(key, us, fr, den, now)
   end
 end
 
