@@ -272,3 +272,41 @@ func TestTiersAndResolverOptionErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestTierChangeKeepsCount: tiers whose policies share a name, algorithm and window share
+// the count, so a client that moves to a larger plan keeps what it used, and one that moves
+// to a smaller plan is not forgiven.
+func TestTierChangeKeepsCount(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
+		l := mustNew(t, store, fixed(1, time.Minute, "plan"))
+		g, err := ratelimit.NewGuard(l, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")),
+			ratelimit.WithTiers(func(r ratelimit.Request) string { return r.Header("X-Plan") }, map[string][]ratelimit.Policy{
+				"free": {fixed(2, time.Minute, "plan")},
+				"pro":  {fixed(5, time.Minute, "plan")},
+			}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := keyOf(t)
+		check := func(plan string) (bool, int64) {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.Header.Set("X-API-Key", key)
+			r.Header.Set("X-Plan", plan)
+			o := g.Check(ratelimit.HTTPRequest(r))
+			return o.Proceed, o.Decision.Remaining
+		}
+		for i, c := range []struct {
+			plan      string
+			proceed   bool
+			remaining int64
+		}{
+			{"free", true, 1}, {"free", true, 0}, {"free", false, 0}, // 2 of 2
+			{"pro", true, 2}, {"pro", true, 1}, {"pro", true, 0}, {"pro", false, 0}, // 5 of 5: the 2 used count
+			{"free", false, 0}, // 5 used of 2: not forgiven
+		} {
+			if proceed, remaining := check(c.plan); proceed != c.proceed || remaining != c.remaining {
+				t.Errorf("request %d (%s): proceed %v, remaining %d; want %v, %d", i, c.plan, proceed, remaining, c.proceed, c.remaining)
+			}
+		}
+	})
+}

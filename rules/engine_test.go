@@ -252,3 +252,39 @@ func TestNewEngineErrors(t *testing.T) {
 		t.Errorf("NewEngine with a bad guard option: %v, want the rule's error", err)
 	}
 }
+
+// TestEngineChangeKeepsCount: a new version whose policy keeps its name, algorithm and window
+// keeps each client's count: a raised limit does not hand out a fresh quota, a lowered one does
+// not forgive what was used.
+func TestEngineChangeKeepsCount(t *testing.T) {
+	e, _ := engineFor(t, limitsDoc("v1", 2, 5))
+	apply := func(version string, limit int) {
+		t.Helper()
+		set, err := Parse("limits.yaml", limitsDoc(version, limit, 5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Apply(set); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		apply     string
+		limit     int
+		status    int
+		remaining string
+	}{
+		{"", 0, 200, "1"}, {"", 0, 200, "0"}, {"", 0, 429, "0"}, // 2 of 2
+		{"v2", 4, 200, "1"}, {"", 0, 200, "0"}, {"", 0, 429, "0"}, // raised to 4: 2 more, not 4
+		{"v3", 1, 429, "0"}, // lowered to 1: 4 used, refused
+	}
+	for i, s := range steps {
+		if s.apply != "" {
+			apply(s.apply, s.limit)
+		}
+		w := serve(e, "GET", "/", "a", "")
+		if w.Code != s.status || w.Header().Get("X-RateLimit-Remaining") != s.remaining {
+			t.Errorf("step %d (version %s): %d remaining %q; want %d, %s", i, e.Version(), w.Code, w.Header().Get("X-RateLimit-Remaining"), s.status, s.remaining)
+		}
+	}
+}
