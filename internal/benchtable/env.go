@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/a7d3e0dd/ratelimit"
+)
+
+// env is what every round measures with: the clients of the one redis-server, the floor
+// script and the identities.
+type env struct {
+	s settings
+	// client is the recommended go-redis client: ContextTimeoutEnabled, so the store calls
+	// it directly; plain is one without, whose calls the store runs in a goroutine each.
+	client, plain *redis.Client
+	trivial       *redis.Script // the floor: EVALSHA of "return 1" on one key
+	keys          []string      // identities, cycled through by every Redis figure
+	loadName      string        // the HTTP load generator: wrk or the Go one
+	wrk           string        // path of wrk, "" when it is not installed
+	// breakdown holds the INFO commandstats of each Redis subject in the last round.
+	breakdown map[string]commandStats
+}
+
+// gcra1 is the one-policy subject of the targets; gcra3 the three-policy one.
+var (
+	gcra1 = []ratelimit.Policy{{Limit: 100, Window: time.Second}}
+	gcra3 = []ratelimit.Policy{
+		{Limit: 10, Window: time.Second}, {Limit: 100, Window: time.Minute}, {Limit: 1000, Window: time.Hour},
+	}
+	// oneClient is one GCRA policy that never denies the single client of the HTTP figures.
+	// Its interval is a whole microsecond, as gcra1's, so the script keeps the same shape of
+	// state.
+	oneClient = []ratelimit.Policy{{Limit: 1_000_000, Window: time.Second}}
+)
+
+func newEnv(ctx context.Context, addr string, s settings) (*env, error) {
+	e := &env{
+		s:         s,
+		client:    redis.NewClient(&redis.Options{Addr: addr, PoolSize: s.goroutines, ContextTimeoutEnabled: true}),
+		plain:     redis.NewClient(&redis.Options{Addr: addr, PoolSize: s.goroutines}),
+		trivial:   redis.NewScript("return 1"),
+		keys:      identities(s.keys),
+		loadName:  "Go load generator (wrk not installed)",
+		breakdown: map[string]commandStats{},
+	}
+	if err := e.trivial.Load(ctx, e.client).Err(); err != nil {
+		e.close()
+		return nil, fmt.Errorf("loading the floor script: %w", err)
+	}
+	if path, err := exec.LookPath("wrk"); err == nil {
+		e.wrk, e.loadName = path, "wrk"
+	}
+	return e, nil
+}
+
+func (e *env) close() {
+	_ = e.client.Close()
+	_ = e.plain.Close()
+}
+
+// identities returns n identities of the form the IP key function gives, such as
+// "ip:203.0.113.7".
+func identities(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("ip:203.%d.%d.%d", i>>16&255, i>>8&255, i&255)
+	}
+	return keys
+}
+
+// limiter returns a limiter over client with the policies, its keys under prefix.
+func limiter(client *redis.Client, prefix string, policies []ratelimit.Policy) (*ratelimit.Limiter, error) {
+	return ratelimit.New(ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix)), policies...)
+}
+
+// caller is one operation under measurement, on an identity.
+type caller func(ctx context.Context, key string) error
+
+// check calls l.Allow; a denial is an error, since every subject is set up to be allowed
+// (the allowed path is the one that writes).
+func check(l *ratelimit.Limiter) caller {
+	return func(ctx context.Context, key string) error {
+		d, err := l.Allow(ctx, key)
+		if err == nil && !d.Allowed {
+			err = fmt.Errorf("check of %s denied: the benchmark's limits are too low for its load", key)
+		}
+		return err
+	}
+}
+
+// evalsha is the floor: the trivial script on the identity's key.
+func (e *env) evalsha(ctx context.Context, key string) error {
+	return e.trivial.Run(ctx, e.client, []string{key}).Err()
+}
+
+func (e *env) ping(ctx context.Context, _ string) error {
+	return e.client.Ping(ctx).Err()
+}

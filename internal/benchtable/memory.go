@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/a7d3e0dd/ratelimit"
+)
+
+const (
+	// memWriters is the number of connections that write the identities. They are opened
+	// before the first used_memory reading, so that their buffers are in both readings.
+	memWriters = 8
+	// settle is how long the server gets before each used_memory reading: Redis finishes a
+	// hash table's incremental rehash in its cron (hz 10), and frees the old table only then.
+	settle = time.Second
+)
+
+// memPrefix is the default prefix of the storage keys, which users get.
+const memPrefix = "rl:"
+
+// longLived is the GCRA policy of the used_memory figure: 100 per hour, so that a key lives
+// 36 s after one check, longer than the measure. (At 100 per second it would live 10 ms.)
+var longLived = ratelimit.Policy{Limit: 100, Window: time.Hour}
+
+// memoryFigures measures Redis used_memory per identity on an emptied server: its growth over
+// e.s.identities identities after one check each, divided by their number (key, value, expiry,
+// both hash tables' buckets and the allocator's overhead, where MEMORY USAGE of one key tells
+// less). Its floor is the same keys written by SET with the value the script stores and the
+// same expiry; beside it, the identity alone as the key shows what the key's layout costs. It
+// is taken once: it is not noisy.
+func memoryFigures(ctx context.Context, e *env) (figures, error) {
+	c := redis.NewClient(&redis.Options{Addr: e.client.Options().Addr, PoolSize: memWriters, ContextTimeoutEnabled: true})
+	defer c.Close()
+	l, err := limiter(c, memPrefix, []ratelimit.Policy{longLived})
+	if err != nil {
+		return nil, err
+	}
+	ttl := longLived.Window / time.Duration(longLived.Limit)
+	set := func(key func(id string) string) caller {
+		return func(ctx context.Context, id string) error {
+			return c.Set(ctx, key(id), strconv.FormatInt(time.Now().Add(ttl).UnixMicro(), 10), ttl).Err()
+		}
+	}
+	floor := set(func(id string) string { return ratelimit.StorageKey(memPrefix, id, longLived) })
+	bare := set(func(id string) string { return id })
+	ids := identities(e.s.identities)
+	// Opens the connections and loads the script, outside the measure.
+	if err := each(ctx, check(l), ids[:100], memWriters); err != nil {
+		return nil, err
+	}
+	f := figures{}
+	for _, m := range []struct {
+		name  string
+		write caller
+	}{{"mem.bare", bare}, {"mem.floor", floor}, {"mem.gcra1", check(l)}} {
+		if f[m.name], err = perIdentity(ctx, c, ids, m.write); err != nil {
+			return nil, err
+		}
+	}
+	return f, c.FlushAll(ctx).Err()
+}
+
+// perIdentity empties the server, writes every identity once and returns the growth of
+// used_memory per identity.
+func perIdentity(ctx context.Context, c *redis.Client, ids []string, write caller) (float64, error) {
+	if err := c.FlushAll(ctx).Err(); err != nil {
+		return 0, err
+	}
+	before, err := usedMemory(ctx, c)
+	if err != nil {
+		return 0, err
+	}
+	if err := each(ctx, write, ids, memWriters); err != nil {
+		return 0, err
+	}
+	after, err := usedMemory(ctx, c)
+	if err != nil {
+		return 0, err
+	}
+	return float64(after-before) / float64(len(ids)), nil
+}
+
+// usedMemory returns the server's used_memory once it has settled.
+func usedMemory(ctx context.Context, c *redis.Client) (int64, error) {
+	time.Sleep(settle) // lets the server's cron run, not a wait for an event we could see
+	info, err := c.Info(ctx, "memory").Result()
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(infoField(info, "used_memory"), 10, 64)
+}
+
+// each calls call once on every key, from the given number of goroutines.
+func each(ctx context.Context, call caller, keys []string, goroutines int) error {
+	var (
+		next    atomic.Int64
+		wg      sync.WaitGroup
+		errOnce sync.Once
+		first   error
+	)
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < int64(len(keys)); i = next.Add(1) - 1 {
+				if err := call(ctx, keys[i]); err != nil {
+					errOnce.Do(func() { first = err })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// figures maps a figure's name ("lat.gcra1", "srv.evalsha") to its value.
+type figures map[string]float64
+
+const (
+	allocRuns = 1000                   // calls averaged by each allocation figure
+	warmUp    = 100 * time.Millisecond // of every Redis subject, before its figures
+)
+
+// subject is one operation whose Redis figures are taken: a floor or a check.
+type subject struct {
+	name    string // the figures' suffix
+	command string // the command whose time per call is the subject's Redis time
+	call    caller
+}
+
+// round takes every timed figure once, each floor right before what it is the floor of.
+func (e *env) round(ctx context.Context, r int) (figures, error) {
+	f := figures{}
+	if err := e.redisFigures(ctx, r, f); err != nil {
+		return nil, err
+	}
+	if err := e.httpFigures(ctx, r, f); err != nil {
+		return nil, fmt.Errorf("net/http: %w", err)
+	}
+	if err := memoryStoreFigures(f, e.keys); err != nil {
+		return nil, fmt.Errorf("memory store: %w", err)
+	}
+	return f, nil
+}
+
+// redisFigures takes the Redis time, the throughput, the p50 latency and the allocations of
+// PING, the trivial EVALSHA and the checks of one and three policies. Each round's limiters
+// have keys of their own, so no round inherits the state of another.
+func (e *env) redisFigures(ctx context.Context, r int, f figures) error {
+	prefix := fmt.Sprintf("bt%d:", r)
+	one, err := limiter(e.client, prefix+"one:", gcra1)
+	if err != nil {
+		return err
+	}
+	three, err := limiter(e.client, prefix+"three:", gcra3)
+	if err != nil {
+		return err
+	}
+	plain, err := limiter(e.plain, prefix+"plain:", gcra1)
+	if err != nil {
+		return err
+	}
+	for _, s := range []subject{
+		{"ping", "ping", e.ping},
+		{"evalsha", "evalsha", e.evalsha},
+		{"gcra1", "evalsha", check(one)},
+		{"gcra3", "evalsha", check(three)},
+	} {
+		if err := e.measure(ctx, s, f); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	f["srv.extra"] = (f["srv.gcra3"] - f["srv.gcra1"]) / 2
+	f["srv64.extra"] = (f["srv64.gcra3"] - f["srv64.gcra1"]) / 2
+	n, err := allocs(ctx, check(plain), e.keys, allocRuns)
+	f["allocs.gcra1.plain"] = n
+	return err
+}
+
+// measure takes the four Redis figures of s.
+func (e *env) measure(ctx context.Context, s subject, f figures) error {
+	// Opens the pool's connections and loads the script outside the measure.
+	if _, err := rate(ctx, s.call, e.keys, e.s.goroutines, warmUp); err != nil {
+		return err
+	}
+	// Redis' time per call is read over each phase apart: the server is idle between the
+	// calls of one goroutine and saturated by 64, and the script's share differs.
+	var lat, tput, srv, srv64 float64
+	stats, err := e.serverTime(ctx, func() (err error) {
+		lat, err = p50(ctx, s.call, e.keys, e.s.phase)
+		return err
+	})
+	if err == nil {
+		srv, err = stats.perCall(s.command)
+	}
+	if err != nil {
+		return err
+	}
+	stats64, err := e.serverTime(ctx, func() (err error) {
+		tput, err = rate(ctx, s.call, e.keys, e.s.goroutines, e.s.phase)
+		return err
+	})
+	if err == nil {
+		srv64, err = stats64.perCall(s.command)
+	}
+	if err != nil {
+		return err
+	}
+	n, err := allocs(ctx, s.call, e.keys, allocRuns)
+	if err != nil {
+		return err
+	}
+	f["lat."+s.name], f["tput."+s.name], f["allocs."+s.name] = lat, tput, n
+	f["srv."+s.name], f["srv64."+s.name] = srv, srv64
+	e.breakdown[s.name] = stats
+	return nil
+}
+
+// serverTime returns the INFO commandstats of what phase makes the server do.
+func (e *env) serverTime(ctx context.Context, phase func() error) (commandStats, error) {
+	if err := e.client.ConfigResetStat(ctx).Err(); err != nil {
+		return nil, err
+	}
+	if err := phase(); err != nil {
+		return nil, err
+	}
+	return readCommandStats(ctx, e.client)
+}

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// goal is a target of the performance issue: the figure, or its ratio to its floor, op v.
+type goal struct {
+	op    string // "≤", "≥", "<" or "="
+	v     float64
+	ratio bool // the target is on the ratio, not on the figure
+}
+
+func (g goal) String() string {
+	if g.ratio {
+		return fmt.Sprintf("%s %.2f×", g.op, g.v)
+	}
+	return fmt.Sprintf("%s %g", g.op, g.v)
+}
+
+func (g goal) met(x float64) bool {
+	switch g.op {
+	case "≤":
+		return x <= g.v
+	case "≥":
+		return x >= g.v
+	case "<":
+		return x < g.v
+	}
+	return x == g.v
+}
+
+// row is one line of the table. A row without a floor is itself a floor (or a figure shown
+// for context); a row without a goal is reported only.
+type row struct {
+	label string
+	key   string // its figure
+	unit  string // how to print it: "µs", "/s", "allocs", "B", "ns"
+	floor string // the figure its ratio is taken to; "" for none
+	goal  *goal
+}
+
+// section is a group of rows under a heading, the number of the issue's target first.
+type section struct {
+	heading string
+	rows    []row
+}
+
+var (
+	ratioAtMost  = func(v float64) *goal { return &goal{"≤", v, true} }
+	ratioAtLeast = func(v float64) *goal { return &goal{"≥", v, true} }
+)
+
+// table is every row, in the issue's order of targets.
+var table = []section{
+	{"1  Redis server time per call (INFO commandstats: usec / calls), calls from one goroutine",
+		redisRows("srv", "µs", ratioAtMost(2), ratioAtMost(1))},
+	{"1  the same, calls from 64 goroutines (the server saturated)",
+		redisRows("srv64", "µs", ratioAtMost(2), ratioAtMost(1))},
+	{"2  throughput, 64 goroutines over 10k identities, unpipelined floor",
+		redisRows("tput", "/s", ratioAtLeast(1.5), nil)},
+	{"3  p50 latency, one goroutine",
+		redisRows("lat", "µs", ratioAtMost(1.1), nil)},
+	{"4  client allocations per call", append(redisRows("allocs", "allocs", ratioAtMost(1), nil),
+		row{"GCRA check, 1 policy, client without ContextTimeoutEnabled", "allocs.gcra1.plain", "allocs", "allocs.evalsha", nil},
+		row{"net/http: EVALSHA, then the handler (floor)", "allocs.mw.floor", "allocs", "", nil},
+		row{"net/http: Middleware, 1 policy, then the handler", "allocs.mw", "allocs", "allocs.mw.floor", ratioAtMost(1)},
+	)},
+	{"5  Redis used_memory per identity, 100k identities, one check each", []row{
+		{"SET of the identity alone as the key, same value and expiry", "mem.bare", "B", "", nil},
+		{"SET of the same key and value, same expiry (floor)", "mem.floor", "B", "", nil},
+		{"GCRA check, 1 policy (100/h: no key expires meanwhile)", "mem.gcra1", "B", "mem.floor", &goal{"<", 117, false}},
+	}},
+	{"6  memory store, 1 GCRA policy (floor: a map under one mutex)", []row{
+		{"floor, one key", "ms.floor", "ns", "", nil},
+		{"check, one key", "ms.gcra1", "ns", "ms.floor", &goal{"≤", 150, false}},
+		{"check, one key: allocations", "msallocs.gcra1", "allocs", "", &goal{"=", 0, false}},
+		{"floor, RunParallel, GOMAXPROCS 1, 10k keys", "ms.p1.floor", "ns", "", nil},
+		{"check, RunParallel, GOMAXPROCS 1, 10k keys", "ms.p1.gcra1", "ns", "ms.p1.floor", &goal{"≤", 150, false}},
+		{"floor, RunParallel, GOMAXPROCS 2, 10k keys", "ms.p2.floor", "ns", "", nil},
+		{"check, RunParallel, GOMAXPROCS 2, 10k keys", "ms.p2.gcra1", "ns", "ms.p2.floor", &goal{"≤", 150, false}},
+	}},
+	{"7  net/http end to end on loopback, 64 connections, one client address", []row{
+		{"bare handler, no Redis", "http.bare", "/s", "", nil},
+		{"trivial EVALSHA, then the handler (floor)", "http.evalsha", "/s", "", nil},
+		{"Middleware, 1 policy, then the handler", "http.ours", "/s", "http.evalsha", nil},
+	}},
+}
+
+// redisRows are the rows of one Redis figure: PING, the trivial EVALSHA that is the floor,
+// and the checks of one policy (with the goal g) and of three. perPolicy, if not nil, adds
+// the row of what each policy past the first adds, with that goal.
+func redisRows(figure, unit string, g, perPolicy *goal) []row {
+	floor := figure + ".evalsha"
+	rows := []row{
+		{"PING", figure + ".ping", unit, "", nil},
+		{"trivial EVALSHA (floor)", floor, unit, "", nil},
+		{"GCRA check, 1 policy", figure + ".gcra1", unit, floor, g},
+	}
+	if perPolicy != nil {
+		rows = append(rows, row{"each further policy: (3 policies − 1) / 2", figure + ".extra", unit, floor, perPolicy})
+	}
+	return append(rows, row{"GCRA check, 3 policies (10/s, 100/min, 1000/h)", figure + ".gcra3", unit, floor, nil})
+}
+
+// medians returns the median of each figure over the rounds.
+func medians(rounds []figures) figures {
+	med := figures{}
+	for k := range rounds[0] {
+		var vs []float64
+		for _, f := range rounds {
+			vs = append(vs, f[k])
+		}
+		slices.Sort(vs)
+		if n := len(vs); n%2 == 1 {
+			med[k] = vs[n/2]
+		} else {
+			med[k] = (vs[n/2-1] + vs[n/2]) / 2
+		}
+	}
+	return med
+}
+
+// printTable prints the table of the figures f.
+func printTable(out io.Writer, f figures) {
+	width := 0
+	for _, s := range table {
+		for _, r := range s.rows {
+			width = max(width, utf8.RuneCountInString(r.label))
+		}
+	}
+	line := func(label, v, floor, ratio, target, result string) {
+		pad := strings.Repeat(" ", width-utf8.RuneCountInString(label))
+		fmt.Fprintf(out, "   %s%s %11s %11s %7s %10s  %s\n", label, pad, v, floor, ratio, target, result)
+	}
+	line("", "measured", "floor", "ratio", "target", "result")
+	for _, s := range table {
+		fmt.Fprintln(out, s.heading)
+		for _, r := range s.rows {
+			v := f[r.key]
+			floor, ratio, target, result := "", "", "", ""
+			x := v // what the goal is about
+			if r.floor != "" {
+				floor = format(f[r.floor], r.unit)
+				x = v / f[r.floor]
+				ratio = fmt.Sprintf("%.2f×", x)
+			}
+			if r.goal != nil {
+				target = r.goal.String()
+				if !r.goal.ratio {
+					x = v
+					target += " " + strings.TrimPrefix(r.unit, "/")
+				}
+				result = map[bool]string{true: "PASS", false: "MISS"}[r.goal.met(x)]
+			}
+			line(r.label, format(v, r.unit), floor, ratio, target, result)
+		}
+	}
+	if n := f["http.failedopen"]; n > 0 {
+		fmt.Fprintf(out, "note: %.0f middleware requests (median of the rounds) failed open: Redis did not answer in time\n", n)
+	}
+}
+
+// format prints a figure with its unit.
+func format(v float64, unit string) string {
+	switch unit {
+	case "µs":
+		if v < 10 {
+			return fmt.Sprintf("%.2f µs", v)
+		}
+		return fmt.Sprintf("%.1f µs", v)
+	case "/s":
+		return fmt.Sprintf("%.1fk/s", v/1e3)
+	case "allocs":
+		return fmt.Sprintf("%.0f", v)
+	case "B":
+		return fmt.Sprintf("%.1f B", v)
+	case "ns":
+		return fmt.Sprintf("%.1f ns", v)
+	}
+	return fmt.Sprintf("%g", v)
+}
+
+// printBreakdown prints, for the trivial EVALSHA and each check, the commands Redis ran per
+// call and their time, from the INFO commandstats of the last round.
+func printBreakdown(out io.Writer, stats map[string]commandStats) {
+	fmt.Fprintln(out, "Redis time per call from one goroutine, last round (INFO commandstats): the script, and the commands it ran")
+	for _, name := range []string{"evalsha", "gcra1", "gcra3"} {
+		s := stats[name]
+		calls := float64(s["evalsha"].calls)
+		if calls == 0 {
+			continue
+		}
+		total := float64(s["evalsha"].usec) / calls
+		inner := 0.0
+		var parts []string
+		for _, cmd := range slices.Sorted(maps.Keys(s)) {
+			c := s[cmd]
+			if cmd == "evalsha" || cmd == "info" || strings.HasPrefix(cmd, "config") || c.calls == 0 {
+				continue
+			}
+			inner += float64(c.usec) / calls
+			parts = append(parts, fmt.Sprintf("%s ×%.2f %.2f µs", strings.ToUpper(cmd), float64(c.calls)/calls, float64(c.usec)/calls))
+		}
+		if len(parts) == 0 {
+			parts = []string{"no command"}
+		}
+		fmt.Fprintf(out, "  %-8s %6.2f µs per call: %s; the rest (Lua, and calling Redis from Lua) %.2f µs\n",
+			name, total, strings.Join(parts, ", "), total-inner)
+	}
+}
+
+// cpuModel returns the CPU's model name, from /proc/cpuinfo where there is one.
+func cpuModel() string {
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if k, v, _ := strings.Cut(line, ":"); strings.TrimSpace(k) == "model name" {
+				return strings.TrimSpace(v)
+			}
+		}
+	}
+	return "CPU model unknown"
+}
