@@ -123,3 +123,14 @@ func TestWatchFileKeepsLastGood(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenTooLarge: a file larger than MaxFileSize is refused with Parse's error, not read to
+// its end.
+func TestOpenTooLarge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "limits.yaml")
+	replaceFile(t, path, []byte("# "+strings.Repeat("x", 2*MaxFileSize)))
+	_, err := Open(ratelimit.NewMemoryStore(), path)
+	if err == nil || !strings.Contains(err.Error(), "a rules file may be at most 1048576 (1 MiB)") {
+		t.Errorf("Open of a 2 MiB file: %v, want the size error", err)
+	}
+}
