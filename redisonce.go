@@ -5,25 +5,42 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"strings"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // A check that charges is not idempotent, and go-redis retries a command whose reply did not
 // come in time (up to MaxRetries, 3 by default): a request would be charged once per attempt
-// the server ran. So the store sends each script call once, whatever the client's retry
-// settings, and leaves what to do about a failure to the caller — the fail mode, the fallback.
-// A call that failed may still have run: then its request was charged once, never more.
+// the server ran. So the store sends each call once, whatever the client's retry settings, and
+// leaves what to do about a failure to the caller — the fail mode, the fallback. A call that
+// failed may still have run: then its request was charged once, never more.
 
-// script is a Lua script run by its SHA1 digest, and by its source when the server does not
-// have it (after SCRIPT FLUSH, a restart or a failover).
+// script is Lua code that the store runs once per call: as a Redis Function (FCALL) where the
+// server has Functions and the library defines one, else as a script by its SHA1 digest
+// (EVALSHA), and by its source when the server does not have it.
+//
+// Either way the server may have lost the code (FUNCTION FLUSH, SCRIPT FLUSH, a restart
+// without persistence, a failover to a node that never had it): it then answers that it does
+// not know it without running anything, so loading the code and sending the call again is the
+// same call, not a retry, and callers never see the loss.
 type script struct {
 	src, sha string
+	// lib is the Redis Functions library that registers the function fn; "" runs the script
+	// as a script.
+	lib, fn string
 }
 
 func newScript(src string) *script {
 	sum := sha1.Sum([]byte(src))
 	return &script{src: src, sha: hex.EncodeToString(sum[:])}
+}
+
+// withFunction returns s, run as the function fn of the library lib where the server can.
+func (s *script) withFunction(lib, fn string) *script {
+	s.lib, s.fn = lib, fn
+	return s
 }
 
 // processor runs one command: every go-redis client (*redis.Client, the failover client,
@@ -40,25 +57,125 @@ type onceCmd struct{ *redis.Cmd }
 // NoRetry tells go-redis not to send the command again.
 func (onceCmd) NoRetry() bool { return true }
 
-// run runs s with keys and args on client, once. A client that is not a go-redis client runs
-// it through redis.Script, with its own retry policy.
-func (s *script) run(ctx context.Context, client redis.Scripter, keys []string, args []any) (any, error) {
-	p, ok := client.(processor)
-	if !ok {
-		return redis.NewScript(s.src).Run(ctx, client, keys, args...).Result()
+// maxLoads is how many times a call loads the library before it gives up.
+const maxLoads = 3
+
+// caller sends the commands of one store: its client, or its client through a batcher.
+type caller struct {
+	client redis.Scripter
+	send   func(ctx context.Context, cmd redis.Cmder) error
+	// scriptsOnly is set once the server turned FCALL down (Redis before 7, or an ACL that
+	// forbids it): the store runs every call as a script from then on.
+	scriptsOnly atomic.Bool
+}
+
+// run runs s with keys and args, once. A client that is not a go-redis client runs it through
+// redis.Script, with its own retry policy.
+func (c *caller) run(ctx context.Context, s *script, keys []string, args []any) (any, error) {
+	if _, ok := c.client.(processor); !ok {
+		return redis.NewScript(s.src).Run(ctx, c.client, keys, args...).Result()
+	}
+	if s.fn != "" && !c.scriptsOnly.Load() {
+		v, err := c.fcall(ctx, s, keys, args)
+		if !refused(err) {
+			return v, err
+		}
+		c.scriptsOnly.Store(true)
 	}
 	cmd := s.cmd(ctx, "evalsha", s.sha, keys, args)
-	err := p.Process(ctx, cmd)
+	err := c.send(ctx, cmd)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		// The server did not run it: sending the source is the same call, not a retry.
 		cmd = s.cmd(ctx, "eval", s.src, keys, args)
-		err = p.Process(ctx, cmd)
+		err = c.send(ctx, cmd)
 	}
+	return c.result(ctx, cmd, err)
+}
+
+// fcall runs s as its function, loading its library first where the server lacks it.
+func (c *caller) fcall(ctx context.Context, s *script, keys []string, args []any) (any, error) {
+	cmd := s.cmd(ctx, "fcall", s.fn, keys, args)
+	err := c.send(ctx, cmd)
+	// A few times at most: each time, the server lost the library again between its loading
+	// and the call (FUNCTION FLUSH run over and over).
+	for range maxLoads {
+		if !isFunctionMissing(err) {
+			break
+		}
+		if err = c.load(ctx, s, keys); err != nil {
+			break
+		}
+		cmd = s.cmd(ctx, "fcall", s.fn, keys, args)
+		err = c.send(ctx, cmd)
+	}
+	if refused(err) {
+		return nil, err
+	}
+	return c.result(ctx, cmd, err)
+}
+
+// result returns cmd's reply, and has a Cluster client find the slots again after a failure.
+func (c *caller) result(ctx context.Context, cmd onceCmd, err error) (any, error) {
 	if err != nil {
-		reroute(ctx, client, err)
+		reroute(ctx, c.client, err)
 		return nil, err
 	}
 	return cmd.Val(), nil
+}
+
+// nodeFinder is a client of several servers that tells which one serves a key: the Cluster
+// client (the master of the key's slot) and the Ring (the key's shard).
+type (
+	masterForKey interface {
+		MasterForKey(ctx context.Context, key string) (*redis.Client, error)
+	}
+	shardForKey interface {
+		GetShardClientForKey(key string) (*redis.Client, error)
+	}
+)
+
+// load loads s's library on the server of keys[0]: FUNCTION LOAD is not routed by a key, so
+// on a Cluster or a Ring it goes to the node the call goes to. A library loaded meanwhile by
+// another caller is as good as one loaded now.
+func (c *caller) load(ctx context.Context, s *script, keys []string) error {
+	var node redis.Cmdable
+	switch cl := c.client.(type) {
+	case masterForKey:
+		n, err := cl.MasterForKey(ctx, keys[0])
+		if err != nil {
+			return err
+		}
+		node = n
+	case shardForKey:
+		n, err := cl.GetShardClientForKey(keys[0])
+		if err != nil {
+			return err
+		}
+		node = n
+	case redis.Cmdable:
+		node = cl
+	default:
+		return errors.New("ratelimit: the client cannot load a Redis Function")
+	}
+	err := node.FunctionLoad(ctx, s.lib).Err()
+	if err != nil && strings.Contains(err.Error(), "already exists") {
+		return nil
+	}
+	return err
+}
+
+// The errors below are Redis error replies ("ERR Function not found"); HasErrorPrefix looks
+// past the "ERR ".
+
+// isFunctionMissing reports whether the server answered that it has no such function: it ran
+// nothing.
+func isFunctionMissing(err error) bool {
+	return redis.HasErrorPrefix(err, "Function not found")
+}
+
+// refused reports whether the server turned Functions down: a server before Redis 7 does not
+// know FCALL or FUNCTION, and an ACL may forbid them. Either way it ran nothing.
+func refused(err error) bool {
+	return redis.HasErrorPrefix(err, "NOPERM") || redis.HasErrorPrefix(err, "unknown command")
 }
 
 // stateReloader is a client that routes by a map of the servers it can reload:
@@ -77,6 +194,8 @@ func reroute(ctx context.Context, client redis.Scripter, err error) {
 	}
 }
 
+// cmd returns the command name (evalsha, eval or fcall) of body (a digest, a source or a
+// function's name) with keys and args.
 func (s *script) cmd(ctx context.Context, name, body string, keys []string, args []any) onceCmd {
 	all := make([]any, 0, 3+len(keys)+len(args))
 	all = append(all, name, body, len(keys))
@@ -84,5 +203,9 @@ func (s *script) cmd(ctx context.Context, name, body string, keys []string, args
 		all = append(all, k)
 	}
 	all = append(all, args...)
-	return onceCmd{redis.NewCmd(ctx, all...)}
+	cmd := redis.NewCmd(ctx, all...)
+	if len(keys) > 0 {
+		cmd.SetFirstKeyPos(3) // routes FCALL by its first key, as go-redis does EVALSHA
+	}
+	return onceCmd{cmd}
 }

@@ -12,13 +12,14 @@ import (
 )
 
 var (
-	checkScript = newScript(redisscripts.Check())
+	checkScript = newScript(redisscripts.Check()).withFunction(redisscripts.Function())
 	resetScript = newScript(redisscripts.Reset())
 )
 
 // redisStore keeps rate-limit state in Redis. See [NewRedisStore].
 type redisStore struct {
 	client redis.Scripter
+	calls  *caller
 	prefix string
 	clock  Clock // nil: the Redis server's TIME
 	// direct reports that the client gives up at its context's deadline (go-redis with
@@ -33,8 +34,10 @@ var _ Store = (*redisStore)(nil)
 // client, *redis.ClusterClient or *redis.Ring. Options: [WithPrefix], [WithClock];
 // NewRedisStore panics if one is invalid or configures a guard.
 //
-// A check of any number of policies is one script call (EVALSHA; EVAL when the server lost the
-// script), atomic and all or nothing. Every key it writes expires when its state stops
+// A check of any number of policies is one call of a Redis Function (FCALL; on servers before
+// Redis 7, a script: EVALSHA), atomic and all or nothing. The store loads the function or the
+// script itself, and again whenever a server lost it (FUNCTION FLUSH, SCRIPT FLUSH, a restart,
+// a failover): callers never see the loss. Every key it writes expires when its state stops
 // mattering. By default the script reads the Redis server's TIME, so application servers with
 // skewed clocks still agree.
 //
@@ -47,7 +50,11 @@ func NewRedisStore(client redis.Scripter, opts ...Option) Store {
 	if client == nil {
 		panic("ratelimit: NewRedisStore(nil): give it a go-redis client")
 	}
-	return resilient(&redisStore{client: client, prefix: c.prefix, clock: c.clock, direct: honoursDeadlines(client)}, c)
+	calls := &caller{client: client}
+	if p, ok := client.(processor); ok {
+		calls.send = p.Process
+	}
+	return resilient(&redisStore{client: client, calls: calls, prefix: c.prefix, clock: c.clock, direct: honoursDeadlines(client)}, c)
 }
 
 // honoursDeadlines reports whether client gives up at its context's deadline.
@@ -76,7 +83,7 @@ func (s *redisStore) Clock() Clock {
 // does.
 func (s *redisStore) run(ctx context.Context, script *script, keys []string, args []any) (any, error) {
 	if s.direct {
-		return script.run(ctx, s.client, keys, args)
+		return s.calls.run(ctx, script, keys, args)
 	}
 	type reply struct {
 		v   any
@@ -84,7 +91,7 @@ func (s *redisStore) run(ctx context.Context, script *script, keys []string, arg
 	}
 	done := make(chan reply, 1)
 	go func() {
-		v, err := script.run(ctx, s.client, keys, args)
+		v, err := s.calls.run(ctx, script, keys, args)
 		done <- reply{v, err}
 	}()
 	select {

@@ -45,7 +45,7 @@ func TestRedisCheckSentOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			openConnections(t, client, 4)
-			sent := func() int { return p.Commands("evalsha") + p.Commands("eval") }
+			sent := func() int { return p.Commands("fcall") + p.Commands("evalsha") + p.Commands("eval") }
 			before := sent()
 
 			p.Delay(time.Second) // every reply comes after ReadTimeout

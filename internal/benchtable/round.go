@@ -56,8 +56,8 @@ func (e *env) redisFigures(ctx context.Context, r int, f figures) error {
 	for _, s := range []subject{
 		{"ping", "ping", e.ping},
 		{"evalsha", "evalsha", e.evalsha},
-		{"gcra1", "evalsha", check(one)},
-		{"gcra3", "evalsha", check(three)},
+		{"gcra1", "fcall", check(one)},
+		{"gcra3", "fcall", check(three)},
 	} {
 		if err := e.measure(ctx, s, f); err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)

@@ -1,4 +1,6 @@
--- check.lua: the entry point; evaluates a whole policy list for one identity, all or nothing.
+-- check.lua: the function `check(KEYS, ARGV)`, the entry point: it evaluates a whole policy list
+-- for one identity, all or nothing. It is called with the KEYS and ARGV below, by the Redis
+-- Function the library registers or by the script's last line (see scripts.go).
 --
 -- KEYS[i]   the state key of policy i (all keys share one cluster hash tag)
 -- ARGV[1]   now in microseconds (an injected clock: keys then live at least a minute), or "0" to
@@ -15,49 +17,55 @@
 -- Reply: 5 integers per policy, in order: allowed (1 or 0), remaining, reset after (µs),
 -- retry after (µs; -1 never), delay (µs); then the time of the check (µs). Every policy is
 -- evaluated before any is charged, so a denied request consumes nothing.
-local now = tonumber(ARGV[1])
-if now == 0 then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  min_ttl_ms = 60000 -- see preamble.lua
-end
-local cost = tonumber(ARGV[2])
-local charge = ARGV[3] == '1'
-
-if ARGV[3] == '2' or ARGV[3] == '3' then
-  local at, fns = tonumber(ARGV[4]), refunds
-  if ARGV[3] == '3' then fns = renews end
-  for i = 1, #KEYS do -- every code is known before anything is written
-    local code = ARGV[5 * i]
-    if not algorithms[code] then return redis.error_reply('ratelimit: unknown algorithm code ' .. tostring(code)) end
-    if not fns[code] then return redis.error_reply('ratelimit: algorithm code ' .. code .. ' holds no lease to renew') end
+local function check(KEYS, ARGV)
+  -- The library outlives a call (a Redis Function): every call starts afresh.
+  floor, ceil, min_ttl_ms = math.floor, math.ceil, 1
+  local now = tonumber(ARGV[1])
+  if now == 0 then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  else
+    min_ttl_ms = 60000 -- see preamble.lua
   end
+  local cost = tonumber(ARGV[2])
+  local charge = ARGV[3] == '1'
+
+  if ARGV[3] == '2' or ARGV[3] == '3' then
+    local at, fns = tonumber(ARGV[4]), refunds
+    if ARGV[3] == '3' then fns = renews end
+    for i = 1, #KEYS do -- every code is known before anything is written
+      local code = ARGV[5 * i]
+      if not algorithms[code] then return redis.error_reply('ratelimit: unknown algorithm code ' .. tostring(code)) end
+      if not fns[code] then return redis.error_reply('ratelimit: algorithm code ' .. code .. ' holds no lease to renew') end
+    end
+    for i = 1, #KEYS do
+      local a = 5 * i
+      fns[ARGV[a]](KEYS[i], now, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), cost, at)
+    end
+    if ARGV[3] == '3' then return {now} end
+    return {}
+  end
+
+  local reply, commits, all = {}, {}, true
+  local n = 0 -- #reply
   for i = 1, #KEYS do
     local a = 5 * i
-    fns[ARGV[a]](KEYS[i], now, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), cost, at)
+    local fn = algorithms[ARGV[a]]
+    if not fn then return redis.error_reply('ratelimit: unknown algorithm code ' .. tostring(ARGV[a])) end
+    local row, commit = fn(KEYS[i], now, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), cost)
+    if ARGV[a + 4] == '1' then
+      -- A shadow policy never decides, and is charged only with what it admits.
+      if row[1] == 1 then commits[#commits + 1] = commit end
+    else
+      if row[1] == 0 then all = false end
+      commits[#commits + 1] = commit
+    end
+    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] = row[1], row[2], row[3], row[4], row[5]
+    n = n + 5
   end
-  if ARGV[3] == '3' then return {now} end
-  return {}
-end
-
-local reply, commits, all = {}, {}, true
-for i = 1, #KEYS do
-  local a = 5 * i
-  local fn = algorithms[ARGV[a]]
-  if not fn then return redis.error_reply('ratelimit: unknown algorithm code ' .. tostring(ARGV[a])) end
-  local row, commit = fn(KEYS[i], now, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), cost)
-  if ARGV[a + 4] == '1' then
-    -- A shadow policy never decides, and is charged only with what it admits.
-    if row[1] == 1 then commits[#commits + 1] = commit end
-  else
-    if row[1] == 0 then all = false end
-    commits[#commits + 1] = commit
+  if all and charge and cost > 0 then
+    for i = 1, #commits do commits[i]() end
   end
-  for j = 1, 5 do reply[#reply + 1] = row[j] end
+  reply[n + 1] = now
+  return reply
 end
-if all and charge and cost > 0 then
-  for i = 1, #commits do commits[i]() end
-end
-reply[#reply + 1] = now
-return reply

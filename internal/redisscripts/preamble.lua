@@ -15,11 +15,11 @@
 -- `renews` (code -> function) holds the Renew of the algorithms whose charges are leases (the
 -- in-flight slots), called as refunds are: it moves the charge made at time at to now.
 
-if redis.replicate_commands then redis.replicate_commands() end
-
 local algorithms, refunds, renews = {}, {}, {}
 
-local floor, ceil = math.floor, math.ceil
+-- floor and ceil are math's, bound by each call of check (see check.lua): a Redis Functions
+-- library is loaded without the standard libraries, which are there only when it is called.
+local floor, ceil
 
 -- int formats an integer-valued number without exponent or rounding.
 local function int(n)
@@ -32,11 +32,12 @@ end
 -- lifetime is equivalent to no state for every algorithm, so keeping it longer changes nothing.
 local min_ttl_ms = 1
 
--- ttl_ms turns a state lifetime in microseconds into a PX argument (at least min_ttl_ms).
+-- ttl_ms turns a state lifetime in microseconds into a PX argument (at least min_ttl_ms). It
+-- is a number: redis.call writes an integer-valued number as its digits, exactly below 2^53.
 local function ttl_ms(us)
   local ms = ceil(us / 1000)
   if ms < min_ttl_ms then ms = min_ttl_ms end
-  return int(ms)
+  return ms
 end
 
 -- idiv is a/b rounded down, exact for integers below 2^53 (b > 0): the quotient of the double
@@ -51,11 +52,9 @@ local function idiv(a, b)
   return q
 end
 
--- get_ints reads a state string of integers separated by ':', nil when absent; count, when
--- given, is how many it must hold.
-local function get_ints(key, count)
-  local v = redis.call('GET', key)
-  if not v then return nil end
+-- parse_ints reads the state string v of key: integers separated by ':'; count, when given,
+-- is how many it must hold.
+local function parse_ints(key, v, count)
   local out = {}
   for part in string.gmatch(v, '[^:]+') do
     local n = tonumber(part)
@@ -66,6 +65,13 @@ local function get_ints(key, count)
     return error('ratelimit: malformed state at key ' .. key)
   end
   return out
+end
+
+-- get_ints reads the state of key (see parse_ints), nil when absent.
+local function get_ints(key, count)
+  local v = redis.call('GET', key)
+  if not v then return nil end
+  return parse_ints(key, v, count)
 end
 
 -- set_ints writes a state string of integers with its expiry.

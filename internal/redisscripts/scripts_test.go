@@ -104,8 +104,8 @@ func TestScriptsLoad(t *testing.T) {
 			t.Errorf("SCRIPT LOAD of %s() = %s; want the SHA1 of the source %x", name, sha, sum)
 		}
 	}
-	if !strings.HasPrefix(redisscripts.Check(), redisscripts.Library()) {
-		t.Errorf("Check() does not start with Library()")
+	if !strings.Contains(redisscripts.Check(), redisscripts.Library()) {
+		t.Errorf("Check() does not hold Library()")
 	}
 }
 
@@ -174,5 +174,41 @@ func TestUnknownCode(t *testing.T) {
 	}
 	if n, err := c.Exists(ctx, key1, key2).Result(); err != nil || n != 0 {
 		t.Errorf("second policy unknown: %d keys written (%v); want none", n, err)
+	}
+}
+
+// TestFunctionMatchesScript: the Redis Functions library loads, and its function answers a
+// sequence of calls as the script does, on keys of its own.
+func TestFunctionMatchesScript(t *testing.T) {
+	c := redistest.Standalone(t)
+	ctx := ctxT(t)
+	src, name := redisscripts.Function()
+	if err := c.FunctionLoadReplace(ctx, src).Err(); err != nil {
+		t.Fatalf("FUNCTION LOAD: %v", err)
+	}
+	if !strings.HasPrefix(name, "ratelimit_check_") || !strings.Contains(src, "name=ratelimit_"+strings.TrimPrefix(name, "ratelimit_check_")) {
+		t.Errorf("function %q of library %q: want both named by the code's digest", name, strings.SplitN(src, "\n", 2)[0])
+	}
+	script := redis.NewScript(redisscripts.Check())
+	for _, code := range codes(t) {
+		prefix := redistest.Prefix(t) + code
+		for i, call := range []struct {
+			cost int64
+			mode string
+			at   int64
+		}{{3, "1", 0}, {5, "1", 0}, {4, "1", 0}, {0, "0", 0}, {3, "2", now}, {2, "0", 0}} {
+			args := checkArgs(now+int64(i), call.cost, call.mode, call.at, code, 10, 1_000_000, 0)
+			want, err := script.Run(ctx, c, []string{prefix + ":script"}, args...).Slice()
+			if err != nil {
+				t.Fatalf("%s call %d: script: %v", code, i, err)
+			}
+			got, err := c.FCall(ctx, name, []string{prefix + ":function"}, args...).Slice()
+			if err != nil {
+				t.Fatalf("%s call %d: function: %v", code, i, err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s call %d: the function answered %v; the script %v", code, i, got, want)
+			}
+		}
 	}
 }

@@ -33,8 +33,11 @@ end
 -- (written under another limit) rounds the TAT up to the next whole microsecond, as the Go
 -- instantOf does.
 local function read(key, den)
-  local s = get_ints(key, nil)
-  if not s then return nil end
+  local v = redis.call('GET', key)
+  if not v then return nil end
+  local us = tonumber(v) -- the common state, a whole microsecond, without parsing
+  if us and us == floor(us) then return us, 0 end
+  local s = parse_ints(key, v, nil)
   if #s == 1 then return s[1], 0 end
   if #s ~= 3 or s[2] <= 0 or s[2] >= s[3] then
     return error('ratelimit: malformed state at key ' .. key)
@@ -51,8 +54,8 @@ local function load(key, now, den)
 end
 
 local function store(key, us, fr, den, now)
-  local v = int(us)
-  if fr > 0 then v = v .. ':' .. int(fr) .. ':' .. int(den) end
+  local v = us -- a number: redis.call writes its digits
+  if fr > 0 then v = int(us) .. ':' .. int(fr) .. ':' .. int(den) end
   redis.call('SET', key, v, 'PX', ttl_ms(ceil_to(us, fr, now)))
 end
 

@@ -162,7 +162,7 @@ func checker(t *testing.T, client *redis.Client, alg algorithms.Algorithm, step 
 	return check
 }
 
-// leastUsecPerCall returns, for each workload, usec_per_call of EVALSHA over 500 calls: the
+// leastUsecPerCall returns, for each workload, usec_per_call of FCALL over 500 calls: the
 // least of 20 rounds, in each of which every workload runs in turn. Rounds this short are
 // often undisturbed by other work, even on a busy machine.
 func leastUsecPerCall(t *testing.T, client *redis.Client, workloads []func()) []float64 {
@@ -172,27 +172,27 @@ func leastUsecPerCall(t *testing.T, client *redis.Client, workloads []func()) []
 	}
 	for range 20 {
 		for i, f := range workloads {
-			f() // the script is loaded: every call measured is an EVALSHA
+			f() // the function is loaded: every call measured is an FCALL
 			if err := client.ConfigResetStat(context.Background()).Err(); err != nil {
 				t.Fatal(err)
 			}
 			for range 500 {
 				f()
 			}
-			least[i] = min(least[i], evalshaUsec(t, client))
+			least[i] = min(least[i], fcallUsec(t, client))
 		}
 	}
 	return least
 }
 
-// evalshaUsec returns usec_per_call of EVALSHA in INFO commandstats.
-func evalshaUsec(t *testing.T, client *redis.Client) float64 {
+// fcallUsec returns usec_per_call of FCALL in INFO commandstats.
+func fcallUsec(t *testing.T, client *redis.Client) float64 {
 	info, err := client.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for line := range strings.SplitSeq(info, "\r\n") {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:"); ok {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_fcall:"); ok {
 			for field := range strings.SplitSeq(rest, ",") {
 				if v, ok := strings.CutPrefix(field, "usec_per_call="); ok {
 					usec, err := strconv.ParseFloat(v, 64)
@@ -204,7 +204,7 @@ func evalshaUsec(t *testing.T, client *redis.Client) float64 {
 			}
 		}
 	}
-	t.Fatalf("INFO commandstats has no usec_per_call of EVALSHA:\n%s", info)
+	t.Fatalf("INFO commandstats has no usec_per_call of FCALL:\n%s", info)
 	return 0
 }
 
