@@ -27,6 +27,9 @@ import (
 // same call, not a retry, and callers never see the loss.
 type script struct {
 	src, sha string
+	// srcArg, shaArg and fnArg are src, sha and fn as command arguments, so that a call does
+	// not copy them to the heap.
+	srcArg, shaArg, fnArg any
 	// lib is the Redis Functions library that registers the function fn; "" runs the script
 	// as a script.
 	lib, fn string
@@ -34,12 +37,13 @@ type script struct {
 
 func newScript(src string) *script {
 	sum := sha1.Sum([]byte(src))
-	return &script{src: src, sha: hex.EncodeToString(sum[:])}
+	sha := hex.EncodeToString(sum[:])
+	return &script{src: src, sha: sha, srcArg: src, shaArg: sha}
 }
 
 // withFunction returns s, run as the function fn of the library lib where the server can.
 func (s *script) withFunction(lib, fn string) *script {
-	s.lib, s.fn = lib, fn
+	s.lib, s.fn, s.fnArg = lib, fn, fn
 	return s
 }
 
@@ -69,31 +73,42 @@ type caller struct {
 	scriptsOnly atomic.Bool
 }
 
-// run runs s with keys and args, once. A client that is not a go-redis client runs it through
-// redis.Script, with its own retry policy.
-func (c *caller) run(ctx context.Context, s *script, keys []string, args []any) (any, error) {
+// run runs s once with args, whose first callHead elements it sets (the command, the body
+// and the number of keys, see newCall) and whose keys are *string. A client that is not a
+// go-redis client runs it through redis.Script, with its own retry policy.
+func (c *caller) run(ctx context.Context, s *script, args []any) (any, error) {
 	if _, ok := c.client.(processor); !ok {
-		return redis.NewScript(s.src).Run(ctx, c.client, keys, args...).Result()
+		return c.runScript(ctx, s, args)
 	}
 	if s.fn != "" && !c.scriptsOnly.Load() {
-		v, err := c.fcall(ctx, s, keys, args)
+		v, err := c.fcall(ctx, s, args)
 		if !refused(err) {
 			return v, err
 		}
 		c.scriptsOnly.Store(true)
 	}
-	cmd := s.cmd(ctx, "evalsha", s.sha, keys, args)
+	cmd := s.cmd(ctx, "evalsha", s.shaArg, args)
 	err := c.send(ctx, cmd)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		cmd = s.cmd(ctx, "eval", s.src, keys, args)
+		cmd = s.cmd(ctx, "eval", s.srcArg, args)
 		err = c.send(ctx, cmd)
 	}
 	return c.result(ctx, cmd, err)
 }
 
+// runScript runs s through redis.Script, for a client that is not a go-redis client.
+func (c *caller) runScript(ctx context.Context, s *script, args []any) (any, error) {
+	n := args[2].(int)
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = *args[callHead+i].(*string)
+	}
+	return redis.NewScript(s.src).Run(ctx, c.client, keys, args[callHead+n:]...).Result()
+}
+
 // fcall runs s as its function, loading its library first where the server lacks it.
-func (c *caller) fcall(ctx context.Context, s *script, keys []string, args []any) (any, error) {
-	cmd := s.cmd(ctx, "fcall", s.fn, keys, args)
+func (c *caller) fcall(ctx context.Context, s *script, args []any) (any, error) {
+	cmd := s.cmd(ctx, "fcall", s.fnArg, args)
 	err := c.send(ctx, cmd)
 	// A few times at most: each time, the server lost the library again between its loading
 	// and the call (FUNCTION FLUSH run over and over).
@@ -101,10 +116,10 @@ func (c *caller) fcall(ctx context.Context, s *script, keys []string, args []any
 		if !isFunctionMissing(err) {
 			break
 		}
-		if err = c.load(ctx, s, keys); err != nil {
+		if err = c.load(ctx, s, *args[callHead].(*string)); err != nil {
 			break
 		}
-		cmd = s.cmd(ctx, "fcall", s.fn, keys, args)
+		cmd = s.cmd(ctx, "fcall", s.fnArg, args)
 		err = c.send(ctx, cmd)
 	}
 	if refused(err) {
@@ -133,20 +148,20 @@ type (
 	}
 )
 
-// load loads s's library on the server of keys[0]: FUNCTION LOAD is not routed by a key, so
-// on a Cluster or a Ring it goes to the node the call goes to. A library loaded meanwhile by
-// another caller is as good as one loaded now.
-func (c *caller) load(ctx context.Context, s *script, keys []string) error {
+// load loads s's library on the server of key, the call's first: FUNCTION LOAD is not routed
+// by a key, so on a Cluster or a Ring it goes to the node the call goes to. A library loaded
+// meanwhile by another caller is as good as one loaded now.
+func (c *caller) load(ctx context.Context, s *script, key string) error {
 	var node redis.Cmdable
 	switch cl := c.client.(type) {
 	case masterForKey:
-		n, err := cl.MasterForKey(ctx, keys[0])
+		n, err := cl.MasterForKey(ctx, key)
 		if err != nil {
 			return err
 		}
 		node = n
 	case shardForKey:
-		n, err := cl.GetShardClientForKey(keys[0])
+		n, err := cl.GetShardClientForKey(key)
 		if err != nil {
 			return err
 		}
@@ -169,13 +184,13 @@ func (c *caller) load(ctx context.Context, s *script, keys []string) error {
 // isFunctionMissing reports whether the server answered that it has no such function: it ran
 // nothing.
 func isFunctionMissing(err error) bool {
-	return redis.HasErrorPrefix(err, "Function not found")
+	return err != nil && redis.HasErrorPrefix(err, "Function not found")
 }
 
 // refused reports whether the server turned Functions down: a server before Redis 7 does not
 // know FCALL or FUNCTION, and an ACL may forbid them. Either way it ran nothing.
 func refused(err error) bool {
-	return redis.HasErrorPrefix(err, "NOPERM") || redis.HasErrorPrefix(err, "unknown command")
+	return err != nil && (redis.HasErrorPrefix(err, "NOPERM") || redis.HasErrorPrefix(err, "unknown command"))
 }
 
 // stateReloader is a client that routes by a map of the servers it can reload:
@@ -195,17 +210,12 @@ func reroute(ctx context.Context, client redis.Scripter, err error) {
 }
 
 // cmd returns the command name (evalsha, eval or fcall) of body (a digest, a source or a
-// function's name) with keys and args.
-func (s *script) cmd(ctx context.Context, name, body string, keys []string, args []any) onceCmd {
-	all := make([]any, 0, 3+len(keys)+len(args))
-	all = append(all, name, body, len(keys))
-	for _, k := range keys {
-		all = append(all, k)
-	}
-	all = append(all, args...)
-	cmd := redis.NewCmd(ctx, all...)
-	if len(keys) > 0 {
-		cmd.SetFirstKeyPos(3) // routes FCALL by its first key, as go-redis does EVALSHA
+// function's name) with args (see run).
+func (s *script) cmd(ctx context.Context, name string, body any, args []any) onceCmd {
+	args[0], args[1] = name, body
+	cmd := redis.NewCmd(ctx, args...)
+	if args[2].(int) > 0 {
+		cmd.SetFirstKeyPos(callHead) // routes FCALL by its first key, as go-redis does EVALSHA
 	}
 	return onceCmd{cmd}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/redis/go-redis/v9"
 
@@ -51,8 +52,8 @@ func NewRedisStore(client redis.Scripter, opts ...Option) Store {
 		panic("ratelimit: NewRedisStore(nil): give it a go-redis client")
 	}
 	calls := &caller{client: client}
-	if p, ok := client.(processor); ok {
-		calls.send = p.Process
+	if p, ok := client.(pipeliner); ok {
+		calls.send = newBatcher(p).send // see redisbatch.go
 	}
 	return resilient(&redisStore{client: client, calls: calls, prefix: c.prefix, clock: c.clock, direct: honoursDeadlines(client)}, c)
 }
@@ -79,11 +80,11 @@ func (s *redisStore) Clock() Clock {
 	return s.clock
 }
 
-// run runs a script once (see redisonce.go), keeping ctx's deadline whether or not the client
-// does.
-func (s *redisStore) run(ctx context.Context, script *script, keys []string, args []any) (any, error) {
+// run runs a script once (see redisonce.go) with the arguments of a [scriptCall], keeping
+// ctx's deadline whether or not the client does.
+func (s *redisStore) run(ctx context.Context, script *script, args []any) (any, error) {
 	if s.direct {
-		return s.calls.run(ctx, script, keys, args)
+		return s.calls.run(ctx, script, args)
 	}
 	type reply struct {
 		v   any
@@ -91,7 +92,7 @@ func (s *redisStore) run(ctx context.Context, script *script, keys []string, arg
 	}
 	done := make(chan reply, 1)
 	go func() {
-		v, err := s.calls.run(ctx, script, keys, args)
+		v, err := s.calls.run(ctx, script, args)
 		done <- reply{v, err}
 	}()
 	select {
@@ -108,36 +109,53 @@ func (s *redisStore) Check(ctx context.Context, key string, policies []Policy, c
 	if charge {
 		mode = 1
 	}
-	keys, args, err := s.scriptArgs(key, policies, cost, mode, 0)
+	args, err := s.scriptArgs(key, policies, cost, mode, 0)
 	if err != nil {
 		return time.Time{}, err
 	}
-	v, err := s.run(ctx, checkScript, keys, args)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("ratelimit: redis check: %w", err)
+	v, err := s.run(ctx, checkScript, args)
+	if err == nil {
+		return decodeCheck(v, out[:len(policies)])
 	}
-	reply, err := int64s(v)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("ratelimit: redis check: %w", err)
+	return time.Time{}, fmt.Errorf("ratelimit: redis check: %w", err)
+}
+
+// decodeCheck writes the rows of check.lua's reply v to out, one per policy, and returns the
+// time of the check.
+func decodeCheck(v any, out []PolicyResult) (time.Time, error) {
+	reply, ok := v.([]any)
+	if !ok {
+		return time.Time{}, fmt.Errorf("ratelimit: redis check: reply is a %T, not an array", v)
 	}
-	if len(reply) != 5*len(policies)+1 {
-		return time.Time{}, fmt.Errorf("ratelimit: redis check: got %d integers, want %d", len(reply), 5*len(policies)+1)
+	if len(reply) != 5*len(out)+1 {
+		return time.Time{}, fmt.Errorf("ratelimit: redis check: got %d integers, want %d", len(reply), 5*len(out)+1)
 	}
-	for i := range policies {
-		row := reply[5*i : 5*i+5]
+	var row [5]int64
+	for i := range out {
+		for j := range row {
+			n, ok := reply[5*i+j].(int64)
+			if !ok {
+				return time.Time{}, fmt.Errorf("ratelimit: redis check: reply element %d is a %T, not an integer", 5*i+j, reply[5*i+j])
+			}
+			row[j] = n
+		}
 		if row[0] != 0 && row[0] != 1 {
 			return time.Time{}, fmt.Errorf("ratelimit: redis check: bad allowed flag %d", row[0])
 		}
 		out[i].setMicros(row[0] == 1, row[1], row[2], row[3], row[4])
 	}
-	return time.UnixMicro(reply[len(reply)-1]), nil
+	at, ok := reply[len(reply)-1].(int64)
+	if !ok {
+		return time.Time{}, fmt.Errorf("ratelimit: redis check: reply element %d is a %T, not an integer", len(reply)-1, reply[len(reply)-1])
+	}
+	return time.UnixMicro(at), nil
 }
 
 // Refund implements [Store].
 func (s *redisStore) Refund(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) error {
-	keys, args, err := s.scriptArgs(key, policies, cost, 2, at.UnixMicro())
+	args, err := s.scriptArgs(key, policies, cost, 2, at.UnixMicro())
 	if err == nil {
-		_, err = s.run(ctx, checkScript, keys, args)
+		_, err = s.run(ctx, checkScript, args)
 	}
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("ratelimit: redis refund: %w", err)
@@ -150,11 +168,11 @@ func (s *redisStore) Renew(ctx context.Context, key string, policies []Policy, c
 	if err := renewable(policies); err != nil {
 		return time.Time{}, err
 	}
-	keys, args, err := s.scriptArgs(key, policies, cost, 3, at.UnixMicro())
+	args, err := s.scriptArgs(key, policies, cost, 3, at.UnixMicro())
 	if err != nil {
 		return time.Time{}, err
 	}
-	v, err := s.run(ctx, checkScript, keys, args)
+	v, err := s.run(ctx, checkScript, args)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("ratelimit: redis renew: %w", err)
 	}
@@ -168,33 +186,86 @@ func (s *redisStore) Renew(ctx context.Context, key string, policies []Policy, c
 	return time.UnixMicro(reply[0]), nil
 }
 
-// scriptArgs returns the KEYS and ARGV of check.lua; mode is 0 (evaluate), 1 (charge), 2
-// (refund the charge made at at) or 3 (renew it).
-func (s *redisStore) scriptArgs(key string, policies []Policy, cost int64, mode int, at int64) ([]string, []any, error) {
-	if err := compiledAll(policies); err != nil {
-		return nil, nil, err
+// scriptCall holds the arguments of one call in a single allocation, for lists of up to
+// inlinePolicies policies: the command's arguments, and the keys they point to.
+type scriptCall struct {
+	args [inlineArgs]any
+	keys [inlinePolicies]string
+	buf  [inlineKeyBytes]byte // the bytes of keys, as far as they fit
+}
+
+const (
+	inlinePolicies = 3
+	inlineKeyBytes = 256
+	callHead       = 3 // the command, the function or script, the number of keys
+	checkArgs      = 4 // check.lua's ARGV before the policies'
+	policyArgs     = 5 // check.lua's ARGV per policy
+	inlineArgs     = callHead + inlinePolicies*(1+policyArgs) + checkArgs
+	// keyOverhead bounds what a storage key holds besides its prefix and its identity: the
+	// braces, a colon, the tag, and a hashed identity's digest in the place of a short one.
+	keyOverhead = 3 + 16 + 25
+)
+
+// newCall returns the arguments of a call of key's state under policies, with room for extra
+// more; the first callHead are left for the caller (see redisonce.go), and each key is a
+// *string.
+func (s *redisStore) newCall(key string, policies []Policy, extra int) []any {
+	n := len(policies)
+	var (
+		args []any
+		keys []string
+		buf  []byte
+	)
+	if n <= inlinePolicies && callHead+n+extra <= inlineArgs {
+		c := new(scriptCall)
+		args, keys, buf = c.args[:callHead+n], c.keys[:n], c.buf[:0]
+	} else {
+		args, keys = make([]any, callHead+n, callHead+n+extra), make([]string, n)
 	}
-	keys := make([]string, len(policies))
-	args := make([]any, 4, 4+5*len(policies))
-	args[0], args[1], args[2], args[3] = int64(0), cost, mode, at
-	if s.clock != nil {
-		args[0] = s.clock.Now().UnixMicro()
-	}
+	args[2] = n
 	for i := range policies {
-		p := &policies[i]
-		keys[i] = StorageKey(s.prefix, key, *p)
-		args = append(args, p.compiled.redisArgs...)
+		keys[i] = s.keyIn(&buf, key, &policies[i])
+		// A *string, which go-redis writes as the string, fits an interface without being
+		// copied to the heap.
+		args[callHead+i] = &keys[i]
 	}
-	return keys, args, nil
+	return args
+}
+
+// keyIn returns the storage key of identity under p, its bytes appended to *buf where they
+// fit: the string then points into the call's own allocation, which no one writes again.
+func (s *redisStore) keyIn(buf *[]byte, identity string, p *Policy) string {
+	b := *buf
+	if len(b)+len(s.prefix)+len(identity)+keyOverhead > cap(b) {
+		return StorageKey(s.prefix, identity, *p)
+	}
+	start := len(b)
+	b = appendKey(b, s.prefix, identity, p.tag())
+	*buf = b
+	return unsafe.String(&b[start], len(b)-start)
+}
+
+// scriptArgs returns the arguments of a check.lua call (see newCall); mode is 0 (evaluate),
+// 1 (charge), 2 (refund the charge made at at) or 3 (renew it).
+func (s *redisStore) scriptArgs(key string, policies []Policy, cost int64, mode int, at int64) ([]any, error) {
+	if err := compiledAll(policies); err != nil {
+		return nil, err
+	}
+	args := s.newCall(key, policies, checkArgs+policyArgs*len(policies))
+	now := int64(0)
+	if s.clock != nil {
+		now = s.clock.Now().UnixMicro()
+	}
+	args = append(args, now, cost, mode, at)
+	for i := range policies {
+		args = append(args, policies[i].compiled.redisArgs...)
+	}
+	return args, nil
 }
 
 // Reset implements [Store].
 func (s *redisStore) Reset(ctx context.Context, key string, policies []Policy) error {
-	keys := make([]string, len(policies))
-	for i := range policies {
-		keys[i] = StorageKey(s.prefix, key, policies[i])
-	}
-	if _, err := s.run(ctx, resetScript, keys, nil); err != nil && !errors.Is(err, redis.Nil) {
+	if _, err := s.run(ctx, resetScript, s.newCall(key, policies, 0)); err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("ratelimit: redis reset: %w", err)
 	}
 	return nil

@@ -81,7 +81,9 @@ func newFaultyRedis(t *testing.T, opts ...ratelimit.Option) *faultyRedis {
 }
 
 // sent is how many script calls reached the proxy.
-func (f *faultyRedis) sent() int { return f.proxy.Commands("fcall") + f.proxy.Commands("evalsha") + f.proxy.Commands("eval") }
+func (f *faultyRedis) sent() int {
+	return f.proxy.Commands("fcall") + f.proxy.Commands("evalsha") + f.proxy.Commands("eval")
+}
 
 // short bounds a call that is to time out (Redis does not answer): the guard's deadline.
 func short() (context.Context, context.CancelFunc) {

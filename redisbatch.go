@@ -1,0 +1,153 @@
+package ratelimit
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A Redis server spends more of a short call on reading the request and writing the reply
+// than on running it, and so does the client. Many concurrent requests are served faster when
+// their calls travel together: the batcher sends a call straight away while few are on the
+// wire, and otherwise queues it; each time a call or a batch comes back, whatever queued
+// meanwhile leaves as one pipeline. An idle client therefore never waits, and a busy one sends
+// pipelines as deep as the load makes them.
+//
+// Batching changes nothing a check does: every call is still one atomic FCALL (or EVALSHA),
+// and a pipeline is only their transport. go-redis sends a pipeline holding a NoRetry command
+// once, as it sends the command alone (see redisonce.go); on a Cluster it splits the pipeline
+// by node and follows MOVED and ASK for each call.
+
+// onWire is how many calls or pipelines a store keeps on the wire at once before it queues:
+// one in the server, one on its way back, and one being read, so the server is never idle
+// while a batch is in flight.
+const onWire = 3
+
+// batcher coalesces the concurrent calls of one store into pipelines.
+type batcher struct {
+	process  func(ctx context.Context, cmd redis.Cmder) error // sends one command
+	pipeline func() redis.Pipeliner
+
+	mu     sync.Mutex
+	busy   int       // calls and pipelines on the wire
+	queued []*queued // calls waiting for the wire, oldest first
+}
+
+// queued is a call waiting in the batcher's queue.
+type queued struct {
+	ctx   context.Context
+	cmd   redis.Cmder
+	state atomic.Int32 // waiting, sent or abandoned
+	done  chan struct{}
+}
+
+// A queued call's states: a call abandoned before it was sent is never sent.
+const (
+	waiting int32 = iota
+	sent
+	abandoned
+)
+
+// pipeliner is a client that sends pipelines: every go-redis client.
+type pipeliner interface {
+	processor
+	Pipeline() redis.Pipeliner
+}
+
+func newBatcher(client pipeliner) *batcher {
+	return &batcher{process: client.Process, pipeline: client.Pipeline}
+}
+
+// send sends cmd and returns its error (its reply is in cmd), or ctx's error if ctx ends
+// first. A call that ends with ctx may still have run, as any call abandoned at its deadline.
+func (b *batcher) send(ctx context.Context, cmd redis.Cmder) error {
+	b.mu.Lock()
+	if b.busy < onWire {
+		b.busy++
+		b.mu.Unlock()
+		err := b.process(ctx, cmd)
+		b.release()
+		return err
+	}
+	q := &queued{ctx: ctx, cmd: cmd, done: make(chan struct{})}
+	b.queued = append(b.queued, q)
+	b.mu.Unlock()
+	select {
+	case <-q.done:
+		return cmd.Err()
+	case <-ctx.Done():
+		// Unsent, it never will be; sent, its reply is dropped when it comes.
+		q.state.CompareAndSwap(waiting, abandoned)
+		return ctx.Err()
+	}
+}
+
+// release frees the wire slot of a call that came back, or hands it to the queued calls.
+func (b *batcher) release() {
+	b.mu.Lock()
+	batch := b.queued
+	b.queued = nil
+	if len(batch) == 0 {
+		b.busy--
+	}
+	b.mu.Unlock()
+	if len(batch) > 0 {
+		go b.flush(batch)
+	}
+}
+
+// flush sends batch as a pipeline, then whatever queued meanwhile, until the queue is empty;
+// it holds one wire slot throughout.
+func (b *batcher) flush(batch []*queued) {
+	for len(batch) > 0 {
+		b.sendBatch(batch)
+		b.mu.Lock()
+		batch = b.queued
+		b.queued = nil
+		if len(batch) == 0 {
+			b.busy--
+		}
+		b.mu.Unlock()
+	}
+}
+
+// sendBatch sends the calls of batch not abandoned yet, and tells each its reply came.
+func (b *batcher) sendBatch(batch []*queued) {
+	cmds := make([]redis.Cmder, 0, len(batch))
+	var latest time.Time // the latest deadline of the calls; zero when one has none
+	open := false
+	for _, q := range batch {
+		if !q.state.CompareAndSwap(waiting, sent) {
+			continue
+		}
+		cmds = append(cmds, q.cmd)
+		if d, ok := q.ctx.Deadline(); !ok {
+			open = true
+		} else if d.After(latest) {
+			latest = d
+		}
+	}
+	// The pipeline outlives no call that waits for it: it ends at the latest deadline.
+	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if !open && len(cmds) > 0 {
+		ctx, cancel = context.WithDeadline(ctx, latest)
+	}
+	switch len(cmds) {
+	case 0:
+	case 1:
+		_ = b.process(ctx, cmds[0]) // the error is the command's
+	default:
+		p := b.pipeline()
+		for _, cmd := range cmds {
+			_ = p.Process(ctx, cmd) // queues it
+		}
+		_, _ = p.Exec(ctx) // each command holds its own error
+	}
+	cancel()
+	for _, q := range batch {
+		close(q.done)
+	}
+}
