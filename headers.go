@@ -164,13 +164,17 @@ func (o *Outcome) Headers(set func(name, value string)) {
 	}
 }
 
-// writeHeaders sets the outcome's headers in h, replacing earlier values.
-func (o *Outcome) writeHeaders(h http.Header) {
+// writeHeaders sets the outcome's rate-limit headers in h, replacing earlier values. Each
+// value is a one-element slice of vals (which has room for numFields), or, when vals is nil,
+// of one array made for all of them: the header map holds no slice of its own.
+func (o *Outcome) writeHeaders(h http.Header, vals []string) {
 	hv := o.headerValues()
 	if hv.n == 0 {
 		return
 	}
-	vals := make([]string, hv.n) // one allocation for every header's slice
+	if vals == nil {
+		vals = make([]string, hv.n)
+	}
 	for i := 0; i < hv.n; i++ {
 		vals[i] = hv.values[i]
 		h[fieldKeys[hv.fields[i]]] = vals[i : i+1 : i+1]
