@@ -53,10 +53,24 @@ func (g *Guard) describe(o *Outcome, l *Limiter) {
 	}
 }
 
-// shadowDenials lists the shadow policies that denied d's request, or returns "".
+// shadowDenials lists the shadow policies that denied d's request, or returns "". A single
+// name is returned as it is: only a list of several is built.
 func shadowDenials(d *Decision) string {
+	results := d.Results()
+	n, first := 0, ""
+	for _, r := range results {
+		if r.Policy.Shadow && !r.Allowed {
+			if n == 0 {
+				first = r.Policy.Name
+			}
+			n++
+		}
+	}
+	if n < 2 {
+		return first
+	}
 	var b strings.Builder
-	for _, r := range d.Results() {
+	for _, r := range results {
 		if r.Policy.Shadow && !r.Allowed {
 			if b.Len() > 0 {
 				b.WriteString(", ")
