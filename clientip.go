@@ -36,7 +36,12 @@ type ipConfig struct {
 	v6bits    int
 }
 
+// resolver returns the resolver of c: peerOnly itself when c trusts no proxy and groups IPv6
+// clients as peerOnly does, so that a guard can tell it gives the same answers.
 func (c ipConfig) resolver() *ipResolver {
+	if len(c.trusted) == 0 && !c.unix && c.v6bits == peerOnly.v6bits {
+		return peerOnly
+	}
 	header := c.header
 	if header == "" {
 		header = "X-Forwarded-For"
@@ -44,8 +49,9 @@ func (c ipConfig) resolver() *ipResolver {
 	return &ipResolver{trusted: c.trusted, unix: c.unix, header: header, forwarded: header == "Forwarded", v6bits: c.v6bits}
 }
 
-// peerOnly is the resolver of a key function called outside a guard: the connection's peer.
-var peerOnly = ipConfig{v6bits: 64}.resolver()
+// peerOnly is the resolver of a key function called outside a guard: the connection's peer,
+// IPv6 clients grouped by /64. It is also the resolver of every guard configured so.
+var peerOnly = &ipResolver{header: "X-Forwarded-For", v6bits: 64}
 
 // TrustProxies names the reverse proxies in front of the service and the header they write the
 // client's address into. It configures a guard, and through it every use of the client IP:

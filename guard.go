@@ -171,7 +171,7 @@ func (g *Guard) keyOf(r Request) (string, error) {
 		err error
 	)
 	if g.key != nil {
-		key, err = g.key(&guardRequest{r, g.ip})
+		key, err = g.key(g.keyRequest(r))
 		if errors.Is(err, ErrNoKey) && g.reject {
 			return "", ErrNoKey
 		}
@@ -189,6 +189,16 @@ func (g *Guard) keyOf(r Request) (string, error) {
 		return key, nil
 	}
 	return "", &opError{opKey, ErrBadKey, err}
+}
+
+// keyRequest returns r as the guard's key function sees it: with the guard's client-IP
+// resolver, for KeyByIP. A guard whose resolver is the one KeyByIP uses outside a guard (the
+// connection's peer) hands r over as it is, which saves allocating the wrapper.
+func (g *Guard) keyRequest(r Request) Request {
+	if g.ip == peerOnly {
+		return r
+	}
+	return &guardRequest{r, g.ip}
 }
 
 // Done completes a request the guard let through, given the status its handler answered: it

@@ -53,10 +53,24 @@ func (g *Guard) describe(o *Outcome, l *Limiter) {
 	}
 }
 
-// shadowDenials lists the shadow policies that denied d's request, or returns "".
+// shadowDenials lists the shadow policies that denied d's request, or returns "". A single
+// name is returned as it is: only a list of several is built.
 func shadowDenials(d *Decision) string {
+	results := d.Results()
+	n, first := 0, ""
+	for _, r := range results {
+		if r.Policy.Shadow && !r.Allowed {
+			if n == 0 {
+				first = r.Policy.Name
+			}
+			n++
+		}
+	}
+	if n < 2 {
+		return first
+	}
 	var b strings.Builder
-	for _, r := range d.Results() {
+	for _, r := range results {
 		if r.Policy.Shadow && !r.Allowed {
 			if b.Len() > 0 {
 				b.WriteString(", ")
@@ -164,13 +178,17 @@ func (o *Outcome) Headers(set func(name, value string)) {
 	}
 }
 
-// writeHeaders sets the outcome's headers in h, replacing earlier values.
-func (o *Outcome) writeHeaders(h http.Header) {
+// writeHeaders sets the outcome's rate-limit headers in h, replacing earlier values. Each
+// value is a one-element slice of vals (which has room for numFields), or, when vals is nil,
+// of one array made for all of them: the header map holds no slice of its own.
+func (o *Outcome) writeHeaders(h http.Header, vals []string) {
 	hv := o.headerValues()
 	if hv.n == 0 {
 		return
 	}
-	vals := make([]string, hv.n) // one allocation for every header's slice
+	if vals == nil {
+		vals = make([]string, hv.n)
+	}
 	for i := 0; i < hv.n; i++ {
 		vals[i] = hv.values[i]
 		h[fieldKeys[hv.fields[i]]] = vals[i : i+1 : i+1]

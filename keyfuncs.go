@@ -205,17 +205,34 @@ func KeyByRoute() KeyFunc {
 // methods.
 func KeyByMethod() KeyFunc {
 	return func(r Request) (string, error) {
-		return "method:" + knownMethod(r.Method()), nil
+		return methodKey(r.Method()), nil
 	}
 }
 
-// knownMethod returns m when it is one of the methods of RFC 9110 (and PATCH), else "OTHER".
-func knownMethod(m string) string {
+// methodKey returns "method:" and m when m is one of the methods of RFC 9110 (and PATCH), else
+// "method:OTHER". Every key is a constant, so none is built for a request.
+func methodKey(m string) string {
 	switch m {
-	case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT":
-		return m
+	case "GET":
+		return "method:GET"
+	case "HEAD":
+		return "method:HEAD"
+	case "POST":
+		return "method:POST"
+	case "PUT":
+		return "method:PUT"
+	case "PATCH":
+		return "method:PATCH"
+	case "DELETE":
+		return "method:DELETE"
+	case "OPTIONS":
+		return "method:OPTIONS"
+	case "TRACE":
+		return "method:TRACE"
+	case "CONNECT":
+		return "method:CONNECT"
 	}
-	return "OTHER"
+	return "method:OTHER"
 }
 
 // KeyJoin keys requests by several keys at once, e.g. the client IP and the route. The parts

@@ -53,13 +53,17 @@ type Outcome struct {
 // not proceed. When it proceeds, call the next handler after Write.
 func (o *Outcome) Write(w http.ResponseWriter) {
 	h := w.Header()
-	o.writeHeaders(h)
 	if o.Proceed {
+		o.writeHeaders(h, nil)
 		return
 	}
+	// One array for every header of the refusal: the rate-limit headers, then those of its body.
+	vals := new([numFields + 2]string)
+	o.writeHeaders(h, vals[:numFields])
 	if o.ContentType != "" {
-		h["Content-Type"] = []string{o.ContentType}
-		h["X-Content-Type-Options"] = []string{"nosniff"}
+		vals[numFields], vals[numFields+1] = o.ContentType, "nosniff"
+		h["Content-Type"] = vals[numFields : numFields+1 : numFields+1]
+		h["X-Content-Type-Options"] = vals[numFields+1:]
 	}
 	w.WriteHeader(o.Status)
 	_, _ = w.Write(o.Body) // the client's connection failing is not ours to report
