@@ -17,6 +17,10 @@
 -- Reply: 5 integers per policy, in order: allowed (1 or 0), remaining, reset after (µs),
 -- retry after (µs; -1 never), delay (µs); then the time of the check (µs). Every policy is
 -- evaluated before any is charged, so a denied request consumes nothing.
+-- pending holds the writes of a check until every policy has allowed it: write, key, v1..v6
+-- per policy (see preamble.lua). It is one table for every call, which the library outlives.
+local pending = {}
+
 local function check(KEYS, ARGV)
   -- The library outlives a call (a Redis Function): every call starts afresh.
   floor, ceil, min_ttl_ms = math.floor, math.ceil, 1
@@ -46,25 +50,28 @@ local function check(KEYS, ARGV)
     return {}
   end
 
-  local reply, commits, all = {}, {}, true
-  local n = 0 -- #reply
+  local reply, all, n, w = {}, true, 0, 0
   for i = 1, #KEYS do
     local a = 5 * i
     local fn = algorithms[ARGV[a]]
     if not fn then return redis.error_reply('ratelimit: unknown algorithm code ' .. tostring(ARGV[a])) end
-    local row, commit = fn(KEYS[i], now, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), cost)
-    if ARGV[a + 4] == '1' then
-      -- A shadow policy never decides, and is charged only with what it admits.
-      if row[1] == 1 then commits[#commits + 1] = commit end
-    else
-      if row[1] == 0 then all = false end
-      commits[#commits + 1] = commit
-    end
-    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] = row[1], row[2], row[3], row[4], row[5]
+    local ok, remaining, reset, retry, delay, write, v1, v2, v3, v4, v5, v6 =
+      fn(KEYS[i], now, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), cost)
+    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] = ok, remaining, reset, retry, delay
     n = n + 5
+    -- A shadow policy never decides, and is charged only with what it admits.
+    local shadow = ARGV[a + 4] == '1'
+    if not shadow and ok == 0 then all = false end
+    if not shadow or ok == 1 then
+      pending[w + 1], pending[w + 2], pending[w + 3], pending[w + 4] = write, KEYS[i], v1, v2
+      pending[w + 5], pending[w + 6], pending[w + 7], pending[w + 8] = v3, v4, v5, v6
+      w = w + 8
+    end
   end
   if all and charge and cost > 0 then
-    for i = 1, #commits do commits[i]() end
+    for j = 1, w, 8 do
+      pending[j](pending[j + 1], pending[j + 2], pending[j + 3], pending[j + 4], pending[j + 5], pending[j + 6], pending[j + 7])
+    end
   end
   reply[n + 1] = now
   return reply

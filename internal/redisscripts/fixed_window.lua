@@ -1,5 +1,9 @@
 -- fixed_window.lua: algorithms.fw, the Lua form of algorithms.FixedWindow.
 -- State: string "window index:cost admitted in it".
+local function write_fw(key, k, after, to_end)
+  set_ints(key, {k, after}, to_end)
+end
+
 algorithms.fw = function(key, now, limit, window, burst, cost)
   local k = floor(now / window)
   local used = 0
@@ -17,9 +21,7 @@ algorithms.fw = function(key, now, limit, window, burst, cost)
     retry = to_end
   end
   if after > 0 then reset = to_end end
-  return {allowed and 1 or 0, math.max(limit - after, 0), reset, retry, 0}, function()
-    set_ints(key, {k, after}, to_end)
-  end
+  return allowed and 1 or 0, math.max(limit - after, 0), reset, retry, 0, write_fw, k, after, to_end
 end
 
 refunds.fw = function(key, now, limit, window, burst, cost, at)

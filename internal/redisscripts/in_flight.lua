@@ -13,6 +13,6 @@ end
 -- their request is still running.
 renews['if'] = function(key, now, limit, window, burst, cost, at)
   refunds.sl(key, now, limit, window, burst, cost, at)
-  local _, commit = algorithms.sl(key, now, limit, window, burst, cost)
-  commit()
+  local _, _, _, _, _, write, v1, v2, v3, v4, v5, v6 = algorithms.sl(key, now, limit, window, burst, cost)
+  write(key, v1, v2, v3, v4, v5, v6)
 end

@@ -4,9 +4,11 @@
 --
 -- An algorithm function is called as
 --   fn(key, now, limit, window, burst, cost)
--- and returns two values: the reply row {allowed (1/0), remaining, reset after, retry after
--- (-1: never), delay} and a function that writes the charged state (called only when every
--- policy of the list allowed the request and it is charged).
+-- and returns the five integers of its reply row — allowed (1/0), remaining, reset after, retry
+-- after (-1: never), delay — then a function write and up to six values v1..v6: write(key, v1,
+-- ..., v6) writes the charged state, called only when every policy of the list allowed the
+-- request and it is charged. (Values, not a closure or a table: a call allocates nothing for
+-- them.)
 --
 -- `refunds` (code -> function) holds each algorithm's refund, called as
 --   fn(key, now, limit, window, burst, cost, at)

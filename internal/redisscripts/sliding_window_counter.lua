@@ -1,6 +1,10 @@
 -- sliding_window_counter.lua: algorithms.sc, the Lua form of algorithms.SlidingCounter.
 -- State: string "window index:current window's cost:previous window's cost".
 -- The float expressions keep the Go code's order of operations, so both agree to the bit.
+local function write_sc(key, k, after, prev, ttl)
+  set_ints(key, {k, after, prev}, ttl)
+end
+
 algorithms.sc = function(key, now, limit, window, burst, cost)
   local k = floor(now / window)
   local cur, prev = 0, 0
@@ -42,9 +46,7 @@ algorithms.sc = function(key, now, limit, window, burst, cost)
   elseif prev > 0 then
     reset = (k + 1) * window - now
   end
-  return {allowed and 1 or 0, remaining, reset, retry, 0}, function()
-    set_ints(key, {k, after, prev}, (k + 2) * window - now)
-  end
+  return allowed and 1 or 0, remaining, reset, retry, 0, write_sc, k, after, prev, (k + 2) * window - now
 end
 
 refunds.sc = function(key, now, limit, window, burst, cost, at)

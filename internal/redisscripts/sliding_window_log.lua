@@ -1,6 +1,29 @@
 -- sliding_window_log.lua: algorithms.sl, the Lua form of algorithms.SlidingLog.
 -- State: a sorted set with one member per admitted unit of cost, scored by its time. Members
 -- that left the window are removed when the key is charged, as the Go transition does.
+local function write_sl(key, now, window, at, n, cost, may_clash)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', int(now - window))
+  -- Members are "time:position". At a new time no member can clash; at the newest time
+  -- (the clock stood still or went back) one may, so each is added only where it is new.
+  if not may_clash then
+    local args = {}
+    for i = 1, cost do
+      args[#args + 1] = int(at)
+      args[#args + 1] = int(at) .. ':' .. int(n + i)
+      if #args >= 1000 or i == cost then
+        redis.call('ZADD', key, unpack(args))
+        args = {}
+      end
+    end
+  else
+    local pos = n
+    for i = 1, cost do
+      repeat pos = pos + 1 until redis.call('ZADD', key, 'NX', int(at), int(at) .. ':' .. int(pos)) == 1
+    end
+  end
+  redis.call('PEXPIRE', key, ttl_ms(at + window - now))
+end
+
 algorithms.sl = function(key, now, limit, window, burst, cost)
   local since = '(' .. int(now - window)
   local n = redis.call('ZCOUNT', key, since, '+inf')
@@ -20,28 +43,7 @@ algorithms.sl = function(key, now, limit, window, burst, cost)
     retry = tonumber(redis.call('ZRANGEBYSCORE', key, since, '+inf', 'WITHSCORES', 'LIMIT', i, 1)[2]) + window - now
   end
   if used > 0 then reset = newest + window - now end
-  return {allowed and 1 or 0, math.max(limit - used, 0), reset, retry, 0}, function()
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', int(now - window))
-    -- Members are "time:position". At a new time no member can clash; at the newest time
-    -- (the clock stood still or went back) one may, so each is added only where it is new.
-    if not may_clash then
-      local args = {}
-      for i = 1, cost do
-        args[#args + 1] = int(at)
-        args[#args + 1] = int(at) .. ':' .. int(n + i)
-        if #args >= 1000 or i == cost then
-          redis.call('ZADD', key, unpack(args))
-          args = {}
-        end
-      end
-    else
-      local pos = n
-      for i = 1, cost do
-        repeat pos = pos + 1 until redis.call('ZADD', key, 'NX', int(at), int(at) .. ':' .. int(pos)) == 1
-      end
-    end
-    redis.call('PEXPIRE', key, ttl_ms(at + window - now))
-  end
+  return allowed and 1 or 0, math.max(limit - used, 0), reset, retry, 0, write_sl, now, window, at, n, cost, may_clash
 end
 
 refunds.sl = function(key, now, limit, window, burst, cost, at)

@@ -81,9 +81,7 @@ local function tat_check(key, now, limit, window, burst, cost, shaping)
   if before(aus, afr, hus, hfr) then
     remaining = idiv((hus - aus) * den + hfr - afr, num)
   end
-  return {allowed and 1 or 0, remaining, ceil_to(aus, afr, now), retry, delay}, function()
-    store(key, aus, afr, den, now)
-  end
+  return allowed and 1 or 0, remaining, ceil_to(aus, afr, now), retry, delay, store, aus, afr, den, now
 end
 
 local function tat_refund(key, now, limit, window, burst, cost, at)
