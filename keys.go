@@ -82,11 +82,21 @@ const stateLayout = "3"
 // computeTag hashes what names p's state. Limit and Burst stay out: every algorithm reads state
 // written under another limit or burst as its documentation says. The window stays in, since
 // the window algorithms' state is counted in windows of its length.
+//
+// The tag is the algorithm's code and 36 bits of the hash, six characters: it tells apart the
+// few policies of one identity (two of a hundred collide with odds of 1 in 10^7, and only if
+// they share an algorithm), and each byte of a key costs Redis memory for every identity.
 func computeTag(p *Policy, code string) string {
 	h := fnv.New64a()
 	for _, s := range []string{stateLayout, p.Name, code, strconv.FormatInt(p.Window.Microseconds(), 10)} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
-	return code + strconv.FormatUint(h.Sum64(), 36)
+	const digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_" // base64url
+	sum := h.Sum64()
+	tag := []byte(code)
+	for i := range 6 {
+		tag = append(tag, digits[sum>>(58-6*i)&63])
+	}
+	return string(tag)
 }
