@@ -151,3 +151,35 @@ func (b *batcher) sendBatch(batch []*queued) {
 		close(q.done)
 	}
 }
+
+// nodeBatchers keeps a batcher per server of a client that spreads keys over several (the
+// Cluster client, the Ring), so that a slow or dead node holds up only the calls that go to it.
+// The client still routes every call, so a call that went to the wrong batcher (its slot just
+// moved) is only batched with the wrong neighbours.
+type nodeBatchers struct {
+	client pipeliner
+	node   func(ctx context.Context, key string) (*redis.Client, error) // the server of key
+	byNode sync.Map                                                      // address -> *batcher
+}
+
+func newNodeBatchers(client pipeliner, node func(ctx context.Context, key string) (*redis.Client, error)) *nodeBatchers {
+	return &nodeBatchers{client: client, node: node}
+}
+
+// send sends cmd through the batcher of the node of its first key (see [batcher.send]).
+func (n *nodeBatchers) send(ctx context.Context, cmd redis.Cmder) error {
+	key, ok := cmd.Args()[callHead].(*string)
+	if !ok {
+		return n.client.Process(ctx, cmd)
+	}
+	node, err := n.node(ctx, *key)
+	if err != nil {
+		return n.client.Process(ctx, cmd) // the client finds the node, or reports why not
+	}
+	addr := node.Options().Addr
+	b, ok := n.byNode.Load(addr)
+	if !ok {
+		b, _ = n.byNode.LoadOrStore(addr, newBatcher(n.client))
+	}
+	return b.(*batcher).send(ctx, cmd)
+}

@@ -53,9 +53,23 @@ func NewRedisStore(client redis.Scripter, opts ...Option) Store {
 	}
 	calls := &caller{client: client}
 	if p, ok := client.(pipeliner); ok {
-		calls.send = newBatcher(p).send // see redisbatch.go
+		calls.send = sender(p) // see redisbatch.go
 	}
 	return resilient(&redisStore{client: client, calls: calls, prefix: c.prefix, clock: c.clock, direct: honoursDeadlines(client)}, c)
+}
+
+// sender returns how a store sends its calls over client: through a batcher per node where
+// the client spreads keys over several servers, else through one.
+func sender(client pipeliner) func(ctx context.Context, cmd redis.Cmder) error {
+	switch c := client.(type) {
+	case masterForKey:
+		return newNodeBatchers(client, c.MasterForKey).send
+	case shardForKey:
+		return newNodeBatchers(client, func(_ context.Context, key string) (*redis.Client, error) {
+			return c.GetShardClientForKey(key)
+		}).send
+	}
+	return newBatcher(client).send
 }
 
 // honoursDeadlines reports whether client gives up at its context's deadline.

@@ -1,0 +1,116 @@
+package ratelimit_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+)
+
+// wireCounter is a go-redis hook that counts the commands and pipelines on the wire whose first
+// key the predicate picks.
+type wireCounter struct {
+	picks func(key string) bool
+	n     atomic.Int64
+}
+
+func (h *wireCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *wireCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		return h.count([]redis.Cmder{cmd}, func() error { return next(ctx, cmd) })
+	}
+}
+
+func (h *wireCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		return h.count(cmds, func() error { return next(ctx, cmds) })
+	}
+}
+
+func (h *wireCounter) count(cmds []redis.Cmder, send func() error) error {
+	for _, cmd := range cmds {
+		if args := cmd.Args(); len(args) > 3 && cmd.Name() == "fcall" {
+			if k, ok := args[3].(*string); ok && h.picks(*k) {
+				h.n.Add(1)
+				defer h.n.Add(-1)
+			}
+		}
+	}
+	return send()
+}
+
+// TestRedisClusterSlowNode: calls are batched per node of a Cluster, so a node that stops
+// answering holds up its own calls only: with one master paused and more of its calls waiting
+// than a batcher sends at once, calls to another master go on being answered.
+func TestRedisClusterSlowNode(t *testing.T) {
+	shared := redistest.Cluster(t)
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: shared.Options().Addrs, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { cluster.Close() })
+	policy := ratelimit.Policy{Limit: 1000, Window: time.Hour}
+	prefix := redistest.Prefix(t)
+	l := mustNew(t, ratelimit.NewRedisStore(cluster, ratelimit.WithPrefix(prefix)), policy)
+
+	// Two identities on two masters.
+	master := func(id string) *redis.Client {
+		c, err := cluster.MasterForKey(ctx, ratelimit.StorageKey(prefix, id, policy))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	slow, fast := "slow", ""
+	for i := 0; fast == ""; i++ {
+		if id := "fast" + strconv.Itoa(i); master(id).Options().Addr != master(slow).Options().Addr {
+			fast = id
+		}
+	}
+	paused := master(slow)
+	if _, err := l.Allow(ctx, slow); err != nil { // loads the function on the paused node
+		t.Fatal(err)
+	}
+	hook := &wireCounter{picks: func(key string) bool { return strings.Contains(key, "{slow}") }}
+	cluster.AddHook(hook)
+
+	if err := paused.Do(ctx, "CLIENT", "PAUSE", 60_000, "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	unpause := sync.OnceFunc(func() {
+		if err := paused.Do(context.Background(), "CLIENT", "UNPAUSE").Err(); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Cleanup(unpause)
+	const stuck = 8
+	var wg sync.WaitGroup
+	for range stuck {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := l.Allow(context.Background(), slow); err != nil {
+				t.Errorf("a call to the paused node, once it is back: %v", err)
+			}
+		}()
+	}
+	for hook.n.Load() < 3 { // the paused node's batcher has its calls on the wire, the rest queued
+		time.Sleep(time.Millisecond)
+	}
+	for i := range 20 {
+		c, cancel := context.WithTimeout(ctx, 30*time.Second) // a hang, not a deadline to meet
+		d, err := l.Allow(c, fast)
+		cancel()
+		if err != nil || !d.Allowed {
+			t.Fatalf("call %d to another master while one is paused: %v, %v", i, d.Allowed, err)
+		}
+	}
+	unpause()
+	wg.Wait()
+}
