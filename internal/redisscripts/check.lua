@@ -50,7 +50,10 @@ local function check(KEYS, ARGV)
     return {}
   end
 
-  local reply, all, n, w = {}, true, 0, 0
+  -- A table built of six elements has room for them; one that grows reallocates on the way.
+  local reply = {}
+  if #KEYS == 1 then reply = {0, 0, 0, 0, 0, 0} end
+  local all, n, w = true, 0, 0
   for i = 1, #KEYS do
     local a = 5 * i
     local fn = algorithms[ARGV[a]]
