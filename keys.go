@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"hash/fnv"
 	"strconv"
+	"strings"
 )
 
 // defaultPrefix starts every storage key unless a store is given another with [WithPrefix].
@@ -33,18 +34,21 @@ func StorageKey(prefix, identity string, p Policy) string {
 	return string(appendKey(buf[:0], prefix, identity, p.tag()))
 }
 
-// plainByte reports whether c may appear in an identity written as it is.
-func plainByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-		c == '.' || c == '-' || c == '_' || c == ':' || c == '/' || c == '@' || c == '+' || c == '=' || c == '|'
-}
+// plainBytes marks the bytes that may appear in an identity written as it is: letters,
+// digits and ".-_:/@+=|". A table, since every check of every store scans its identity.
+var plainBytes = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(".-_:/@+=|", byte(c)) >= 0
+	}
+	return t
+}()
 
 func plainIdentity(id string) bool {
 	if len(id) > maxPlainKey {
 		return false
 	}
 	for i := 0; i < len(id); i++ {
-		if !plainByte(id[i]) {
+		if !plainBytes[id[i]] {
 			return false
 		}
 	}
@@ -53,6 +57,13 @@ func plainIdentity(id string) bool {
 
 // appendKey appends the storage key of identity id under policy tag to b.
 func appendKey(b []byte, prefix, id, tag string) []byte {
+	return append(appendKeyIdentity(b, prefix, id), tag...)
+}
+
+// appendKeyIdentity appends what every storage key of identity id starts with: prefix, "{",
+// the identity as it is or as its digest, and "}:". A store that checks several policies
+// builds it once and appends each policy's tag to it.
+func appendKeyIdentity(b []byte, prefix, id string) []byte {
 	b = append(b, prefix...)
 	b = append(b, '{')
 	if plainIdentity(id) {
@@ -62,8 +73,7 @@ func appendKey(b []byte, prefix, id, tag string) []byte {
 		b = append(b, '#')
 		b = base64.RawURLEncoding.AppendEncode(b, sum[:18])
 	}
-	b = append(b, '}', ':')
-	return append(b, tag...)
+	return append(b, '}', ':')
 }
 
 // tag returns the short code that names p's state in storage keys.
