@@ -244,13 +244,19 @@ func (s *memoryStore) makeRoom(sh *memoryShard, need int, ents []checked, now in
 	return max(sh.soonest[len(sh.soonest)-1].at-now, 1)
 }
 
-// sweep drops the expired entries among a sample of the shard, except those of keep. The
-// caller holds sh.mu.
+// sweepGrace is how long after its state expired the sweep leaves an entry: an identity that
+// comes back within it finds its entry and reuses it, instead of the store dropping the entry
+// and allocating another, which costs more than the check itself. An entry whose state has
+// expired is no state to every check, and at the bound (makeRoom) it goes at once.
+const sweepGrace = int64(time.Second / time.Microsecond)
+
+// sweep drops the entries among a sample of the shard whose state expired more than
+// sweepGrace ago, except those of keep. The caller holds sh.mu.
 func (sh *memoryShard) sweep(now int64, keep []checked) {
 	const sample = 32
 	seen := 0
 	for k, e := range sh.entries { // map iteration starts at a random entry
-		if e.expires <= now && !holds(keep, e) {
+		if e.expires <= now-sweepGrace && !holds(keep, e) {
 			delete(sh.entries, k)
 		}
 		if seen++; seen >= sample {
