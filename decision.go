@@ -86,8 +86,7 @@ func micros(us int64) time.Duration {
 	return time.Duration(us) * time.Microsecond
 }
 
-// set fills in r's verdict from an algorithm's result. It takes a pointer and reads the fields
-// one by one: copying the result whole, just after the algorithm wrote it, stalls the CPU.
+// set fills in r's verdict from an algorithm's result.
 func (r *PolicyResult) set(a *algo.Result) {
 	r.setMicros(a.Allowed, a.Remaining, a.ResetAfter, a.RetryAfter, a.Delay)
 }

@@ -35,7 +35,7 @@ func StorageKey(prefix, identity string, p Policy) string {
 }
 
 // plainBytes marks the bytes that may appear in an identity written as it is: letters,
-// digits and ".-_:/@+=|". A table, since every check of every store scans its identity.
+// digits and ".-_:/@+=|". A table, since the Redis store scans every identity it checks.
 var plainBytes = func() (t [256]bool) {
 	for c := range t {
 		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(".-_:/@+=|", byte(c)) >= 0
@@ -57,13 +57,6 @@ func plainIdentity(id string) bool {
 
 // appendKey appends the storage key of identity id under policy tag to b.
 func appendKey(b []byte, prefix, id, tag string) []byte {
-	return append(appendKeyIdentity(b, prefix, id), tag...)
-}
-
-// appendKeyIdentity appends what every storage key of identity id starts with: prefix, "{",
-// the identity as it is or as its digest, and "}:". A store that checks several policies
-// builds it once and appends each policy's tag to it.
-func appendKeyIdentity(b []byte, prefix, id string) []byte {
 	b = append(b, prefix...)
 	b = append(b, '{')
 	if plainIdentity(id) {
@@ -73,7 +66,8 @@ func appendKeyIdentity(b []byte, prefix, id string) []byte {
 		b = append(b, '#')
 		b = base64.RawURLEncoding.AppendEncode(b, sum[:18])
 	}
-	return append(b, '}', ':')
+	b = append(b, '}', ':')
+	return append(b, tag...)
 }
 
 // tag returns the short code that names p's state in storage keys.

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"hash/maphash"
 	"slices"
 	"sync"
@@ -18,7 +19,6 @@ const memoryShards = 64
 type memoryStore struct {
 	shards   [memoryShards]memoryShard
 	seed     maphash.Seed
-	prefix   string
 	clock    Clock
 	perShard int
 }
@@ -36,7 +36,7 @@ type memoryShard struct {
 // shardState is what one lock guards: the keys of the identities that hash to the shard.
 type shardState struct {
 	mu      sync.Mutex
-	entries map[string]*memoryEntry // by storage key; nil until the shard's first key (see add)
+	entries map[string]*memoryEntry // by key (see appendIdentity); nil until the first (see add)
 	writes  uint32
 	// soonest, once the shard has been found full, are the keys that expire first, the
 	// soonest last: room is made by dropping them as they expire, without another scan.
@@ -45,11 +45,12 @@ type shardState struct {
 	scratch []checked
 }
 
-// checked is one policy of a call under way: its entry (nil: none yet) and the state its
-// model works on, a copy of the entry's until the call writes it back.
+// checked is one policy of a call under way: its entry (nil: none yet), the state its model
+// works on, a copy of the entry's until the call writes it back, and the model's verdict.
 type checked struct {
-	entry *memoryEntry
-	state algo.State
+	entry  *memoryEntry
+	state  algo.State
+	result algo.Result
 }
 
 // add enters e under key. A shard's map is made with its first key: a store is cheap to make
@@ -90,8 +91,9 @@ type memoryEntry struct {
 
 // NewMemoryStore returns an empty store that keeps rate-limit state in this process: the
 // embedded default, for one instance or for tests. It runs the same algorithms as the Redis
-// store, to the same results. Options: [WithClock], [WithMaxKeys], [WithPrefix]; NewMemoryStore
-// panics if one is invalid or configures a guard.
+// store, to the same results. Options: [WithClock], [WithMaxKeys] ([WithPrefix] is accepted and
+// changes nothing: the store's keys are its own); NewMemoryStore panics if one is invalid or
+// configures a guard.
 //
 // It is safe for concurrent use. All keys of one identity live in one of 64 shards under one
 // lock, so a policy list is checked atomically. Expired state is dropped as the store is used
@@ -103,7 +105,7 @@ type memoryEntry struct {
 // quota.
 func NewMemoryStore(opts ...Option) Store {
 	c := newStoreConfig("NewMemoryStore", true, opts)
-	s := &memoryStore{seed: maphash.MakeSeed(), prefix: c.prefix, clock: c.clock, perShard: max(1, c.maxKeys/memoryShards)}
+	s := &memoryStore{seed: maphash.MakeSeed(), clock: c.clock, perShard: max(1, c.maxKeys/memoryShards)}
 	if s.clock == nil {
 		s.clock = defaultClock
 	}
@@ -141,7 +143,7 @@ func (s *memoryStore) Check(ctx context.Context, key string, policies []Policy, 
 		return time.Time{}, err
 	}
 	var buf [160]byte
-	id := appendKeyIdentity(buf[:0], s.prefix, key) // what every key of the check starts with
+	id := appendIdentity(buf[:0], key) // what every key of the check starts with
 	sh := s.shard(key)
 
 	sh.mu.Lock()
@@ -162,9 +164,9 @@ func (s *memoryStore) Check(ctx context.Context, key string, policies []Policy, 
 		}
 		// Like the Redis store, keep nothing of a check that charges nothing: the normalised
 		// state stays in checks.
-		r := p.compiled.model.Check(&p.compiled.params, &c.state, now, cost)
-		out[i].set(&r)
-		all = all && (r.Allowed || p.Shadow) // a shadow policy never decides
+		p.compiled.model.Check(&p.compiled.params, &c.state, now, cost, &c.result)
+		out[i].set(&c.result)
+		all = all && (c.result.Allowed || p.Shadow) // a shadow policy never decides
 	}
 	if !all || !charge || cost == 0 {
 		return t, nil
@@ -194,6 +196,21 @@ func (s *memoryStore) Check(ctx context.Context, key string, policies []Policy, 
 		c.entry.state, c.entry.expires = c.state, now+max(ttl, 1)
 	}
 	return t, nil
+}
+
+// appendIdentity appends to b what every key of identity id starts with in the store; each
+// policy's tag follows. It is the identity and a NUL byte, or, for an identity longer than 64
+// bytes, its SHA-256 digest (18 bytes) and the byte 1, so that a key stays short. The store's
+// keys are its own: unlike a storage key (see [StorageKey]), which Redis reads, they need no
+// prefix, no Cluster hash tag and no plain form, so the identity is copied without a scan for
+// the bytes a plain form allows. Two keys cannot collide: the byte just before the tag, which
+// holds neither 0 nor 1, says which form precedes it.
+func appendIdentity(b []byte, id string) []byte {
+	if len(id) <= maxPlainKey {
+		return append(append(b, id...), 0)
+	}
+	sum := sha256.Sum256([]byte(id))
+	return append(append(b, sum[:18]...), 1)
 }
 
 // holds reports whether e is the entry of one of checks.
@@ -293,7 +310,7 @@ func (s *memoryStore) Refund(ctx context.Context, key string, policies []Policy,
 		return err
 	}
 	var buf [160]byte
-	id := appendKeyIdentity(buf[:0], s.prefix, key)
+	id := appendIdentity(buf[:0], key)
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -330,7 +347,7 @@ func (s *memoryStore) Renew(ctx context.Context, key string, policies []Policy, 
 		return time.Time{}, err
 	}
 	var buf [160]byte
-	id := appendKeyIdentity(buf[:0], s.prefix, key)
+	id := appendIdentity(buf[:0], key)
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -359,7 +376,7 @@ func (s *memoryStore) Reset(ctx context.Context, key string, policies []Policy) 
 		return err
 	}
 	var buf [160]byte
-	id := appendKeyIdentity(buf[:0], s.prefix, key)
+	id := appendIdentity(buf[:0], key)
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()

@@ -29,7 +29,8 @@ func (fixedWindow) UsesBurst() bool            { return false }
 func (fixedWindow) Shapes() bool               { return false }
 func (fixedWindow) Validate(algo.Params) error { return nil }
 
-func (fixedWindow) Check(p *algo.Params, s *algo.State, now, cost int64) (r algo.Result) {
+func (fixedWindow) Check(p *algo.Params, s *algo.State, now, cost int64, r *algo.Result) {
+	*r = algo.Result{}
 	k := algo.FloorDiv(now, p.Window)
 	if s.Init && s.A > k {
 		k = s.A // the clock went back: stay in the state's window
@@ -52,7 +53,6 @@ func (fixedWindow) Check(p *algo.Params, s *algo.State, now, cost int64) (r algo
 	if used > 0 {
 		r.ResetAfter = end
 	}
-	return r
 }
 
 func (fixedWindow) Charge(p *algo.Params, s *algo.State, now, cost int64) int64 {

@@ -136,7 +136,8 @@ func costs(c int64) []int64 {
 // leaving s alone (but for the array of its Log, which the copy shares, as in the engines).
 // The tests read best so; the engines pass pointers.
 func check(m algo.Model, p algo.Params, s algo.State, now, cost int64) (algo.Result, algo.State) {
-	r := m.Check(&p, &s, now, cost)
+	var r algo.Result
+	m.Check(&p, &s, now, cost, &r)
 	return r, s
 }
 

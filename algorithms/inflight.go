@@ -39,7 +39,8 @@ func (inFlight) Code() string { return "if" }
 // does, then takes them again, whatever the others hold (the request is running).
 func (m inFlight) Renew(p *algo.Params, s *algo.State, now, cost, at int64) int64 {
 	m.Refund(p, s, now, cost, at)
-	m.Check(p, s, now, 0)
+	var r algo.Result
+	m.Check(p, s, now, 0, &r)
 	return m.Charge(p, s, now, cost)
 }
 

@@ -42,7 +42,8 @@ func (slidingCounter) UsesBurst() bool            { return false }
 func (slidingCounter) Shapes() bool               { return false }
 func (slidingCounter) Validate(algo.Params) error { return nil }
 
-func (slidingCounter) Check(p *algo.Params, s *algo.State, now, cost int64) (r algo.Result) {
+func (slidingCounter) Check(p *algo.Params, s *algo.State, now, cost int64, r *algo.Result) {
+	*r = algo.Result{}
 	k := algo.FloorDiv(now, p.Window)
 	if s.Init && s.A > k {
 		k = s.A // the clock went back: stay in the state's window
@@ -85,7 +86,6 @@ func (slidingCounter) Check(p *algo.Params, s *algo.State, now, cost int64) (r a
 	case s.C > 0:
 		r.ResetAfter = (k+1)*p.Window - now
 	}
-	return r
 }
 
 func (slidingCounter) Charge(p *algo.Params, s *algo.State, now, cost int64) int64 {
@@ -99,7 +99,8 @@ func (a slidingCounter) Refund(p *algo.Params, s *algo.State, now, cost, at int6
 	if !s.Init {
 		return 0
 	}
-	a.Check(p, s, now, 0) // roll the windows to now
+	var r algo.Result
+	a.Check(p, s, now, 0, &r) // roll the windows to now
 	switch algo.FloorDiv(at, p.Window) {
 	case s.A:
 		s.B = max(0, s.B-cost)

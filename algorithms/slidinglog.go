@@ -48,7 +48,8 @@ func (slidingLog) Validate(p algo.Params) error {
 // full log tens of kilobytes.
 const maxLogLimit = 1_000
 
-func (slidingLog) Check(p *algo.Params, s *algo.State, now, cost int64) (r algo.Result) {
+func (slidingLog) Check(p *algo.Params, s *algo.State, now, cost int64, r *algo.Result) {
+	*r = algo.Result{}
 	s.Init = true
 	// A unit admitted at t counts while now < t+Window. Dropping re-slices: the entries before
 	// are not moved, so a state that is not kept is not disturbed.
@@ -76,7 +77,6 @@ func (slidingLog) Check(p *algo.Params, s *algo.State, now, cost int64) (r algo.
 	if used > 0 {
 		r.ResetAfter = newest + p.Window - now
 	}
-	return r
 }
 
 func (slidingLog) Charge(p *algo.Params, s *algo.State, now, cost int64) int64 {

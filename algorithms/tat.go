@@ -112,7 +112,8 @@ func load(p *algo.Params, s *algo.State, now int64) instant {
 	return t
 }
 
-func (m *tat) Check(p *algo.Params, s *algo.State, now, cost int64) (r algo.Result) {
+func (m *tat) Check(p *algo.Params, s *algo.State, now, cost int64, r *algo.Result) {
+	*r = algo.Result{}
 	capacity := p.Capacity()
 	t := load(p, s, now)
 	put(p, s, t)
@@ -137,7 +138,6 @@ func (m *tat) Check(p *algo.Params, s *algo.State, now, cost int64) (r algo.Resu
 		r.Remaining = intervalsBetween(p, after, horizon)
 	}
 	r.ResetAfter = ceilTo(after, now)
-	return r
 }
 
 func (m *tat) Charge(p *algo.Params, s *algo.State, now, cost int64) int64 {

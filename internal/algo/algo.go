@@ -83,18 +83,20 @@ type Result struct {
 
 // Model is one algorithm as the engines run it.
 //
-// Check evaluates a request of cost units at time now (microseconds) without charging it, and
-// normalises the state in place (what has expired dropped, windows rolled), which changes no
-// decision: the caller may keep the normalised state or throw it away. Charge then adds the
-// request to that state; the caller charges only when every policy of a list allowed the
-// request. A cost of 0 is always allowed and reads the state.
+// Check evaluates a request of cost units at time now (microseconds) without charging it,
+// writes its verdict to r, and normalises the state in place (what has expired dropped,
+// windows rolled), which changes no decision: the caller may keep the normalised state or
+// throw it away. Charge then adds the request to that state; the caller charges only when
+// every policy of a list allowed the request. A cost of 0 is always allowed and reads the
+// state.
 //
-// The parameters and the state are passed by pointer and changed in place: a store calls the
-// model once or twice per policy and request, and passing the State, Params and Result structs
-// by value through the interface copied them several times a call, which took longer than the
-// algorithms' own arithmetic. A caller that keeps the state it started from passes a copy. The
-// sliding log's Log may share its array with the copy's: Check only re-slices it and Charge
-// appends to it, so keep only the state changed last.
+// Everything is passed by pointer and the state changed in place: a store calls the model once
+// or twice per policy and request, and passing the State, Params and Result structs by value
+// through the interface copied them several times a call (and copying a struct just written
+// field by field stalls the CPU), which took longer than the algorithms' own arithmetic. A
+// caller that keeps the state it started from passes a copy. The sliding log's Log may share
+// its array with the copy's: Check only re-slices it and Charge appends to it, so keep only the
+// state changed last.
 type Model interface {
 	// Code is the algorithm's short code in storage keys and in the Lua dispatch.
 	Code() string
@@ -104,8 +106,9 @@ type Model interface {
 	Shapes() bool
 	// Validate reports why p is beyond what the algorithm can compute exactly, or nil.
 	Validate(p Params) error
-	// Check evaluates a request and normalises s; see the type comment.
-	Check(p *Params, s *State, now, cost int64) Result
+	// Check evaluates a request, writes its verdict to r and normalises s; see the type
+	// comment.
+	Check(p *Params, s *State, now, cost int64, r *Result)
 	// Charge adds a request that Check allowed to the state Check left, and returns how long,
 	// in microseconds, the new state matters: after that it is equivalent to no state and may
 	// be dropped.
