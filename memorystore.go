@@ -96,8 +96,9 @@ type memoryEntry struct {
 // configures a guard.
 //
 // It is safe for concurrent use. All keys of one identity live in one of 64 shards under one
-// lock, so a policy list is checked atomically. Expired state is dropped as the store is used
-// (no background goroutine, nothing to close). The number of keys is bounded (see
+// lock, so a policy list is checked atomically. Expired state is dropped as the store is used,
+// a second after it expired, or at once when its shard is full (no background goroutine,
+// nothing to close). The number of keys is bounded (see
 // [WithMaxKeys]) and live state is never evicted, since dropping it would hand its identity a
 // fresh quota: when a shard is full of live state, a request of a new identity is refused (its
 // decision denies it, with the time until room frees as RetryAfter) until state expires. A
