@@ -17,14 +17,17 @@ type Clock interface {
 }
 
 // systemClock is the default Clock: the wall clock at its start, advanced by the monotonic
-// clock.
+// clock. Its methods have pointer receivers, so that a call through Clock reads start in place
+// instead of copying it through a wrapper.
 type systemClock struct{ start time.Time }
 
-var defaultClock Clock = systemClock{start: time.Now()}
+var defaultClock Clock = &systemClock{start: time.Now()}
 
-func (c systemClock) Now() time.Time { return c.start.Add(time.Since(c.start)) }
+// Now reads the monotonic clock once: time.Since of a time that has a monotonic reading does
+// not read the wall clock.
+func (c *systemClock) Now() time.Time { return c.start.Add(time.Since(c.start)) }
 
-func (systemClock) Sleep(ctx context.Context, d time.Duration) error {
+func (*systemClock) Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -87,7 +87,7 @@ func micros(us int64) time.Duration {
 }
 
 // set fills in r's verdict from an algorithm's result.
-func (r *PolicyResult) set(a algo.Result) {
+func (r *PolicyResult) set(a *algo.Result) {
 	r.setMicros(a.Allowed, a.Remaining, a.ResetAfter, a.RetryAfter, a.Delay)
 }
 
@@ -110,24 +110,26 @@ func longer(a, b time.Duration) bool {
 	return a > b
 }
 
-// decide builds the decision from every policy's result, checked at time at.
-func decide(policies []Policy, raw []PolicyResult, at time.Time) Decision {
-	d := Decision{Allowed: true, n: len(policies), at: at}
+// decide makes d, which must be the zero Decision, the decision of every policy's result,
+// checked at time at. It fills d in place: a Decision is several hundred bytes, and building
+// one to return would copy it.
+func (d *Decision) decide(policies []Policy, raw []PolicyResult, at time.Time) {
+	d.Allowed, d.n, d.at = true, len(policies), at
 	if len(raw) > 0 {
 		d.Source = raw[0].source
 	}
+	var results []PolicyResult
 	if len(policies) > len(d.results) {
 		d.more = make([]PolicyResult, len(policies))
+		results = d.more
+	} else {
+		results = d.results[:len(policies)]
 	}
 	bind := -1
 	for i := range raw {
-		pr := raw[i]
+		pr := &results[i]
+		*pr = raw[i]
 		pr.Policy = policies[i]
-		if d.more != nil {
-			d.more[i] = pr
-		} else {
-			d.results[i] = pr
-		}
 		switch {
 		case pr.Policy.Shadow: // reported, never deciding
 		case !pr.Allowed:
@@ -149,5 +151,4 @@ func decide(policies []Policy, raw []PolicyResult, at time.Time) Decision {
 		p := &policies[bind]
 		d.Policy, d.Limit, d.Remaining, d.ResetAfter = *p, p.capacity(), raw[bind].Remaining, raw[bind].ResetAfter
 	}
-	return d
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 )
@@ -20,6 +21,10 @@ type Limiter struct {
 	timed    bool     // time the decisions for the observer: the store does I/O
 	slots    bool     // a policy is an in-flight limit: an admitted request holds slots
 	header   string   // the RateLimit-Policy header of the policies
+	// capacity is the largest cost every enforced policy can admit, and shadowCapacity the
+	// largest every shadow policy can (MaxInt64 without one): computed once, so that a check
+	// compares its cost with two numbers instead of asking every policy.
+	capacity, shadowCapacity int64
 }
 
 // New returns a limiter that checks every policy against store, such as [NewMemoryStore]() or
@@ -38,7 +43,8 @@ func New(store Store, policies ...Policy) (*Limiter, error) {
 	if len(policies) == 0 {
 		return nil, errors.New("ratelimit: New needs at least one policy, e.g. ratelimit.Policy{Limit: 100, Window: time.Minute}")
 	}
-	l := &Limiter{store: store, policies: make([]Policy, len(policies)), observer: observerOf(store)}
+	l := &Limiter{store: store, policies: make([]Policy, len(policies)), observer: observerOf(store),
+		capacity: math.MaxInt64, shadowCapacity: math.MaxInt64}
 	l.timed = l.observer != nil && !isLocal(store)
 	names := make(map[string]bool, len(policies))
 	enforced := false
@@ -54,6 +60,11 @@ func New(store Store, policies ...Policy) (*Limiter, error) {
 		names[c.Name] = true
 		l.policies[i] = c
 		l.slots = l.slots || c.holds()
+		if c.Shadow {
+			l.shadowCapacity = min(l.shadowCapacity, c.capacity())
+		} else {
+			l.capacity = min(l.capacity, c.capacity())
+		}
 	}
 	if _, ok := capability[renewer](store); l.slots && !ok {
 		return nil, fmt.Errorf("%w: an in-flight policy needs a store that holds slots (declares Renew), such as NewMemoryStore or NewRedisStore", errInvalidPolicy)
@@ -192,12 +203,15 @@ var errEmptyKey = &opError{opKey, ErrBadKey, errors.New("the key is empty")}
 // interface call, so a buffer on the stack would escape to the heap on every check.
 var results = sync.Pool{New: func() any { return new([8]PolicyResult) }}
 
-func (l *Limiter) check(ctx context.Context, key string, cost int64, charge bool) (Decision, error) {
+// check is Allow, AllowN and Peek. It hands the decision up by pointer: a Decision is several
+// hundred bytes, and returned by value through each layer it would be copied at every one.
+func (l *Limiter) check(ctx context.Context, key string, cost int64, charge bool) (d Decision, err error) {
 	var start time.Time
 	if l.timed {
 		start = time.Now()
 	}
-	return l.decide(ctx, key, cost, charge, start)
+	err = l.decide(ctx, &d, key, cost, charge, start)
+	return d, err
 }
 
 // observe reports a decision to the observer, if there is one. raw are its results, from a
@@ -216,13 +230,14 @@ func (l *Limiter) observe(start time.Time, d *Decision, raw []PolicyResult) {
 	l.observer.Decided(e)
 }
 
-// decide is check, with the time it began when there is an observer.
-func (l *Limiter) decide(ctx context.Context, key string, cost int64, charge bool, start time.Time) (Decision, error) {
+// decide is check, writing to d, which must be the zero Decision, with the time it began when
+// there is an observer. On an error d is left zero.
+func (l *Limiter) decide(ctx context.Context, d *Decision, key string, cost int64, charge bool, start time.Time) error {
 	if key == "" {
-		return Decision{}, errEmptyKey
+		return errEmptyKey
 	}
 	if cost < 0 {
-		return Decision{}, &opError{opCost, ErrBadCost, fmt.Errorf("cost %d is negative", cost)}
+		return &opError{opCost, ErrBadCost, fmt.Errorf("cost %d is negative", cost)}
 	}
 	n := len(l.policies)
 	var raw []PolicyResult
@@ -239,40 +254,32 @@ func (l *Limiter) decide(ctx context.Context, key string, cost int64, charge boo
 	// A cost above a policy's capacity can never be admitted. Such a request is not run
 	// through the algorithms (a huge cost would overflow their arithmetic): the store only
 	// reports the current state, and those policies deny it for ever.
-	tooCostly, shadowTooCostly := false, false
-	for i := range l.policies {
-		over := cost > l.policies[i].capacity()
-		if l.policies[i].Shadow {
-			shadowTooCostly = shadowTooCostly || over
-		} else {
-			tooCostly = tooCostly || over
-		}
-	}
-	if shadowTooCostly && !tooCostly {
-		return l.decideWithout(ctx, key, cost, charge, raw, start)
+	tooCostly := cost > l.capacity
+	if cost > l.shadowCapacity && !tooCostly {
+		return l.decideWithout(ctx, d, key, cost, charge, raw, start)
 	}
 	if tooCostly {
 		at, err := l.store.Check(ctx, key, l.policies, 0, false, raw)
 		if err != nil {
-			return Decision{}, storeError(opCheck, err)
+			return storeError(opCheck, err)
 		}
 		for i := range l.policies {
 			if cost > l.policies[i].capacity() {
 				raw[i].neverAllowed()
 			}
 		}
-		d := decide(l.policies, raw, at)
-		l.observe(start, &d, raw)
-		return d, nil
+		d.decide(l.policies, raw, at)
+		l.observe(start, d, raw)
+		return nil
 	}
 	at, err := l.store.Check(ctx, key, l.policies, cost, charge, raw)
 	if err != nil {
-		return Decision{}, storeError(opCheck, err)
+		return storeError(opCheck, err)
 	}
-	d := decide(l.policies, raw, at)
-	l.record(&d, cost, charge)
-	l.observe(start, &d, raw)
-	return d, nil
+	d.decide(l.policies, raw, at)
+	l.record(d, cost, charge)
+	l.observe(start, d, raw)
+	return nil
 }
 
 // record records in d what it charged: cost, when it was admitted and charged, and the time of
@@ -289,7 +296,7 @@ func (l *Limiter) record(d *Decision, cost int64, charge bool) {
 
 // decideWithout decides a request too costly for some shadow policies, but not for an enforced
 // one: the store checks it against the others, and those shadow policies deny it for ever.
-func (l *Limiter) decideWithout(ctx context.Context, key string, cost int64, charge bool, raw []PolicyResult, start time.Time) (Decision, error) {
+func (l *Limiter) decideWithout(ctx context.Context, d *Decision, key string, cost int64, charge bool, raw []PolicyResult, start time.Time) error {
 	run := make([]Policy, 0, len(l.policies))
 	for _, p := range l.policies {
 		if !p.Shadow || cost <= p.capacity() {
@@ -299,7 +306,7 @@ func (l *Limiter) decideWithout(ctx context.Context, key string, cost int64, cha
 	out := make([]PolicyResult, len(run))
 	at, err := l.store.Check(ctx, key, run, cost, charge, out)
 	if err != nil {
-		return Decision{}, storeError(opCheck, err)
+		return storeError(opCheck, err)
 	}
 	j := 0
 	for i, p := range l.policies {
@@ -311,10 +318,10 @@ func (l *Limiter) decideWithout(ctx context.Context, key string, cost int64, cha
 			raw[i].neverAllowed()
 		}
 	}
-	d := decide(l.policies, raw, at)
-	l.record(&d, cost, charge)
-	l.observe(start, &d, raw)
-	return d, nil
+	d.decide(l.policies, raw, at)
+	l.record(d, cost, charge)
+	l.observe(start, d, raw)
+	return nil
 }
 
 // charged returns the policies a decision charged: every enforced one, and the shadow policies

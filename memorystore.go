@@ -3,10 +3,12 @@ package ratelimit
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"hash/maphash"
 	"slices"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/a7d3e0dd/ratelimit/internal/algo"
 )
@@ -17,20 +19,60 @@ const memoryShards = 64
 type memoryStore struct {
 	shards   [memoryShards]memoryShard
 	seed     maphash.Seed
-	prefix   string
 	clock    Clock
 	perShard int
 }
 
 var _ Store = (*memoryStore)(nil)
 
+// memoryShard is one shard, padded to whole cache lines: two cores checking identities of two
+// shards then never write to one line, which would bounce it between them on every check. The
+// unit is 128 bytes, since x86 prefetches lines in pairs.
 type memoryShard struct {
+	shardState
+	_ [(128 - unsafe.Sizeof(shardState{})%128) % 128]byte
+}
+
+// shardState is what one lock guards: the keys of the identities that hash to the shard.
+type shardState struct {
 	mu      sync.Mutex
-	entries map[string]*memoryEntry
+	entries map[string]*memoryEntry // by key (see appendIdentity); nil until the first (see add)
 	writes  uint32
 	// soonest, once the shard has been found full, are the keys that expire first, the
 	// soonest last: room is made by dropping them as they expire, without another scan.
 	soonest []expiring
+	// scratch serves the calls made under the lock, one at a time (see work).
+	scratch []checked
+}
+
+// checked is one policy of a call under way: its entry (nil: none yet), the state its model
+// works on, a copy of the entry's until the call writes it back, and the model's verdict.
+type checked struct {
+	entry  *memoryEntry
+	state  algo.State
+	result algo.Result
+}
+
+// add enters e under key. A shard's map is made with its first key: a store is cheap to make
+// (a fallback makes one, and so do tests by the thousand), and most of its shards may never
+// hold a key. The caller holds sh.mu.
+func (sh *memoryShard) add(key string, e *memoryEntry) {
+	if sh.entries == nil {
+		sh.entries = make(map[string]*memoryEntry)
+	}
+	sh.entries[key] = e
+}
+
+// work returns n slots for the policies of a call under way, from the shard's scratch, which
+// grows to the longest policy list the shard has served. The models work on state through
+// pointers, and a buffer on the stack handed to them through their interface would move to
+// the heap on every call; the shard's serves every call in turn, under its lock. The caller
+// holds sh.mu.
+func (sh *memoryShard) work(n int) []checked {
+	if n > len(sh.scratch) {
+		sh.scratch = make([]checked, n)
+	}
+	return sh.scratch[:n]
 }
 
 // expiring is a key and the time its state expired when the shard was scanned.
@@ -49,12 +91,14 @@ type memoryEntry struct {
 
 // NewMemoryStore returns an empty store that keeps rate-limit state in this process: the
 // embedded default, for one instance or for tests. It runs the same algorithms as the Redis
-// store, to the same results. Options: [WithClock], [WithMaxKeys], [WithPrefix]; NewMemoryStore
-// panics if one is invalid or configures a guard.
+// store, to the same results. Options: [WithClock], [WithMaxKeys] ([WithPrefix] is accepted and
+// changes nothing: the store's keys are its own); NewMemoryStore panics if one is invalid or
+// configures a guard.
 //
 // It is safe for concurrent use. All keys of one identity live in one of 64 shards under one
-// lock, so a policy list is checked atomically. Expired state is dropped as the store is used
-// (no background goroutine, nothing to close). The number of keys is bounded (see
+// lock, so a policy list is checked atomically. Expired state is dropped as the store is used,
+// a second after it expired, or at once when its shard is full (no background goroutine,
+// nothing to close). The number of keys is bounded (see
 // [WithMaxKeys]) and live state is never evicted, since dropping it would hand its identity a
 // fresh quota: when a shard is full of live state, a request of a new identity is refused (its
 // decision denies it, with the time until room frees as RetryAfter) until state expires. A
@@ -62,12 +106,9 @@ type memoryEntry struct {
 // quota.
 func NewMemoryStore(opts ...Option) Store {
 	c := newStoreConfig("NewMemoryStore", true, opts)
-	s := &memoryStore{seed: maphash.MakeSeed(), prefix: c.prefix, clock: c.clock, perShard: max(1, c.maxKeys/memoryShards)}
+	s := &memoryStore{seed: maphash.MakeSeed(), clock: c.clock, perShard: max(1, c.maxKeys/memoryShards)}
 	if s.clock == nil {
 		s.clock = defaultClock
-	}
-	for i := range s.shards {
-		s.shards[i].entries = make(map[string]*memoryEntry)
 	}
 	return resilient(s, c)
 }
@@ -102,75 +143,91 @@ func (s *memoryStore) Check(ctx context.Context, key string, policies []Policy, 
 	if err := compiledAll(policies); err != nil {
 		return time.Time{}, err
 	}
+	var buf [160]byte
+	id := appendIdentity(buf[:0], key) // what every key of the check starts with
 	sh := s.shard(key)
-	var (
-		buf     [160]byte
-		inline  [4]algo.State
-		entries [4]*memoryEntry
-	)
-	states, ents := inline[:0], entries[:0]
-	if len(policies) > len(inline) {
-		states, ents = make([]algo.State, 0, len(policies)), make([]*memoryEntry, 0, len(policies))
-	}
 
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	// The time is read under the lock, so the checks of one identity see it in order.
 	t := s.clock.Now()
 	now := t.UnixMicro()
+	checks := sh.work(len(policies))
 	all := true
 	for i := range policies {
-		p := &policies[i]
-		e := sh.entries[string(appendKey(buf[:0], s.prefix, key, p.tag()))]
-		var state algo.State
-		if e != nil && e.expires > now {
-			state = e.state
-		} else if e != nil {
-			state.Log = e.state.Log[:0] // expired: reuse the log's memory
+		p, c := &policies[i], &checks[i]
+		c.entry = sh.entries[string(append(id, p.tag()...))]
+		c.state = algo.State{}
+		if c.entry != nil && c.entry.expires > now {
+			c.state = c.entry.state
+		} else if c.entry != nil {
+			c.state.Log = c.entry.state.Log[:0] // expired: reuse the log's memory
 		}
-		// Like the Redis store, keep nothing of a check that charges nothing.
-		var r algo.Result
-		r, state = p.compiled.model.Check(p.compiled.params, state, now, cost)
-		out[i].set(r)
-		states, ents = append(states, state), append(ents, e)
-		all = all && (r.Allowed || p.Shadow) // a shadow policy never decides
+		// Like the Redis store, keep nothing of a check that charges nothing: the normalised
+		// state stays in checks.
+		p.compiled.model.Check(&p.compiled.params, &c.state, now, cost, &c.result)
+		out[i].set(&c.result)
+		all = all && (c.result.Allowed || p.Shadow) // a shadow policy never decides
 	}
 	if !all || !charge || cost == 0 {
 		return t, nil
 	}
 	need := 0
-	for i, e := range ents {
-		if e == nil && (!policies[i].Shadow || out[i].Allowed) {
+	for i := range checks {
+		if checks[i].entry == nil && (!policies[i].Shadow || out[i].Allowed) {
 			need++
 		}
 	}
-	if wait := s.makeRoom(sh, need, ents, now); wait > 0 {
+	if wait := s.makeRoom(sh, need, checks, now); wait > 0 {
 		for i := range out {
 			out[i].setMicros(false, 0, wait, wait, 0)
 		}
 		return t, nil
 	}
 	for i := range policies {
-		p := &policies[i]
+		p, c := &policies[i], &checks[i]
 		if p.Shadow && !out[i].Allowed {
 			continue // what it would have refused is not charged to it
 		}
-		state, ttl := p.compiled.model.Charge(p.compiled.params, states[i], now, cost)
-		e := ents[i]
-		if e == nil {
-			e = &memoryEntry{}
-			ents[i] = e
-			sh.entries[string(appendKey(buf[:0], s.prefix, key, p.tag()))] = e
+		ttl := p.compiled.model.Charge(&p.compiled.params, &c.state, now, cost)
+		if c.entry == nil {
+			c.entry = &memoryEntry{}
+			sh.add(string(append(id, p.tag()...)), c.entry)
 		}
-		e.state, e.expires = state, now+max(ttl, 1)
+		c.entry.state, c.entry.expires = c.state, now+max(ttl, 1)
 	}
 	return t, nil
+}
+
+// appendIdentity appends to b what every key of identity id starts with in the store; each
+// policy's tag follows. It is the identity and a NUL byte, or, for an identity longer than 64
+// bytes, its SHA-256 digest (18 bytes) and the byte 1, so that a key stays short. The store's
+// keys are its own: unlike a storage key (see [StorageKey]), which Redis reads, they need no
+// prefix, no Cluster hash tag and no plain form, so the identity is copied without a scan for
+// the bytes a plain form allows. Two keys cannot collide: the byte just before the tag, which
+// holds neither 0 nor 1, says which form precedes it.
+func appendIdentity(b []byte, id string) []byte {
+	if len(id) <= maxPlainKey {
+		return append(append(b, id...), 0)
+	}
+	sum := sha256.Sum256([]byte(id))
+	return append(append(b, sum[:18]...), 1)
+}
+
+// holds reports whether e is the entry of one of checks.
+func holds(checks []checked, e *memoryEntry) bool {
+	for i := range checks {
+		if checks[i].entry == e {
+			return true
+		}
+	}
+	return false
 }
 
 // makeRoom makes room in sh for need new entries of a check, dropping expired state only, and
 // never the check's own entries (ents). It returns 0 when there is room, or else how many
 // microseconds until state is due to expire. The caller holds sh.mu.
-func (s *memoryStore) makeRoom(sh *memoryShard, need int, ents []*memoryEntry, now int64) int64 {
+func (s *memoryStore) makeRoom(sh *memoryShard, need int, ents []checked, now int64) int64 {
 	if need == 0 {
 		return 0
 	}
@@ -188,7 +245,7 @@ func (s *memoryStore) makeRoom(sh *memoryShard, need int, ents []*memoryEntry, n
 			return c.at - now
 		}
 		sh.soonest = sh.soonest[:len(sh.soonest)-1]
-		if e := sh.entries[c.key]; e != nil && e.expires <= now && !slices.Contains(ents, e) {
+		if e := sh.entries[c.key]; e != nil && e.expires <= now && !holds(ents, e) {
 			delete(sh.entries, c.key)
 		}
 	}
@@ -205,13 +262,19 @@ func (s *memoryStore) makeRoom(sh *memoryShard, need int, ents []*memoryEntry, n
 	return max(sh.soonest[len(sh.soonest)-1].at-now, 1)
 }
 
-// sweep drops the expired entries among a sample of the shard, except those of keep. The
-// caller holds sh.mu.
-func (sh *memoryShard) sweep(now int64, keep []*memoryEntry) {
+// sweepGrace is how long after its state expired the sweep leaves an entry: an identity that
+// comes back within it finds its entry and reuses it, instead of the store dropping the entry
+// and allocating another, which costs more than the check itself. An entry whose state has
+// expired is no state to every check, and at the bound (makeRoom) it goes at once.
+const sweepGrace = int64(time.Second / time.Microsecond)
+
+// sweep drops the entries among a sample of the shard whose state expired more than
+// sweepGrace ago, except those of keep. The caller holds sh.mu.
+func (sh *memoryShard) sweep(now int64, keep []checked) {
 	const sample = 32
 	seen := 0
 	for k, e := range sh.entries { // map iteration starts at a random entry
-		if e.expires <= now && !slices.Contains(keep, e) {
+		if e.expires <= now-sweepGrace && !holds(keep, e) {
 			delete(sh.entries, k)
 		}
 		if seen++; seen >= sample {
@@ -222,11 +285,11 @@ func (sh *memoryShard) sweep(now int64, keep []*memoryEntry) {
 
 // scan drops every expired entry of the shard, except those of keep, and remembers the keys
 // that expire first among the rest. The caller holds sh.mu.
-func (sh *memoryShard) scan(now int64, keep []*memoryEntry) {
+func (sh *memoryShard) scan(now int64, keep []checked) {
 	live := make([]expiring, 0, len(sh.entries))
 	for k, e := range sh.entries {
 		switch {
-		case slices.Contains(keep, e):
+		case holds(keep, e):
 		case e.expires <= now:
 			delete(sh.entries, k)
 		default:
@@ -247,26 +310,29 @@ func (s *memoryStore) Refund(ctx context.Context, key string, policies []Policy,
 	if err := compiledAll(policies); err != nil {
 		return err
 	}
-	sh := s.shard(key)
 	var buf [160]byte
+	id := appendIdentity(buf[:0], key)
+	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now := s.clock.Now().UnixMicro()
+	work := &sh.work(1)[0].state
 	for i := range policies {
 		p := &policies[i]
-		k := appendKey(buf[:0], s.prefix, key, p.tag())
+		k := append(id, p.tag()...)
 		e := sh.entries[string(k)]
 		if e == nil {
 			continue
 		}
 		// As the script does: leave unchanged state alone, drop state that is back to fresh.
-		state, ttl := p.compiled.model.Refund(p.compiled.params, e.state, now, cost, at.UnixMicro())
+		*work = e.state
+		ttl := p.compiled.model.Refund(&p.compiled.params, work, now, cost, at.UnixMicro())
 		switch {
-		case state.A == e.state.A && state.B == e.state.B && state.C == e.state.C && len(state.Log) == len(e.state.Log):
+		case work.A == e.state.A && work.B == e.state.B && work.C == e.state.C && len(work.Log) == len(e.state.Log):
 		case ttl <= 0:
 			delete(sh.entries, string(k))
 		default:
-			e.state, e.expires = state, now+ttl
+			e.state, e.expires = *work, now+ttl
 		}
 	}
 	return nil
@@ -281,26 +347,26 @@ func (s *memoryStore) Renew(ctx context.Context, key string, policies []Policy, 
 	if err := renewable(policies); err != nil {
 		return time.Time{}, err
 	}
-	sh := s.shard(key)
 	var buf [160]byte
+	id := appendIdentity(buf[:0], key)
+	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	t := s.clock.Now()
 	now := t.UnixMicro()
 	for i := range policies {
 		p := &policies[i]
-		k := appendKey(buf[:0], s.prefix, key, p.tag())
+		k := append(id, p.tag()...)
 		e := sh.entries[string(k)]
-		var state algo.State
-		if e != nil && e.expires > now {
-			state = e.state
-		}
-		state, ttl := p.compiled.model.(algo.Renewer).Renew(p.compiled.params, state, now, cost, at.UnixMicro())
 		if e == nil { // the slot had expired and its state was dropped: the request still runs
 			e = &memoryEntry{}
-			sh.entries[string(k)] = e
+			sh.add(string(k), e)
+		} else if e.expires <= now {
+			e.state = algo.State{}
 		}
-		e.state, e.expires = state, now+max(ttl, 1)
+		// Renewing always writes the state back, so the model works on the entry's own.
+		ttl := p.compiled.model.(algo.Renewer).Renew(&p.compiled.params, &e.state, now, cost, at.UnixMicro())
+		e.expires = now + max(ttl, 1)
 	}
 	return t, nil
 }
@@ -310,12 +376,13 @@ func (s *memoryStore) Reset(ctx context.Context, key string, policies []Policy) 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	sh := s.shard(key)
 	var buf [160]byte
+	id := appendIdentity(buf[:0], key)
+	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	for i := range policies {
-		delete(sh.entries, string(appendKey(buf[:0], s.prefix, key, policies[i].tag())))
+		delete(sh.entries, string(append(id, policies[i].tag()...)))
 	}
 	return nil
 }

@@ -36,11 +36,11 @@ func checkResult(m algo.Model, c, cost int64, r algo.Result) string {
 func clockBackState(m algo.Model, p algo.Params, late int64) algo.State {
 	c := capOf(m, p)
 	var s algo.State
-	if r, ns := m.Check(p, s, late-p.Window, c/2); r.Allowed && c/2 > 0 {
-		s, _ = m.Charge(p, ns, late-p.Window, c/2)
+	if r, ns := check(m, p, s, late-p.Window, c/2); r.Allowed && c/2 > 0 {
+		s, _ = charge(m, p, ns, late-p.Window, c/2)
 	}
-	if r, ns := m.Check(p, s, late, max(c/4, 1)); r.Allowed {
-		s, _ = m.Charge(p, ns, late, max(c/4, 1))
+	if r, ns := check(m, p, s, late, max(c/4, 1)); r.Allowed {
+		s, _ = charge(m, p, ns, late, max(c/4, 1))
 	}
 	return s
 }
@@ -64,24 +64,24 @@ func TestClockGoesBackDecisions(t *testing.T) {
 		c := capOf(m, p)
 		late := t0 + 5*p.Window + p.Window/2
 		s := clockBackState(m, p, late)
-		at, _ := m.Check(p, s, late, 0)
+		at, _ := check(m, p, s, late, 0)
 		for _, back := range []int64{1, p.Window / 3, p.Window / 2, p.Window, 3 * p.Window} {
 			now := late - back
 			for _, q := range costs(c) {
-				r, ns := m.Check(p, s, now, q)
+				r, ns := check(m, p, s, now, q)
 				if msg := checkResult(m, c, q, r); msg != "" {
 					t.Fatalf("clock back %dµs, cost %d: %+v: %s", back, q, r, msg)
 				}
 				if r.Allowed && q > 0 {
 					// Charging at the earlier time counts from then on.
-					s2, ttl := m.Charge(p, cloneState(ns), now, q)
+					s2, ttl := charge(m, p, cloneState(ns), now, q)
 					if ttl <= 0 {
 						t.Fatalf("clock back %dµs, charge of %d: lifetime %d", back, q, ttl)
 					}
 					if len(s2.Log) > 0 && !slices.IsSorted(s2.Log) {
 						t.Fatalf("clock back %dµs: log out of order: %v", back, s2.Log)
 					}
-					if got, _ := m.Check(p, s2, late, 0); got.Remaining != max(at.Remaining-q, 0) {
+					if got, _ := check(m, p, s2, late, 0); got.Remaining != max(at.Remaining-q, 0) {
 						t.Fatalf("a charge of %d made %dµs back leaves Remaining %d at the later time; want %d", q, back, got.Remaining, max(at.Remaining-q, 0))
 					}
 				}
@@ -89,8 +89,8 @@ func TestClockGoesBackDecisions(t *testing.T) {
 			// The counters read the state's window as at its start, never as more than it holds.
 			start := algo.FloorDiv(late, p.Window) * p.Window
 			if (m.Code() == "fw" || m.Code() == "sc") && now < start {
-				want, _ := m.Check(p, s, start, 0)
-				if r, _ := m.Check(p, s, now, 0); r.Remaining != want.Remaining {
+				want, _ := check(m, p, s, start, 0)
+				if r, _ := check(m, p, s, now, 0); r.Remaining != want.Remaining {
 					t.Fatalf("clock back %dµs, before the state's window: Remaining %d; want %d as at the start of the state's window", back, r.Remaining, want.Remaining)
 				}
 			}
@@ -108,7 +108,7 @@ func TestClockGoesBackCostZero(t *testing.T) {
 			s, _ = mustCharge(t, m, p, algo.State{}, late, c) // an empty bucket
 		}
 		for _, back := range []int64{1, p.Window / 3, p.Window, 3 * p.Window} {
-			if r, _ := m.Check(p, s, late-back, 0); !r.Allowed || r.RetryAfter != 0 {
+			if r, _ := check(m, p, s, late-back, 0); !r.Allowed || r.RetryAfter != 0 {
 				t.Fatalf("clock back %dµs: cost 0: %+v; want allowed", back, r)
 			}
 		}
@@ -130,23 +130,23 @@ func TestClockGoesBackRefund(t *testing.T) {
 		s := clockBackState(m, p, late)
 		for _, back := range []int64{1, p.Window / 2, p.Window} {
 			now := late - back
-			r, pre := m.Check(p, cloneState(s), now, 1)
+			r, pre := check(m, p, cloneState(s), now, 1)
 			if !r.Allowed {
 				continue
 			}
 			pre = cloneState(pre)
-			charged, _ := m.Charge(p, cloneState(pre), now, 1)
-			refunded, _ := m.Refund(p, cloneState(charged), now, 1, now)
+			charged, _ := charge(m, p, cloneState(pre), now, 1)
+			refunded, _ := refund(m, p, cloneState(charged), now, 1, now)
 			for _, e := range []int64{back, back + 1, back + p.Window/3} {
 				for _, q := range costs(c) {
-					want, _ := m.Check(p, pre, now+e, q)
-					got, _ := m.Check(p, refunded, now+e, q)
+					want, _ := check(m, p, pre, now+e, q)
+					got, _ := check(m, p, refunded, now+e, q)
 					if got == want {
 						continue
 					}
 					if mayLose {
 						// Lost, wholly or in part: between no refund and the full one.
-						lost, _ := m.Check(p, charged, now+e, q)
+						lost, _ := check(m, p, charged, now+e, q)
 						if a := available(got, q); a >= available(lost, q) && a <= available(want, q) &&
 							(!got.Allowed || want.Allowed) && (got.Allowed || !lost.Allowed) {
 							continue
@@ -167,7 +167,7 @@ func TestClockBackOneMicrosecond(t *testing.T) {
 	t.Run("gcra", func(t *testing.T) {
 		m := algo.Of(GCRA{})
 		s, _ := mustCharge(t, m, p, algo.State{}, t0+500, 10) // empties the bucket at t0+500
-		if r, _ := m.Check(p, s, t0+499, 0); !r.Allowed {
+		if r, _ := check(m, p, s, t0+499, 0); !r.Allowed {
 			t.Errorf("cost 0, 1µs before the charge that emptied the bucket: %+v; want allowed", r)
 		}
 	})
@@ -175,7 +175,7 @@ func TestClockBackOneMicrosecond(t *testing.T) {
 		m := algo.Of(SlidingCounter{})
 		s, _ := mustCharge(t, m, p, algo.State{}, t0, 10)
 		s, _ = mustCharge(t, m, p, s, t0+1_500, 5) // estimate 10×0.5 + 5 = 10: full
-		if r, _ := m.Check(p, s, t0+1_499, 0); !r.Allowed {
+		if r, _ := check(m, p, s, t0+1_499, 0); !r.Allowed {
 			t.Errorf("cost 0, 1µs before the charge that filled the window: %+v; want allowed", r)
 		}
 	})

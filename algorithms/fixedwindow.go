@@ -29,16 +29,17 @@ func (fixedWindow) UsesBurst() bool            { return false }
 func (fixedWindow) Shapes() bool               { return false }
 func (fixedWindow) Validate(algo.Params) error { return nil }
 
-func (fixedWindow) Check(p algo.Params, s algo.State, now, cost int64) (algo.Result, algo.State) {
+func (fixedWindow) Check(p *algo.Params, s *algo.State, now, cost int64, r *algo.Result) {
+	*r = algo.Result{}
 	k := algo.FloorDiv(now, p.Window)
 	if s.Init && s.A > k {
 		k = s.A // the clock went back: stay in the state's window
 	}
 	if !s.Init || s.A != k {
-		s = algo.State{Init: true, A: k}
+		*s = algo.State{Init: true, A: k}
 	}
 	end := (k+1)*p.Window - now
-	r := algo.Result{Allowed: cost == 0 || s.B+cost <= p.Limit} // cost 0 reads, even over a lowered limit
+	r.Allowed = cost == 0 || s.B+cost <= p.Limit // cost 0 reads, even over a lowered limit
 	used := s.B
 	switch {
 	case r.Allowed:
@@ -52,19 +53,18 @@ func (fixedWindow) Check(p algo.Params, s algo.State, now, cost int64) (algo.Res
 	if used > 0 {
 		r.ResetAfter = end
 	}
-	return r, s
 }
 
-func (fixedWindow) Charge(p algo.Params, s algo.State, now, cost int64) (algo.State, int64) {
+func (fixedWindow) Charge(p *algo.Params, s *algo.State, now, cost int64) int64 {
 	s.B += cost
-	return s, (s.A+1)*p.Window - now
+	return (s.A+1)*p.Window - now
 }
 
 // Refund: the cost leaves the count if its window is still the state's.
-func (fixedWindow) Refund(p algo.Params, s algo.State, now, cost, at int64) (algo.State, int64) {
+func (fixedWindow) Refund(p *algo.Params, s *algo.State, now, cost, at int64) int64 {
 	if !s.Init || s.A != algo.FloorDiv(at, p.Window) {
-		return s, 0
+		return 0
 	}
 	s.B = max(0, s.B-cost)
-	return s, (s.A+1)*p.Window - now
+	return (s.A+1)*p.Window - now
 }

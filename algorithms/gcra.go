@@ -28,4 +28,4 @@ type GCRA struct{}
 // Name implements [Algorithm].
 func (GCRA) Name() string { return "gcra" }
 
-func (GCRA) model() algo.Model { return tat{code: "gc"} }
+func (GCRA) model() algo.Model { return gcraModel }

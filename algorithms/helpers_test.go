@@ -80,11 +80,11 @@ func pstr(p algo.Params) string {
 // mustCharge checks a request of cost at now and charges it; the request must be allowed.
 func mustCharge(t testing.TB, m algo.Model, p algo.Params, s algo.State, now, cost int64) (algo.State, int64) {
 	t.Helper()
-	r, s := m.Check(p, s, now, cost)
+	r, s := check(m, p, s, now, cost)
 	if !r.Allowed {
 		t.Fatalf("%s %s: setup: cost %d at %d denied: %+v", m.Code(), pstr(p), cost, now, r)
 	}
-	return m.Charge(p, s, now, cost)
+	return charge(m, p, s, now, cost)
 }
 
 // scenario is a state and the time it is looked at.
@@ -111,8 +111,8 @@ func scenarios(t testing.TB, m algo.Model, p algo.Params) []scenario {
 	out = append(out, scenario{"full-third-later", full, t0 + p.Window/3})
 	out = append(out, scenario{"full-next-window", full, t0 + p.Window + p.Window/4})
 	// A second charge in a later window on top of the first.
-	if r, s := m.Check(p, full, t0+p.Window+p.Window/2, 1); r.Allowed {
-		s, _ = m.Charge(p, s, t0+p.Window+p.Window/2, 1)
+	if r, s := check(m, p, full, t0+p.Window+p.Window/2, 1); r.Allowed {
+		s, _ = charge(m, p, s, t0+p.Window+p.Window/2, 1)
 		out = append(out, scenario{"two-windows", s, t0 + p.Window + p.Window/2 + 1})
 	}
 	return out
@@ -129,4 +129,29 @@ func costs(c int64) []int64 {
 	out := []int64{0, 1, c / 2, c - 1, c, c + 1}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// check, charge, refund and renew run one method of a model as a function of values: on a
+// copy of s, returning the verdict or the time the state matters with the new state, and
+// leaving s alone (but for the array of its Log, which the copy shares, as in the engines).
+// The tests read best so; the engines pass pointers.
+func check(m algo.Model, p algo.Params, s algo.State, now, cost int64) (algo.Result, algo.State) {
+	var r algo.Result
+	m.Check(&p, &s, now, cost, &r)
+	return r, s
+}
+
+func charge(m algo.Model, p algo.Params, s algo.State, now, cost int64) (algo.State, int64) {
+	ttl := m.Charge(&p, &s, now, cost)
+	return s, ttl
+}
+
+func refund(m algo.Model, p algo.Params, s algo.State, now, cost, at int64) (algo.State, int64) {
+	ttl := m.Refund(&p, &s, now, cost, at)
+	return s, ttl
+}
+
+func renew(m algo.Renewer, p algo.Params, s algo.State, now, cost, at int64) (algo.State, int64) {
+	ttl := m.Renew(&p, &s, now, cost, at)
+	return s, ttl
 }

@@ -37,9 +37,10 @@ func (inFlight) Code() string { return "if" }
 
 // Renew moves a charge of cost slots taken at time at to now: it gives them back as Refund
 // does, then takes them again, whatever the others hold (the request is running).
-func (m inFlight) Renew(p algo.Params, s algo.State, now, cost, at int64) (algo.State, int64) {
-	s, _ = m.Refund(p, s, now, cost, at)
-	_, s = m.Check(p, s, now, 0)
+func (m inFlight) Renew(p *algo.Params, s *algo.State, now, cost, at int64) int64 {
+	m.Refund(p, s, now, cost, at)
+	var r algo.Result
+	m.Check(p, s, now, 0, &r)
 	return m.Charge(p, s, now, cost)
 }
 

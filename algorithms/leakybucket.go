@@ -34,7 +34,7 @@ func (b LeakyBucket) Name() string {
 
 func (b LeakyBucket) model() algo.Model {
 	if b.Shaping {
-		return tat{code: "ls", shaping: true}
+		return shapingModel
 	}
-	return tat{code: "lb"}
+	return leakyModel
 }

@@ -22,7 +22,7 @@ func forEach(t *testing.T, f func(t *testing.T, m algo.Model, p algo.Params, sc 
 
 func TestCostZeroIsAllowedAndReadsTheState(t *testing.T) {
 	forEach(t, func(t *testing.T, m algo.Model, p algo.Params, sc scenario) {
-		r, s := m.Check(p, sc.s, sc.now, 0)
+		r, s := check(m, p, sc.s, sc.now, 0)
 		if !r.Allowed || r.RetryAfter != 0 || r.Delay != 0 {
 			t.Fatalf("cost 0: %+v; want allowed, no wait", r)
 		}
@@ -32,20 +32,20 @@ func TestCostZeroIsAllowedAndReadsTheState(t *testing.T) {
 			t.Fatalf("cost 0: Remaining %d outside [0, %d]", r.Remaining, c)
 		}
 		if r.Remaining > 0 {
-			if got, _ := m.Check(p, sc.s, sc.now, r.Remaining); !got.Allowed {
+			if got, _ := check(m, p, sc.s, sc.now, r.Remaining); !got.Allowed {
 				t.Errorf("cost 0 says Remaining %d, but a request of %d is denied: %+v", r.Remaining, r.Remaining, got)
 			}
 		}
 		if r.Remaining < c && m.Code() != "sc" { // the counter's estimate is not whole
-			if got, _ := m.Check(p, sc.s, sc.now, r.Remaining+1); got.Allowed {
+			if got, _ := check(m, p, sc.s, sc.now, r.Remaining+1); got.Allowed {
 				t.Errorf("cost 0 says Remaining %d, but a request of %d is allowed: %+v", r.Remaining, r.Remaining+1, got)
 			}
 		}
 		// Charging nothing changes no decision.
-		s0, _ := m.Charge(p, cloneState(s), sc.now, 0)
+		s0, _ := charge(m, p, cloneState(s), sc.now, 0)
 		for _, q := range costs(c) {
-			want, _ := m.Check(p, sc.s, sc.now, q)
-			if got, _ := m.Check(p, s0, sc.now, q); got != want {
+			want, _ := check(m, p, sc.s, sc.now, q)
+			if got, _ := check(m, p, s0, sc.now, q); got != want {
 				t.Errorf("after a charge of 0, cost %d: %+v; want %+v", q, got, want)
 			}
 		}
@@ -56,7 +56,7 @@ func TestCostZeroReadsWhatWasCharged(t *testing.T) {
 	for _, n := range registered(t) {
 		for _, p := range paramSets(n.m) {
 			c := capOf(n.m, p)
-			r, _ := n.m.Check(p, algo.State{}, t0, 0)
+			r, _ := check(n.m, p, algo.State{}, t0, 0)
 			if r != (algo.Result{Allowed: true, Remaining: c}) {
 				t.Errorf("%s %s: fresh, cost 0: %+v; want allowed, Remaining %d, nothing else", n.name, pstr(p), r, c)
 			}
@@ -65,7 +65,7 @@ func TestCostZeroReadsWhatWasCharged(t *testing.T) {
 					continue
 				}
 				s, _ := mustCharge(t, n.m, p, algo.State{}, t0, k)
-				r, _ := n.m.Check(p, s, t0, 0)
+				r, _ := check(n.m, p, s, t0, 0)
 				if !r.Allowed || r.Remaining != c-k || r.ResetAfter <= 0 {
 					t.Errorf("%s %s: cost 0 after a charge of %d: %+v; want allowed, Remaining %d, ResetAfter > 0", n.name, pstr(p), k, r, c-k)
 				}
@@ -78,13 +78,13 @@ func TestCostAboveCapacityIsNever(t *testing.T) {
 	forEach(t, func(t *testing.T, m algo.Model, p algo.Params, sc scenario) {
 		c := capOf(m, p)
 		for _, q := range []int64{c + 1, 2 * c, c + 1_000_000} {
-			r, _ := m.Check(p, sc.s, sc.now, q)
+			r, _ := check(m, p, sc.s, sc.now, q)
 			if r.Allowed || r.RetryAfter != algo.Never || r.Delay != 0 {
 				t.Errorf("cost %d > capacity %d: %+v; want denied, RetryAfter Never", q, c, r)
 			}
 		}
 		if sc.name == "fresh" {
-			r, _ := m.Check(p, sc.s, sc.now, c)
+			r, _ := check(m, p, sc.s, sc.now, c)
 			if !r.Allowed || r.Remaining != 0 {
 				t.Errorf("fresh, cost = capacity %d: %+v; want allowed, Remaining 0", c, r)
 			}
@@ -98,17 +98,17 @@ func TestCheckChangesNothing(t *testing.T) {
 		later := sc.now + p.Window/2 + 1
 		var before []algo.Result
 		for _, q := range costs(capOf(m, p)) {
-			r, _ := m.Check(p, sc.s, later, q)
+			r, _ := check(m, p, sc.s, later, q)
 			before = append(before, r)
 		}
 		for _, q := range costs(capOf(m, p)) {
-			r1, s1 := m.Check(p, sc.s, sc.now, q)
-			r2, s2 := m.Check(p, sc.s, sc.now, q)
+			r1, s1 := check(m, p, sc.s, sc.now, q)
+			r2, s2 := check(m, p, sc.s, sc.now, q)
 			if r1 != r2 || !reflect.DeepEqual(s1, s2) {
 				t.Fatalf("cost %d: checked twice: %+v, %v then %+v, %v", q, r1, s1, r2, s2)
 			}
 			// The normalised state changes no decision.
-			if r3, s3 := m.Check(p, s1, sc.now, q); r3 != r1 || !reflect.DeepEqual(s3, s1) {
+			if r3, s3 := check(m, p, s1, sc.now, q); r3 != r1 || !reflect.DeepEqual(s3, s1) {
 				t.Errorf("cost %d: on the state Check returned: %+v, %v; want %+v, %v", q, r3, s3, r1, s1)
 			}
 		}
@@ -116,7 +116,7 @@ func TestCheckChangesNothing(t *testing.T) {
 			t.Fatalf("Check changed the state it was given: %v, was %v", sc.s, orig)
 		}
 		for i, q := range costs(capOf(m, p)) {
-			if r, _ := m.Check(p, sc.s, later, q); r != before[i] {
+			if r, _ := check(m, p, sc.s, later, q); r != before[i] {
 				t.Errorf("cost %d at %d: %+v after other checks, %+v before", q, later, r, before[i])
 			}
 		}
@@ -127,11 +127,11 @@ func TestChargeLifetime(t *testing.T) {
 	forEach(t, func(t *testing.T, m algo.Model, p algo.Params, sc scenario) {
 		c := capOf(m, p)
 		for _, k := range []int64{1, c / 2, c} {
-			r, s := m.Check(p, cloneState(sc.s), sc.now, k)
+			r, s := check(m, p, cloneState(sc.s), sc.now, k)
 			if k == 0 || !r.Allowed {
 				continue
 			}
-			s, ttl := m.Charge(p, s, sc.now, k)
+			s, ttl := charge(m, p, s, sc.now, k)
 			if ttl <= 0 {
 				t.Fatalf("charge of %d: lifetime %d; want > 0", k, ttl)
 			}
@@ -140,15 +140,15 @@ func TestChargeLifetime(t *testing.T) {
 			}
 			at := sc.now + ttl
 			for _, q := range costs(c) {
-				want, _ := m.Check(p, algo.State{}, at, q)
-				if got, _ := m.Check(p, s, at, q); got != want {
+				want, _ := check(m, p, algo.State{}, at, q)
+				if got, _ := check(m, p, s, at, q); got != want {
 					t.Errorf("charge of %d, lifetime %d: cost %d at its end: %+v; want %+v as with no state", k, ttl, q, got, want)
 				}
 			}
 			if sc.name == "fresh" && k == c {
 				// A full charge matters until its lifetime ends, not much shorter.
-				want, _ := m.Check(p, algo.State{}, at-1, 0)
-				if got, _ := m.Check(p, s, at-1, 0); got == want {
+				want, _ := check(m, p, algo.State{}, at-1, 0)
+				if got, _ := check(m, p, s, at-1, 0); got == want {
 					t.Errorf("charge of the whole capacity %d: lifetime %d, but it no longer matters at %d µs: %+v", k, ttl, ttl-1, got)
 				}
 			}
@@ -160,17 +160,17 @@ func TestRefundRightAfterChargeRestores(t *testing.T) {
 	forEach(t, func(t *testing.T, m algo.Model, p algo.Params, sc scenario) {
 		c := capOf(m, p)
 		for _, k := range []int64{1, c / 2, c} {
-			r, pre := m.Check(p, cloneState(sc.s), sc.now, k)
+			r, pre := check(m, p, cloneState(sc.s), sc.now, k)
 			if k == 0 || !r.Allowed {
 				continue
 			}
 			pre = cloneState(pre)
-			charged, _ := m.Charge(p, cloneState(pre), sc.now, k)
-			refunded, ttl := m.Refund(p, cloneState(charged), sc.now, k, sc.now)
+			charged, _ := charge(m, p, cloneState(pre), sc.now, k)
+			refunded, ttl := refund(m, p, cloneState(charged), sc.now, k, sc.now)
 			for _, d := range []int64{0, 1, p.Window / 7, p.Window / 2, p.Window, 2 * p.Window} {
 				for _, q := range costs(c) {
-					want, _ := m.Check(p, pre, sc.now+d, q)
-					if got, _ := m.Check(p, refunded, sc.now+d, q); got != want {
+					want, _ := check(m, p, pre, sc.now+d, q)
+					if got, _ := check(m, p, refunded, sc.now+d, q); got != want {
 						t.Errorf("charge of %d refunded at once: cost %d %dµs later: %+v; want %+v as before the charge", k, q, d, got, want)
 					}
 				}
@@ -178,8 +178,8 @@ func TestRefundRightAfterChargeRestores(t *testing.T) {
 			// The refund's lifetime: after it, the state is as good as none.
 			end := sc.now + max(ttl, 0)
 			for _, q := range costs(c) {
-				want, _ := m.Check(p, algo.State{}, end, q)
-				if got, _ := m.Check(p, refunded, end, q); got != want {
+				want, _ := check(m, p, algo.State{}, end, q)
+				if got, _ := check(m, p, refunded, end, q); got != want {
 					t.Errorf("refunded state, lifetime %d: cost %d at its end: %+v; want %+v as with no state", ttl, q, got, want)
 				}
 			}
@@ -206,24 +206,24 @@ func TestRefundCreditsNothingTwice(t *testing.T) {
 	forEach(t, func(t *testing.T, m algo.Model, p algo.Params, sc scenario) {
 		c := capOf(m, p)
 		for _, k := range []int64{1, c / 3, c} {
-			r, pre := m.Check(p, cloneState(sc.s), sc.now, k)
+			r, pre := check(m, p, cloneState(sc.s), sc.now, k)
 			if k == 0 || !r.Allowed {
 				continue
 			}
 			pre = cloneState(pre)
-			charged, _ := m.Charge(p, cloneState(pre), sc.now, k)
+			charged, _ := charge(m, p, cloneState(pre), sc.now, k)
 			refill := refillTime(m, p, k)
 			for _, d := range []int64{0, 1, refill / 3, refill - 1, refill, refill + 1, refill + p.Window} {
 				if d < 0 {
 					continue
 				}
 				at := sc.now + d
-				refunded, _ := m.Refund(p, cloneState(charged), at, k, sc.now)
+				refunded, _ := refund(m, p, cloneState(charged), at, k, sc.now)
 				for _, e := range []int64{0, 1, p.Window / 3, refill} {
 					for _, q := range costs(c) {
-						ch, _ := m.Check(p, charged, at+e, q)
-						un, _ := m.Check(p, pre, at+e, q)
-						got, _ := m.Check(p, refunded, at+e, q)
+						ch, _ := check(m, p, charged, at+e, q)
+						un, _ := check(m, p, pre, at+e, q)
+						got, _ := check(m, p, refunded, at+e, q)
 						if d >= refill && got != ch {
 							t.Fatalf("charge of %d refunded after %dµs, when time had given it back: cost %d at +%d: %+v; want %+v as without the refund", k, d, q, e, got, ch)
 						}
@@ -243,7 +243,7 @@ func TestRefundCreditsNothingTwice(t *testing.T) {
 // TestTraits: UsesBurst exactly for the TAT family, Shapes only for the shaping leaky bucket.
 func TestTraits(t *testing.T) {
 	for _, n := range registered(t) {
-		_, isTAT := n.m.(tat)
+		_, isTAT := n.m.(*tat)
 		if n.m.UsesBurst() != isTAT {
 			t.Errorf("%s: UsesBurst %v; want %v", n.name, n.m.UsesBurst(), isTAT)
 		}
@@ -309,7 +309,7 @@ func TestValidate(t *testing.T) {
 // below 2^53 and exact: a full charge, its drain and a denial are exactly as the rate says.
 func TestValidatedStaysExact(t *testing.T) {
 	const day = 24 * 3600 * 1_000_000
-	m := tat{code: "gc"}
+	m := &tat{code: "gc"}
 	for _, p := range []algo.Params{
 		algo.NewParams(1_000_003, 366*day, 284), // Burst × Num just below 2^53
 		algo.NewParams(1_000_000_000, 1_000_000, 1_000_000_000),
@@ -328,11 +328,11 @@ func TestValidatedStaysExact(t *testing.T) {
 		if ttl != drain {
 			t.Errorf("%s: a full charge lives %dµs; want %d", pstr(p), ttl, drain)
 		}
-		r, _ := m.Check(p, s, t0, 1)
+		r, _ := check(m, p, s, t0, 1)
 		if wait := (p.Num + p.Den - 1) / p.Den; r.Allowed || r.RetryAfter != wait {
 			t.Errorf("%s: one more unit: %+v; want denied, RetryAfter %d", pstr(p), r, wait)
 		}
-		r, _ = m.Check(p, s, t0+drain, c)
+		r, _ = check(m, p, s, t0+drain, c)
 		if !r.Allowed || r.Remaining != 0 {
 			t.Errorf("%s: the whole capacity again after %dµs: %+v; want allowed", pstr(p), drain, r)
 		}
@@ -350,12 +350,12 @@ func runSteps(t *testing.T, m algo.Model, p algo.Params, steps []step) {
 	t.Helper()
 	var s algo.State
 	for i, st := range steps {
-		r, ns := m.Check(p, s, t0+st.At, st.Cost)
+		r, ns := check(m, p, s, t0+st.At, st.Cost)
 		if r != st.Want {
 			t.Errorf("%s %s: step %d (cost %d at t0+%d): %+v; want %+v", m.Code(), pstr(p), i, st.Cost, st.At, r, st.Want)
 		}
 		if r.Allowed && !st.Peek {
-			s, _ = m.Charge(p, ns, t0+st.At, st.Cost)
+			s, _ = charge(m, p, ns, t0+st.At, st.Cost)
 		} else {
 			s = ns
 		}
@@ -421,7 +421,7 @@ func TestExactRates(t *testing.T) {
 			// Draining a full bucket: after d µs exactly floor(3d/10) units are back.
 			s, _ := mustCharge(t, m, p, algo.State{}, t0, 300_000)
 			for _, d := range []int64{1, 3, 4, 7, 10, 333, 999_999, 1_000_000} {
-				r, _ := m.Check(p, s, t0+d, 0)
+				r, _ := check(m, p, s, t0+d, 0)
 				if want := min(3*d/10, 300_000); r.Remaining != want {
 					t.Errorf("%dµs after a full charge: Remaining %d; want %d", d, r.Remaining, want)
 				}
@@ -452,12 +452,12 @@ func TestShapingDelays(t *testing.T) {
 		step{At: 150_000, Cost: 1, Want: res{Allowed: true, Remaining: 0, ResetAfter: 950_000, Delay: 850_000}},
 		step{At: 150_000, Cost: 1, Want: res{Remaining: 0, ResetAfter: 950_000, RetryAfter: 50_000}},
 	)
-	runSteps(t, tat{code: "ls", shaping: true}, p, steps)
+	runSteps(t, &tat{code: "ls", shaping: true}, p, steps)
 	// Policing admits the same, without delay.
 	for i := range steps {
 		steps[i].Want.Delay = 0
 	}
-	runSteps(t, tat{code: "lb"}, p, steps)
+	runSteps(t, &tat{code: "lb"}, p, steps)
 }
 
 func TestFixedWindowTable(t *testing.T) {

@@ -144,11 +144,11 @@ func TestInvariantsRandom(t *testing.T) {
 			now += randomStep(rng, p)
 			latest = max(latest, now)
 			cost := randomCost(rng, c)
-			r, ns := m.Check(p, s, now, cost)
+			r, ns := check(m, p, s, now, cost)
 			if msg := checkResult(m, c, cost, r); msg != "" {
 				fail("cost %d: %+v: %s", cost, r, msg)
 			}
-			if r2, _ := m.Check(p, s, now, cost); r2 != r {
+			if r2, _ := check(m, p, s, now, cost); r2 != r {
 				fail("cost %d: checked twice: %+v then %+v", cost, r, r2)
 			}
 			if cost == 0 && now >= latest && !r.Allowed {
@@ -156,12 +156,12 @@ func TestInvariantsRandom(t *testing.T) {
 			}
 			if !r.Allowed && r.RetryAfter != algo.Never {
 				waits++
-				later, _ := m.Check(p, s, now+r.RetryAfter, cost)
+				later, _ := check(m, p, s, now+r.RetryAfter, cost)
 				if !later.Allowed {
 					fail("cost %d denied with RetryAfter %d, and still denied then: %+v", cost, r.RetryAfter, later)
 				}
 				if exactWait(m) {
-					if early, _ := m.Check(p, s, now+r.RetryAfter-1, cost); early.Allowed {
+					if early, _ := check(m, p, s, now+r.RetryAfter-1, cost); early.Allowed {
 						fail("cost %d denied with RetryAfter %d, but allowed 1µs sooner: %+v", cost, r.RetryAfter, early)
 					}
 				}
@@ -173,13 +173,13 @@ func TestInvariantsRandom(t *testing.T) {
 			pre := cloneState(s)
 			charges++
 			var ttl int64
-			s, ttl = m.Charge(p, s, now, cost)
+			s, ttl = charge(m, p, s, now, cost)
 			if ttl <= 0 {
 				fail("charge of %d: lifetime %d", cost, ttl)
 			}
 			for _, q := range []int64{0, 1, c} {
-				want, _ := m.Check(p, algo.State{}, now+ttl, q)
-				if got, _ := m.Check(p, s, now+ttl, q); got != want {
+				want, _ := check(m, p, algo.State{}, now+ttl, q)
+				if got, _ := check(m, p, s, now+ttl, q); got != want {
 					fail("charge of %d, lifetime %d: cost %d then: %+v; want %+v as with no state", cost, ttl, q, got, want)
 				}
 			}
@@ -187,20 +187,20 @@ func TestInvariantsRandom(t *testing.T) {
 				// Refund it, at once or later, and look at it a little later still.
 				refunds++
 				d := []int64{0, 1, rng.Int64N(p.Window + 1), rng.Int64N(3*p.Window + 1)}[rng.IntN(4)]
-				refunded, _ := m.Refund(p, cloneState(s), now+d, cost, now)
+				refunded, _ := refund(m, p, cloneState(s), now+d, cost, now)
 				e := d + rng.Int64N(p.Window+1)
 				for _, q := range []int64{0, 1, c} {
-					ch, _ := m.Check(p, s, now+e, q)
-					un, _ := m.Check(p, pre, now+e, q)
-					got, _ := m.Check(p, refunded, now+e, q)
+					ch, _ := check(m, p, s, now+e, q)
+					un, _ := check(m, p, pre, now+e, q)
+					got, _ := check(m, p, refunded, now+e, q)
 					if q == 0 && (got.Remaining < ch.Remaining || got.Remaining > un.Remaining) || ch.Allowed && !got.Allowed || got.Allowed && !un.Allowed {
 						fail("charge of %d refunded %dµs later: cost %d at +%d: %+v; want between %+v (charged) and %+v (never charged)", cost, d, q, e, got, ch, un)
 					}
 				}
 				if d == 0 {
 					for _, q := range []int64{0, 1, c} {
-						un, _ := m.Check(p, pre, now+e, q)
-						if got, _ := m.Check(p, refunded, now+e, q); got != un {
+						un, _ := check(m, p, pre, now+e, q)
+						if got, _ := check(m, p, refunded, now+e, q); got != un {
 							fail("charge of %d refunded at once: cost %d at +%d: %+v; want %+v as never charged", cost, q, e, got, un)
 						}
 					}

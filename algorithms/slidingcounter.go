@@ -42,21 +42,22 @@ func (slidingCounter) UsesBurst() bool            { return false }
 func (slidingCounter) Shapes() bool               { return false }
 func (slidingCounter) Validate(algo.Params) error { return nil }
 
-func (slidingCounter) Check(p algo.Params, s algo.State, now, cost int64) (algo.Result, algo.State) {
+func (slidingCounter) Check(p *algo.Params, s *algo.State, now, cost int64, r *algo.Result) {
+	*r = algo.Result{}
 	k := algo.FloorDiv(now, p.Window)
 	if s.Init && s.A > k {
 		k = s.A // the clock went back: stay in the state's window
 	}
 	switch {
 	case !s.Init || s.A < k-1:
-		s = algo.State{Init: true, A: k}
+		*s = algo.State{Init: true, A: k}
 	case s.A == k-1:
-		s = algo.State{Init: true, A: k, C: s.B}
+		*s = algo.State{Init: true, A: k, C: s.B}
 	}
 	elapsed := max(now-k*p.Window, 0) // 0 when the clock went back before the state's window
 	w := float64(p.Window)
 	est := float64(s.C)*float64(p.Window-elapsed)/w + float64(s.B)
-	r := algo.Result{Allowed: cost == 0 || est+float64(cost) <= float64(p.Limit)}
+	r.Allowed = cost == 0 || est+float64(cost) <= float64(p.Limit)
 	cur := s.B
 	switch {
 	case r.Allowed:
@@ -85,26 +86,26 @@ func (slidingCounter) Check(p algo.Params, s algo.State, now, cost int64) (algo.
 	case s.C > 0:
 		r.ResetAfter = (k+1)*p.Window - now
 	}
-	return r, s
 }
 
-func (slidingCounter) Charge(p algo.Params, s algo.State, now, cost int64) (algo.State, int64) {
+func (slidingCounter) Charge(p *algo.Params, s *algo.State, now, cost int64) int64 {
 	s.B += cost
-	return s, (s.A+2)*p.Window - now
+	return (s.A+2)*p.Window - now
 }
 
 // Refund: the cost leaves the count of the window it was charged in,
 // the current or the previous one.
-func (a slidingCounter) Refund(p algo.Params, s algo.State, now, cost, at int64) (algo.State, int64) {
+func (a slidingCounter) Refund(p *algo.Params, s *algo.State, now, cost, at int64) int64 {
 	if !s.Init {
-		return s, 0
+		return 0
 	}
-	_, s = a.Check(p, s, now, 0) // roll the windows to now
+	var r algo.Result
+	a.Check(p, s, now, 0, &r) // roll the windows to now
 	switch algo.FloorDiv(at, p.Window) {
 	case s.A:
 		s.B = max(0, s.B-cost)
 	case s.A - 1:
 		s.C = max(0, s.C-cost)
 	}
-	return s, (s.A+2)*p.Window - now
+	return (s.A+2)*p.Window - now
 }

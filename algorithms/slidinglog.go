@@ -48,14 +48,15 @@ func (slidingLog) Validate(p algo.Params) error {
 // full log tens of kilobytes.
 const maxLogLimit = 1_000
 
-func (slidingLog) Check(p algo.Params, s algo.State, now, cost int64) (algo.Result, algo.State) {
+func (slidingLog) Check(p *algo.Params, s *algo.State, now, cost int64, r *algo.Result) {
+	*r = algo.Result{}
 	s.Init = true
 	// A unit admitted at t counts while now < t+Window. Dropping re-slices: the entries before
 	// are not moved, so a state that is not kept is not disturbed.
 	drop, _ := slices.BinarySearch(s.Log, now-p.Window+1) // the first unit still in the window
 	s.Log = s.Log[drop:]
 	n := int64(len(s.Log))
-	r := algo.Result{Allowed: cost == 0 || n+cost <= p.Limit} // cost 0 reads, even over a lowered limit
+	r.Allowed = cost == 0 || n+cost <= p.Limit // cost 0 reads, even over a lowered limit
 	used := n
 	newest := int64(0)
 	if n > 0 {
@@ -76,10 +77,9 @@ func (slidingLog) Check(p algo.Params, s algo.State, now, cost int64) (algo.Resu
 	if used > 0 {
 		r.ResetAfter = newest + p.Window - now
 	}
-	return r, s
 }
 
-func (slidingLog) Charge(p algo.Params, s algo.State, now, cost int64) (algo.State, int64) {
+func (slidingLog) Charge(p *algo.Params, s *algo.State, now, cost int64) int64 {
 	at := now
 	if n := len(s.Log); n > 0 && at < s.Log[n-1] {
 		at = s.Log[n-1] // the clock went back: keep the log in order
@@ -88,13 +88,13 @@ func (slidingLog) Charge(p algo.Params, s algo.State, now, cost int64) (algo.Sta
 		s.Log = append(s.Log, at)
 	}
 	if len(s.Log) == 0 {
-		return s, 0
+		return 0
 	}
-	return s, s.Log[len(s.Log)-1] + p.Window - now
+	return s.Log[len(s.Log)-1] + p.Window - now
 }
 
 // Refund: up to cost of the units logged at time at leave the log.
-func (slidingLog) Refund(p algo.Params, s algo.State, now, cost, at int64) (algo.State, int64) {
+func (slidingLog) Refund(p *algo.Params, s *algo.State, now, cost, at int64) int64 {
 	end := len(s.Log)
 	for end > 0 && s.Log[end-1] > at {
 		end--
@@ -104,14 +104,14 @@ func (slidingLog) Refund(p algo.Params, s algo.State, now, cost, at int64) (algo
 		start--
 	}
 	if start == end {
-		return s, ttlOfLog(p, s, now)
+		return ttlOfLog(p, s, now)
 	}
 	s.Log = append(s.Log[:start:start], s.Log[end:]...) // a new array: the old state stays whole
-	return s, ttlOfLog(p, s, now)
+	return ttlOfLog(p, s, now)
 }
 
 // ttlOfLog is how long a log matters: until its newest unit leaves the window.
-func ttlOfLog(p algo.Params, s algo.State, now int64) int64 {
+func ttlOfLog(p *algo.Params, s *algo.State, now int64) int64 {
 	if len(s.Log) == 0 {
 		return 0
 	}

@@ -29,15 +29,25 @@ type tat struct {
 	shaping bool
 }
 
-func (m tat) Code() string    { return m.code }
-func (m tat) UsesBurst() bool { return true }
-func (m tat) Shapes() bool    { return m.shaping }
+// The models of the rate-based algorithms, one value each, so that the model an algorithm
+// registers is the one its model() returns. A tat's methods have pointer receivers: the
+// engines then call them directly, not through a wrapper that copies the tat first.
+var (
+	gcraModel    = &tat{code: "gc"}
+	tokenModel   = &tat{code: "tb"}
+	leakyModel   = &tat{code: "lb"}
+	shapingModel = &tat{code: "ls", shaping: true}
+)
+
+func (m *tat) Code() string    { return m.code }
+func (m *tat) UsesBurst() bool { return true }
+func (m *tat) Shapes() bool    { return m.shaping }
 
 // maxSpan is the longest a full bucket may take to drain, in microseconds (35 years): TATs
 // stay below 2^53 until the year 2220.
 const maxSpan = 1 << 50
 
-func (m tat) Validate(p algo.Params) error {
+func (m *tat) Validate(p algo.Params) error {
 	c := p.Capacity()
 	if c > (algo.Exact-p.Den)/p.Num {
 		return fmt.Errorf("Burst %d at %d per %dµs is beyond exact arithmetic: Burst × Window/gcd(Window, Limit) must stay below 2^53 (Lua's numbers are doubles), and here it is %d × %d; lower Burst, or make Limit divide Window more evenly", c, p.Limit, p.Window, c, p.Num)
@@ -52,7 +62,7 @@ func (m tat) Validate(p algo.Params) error {
 type instant struct{ us, fr int64 }
 
 // plus returns t moved k intervals ahead; k×Num must be below 2^53.
-func plus(p algo.Params, t instant, k int64) instant {
+func plus(p *algo.Params, t instant, k int64) instant {
 	units := k*p.Num + t.fr
 	return instant{t.us + units/p.Den, units % p.Den}
 }
@@ -71,30 +81,30 @@ func ceilTo(t instant, now int64) int64 {
 
 // intervalsBetween is how many whole intervals fit from a to b; a must not be after b, and b
 // at most Burst intervals after a.
-func intervalsBetween(p algo.Params, a, b instant) int64 {
+func intervalsBetween(p *algo.Params, a, b instant) int64 {
 	return ((b.us-a.us)*p.Den + b.fr - a.fr) / p.Num
 }
 
 // instantOf returns the TAT that s holds, read under p: a fraction of another denominator
 // (written under another Limit) rounds it up to the next whole microsecond.
-func instantOf(p algo.Params, s algo.State) instant {
+func instantOf(p *algo.Params, s *algo.State) instant {
 	if s.B > 0 && s.C != p.Den {
 		return instant{s.A + 1, 0}
 	}
 	return instant{s.A, s.B}
 }
 
-// stateOf returns the state that holds the TAT t under p, with its fraction's denominator.
-func stateOf(p algo.Params, t instant) algo.State {
-	s := algo.State{Init: true, A: t.us, B: t.fr}
+// put makes s hold the TAT t under p, with its fraction's denominator. It sets the fields one
+// by one: a State built whole and copied in costs more than the rest of a check.
+func put(p *algo.Params, s *algo.State, t instant) {
+	s.Init, s.A, s.B, s.C, s.Log = true, t.us, t.fr, 0, nil
 	if t.fr > 0 {
 		s.C = p.Den
 	}
-	return s
 }
 
 // load returns the TAT of s, or now when the TAT has passed (the bucket is full).
-func load(p algo.Params, s algo.State, now int64) instant {
+func load(p *algo.Params, s *algo.State, now int64) instant {
 	t := instantOf(p, s)
 	if !s.Init || before(t, instant{now, 0}) {
 		return instant{now, 0}
@@ -102,12 +112,12 @@ func load(p algo.Params, s algo.State, now int64) instant {
 	return t
 }
 
-func (m tat) Check(p algo.Params, s algo.State, now, cost int64) (algo.Result, algo.State) {
+func (m *tat) Check(p *algo.Params, s *algo.State, now, cost int64, r *algo.Result) {
+	*r = algo.Result{}
 	capacity := p.Capacity()
 	t := load(p, s, now)
-	s = stateOf(p, t)
+	put(p, s, t)
 	horizon := plus(p, instant{now, 0}, capacity) // the latest TAT the bucket can hold
-	var r algo.Result
 	after := t
 	switch {
 	case cost > capacity:
@@ -128,25 +138,25 @@ func (m tat) Check(p algo.Params, s algo.State, now, cost int64) (algo.Result, a
 		r.Remaining = intervalsBetween(p, after, horizon)
 	}
 	r.ResetAfter = ceilTo(after, now)
-	return r, s
 }
 
-func (m tat) Charge(p algo.Params, s algo.State, now, cost int64) (algo.State, int64) {
+func (m *tat) Charge(p *algo.Params, s *algo.State, now, cost int64) int64 {
 	t := plus(p, instantOf(p, s), cost)
-	return stateOf(p, t), ceilTo(t, now)
+	put(p, s, t)
+	return ceilTo(t, now)
 }
 
 // Refund moves the TAT back by what of the charge time has not yet given back, never before
 // now: a charge of cost units made at time at has refilled by now−at.
-func (m tat) Refund(p algo.Params, s algo.State, now, cost, at int64) (algo.State, int64) {
+func (m *tat) Refund(p *algo.Params, s *algo.State, now, cost, at int64) int64 {
 	t := instantOf(p, s)
 	if !s.Init || !before(instant{now, 0}, t) {
-		return s, 0
+		return 0
 	}
 	units := cost * p.Num // the charge, in 1/Den µs
 	if now > at {
 		if now-at >= ceilTo(plus(p, instant{at, 0}, cost), at) {
-			return s, ceilTo(t, now) // refilled already
+			return ceilTo(t, now) // refilled already
 		}
 		units -= (now - at) * p.Den
 	}
@@ -155,5 +165,6 @@ func (m tat) Refund(p algo.Params, s algo.State, now, cost, at int64) (algo.Stat
 	if !before(instant{now, 0}, t) {
 		t = instant{now, 0}
 	}
-	return stateOf(p, t), ceilTo(t, now)
+	put(p, s, t)
+	return ceilTo(t, now)
 }

@@ -12,7 +12,7 @@ import (
 // earlier, so a changed limit forgives nothing, and less than a microsecond later.
 func TestTATReadUnderAnotherLimit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	m := tat{code: "gc"}
+	m := &tat{code: "gc"}
 	fractions := 0
 	for run := 0; run < 3000; run++ {
 		p := randomParams(rng, m)
@@ -20,12 +20,12 @@ func TestTATReadUnderAnotherLimit(t *testing.T) {
 			continue
 		}
 		now := t0 + rng.Int64N(p.Window)
-		s, _ := m.Charge(p, algo.State{Init: true, A: now}, now, logUniform(rng, 1, p.Capacity()))
+		s, _ := charge(m, p, algo.State{Init: true, A: now}, now, logUniform(rng, 1, p.Capacity()))
 		if s.B > 0 != (s.C == p.Den) || s.B < 0 || s.B >= max(s.C, 1) {
 			t.Fatalf("%s: state %+v: a fraction must come with its denominator %d, and fit it", pstr(p), s, p.Den)
 		}
 		q := changeLimit(rng, m, p)
-		got := instantOf(q, s)
+		got := instantOf(&q, &s)
 		switch {
 		case s.B == 0 || s.C == q.Den:
 			if got != (instant{s.A, s.B}) {

@@ -17,4 +17,4 @@ type TokenBucket struct{}
 // Name implements [Algorithm].
 func (TokenBucket) Name() string { return "token_bucket" }
 
-func (TokenBucket) model() algo.Model { return tat{code: "tb"} }
+func (TokenBucket) model() algo.Model { return tokenModel }

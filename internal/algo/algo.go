@@ -83,12 +83,20 @@ type Result struct {
 
 // Model is one algorithm as the engines run it.
 //
-// Check evaluates a request of cost units at time now (microseconds) without charging it and
-// returns the state normalised (what has expired dropped, windows rolled), which changes no
-// decision and may be kept or thrown away. Charge then adds the request to that state; the
-// caller charges only when every policy of a list allowed the request. A cost of 0 is always
-// allowed and reads the state. The sliding log's Log may be reused in place: keep only the
-// state returned last.
+// Check evaluates a request of cost units at time now (microseconds) without charging it,
+// writes its verdict to r, and normalises the state in place (what has expired dropped,
+// windows rolled), which changes no decision: the caller may keep the normalised state or
+// throw it away. Charge then adds the request to that state; the caller charges only when
+// every policy of a list allowed the request. A cost of 0 is always allowed and reads the
+// state.
+//
+// Everything is passed by pointer and the state changed in place: a store calls the model once
+// or twice per policy and request, and passing the State, Params and Result structs by value
+// through the interface copied them several times a call (and copying a struct just written
+// field by field stalls the CPU), which took longer than the algorithms' own arithmetic. A
+// caller that keeps the state it started from passes a copy. The sliding log's Log may share
+// its array with the copy's: Check only re-slices it and Charge appends to it, so keep only the
+// state changed last.
 type Model interface {
 	// Code is the algorithm's short code in storage keys and in the Lua dispatch.
 	Code() string
@@ -98,25 +106,26 @@ type Model interface {
 	Shapes() bool
 	// Validate reports why p is beyond what the algorithm can compute exactly, or nil.
 	Validate(p Params) error
-	// Check evaluates a request; see the type comment.
-	Check(p Params, s State, now, cost int64) (Result, State)
-	// Charge adds a request that Check allowed to the state Check returned, and returns the
-	// new state and how long, in microseconds, it matters: after that it is equivalent to no
-	// state and may be dropped.
-	Charge(p Params, s State, now, cost int64) (State, int64)
+	// Check evaluates a request, writes its verdict to r and normalises s; see the type
+	// comment.
+	Check(p *Params, s *State, now, cost int64, r *Result)
+	// Charge adds a request that Check allowed to the state Check left, and returns how long,
+	// in microseconds, the new state matters: after that it is equivalent to no state and may
+	// be dropped.
+	Charge(p *Params, s *State, now, cost int64) (ttl int64)
 	// Refund gives back a charge of cost units made at time at, as far as the charge still
-	// weighs on s, and returns the new state and how long it matters. It never gives back
-	// what time has given back already, so nothing is credited twice.
-	Refund(p Params, s State, now, cost, at int64) (State, int64)
+	// weighs on s, and returns how long the new state matters. It never gives back what time
+	// has given back already, so nothing is credited twice.
+	Refund(p *Params, s *State, now, cost, at int64) (ttl int64)
 }
 
 // Renewer is a model whose charges are leases, held until given back (Refund) or until Window
 // after they were made: the in-flight slots. Renew moves a charge of cost units made at time
-// at to now, so that it lasts another Window, and returns the new state and how long it
-// matters. It adds the charge even when it had already expired: its request is still running.
+// at to now, so that it lasts another Window, and returns how long the new state matters. It
+// adds the charge even when it had already expired: its request is still running.
 type Renewer interface {
 	Model
-	Renew(p Params, s State, now, cost, at int64) (State, int64)
+	Renew(p *Params, s *State, now, cost, at int64) (ttl int64)
 }
 
 // Holds reports whether m's charges are leases (see [Renewer]).
