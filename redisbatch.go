@@ -159,7 +159,7 @@ func (b *batcher) sendBatch(batch []*queued) {
 type nodeBatchers struct {
 	client pipeliner
 	node   func(ctx context.Context, key string) (*redis.Client, error) // the server of key
-	byNode sync.Map                                                      // address -> *batcher
+	byNode sync.Map                                                     // address -> *batcher
 }
 
 func newNodeBatchers(client pipeliner, node func(ctx context.Context, key string) (*redis.Client, error)) *nodeBatchers {
