@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -89,16 +90,31 @@ func (e *env) measure(ctx context.Context, s subject, f figures) error {
 	if err != nil {
 		return err
 	}
+	// The server's main thread's CPU over the throughput phase, per call and in all: what a
+	// call costs Redis whole (reading, parsing, running and answering it), and how close the
+	// thread came to saturation.
+	cpu0, err := e.serverCPU(ctx)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
 	stats64, err := e.serverTime(ctx, func() (err error) {
 		tput, err = rate(ctx, s.call, e.keys, e.s.goroutines, e.s.phase)
 		return err
 	})
+	elapsed := time.Since(start).Seconds()
 	if err == nil {
 		srv64, err = stats64.perCall(s.command)
 	}
 	if err != nil {
 		return err
 	}
+	cpu1, err := e.serverCPU(ctx)
+	if err != nil {
+		return err
+	}
+	f["cpu64."+s.name] = (cpu1 - cpu0) * 1e6 / (tput * elapsed)
+	f["busy64."+s.name] = 100 * (cpu1 - cpu0) / elapsed
 	n, err := allocs(ctx, s.call, e.keys, allocRuns)
 	if err != nil {
 		return err
@@ -107,6 +123,23 @@ func (e *env) measure(ctx context.Context, s subject, f figures) error {
 	f["srv."+s.name], f["srv64."+s.name] = srv, srv64
 	e.breakdown[s.name] = stats
 	return nil
+}
+
+// serverCPU returns the seconds of CPU the server's main thread has used (INFO cpu).
+func (e *env) serverCPU(ctx context.Context) (float64, error) {
+	info, err := e.client.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, err
+	}
+	var total float64
+	for _, field := range []string{"used_cpu_sys_main_thread", "used_cpu_user_main_thread"} {
+		v, err := strconv.ParseFloat(infoField(info, field), 64)
+		if err != nil {
+			return 0, fmt.Errorf("INFO cpu %s: %w", field, err)
+		}
+		total += v
+	}
+	return total, nil
 }
 
 // serverTime returns the INFO commandstats of what phase makes the server do.

@@ -65,6 +65,13 @@ var table = []section{
 		redisRows("srv64", "µs", ratioAtMost(2), ratioAtMost(1))},
 	{"2  throughput, 64 goroutines over 10k identities, unpipelined floor",
 		redisRows("tput", "/s", ratioAtLeast(1.5), nil)},
+	{"2  what bounds it: the Redis main thread's CPU per call over the same runs (INFO cpu), and its load", []row{
+		{"trivial EVALSHA (floor)", "cpu64.evalsha", "µs", "", nil},
+		{"GCRA check, 1 policy", "cpu64.gcra1", "µs", "cpu64.evalsha", nil},
+		{"GCRA check, 3 policies", "cpu64.gcra3", "µs", "cpu64.evalsha", nil},
+		{"main thread busy: trivial EVALSHA", "busy64.evalsha", "%", "", nil},
+		{"main thread busy: GCRA check, 1 policy", "busy64.gcra1", "%", "", nil},
+	}},
 	{"3  p50 latency, one goroutine",
 		redisRows("lat", "µs", ratioAtMost(1.1), nil)},
 	{"4  client allocations per call", append(redisRows("allocs", "allocs", ratioAtMost(1), nil),
@@ -183,6 +190,8 @@ func format(v float64, unit string) string {
 		return fmt.Sprintf("%.1f B", v)
 	case "ns":
 		return fmt.Sprintf("%.1f ns", v)
+	case "%":
+		return fmt.Sprintf("%.0f %%", v)
 	}
 	return fmt.Sprintf("%g", v)
 }
@@ -190,19 +199,23 @@ func format(v float64, unit string) string {
 // printBreakdown prints, for the trivial EVALSHA and each check, the commands Redis ran per
 // call and their time, from the INFO commandstats of the last round.
 func printBreakdown(out io.Writer, stats map[string]commandStats) {
-	fmt.Fprintln(out, "Redis time per call from one goroutine, last round (INFO commandstats): the script, and the commands it ran")
+	fmt.Fprintln(out, "Redis time per call from one goroutine, last round (INFO commandstats): the call, and the commands it ran")
 	for _, name := range []string{"evalsha", "gcra1", "gcra3"} {
 		s := stats[name]
-		calls := float64(s["evalsha"].calls)
+		call := "fcall"
+		if s[call].calls == 0 {
+			call = "evalsha"
+		}
+		calls := float64(s[call].calls)
 		if calls == 0 {
 			continue
 		}
-		total := float64(s["evalsha"].usec) / calls
+		total := float64(s[call].usec) / calls
 		inner := 0.0
 		var parts []string
 		for _, cmd := range slices.Sorted(maps.Keys(s)) {
 			c := s[cmd]
-			if cmd == "evalsha" || cmd == "info" || strings.HasPrefix(cmd, "config") || c.calls == 0 {
+			if cmd == call || cmd == "info" || strings.HasPrefix(cmd, "config") || c.calls == 0 {
 				continue
 			}
 			inner += float64(c.usec) / calls
@@ -211,8 +224,8 @@ func printBreakdown(out io.Writer, stats map[string]commandStats) {
 		if len(parts) == 0 {
 			parts = []string{"no command"}
 		}
-		fmt.Fprintf(out, "  %-8s %6.2f µs per call: %s; the rest (Lua, and calling Redis from Lua) %.2f µs\n",
-			name, total, strings.Join(parts, ", "), total-inner)
+		fmt.Fprintf(out, "  %-8s %s %6.2f µs per call: %s; the rest (Lua, and calling Redis from Lua) %.2f µs\n",
+			name, strings.ToUpper(call), total, strings.Join(parts, ", "), total-inner)
 	}
 }
 
