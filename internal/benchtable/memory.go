@@ -3,13 +3,12 @@ package main
 import (
 	"context"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/loadgen"
 )
 
 const (
@@ -98,24 +97,5 @@ func usedMemory(ctx context.Context, c *redis.Client) (int64, error) {
 
 // each calls call once on every key, from the given number of goroutines.
 func each(ctx context.Context, call caller, keys []string, goroutines int) error {
-	var (
-		next    atomic.Int64
-		wg      sync.WaitGroup
-		errOnce sync.Once
-		first   error
-	)
-	for range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1) - 1; i < int64(len(keys)); i = next.Add(1) - 1 {
-				if err := call(ctx, keys[i]); err != nil {
-					errOnce.Do(func() { first = err })
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return first
+	return loadgen.Each(ctx, loadgen.Call(call), keys, goroutines)
 }

@@ -203,23 +203,23 @@ func printBreakdown(out io.Writer, stats map[string]commandStats) {
 	for _, name := range []string{"evalsha", "gcra1", "gcra3"} {
 		s := stats[name]
 		call := "fcall"
-		if s[call].calls == 0 {
+		if s[call].Calls == 0 {
 			call = "evalsha"
 		}
-		calls := float64(s[call].calls)
+		calls := float64(s[call].Calls)
 		if calls == 0 {
 			continue
 		}
-		total := float64(s[call].usec) / calls
+		total := float64(s[call].Usec) / calls
 		inner := 0.0
 		var parts []string
 		for _, cmd := range slices.Sorted(maps.Keys(s)) {
 			c := s[cmd]
-			if cmd == call || cmd == "info" || strings.HasPrefix(cmd, "config") || c.calls == 0 {
+			if cmd == call || cmd == "info" || strings.HasPrefix(cmd, "config") || c.Calls == 0 {
 				continue
 			}
-			inner += float64(c.usec) / calls
-			parts = append(parts, fmt.Sprintf("%s ×%.2f %.2f µs", strings.ToUpper(cmd), float64(c.calls)/calls, float64(c.usec)/calls))
+			inner += float64(c.Usec) / calls
+			parts = append(parts, fmt.Sprintf("%s ×%.2f %.2f µs", strings.ToUpper(cmd), float64(c.Calls)/calls, float64(c.Usec)/calls))
 		}
 		if len(parts) == 0 {
 			parts = []string{"no command"}

@@ -3,13 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
-	"testing"
 	"time"
+
+	"github.com/a7d3e0dd/ratelimit/internal/loadgen"
 )
 
 // allocRuns is how many calls each allocation figure averages.
@@ -54,7 +50,7 @@ func (e *env) round(ctx context.Context, r int) (figures, error) {
 			if err != nil {
 				return nil, err
 			}
-			c, d, err := rate(ctx, subjects[k].call, e.keys, e.s.goroutines, slice)
+			c, d, err := loadgen.Rate(ctx, loadgen.Call(subjects[k].call), e.keys, e.s.goroutines, slice)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", subjects[k].name, err)
 			}
@@ -62,15 +58,15 @@ func (e *env) round(ctx context.Context, r int) (figures, error) {
 			if err != nil {
 				return nil, err
 			}
-			calls[k] += c
+			calls[k] += float64(c)
 			elapsed[k] += d
 			cmd := subjects[k].command
-			server[k].calls += after[cmd].calls - before[cmd].calls
-			server[k].usec += after[cmd].usec - before[cmd].usec
+			server[k].Calls += after[cmd].Calls - before[cmd].Calls
+			server[k].Usec += after[cmd].Usec - before[cmd].Usec
 		}
 		for j := range n {
 			k := (i + j) % n
-			if samples[k], err = latencies(ctx, subjects[k].call, e.keys, slice, samples[k]); err != nil {
+			if samples[k], err = loadgen.Latencies(ctx, loadgen.Call(subjects[k].call), e.keys, slice, samples[k]); err != nil {
 				return nil, fmt.Errorf("%s: %w", subjects[k].name, err)
 			}
 		}
@@ -81,120 +77,31 @@ func (e *env) round(ctx context.Context, r int) (figures, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.name, err)
 		}
-		if server[k].calls == 0 {
+		if server[k].Calls == 0 {
 			return nil, fmt.Errorf("%s: no %s in INFO commandstats", s.name, s.command)
 		}
 		f[s.name] = figure{
 			rate:   calls[k] / elapsed[k].Seconds(),
-			server: float64(server[k].usec) / float64(server[k].calls),
-			p50:    p50(samples[k]),
+			server: float64(server[k].Usec) / float64(server[k].Calls),
+			p50:    loadgen.P50(samples[k]),
 			allocs: a,
 		}
 	}
 	return f, nil
 }
 
-// each calls call once on every one of keys, from the given number of goroutines.
+// each calls call once on every one of keys (see loadgen.Each).
 func each(ctx context.Context, call caller, keys []string, goroutines int) error {
-	var (
-		next atomic.Int64
-		wg   sync.WaitGroup
-		errs = make(chan error, goroutines)
-	)
-	for range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1) - 1; i < int64(len(keys)); i = next.Add(1) - 1 {
-				if err := call(ctx, keys[i]); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return err
-	default:
-		return nil
-	}
+	return loadgen.Each(ctx, loadgen.Call(call), keys, goroutines)
 }
 
-// latencies calls call from one goroutine for d, cycling through keys, and appends the
-// latency of each call to samples.
-func latencies(ctx context.Context, call caller, keys []string, d time.Duration, samples []time.Duration) ([]time.Duration, error) {
-	for i, end := 0, time.Now().Add(d); i == 0 || time.Now().Before(end); i++ {
-		start := time.Now()
-		if err := call(ctx, keys[i%len(keys)]); err != nil {
-			return samples, err
-		}
-		samples = append(samples, time.Since(start))
-	}
-	return samples, nil
-}
-
-// p50 returns the median of samples in microseconds.
-func p50(samples []time.Duration) float64 {
-	slices.Sort(samples)
-	return float64(samples[len(samples)/2].Nanoseconds()) / 1e3
-}
-
-// rate calls call from the given number of goroutines for about d, each call on the next of
-// keys, and returns the calls completed and the time they took.
-func rate(ctx context.Context, call caller, keys []string, goroutines int, d time.Duration) (float64, time.Duration, error) {
-	var (
-		next, calls atomic.Int64
-		stop        atomic.Bool
-		wg          sync.WaitGroup
-		errs        = make(chan error, goroutines)
-	)
-	start := time.Now()
-	for range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			n := int64(0)
-			for !stop.Load() {
-				if err := call(ctx, keys[next.Add(1)%int64(len(keys))]); err != nil {
-					errs <- err
-					stop.Store(true)
-					break
-				}
-				n++
-			}
-			calls.Add(n)
-		}()
-	}
-	time.Sleep(d) // a measuring period, not a wait for an event
-	stop.Store(true)
-	wg.Wait()
-	elapsed := time.Since(start)
-	select {
-	case err := <-errs:
-		return 0, 0, err
-	default:
-	}
-	return float64(calls.Load()), elapsed, nil
-}
-
-// allocs returns the heap allocations of one call, averaged over runs calls cycling through
-// keys. They are the process's: a client's own goroutines count too.
+// allocs returns the heap allocations of one call (see loadgen.Allocs).
 func allocs(ctx context.Context, call caller, keys []string, runs int) (float64, error) {
-	var err error
-	i := 0
-	n := testing.AllocsPerRun(runs, func() {
-		if e := call(ctx, keys[i%len(keys)]); e != nil && err == nil {
-			err = e
-		}
-		i++
-	})
-	return n, err
+	return loadgen.Allocs(ctx, loadgen.Call(call), keys, runs)
 }
 
 // commandStat is one command's line of INFO commandstats.
-type commandStat struct{ calls, usec int64 }
+type commandStat = loadgen.CommandStat
 
 // commandStats reads INFO commandstats: a command's name ("evalsha", "fcall") to its line.
 func (e *env) commandStats(ctx context.Context) (map[string]commandStat, error) {
@@ -202,35 +109,8 @@ func (e *env) commandStats(ctx context.Context) (map[string]commandStat, error) 
 	if err != nil {
 		return nil, fmt.Errorf("INFO commandstats: %w", err)
 	}
-	stats := map[string]commandStat{}
-	for line := range strings.SplitSeq(info, "\n") {
-		name, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
-		name, isCmd := strings.CutPrefix(name, "cmdstat_")
-		if !ok || !isCmd {
-			continue
-		}
-		var s commandStat
-		for field := range strings.SplitSeq(fields, ",") {
-			k, v, _ := strings.Cut(field, "=")
-			n, _ := strconv.ParseInt(v, 10, 64)
-			switch k {
-			case "calls":
-				s.calls = n
-			case "usec":
-				s.usec = n
-			}
-		}
-		stats[name] = s
-	}
-	return stats, nil
+	return loadgen.CommandStats(info), nil
 }
 
 // infoField returns the value of one "field:value" line of an INFO reply.
-func infoField(info, field string) string {
-	for line := range strings.SplitSeq(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
-			return v
-		}
-	}
-	return "?"
-}
+func infoField(info, field string) string { return loadgen.InfoField(info, field) }
