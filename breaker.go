@@ -19,7 +19,7 @@ type breaker struct {
 	failures int
 	cooldown time.Duration
 	clock    Clock
-	changed  func(open bool) // nil: nobody listens
+	changed  func(from, to BreakerState) // nil: nobody listens
 
 	open  atomic.Bool  // the fast path: closed unless set
 	run   atomic.Int64 // consecutive failures
@@ -55,7 +55,10 @@ func (b *breaker) release(err error, probe bool) {
 		return
 	}
 	b.mu.Lock()
-	var changed, open bool
+	var (
+		changed  bool
+		from, to BreakerState
+	)
 	switch {
 	case probe && failed:
 		b.probe, b.since = false, b.clock.Now()
@@ -63,16 +66,16 @@ func (b *breaker) release(err error, probe bool) {
 		b.probe = false
 		b.run.Store(0)
 		b.open.Store(false)
-		changed, open = true, false
+		changed, from, to = true, BreakerOpen, BreakerClosed
 	default: // failed
 		if b.run.Add(1) >= int64(b.failures) && !b.open.Load() {
 			b.since = b.clock.Now()
 			b.open.Store(true)
-			changed, open = true, true
+			changed, from, to = true, BreakerClosed, BreakerOpen
 		}
 	}
 	b.mu.Unlock()
 	if changed && b.changed != nil {
-		b.changed(open)
+		b.changed(from, to)
 	}
 }

@@ -10,6 +10,7 @@ import (
 type errorLog struct {
 	clock    Clock
 	failOpen bool
+	log      logs
 	last     atomic.Int64 // Unix second of the last log
 	dropped  atomic.Int64 // errors not logged since
 }
@@ -20,7 +21,7 @@ func (l *errorLog) report(r Request, err error) {
 		l.dropped.Add(1)
 		return
 	}
-	slog.Default().LogAttrs(r.Context(), slog.LevelWarn, l.message(err),
+	l.log.get().LogAttrs(r.Context(), slog.LevelWarn, l.message(err),
 		slog.String("error", err.Error()), slog.Int64("not_logged_since", l.dropped.Swap(0)))
 }
 

@@ -132,7 +132,7 @@ func busyRedis(t *testing.T) {
 		}
 	}
 	_, failures, breaker := obs.snapshot()
-	if len(breaker) == 0 || !breaker[0] {
+	if len(breaker) == 0 || breaker[0] != ratelimit.BreakerOpen {
 		t.Errorf("breaker changes while BUSY: %v; want open", breaker)
 	}
 	if len(failures) == 0 || !errors.Is(failures[0], ratelimit.ErrStoreUnavailable) || !strings.Contains(failures[0].Error(), "BUSY") {
@@ -316,7 +316,7 @@ func failoverUnderTraffic(t *testing.T, client redis.UniversalClient, key string
 	if counted < 1 || counted > int64(byStore+1) {
 		t.Errorf("the new primary counts %d of %d admissions", counted, byStore+1)
 	}
-	if _, _, b := obs.snapshot(); len(b) < 2 || !b[0] || b[len(b)-1] {
+	if _, _, b := obs.snapshot(); len(b) < 2 || b[0] != ratelimit.BreakerOpen || b[len(b)-1] != ratelimit.BreakerClosed {
 		t.Errorf("breaker changes: %v; want it to open during the failover and close after", b)
 	}
 }

@@ -25,12 +25,13 @@ import (
 //
 // A Guard is safe for concurrent use.
 type Guard struct {
-	limiter *Limiter                             // the policies of every request, unless choose picks others
-	choose  func(r Request, key string) *Limiter // WithTiers, WithResolver; nil: limiter
-	pick    func(Request) *Guard                 // a Switch: the guard of each request
-	clock   Clock
-	local   bool // the store answers without I/O: no deadline
-	timeout time.Duration
+	limiter  *Limiter                             // the policies of every request, unless choose picks others
+	observer Observer                             // the store's; nil: none
+	choose   func(r Request, key string) *Limiter // WithTiers, WithResolver; nil: limiter
+	pick     func(Request) *Guard                 // a Switch: the guard of each request
+	clock    Clock
+	local    bool // the store answers without I/O: no deadline
+	timeout  time.Duration
 
 	key     KeyFunc // nil: the client IP
 	ip      *ipResolver
@@ -40,7 +41,9 @@ type Guard struct {
 	countIf func(int) bool
 	deny    func(Request, Decision) (int, string, []byte)
 	onError func(Request, error)
+	log     logs
 
+	shapes     bool          // a policy of the guard may hold a request for its slot (shaping)
 	slotWait   time.Duration // WaitForSlot: how long a request may wait for an in-flight slot
 	slotStatus int           // InFlightStatus: the status of a request refused a slot; 0: 429
 
@@ -63,38 +66,65 @@ func NewGuard(l *Limiter, opts ...Option) (*Guard, error) {
 		return nil, err
 	}
 	g := &Guard{
-		limiter: l, clock: clockOf(l.store), local: isLocal(l.store), timeout: c.timeout,
+		limiter: l, observer: observerOf(l.store), clock: clockOf(l.store), local: isLocal(l.store), timeout: c.timeout,
 		key: c.key, ip: c.ip.resolver(), reject: c.missingStatus != 0, cost: c.cost, skip: c.skip,
 		countIf: c.countIf, deny: c.deny, onError: c.onError, slotWait: c.slotWait, slotStatus: c.slotStatus,
 		headers: c.headers, problem: c.problem, failStatus: c.failStatus,
 	}
-	if g.onError == nil {
-		g.onError = (&errorLog{clock: g.clock, failOpen: c.failStatus == 0}).report
+	g.log = loggerOf(l.store)
+	if c.logger != nil {
+		g.log = logs{c.logger}
 	}
+	if g.onError == nil {
+		g.onError = (&errorLog{clock: g.clock, failOpen: c.failStatus == 0, log: g.log}).report
+	}
+	g.shapes = c.mayShape(l)
 	g.choose = c.chooser(g)
 	g.prepareResponses(c)
 	return g, nil
 }
 
 // Check decides about request r: whether it proceeds, and what to answer if not. See
-// [Outcome].
-func (g *Guard) Check(r Request) (o Outcome) {
+// [Outcome]. It reports the request's [Result] to the store's [Observer], once.
+func (g *Guard) Check(r Request) Outcome {
 	if g.pick != nil {
 		return g.dispatch(r)
 	}
+	var (
+		o     Outcome
+		start time.Time
+	)
+	if g.observer != nil && g.waits() {
+		start = g.clock.Now()
+	}
+	g.check(r, &o)
+	if g.observer != nil {
+		e := RequestEvent{Result: o.Result}
+		if !start.IsZero() {
+			e.Waited = g.clock.Now().Sub(start)
+		}
+		g.observer.Answered(e)
+	}
+	return o
+}
+
+// check decides about r in o, and sets o.Result.
+func (g *Guard) check(r Request, o *Outcome) {
 	if g.skip != nil && g.skip(r) {
-		o.Proceed = true
-		return o
+		o.Proceed, o.Result = true, ResultSkipped
+		return
 	}
 	key, err := g.keyOf(r)
 	if errors.Is(err, ErrNoKey) {
-		g.refuse(&o, g.missing, nil)
-		return o
+		g.refuse(o, g.missing, nil)
+		o.Result = ResultRejected
+		return
 	}
 	if err != nil {
 		g.onError(r, err)
-		g.refuse(&o, g.badRequest, err)
-		return o
+		g.refuse(o, g.badRequest, err)
+		o.Result = ResultRejected
+		return
 	}
 	cost := int64(1)
 	if g.cost != nil {
@@ -104,8 +134,9 @@ func (g *Guard) Check(r Request) (o Outcome) {
 		// A request error, not a store failure: failing open would let it through unlimited.
 		err := &opError{opCost, ErrBadCost, fmt.Errorf("the cost function returned %d; a cost cannot be negative", cost)}
 		g.onError(r, err)
-		g.refuse(&o, g.badCost, err)
-		return o
+		g.refuse(o, g.badCost, err)
+		o.Result = ResultRejected
+		return
 	}
 	l := g.limiter
 	if g.choose != nil {
@@ -115,35 +146,45 @@ func (g *Guard) Check(r Request) (o Outcome) {
 	o.Decision, err = l.check(ctx, key, cost, true)
 	cancel()
 	if err != nil {
-		g.storeFailed(&o, r, err)
-		return o
+		g.storeFailed(o, r, err)
+		return
 	}
-	if o.Decision.Source == SourceFallback {
+	fallback := o.Decision.Source == SourceFallback
+	if fallback {
 		g.onError(r, errFallback)
 		if g.failStatus != 0 { // fail closed: the local fallback does not open the route
 			o.Decision = Decision{}
-			g.refuse(&o, g.failed, errFallback)
-			o.retry = 1
-			return o
+			g.refuse(o, g.failed, errFallback)
+			o.retry, o.Result = 1, ResultErrorDenied
+			return
 		}
 	}
 	if !o.Decision.Allowed && g.slotWait > 0 && waitsForSlots(&o.Decision) {
 		if err := g.waitForSlot(r, l, key, cost, &o.Decision); err != nil {
 			if r.Context().Err() == nil {
-				g.storeFailed(&o, r, err)
+				g.storeFailed(o, r, err)
 			} else {
-				o = Outcome{}
-				g.refuse(&o, g.gone, err)
+				*o = Outcome{}
+				g.refuse(o, g.gone, err)
+				o.Result = ResultCanceled
 			}
-			return o
+			return
 		}
+		fallback = o.Decision.Source == SourceFallback
 	}
-	g.describe(&o, l)
+	g.describe(o, l)
 	if !o.Decision.Allowed {
-		g.denied(r, &o)
-		return o
+		g.denied(r, o)
+		o.Result = ResultDenied
+		if fallback {
+			o.Result = ResultFallbackDenied
+		}
+		return
 	}
-	o.Proceed = true
+	o.Proceed, o.Result = true, ResultAllowed
+	if fallback {
+		o.Result = ResultFallbackAllowed
+	}
 	if g.countIf != nil || o.Decision.Holds() {
 		o.Pending, o.req, o.key, o.guard, o.limiter = true, r, key, g, l
 	}
@@ -152,11 +193,17 @@ func (g *Guard) Check(r Request) (o Outcome) {
 	}
 	if d := o.Decision.Delay; d > 0 {
 		if err := g.clock.Sleep(r.Context(), d); err != nil {
-			o = Outcome{}
-			g.refuse(&o, g.gone, &opError{opWait, nil, err})
+			*o = Outcome{}
+			g.refuse(o, g.gone, &opError{opWait, nil, err})
+			o.Result = ResultCanceled
 		}
 	}
-	return o
+}
+
+// waits reports whether the guard may hold a request: for an in-flight slot, or for its slot
+// under a shaping policy. Only then does Check read the clock to report the wait.
+func (g *Guard) waits() bool {
+	return g.slotWait > 0 || g.shapes
 }
 
 // errFallback reports a decision of the local fallback: the store was unavailable.
@@ -258,16 +305,17 @@ func (g *Guard) timedOut(err error) error {
 func (g *Guard) storeFailed(o *Outcome, r Request, err error) {
 	if r.Context().Err() != nil {
 		g.refuse(o, g.gone, err)
+		o.Result = ResultCanceled
 		return
 	}
 	err = g.timedOut(err)
 	g.onError(r, err)
 	if g.failStatus == 0 {
-		o.Proceed, o.Err = true, err
+		o.Proceed, o.Err, o.Result = true, err, ResultUnlimited
 		return
 	}
 	g.refuse(o, g.failed, err)
-	o.retry = 1
+	o.retry, o.Result = 1, ResultErrorDenied
 }
 
 // refuse fills in a refusal that has no decision.

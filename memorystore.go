@@ -21,6 +21,7 @@ type memoryStore struct {
 	seed     maphash.Seed
 	clock    Clock
 	perShard int
+	log      logs
 }
 
 var _ Store = (*memoryStore)(nil)
@@ -106,7 +107,7 @@ type memoryEntry struct {
 // quota.
 func NewMemoryStore(opts ...Option) Store {
 	c := newStoreConfig("NewMemoryStore", true, opts)
-	s := &memoryStore{seed: maphash.MakeSeed(), clock: c.clock, perShard: max(1, c.maxKeys/memoryShards)}
+	s := &memoryStore{seed: maphash.MakeSeed(), clock: c.clock, perShard: max(1, c.maxKeys/memoryShards), log: logs{c.logger}}
 	if s.clock == nil {
 		s.clock = defaultClock
 	}
@@ -118,6 +119,9 @@ func (s *memoryStore) Local() bool { return true }
 
 // Clock declares the store's clock (see [Store]).
 func (s *memoryStore) Clock() Clock { return s.clock }
+
+// logger declares the store's logger (see [WithLogger]).
+func (s *memoryStore) logger() logs { return s.log }
 
 func (s *memoryStore) shard(key string) *memoryShard {
 	return &s.shards[maphash.String(s.seed, key)%memoryShards]

@@ -144,9 +144,10 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 // nopObserver is an Observer that does nothing: what reporting itself costs.
 type nopObserver struct{}
 
-func (nopObserver) Decided(ratelimit.DecisionEvent) {}
-func (nopObserver) StoreFailed(error)               {}
-func (nopObserver) BreakerChanged(bool)             {}
+func (nopObserver) Decided(ratelimit.DecisionEvent)            {}
+func (nopObserver) StoreFailed(error)                          {}
+func (nopObserver) BreakerChanged(_, _ ratelimit.BreakerState) {}
+func (nopObserver) Answered(ratelimit.RequestEvent)            {}
 
 // BenchmarkOutage measures what a Redis outage adds to a request once the breaker is open:
 // Redis black-holed (connections accepted, never answered), the breaker open, decisions from the

@@ -9,14 +9,109 @@ import "time"
 // Its methods are called on the request path, from many goroutines at once: they must be safe
 // for concurrent use, fast, and must not block.
 type Observer interface {
-	// Decided reports one decision: by whom, how long it took, and every policy's result,
-	// shadow policies included.
+	// Decided reports one decision of the limiter: by whom, how long it took, and every
+	// policy's result, shadow policies included. A request checked by a guard is one decision
+	// (more when it waits for an in-flight slot); a [Limiter] used directly reports its own.
 	Decided(e DecisionEvent)
+	// Answered reports one request a [Guard] checked, once, with the [Result] its client saw:
+	// the figures to compare with the responses by status.
+	Answered(e RequestEvent)
 	// StoreFailed reports a failed store call. Its kind is found with errors.Is:
 	// [ErrStoreTimeout], [ErrStoreUnavailable], or [ErrBreakerOpen] when the call was not made.
 	StoreFailed(err error)
-	// BreakerChanged reports the store's circuit breaker opening (open) or closing again.
-	BreakerChanged(open bool)
+	// BreakerChanged reports the store's circuit breaker changing state, from one to another.
+	BreakerChanged(from, to BreakerState)
+}
+
+// RequestEvent is what an [Observer] is told of one request a guard answered. It is passed by
+// value, so that reporting allocates nothing.
+type RequestEvent struct {
+	// Result is what the client got.
+	Result Result
+	// Waited is how long the guard held the request before it proceeded or was refused: its
+	// wait for an in-flight slot ([WaitForSlot]) or for its slot under a shaping policy. 0 for
+	// a request that did not wait.
+	Waited time.Duration
+}
+
+// Result is what a guard answered one request, named from the client's side: each result is
+// one kind of response (see [Outcome.Result]). Its String is the label the metrics modules use.
+type Result uint8
+
+const (
+	// ResultAllowed: the store (or the denial cache) admitted the request; it proceeded with
+	// rate-limit headers.
+	ResultAllowed Result = iota
+	// ResultDenied: the limiter denied the request; it was answered 429 (or the
+	// WithDenyResponse or InFlightStatus status) with Retry-After.
+	ResultDenied
+	// ResultUnlimited: the store failed and the guard failed open without a local fallback:
+	// the request proceeded without any limit, and without rate-limit headers.
+	ResultUnlimited
+	// ResultFallbackAllowed: the store failed and the local fallback ([WithFallback]) admitted
+	// the request, under this instance's share of the limits.
+	ResultFallbackAllowed
+	// ResultFallbackDenied: the store failed and the local fallback denied the request (429).
+	ResultFallbackDenied
+	// ResultErrorDenied: the store failed and the guard failed closed ([FailClosed]): the
+	// request was refused with the FailClosed status, whatever a local fallback decided.
+	ResultErrorDenied
+	// ResultRejected: the request was refused before any limit was checked: it carried no key
+	// and the guard rejects such requests ([RejectMissingKey]), or its key or cost could not be
+	// used (400).
+	ResultRejected
+	// ResultCanceled: the client went away while the guard waited (499).
+	ResultCanceled
+	// ResultSkipped: [WithSkip] exempted the request; it proceeded without rate-limit headers.
+	ResultSkipped
+
+	numResults = iota
+)
+
+// String returns the result's label: "allowed", "denied", "unlimited", "fallback_allowed",
+// "fallback_denied", "error_denied", "rejected", "canceled" or "skipped".
+func (r Result) String() string {
+	if int(r) < len(resultNames) {
+		return resultNames[r]
+	}
+	return "unknown"
+}
+
+var resultNames = [numResults]string{"allowed", "denied", "unlimited", "fallback_allowed",
+	"fallback_denied", "error_denied", "rejected", "canceled", "skipped"}
+
+// Results returns every result, in the order of their values: what a metrics module
+// pre-creates its series from.
+func Results() []Result {
+	r := make([]Result, numResults)
+	for i := range r {
+		r[i] = Result(i)
+	}
+	return r
+}
+
+// BreakerState is the state of a store's circuit breaker (see [WithBreaker]).
+type BreakerState uint8
+
+const (
+	// BreakerClosed: calls go to the store.
+	BreakerClosed BreakerState = iota
+	// BreakerOpen: calls fail at once with [ErrBreakerOpen].
+	BreakerOpen
+	// BreakerHalfOpen: one call at a time probes the store; the first that succeeds closes
+	// the breaker, and a failure opens it again.
+	BreakerHalfOpen
+)
+
+// String returns "closed", "open" or "half_open".
+func (s BreakerState) String() string {
+	switch s {
+	case BreakerOpen:
+		return "open"
+	case BreakerHalfOpen:
+		return "half_open"
+	}
+	return "closed"
 }
 
 // DecisionEvent is what an [Observer] is told of one decision. It is passed by value, so that

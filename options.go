@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/http"
 	"slices"
@@ -38,6 +39,7 @@ type guardConfig struct {
 	tiers         map[string][]Policy
 	tierLimiters  map[string]*Limiter
 	resolver      *Resolver // WithResolver
+	logger        *slog.Logger
 }
 
 // newGuardConfig applies opts to a guard's defaults and checks them against each other and
@@ -99,6 +101,31 @@ func (gc *guardConfig) fits(l *Limiter) error {
 		}
 	}
 	return nil
+}
+
+// mayShape reports whether a request of the guard may wait for its slot under a shaping
+// policy: of l, of a tier, or of whatever a resolver returns.
+func (gc *guardConfig) mayShape(l *Limiter) bool {
+	if gc.resolver != nil {
+		return true
+	}
+	shapes := func(l *Limiter) bool {
+		for _, p := range l.policies {
+			if p.compiled.model.Shapes() {
+				return true
+			}
+		}
+		return false
+	}
+	if shapes(l) {
+		return true
+	}
+	for _, tl := range gc.tierLimiters {
+		if shapes(tl) {
+			return true
+		}
+	}
+	return false
 }
 
 // forGuard returns what a guard option sets, or nil when the option configures a store.

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 )
 
@@ -12,6 +13,7 @@ type storeConfig struct {
 	maxKeys int
 	local   bool // the store answers without I/O: the resilience options do not apply
 	res     resilience
+	logger  *slog.Logger // nil: slog.Default()
 }
 
 // newStoreConfig applies opts to a store's defaults. A store has no error to return, so an

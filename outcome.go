@@ -22,6 +22,10 @@ type Outcome struct {
 	// Decision is the limiter's decision. It is the zero Decision (Limit 0) when the limiter
 	// did not decide: the request was skipped, had no usable key, or the store failed.
 	Decision Decision
+	// Result is what the client got, as the guard's [Observer] counts it: allowed, denied,
+	// unlimited (the store failed, the request proceeded without a limit), decided by the local
+	// fallback, refused because the store failed, rejected, canceled or skipped.
+	Result Result
 	// Err is the error that kept the limiter from deciding: a store error or timeout, or a key
 	// function's error, already reported to the error handler; or the request's context ending
 	// (not reported: a client going away is no fault).

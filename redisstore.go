@@ -26,9 +26,13 @@ type redisStore struct {
 	// direct reports that the client gives up at its context's deadline (go-redis with
 	// ContextTimeoutEnabled), so a call needs no goroutine to keep its deadline.
 	direct bool
+	log    logs
 }
 
 var _ Store = (*redisStore)(nil)
+
+// logger declares the store's logger (see [WithLogger]).
+func (s *redisStore) logger() logs { return s.log }
 
 // NewRedisStore returns a store that keeps rate-limit state in Redis, shared by every instance
 // of a service. client may be any go-redis v9 client: *redis.Client, the failover (Sentinel)
@@ -55,7 +59,7 @@ func NewRedisStore(client redis.Scripter, opts ...Option) Store {
 	if p, ok := client.(pipeliner); ok {
 		calls.send = sender(p) // see redisbatch.go
 	}
-	return resilient(&redisStore{client: client, calls: calls, prefix: c.prefix, clock: c.clock, direct: honoursDeadlines(client)}, c)
+	return resilient(&redisStore{client: client, calls: calls, prefix: c.prefix, clock: c.clock, direct: honoursDeadlines(client), log: logs{c.logger}}, c)
 }
 
 // sender returns how a store sends its calls over client: through a batcher per node where

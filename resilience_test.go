@@ -26,7 +26,7 @@ type recorder struct {
 	sources  map[ratelimit.Source]int
 	allowed  int
 	failures []error
-	breaker  []bool
+	breaker  []ratelimit.BreakerState
 }
 
 func newRecorder() *recorder { return &recorder{sources: map[ratelimit.Source]int{}} }
@@ -46,20 +46,22 @@ func (r *recorder) StoreFailed(err error) {
 	r.failures = append(r.failures, err)
 }
 
-func (r *recorder) BreakerChanged(open bool) {
+func (r *recorder) BreakerChanged(_, to ratelimit.BreakerState) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.breaker = append(r.breaker, open)
+	r.breaker = append(r.breaker, to)
 }
 
-func (r *recorder) snapshot() (sources map[ratelimit.Source]int, failures []error, breaker []bool) {
+func (r *recorder) Answered(ratelimit.RequestEvent) {}
+
+func (r *recorder) snapshot() (sources map[ratelimit.Source]int, failures []error, breaker []ratelimit.BreakerState) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	sources = map[ratelimit.Source]int{}
 	for k, v := range r.sources {
 		sources[k] = v
 	}
-	return sources, append([]error(nil), r.failures...), append([]bool(nil), r.breaker...)
+	return sources, append([]error(nil), r.failures...), append([]ratelimit.BreakerState(nil), r.breaker...)
 }
 
 // faultyRedis is a Redis store behind a fault proxy, on a fake clock.
@@ -120,7 +122,7 @@ func TestBreaker(t *testing.T) {
 			t.Fatalf("failure %d with Redis refusing: %v; want a failure of Redis itself", i+1, err)
 		}
 	}
-	if _, _, b := f.obs.snapshot(); len(b) != 1 || !b[0] {
+	if _, _, b := f.obs.snapshot(); len(b) != 1 || b[0] != ratelimit.BreakerOpen {
 		t.Fatalf("breaker changes after 3 failures: %v; want [open]", b)
 	}
 	if err := f.proxy.Heal(); err != nil {
@@ -159,7 +161,7 @@ func TestBreaker(t *testing.T) {
 			t.Fatalf("check %d after Redis came back: %v", i+1, err)
 		}
 	}
-	if _, _, b := f.obs.snapshot(); len(b) != 2 || b[1] {
+	if _, _, b := f.obs.snapshot(); len(b) != 2 || b[1] != ratelimit.BreakerClosed {
 		t.Fatalf("breaker changes: %v; want [open closed]", b)
 	}
 	sources, failures, _ := f.obs.snapshot()

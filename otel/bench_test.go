@@ -22,9 +22,10 @@ func (w *discardWriter) WriteHeader(int)             {}
 // nopObserver is an Observer that does nothing: what reporting itself costs.
 type nopObserver struct{}
 
-func (nopObserver) Decided(ratelimit.DecisionEvent) {}
-func (nopObserver) StoreFailed(error)               {}
-func (nopObserver) BreakerChanged(bool)             {}
+func (nopObserver) Decided(ratelimit.DecisionEvent)            {}
+func (nopObserver) StoreFailed(error)                          {}
+func (nopObserver) BreakerChanged(_, _ ratelimit.BreakerState) {}
+func (nopObserver) Answered(ratelimit.RequestEvent)            {}
 
 // BenchmarkMiddleware measures the net/http middleware with the memory store and one policy
 // that admits every request: without an observer (off), with this package's Observer over

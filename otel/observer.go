@@ -28,6 +28,7 @@ func DefaultBuckets() []float64 { return slices.Clone(observe.Buckets) }
 // depend on the rules module. It is safe for concurrent use; one Observer may serve many
 // stores and engines.
 type Observer struct {
+	requests     metric.Int64Counter
 	decisions    metric.Int64ObservableCounter
 	duration     metric.Float64Histogram
 	storeErrors  metric.Int64Counter
@@ -40,8 +41,8 @@ type Observer struct {
 	// allocates when it is built, not when it is used.
 	latency  [len(observe.Sources)][]metric.RecordOption
 	errors   [len(observe.Kinds)][]metric.AddOption
-	opened   []metric.AddOption
-	closed   []metric.AddOption
+	results  [][]metric.AddOption  // by ratelimit.Result
+	to       [3][]metric.AddOption // transitions, by the ratelimit.BreakerState changed to
 	policies observe.Policies[policyCounts]
 	version  atomic.Pointer[[]metric.ObserveOption] // those of the rules version last applied; nil before any
 	applied  []metric.AddOption
@@ -65,7 +66,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	m := mp.Meter(ScopeName)
 	o := &Observer{}
 	o.policies.New = newCounts // before the callback is registered
-	var errs [7]error
+	var errs [8]error
 	o.decisions, errs[0] = m.Int64ObservableCounter("ratelimit.decisions", metric.WithUnit("{decision}"),
 		metric.WithDescription("Verdicts of each rate-limit policy, by outcome and by what decided (store, denial_cache, fallback)."),
 		metric.WithInt64Callback(o.observe))
@@ -83,6 +84,8 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 		metric.WithInt64Callback(o.observeVersion))
 	o.rulesLoads, errs[6] = m.Int64Counter("ratelimit.rules.loads", metric.WithUnit("{load}"),
 		metric.WithDescription("Rate-limit rules documents applied or rejected (the last good rules stay in use), by result."))
+	o.requests, errs[7] = m.Int64Counter("ratelimit.requests", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests a rate-limit guard answered, once each, by the result its client saw."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -92,8 +95,12 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	for i, k := range observe.Kinds {
 		o.errors[i] = addOptions(attribute.String("kind", k))
 	}
-	o.opened = addOptions(attribute.String("to", "open"))
-	o.closed = addOptions(attribute.String("to", "closed"))
+	for _, r := range ratelimit.Results() {
+		o.results = append(o.results, addOptions(attribute.String("result", r.String())))
+	}
+	for i := range o.to {
+		o.to[i] = addOptions(attribute.String("to", ratelimit.BreakerState(i).String()))
+	}
 	o.applied = addOptions(attribute.String("result", "applied"))
 	o.rejected = addOptions(attribute.String("result", "rejected"))
 	// Both series exist from the start, at 0, so that the first rejection is an increase.
@@ -145,15 +152,25 @@ func (o *Observer) StoreFailed(err error) {
 	o.storeErrors.Add(context.Background(), 1, o.errors[observe.KindOf(err)]...)
 }
 
-// BreakerChanged implements [ratelimit.Observer].
-func (o *Observer) BreakerChanged(open bool) {
+// Answered implements [ratelimit.Observer]: it counts the request by its result.
+func (o *Observer) Answered(e ratelimit.RequestEvent) {
+	if int(e.Result) < len(o.results) {
+		o.requests.Add(context.Background(), 1, o.results[e.Result]...)
+	}
+}
+
+// BreakerChanged implements [ratelimit.Observer]: ratelimit.breaker.open counts the breakers
+// that are not closed, and the transition is counted by the state changed to.
+func (o *Observer) BreakerChanged(from, to ratelimit.BreakerState) {
 	ctx := context.Background()
-	if open {
+	switch {
+	case from == ratelimit.BreakerClosed && to != ratelimit.BreakerClosed:
 		o.breakerOpen.Add(ctx, 1)
-		o.transitions.Add(ctx, 1, o.opened...)
-	} else {
+	case from != ratelimit.BreakerClosed && to == ratelimit.BreakerClosed:
 		o.breakerOpen.Add(ctx, -1)
-		o.transitions.Add(ctx, 1, o.closed...)
+	}
+	if int(to) < len(o.to) {
+		o.transitions.Add(ctx, 1, o.to[to]...)
 	}
 }
 

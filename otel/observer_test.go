@@ -74,7 +74,7 @@ func TestStoreErrorsAndBreaker(t *testing.T) {
 		t.Errorf("store errors breaker_open: %d, want 1", got)
 	}
 	m.breaker(t, 1, 1, 0)
-	m.BreakerChanged(false) // what the store reports when a probe succeeds (see TestRedis)
+	m.BreakerChanged(ratelimit.BreakerOpen, ratelimit.BreakerClosed) // what the store reports when a probe succeeds (see TestRedis)
 	m.breaker(t, 0, 1, 1)
 }
 
@@ -186,8 +186,9 @@ func (c *capture) Decided(e ratelimit.DecisionEvent) {
 	c.e = e
 	c.e.Results = append([]ratelimit.PolicyResult(nil), e.Results...) // valid only during the call
 }
-func (c *capture) StoreFailed(error)   {}
-func (c *capture) BreakerChanged(bool) {}
+func (c *capture) StoreFailed(error)                          {}
+func (c *capture) BreakerChanged(_, _ ratelimit.BreakerState) {}
+func (c *capture) Answered(ratelimit.RequestEvent)            {}
 
 // Once a policy has been seen, Decided allocates nothing, with the SDK recording.
 func TestDecidedDoesNotAllocate(t *testing.T) {

@@ -23,6 +23,7 @@ func DefaultBuckets() []float64 { return slices.Clone(observe.Buckets) }
 // with rules.WithReporter; this module does not depend on the rules module. It is safe for
 // concurrent use; one Observer may serve many stores and engines.
 type Observer struct {
+	requests     *prometheus.CounterVec
 	decisions    *prometheus.CounterVec
 	duration     *prometheus.HistogramVec
 	storeErrors  *prometheus.CounterVec
@@ -31,10 +32,10 @@ type Observer struct {
 	rulesVersion *prometheus.Desc
 	rulesLoads   *prometheus.CounterVec
 
+	results  []prometheus.Counter                      // by ratelimit.Result
 	latency  [len(observe.Sources)]prometheus.Observer // by source
 	errors   [len(observe.Kinds)]prometheus.Counter
-	opened   prometheus.Counter
-	closed   prometheus.Counter
+	to       [3]prometheus.Counter // transitions, by the ratelimit.BreakerState changed to
 	policies observe.Policies[policyCounters]
 	version  atomic.Pointer[string] // of the rules last applied; nil before any
 	applied  prometheus.Counter
@@ -72,6 +73,10 @@ func New(opts ...Option) *Observer {
 		opt(&c)
 	}
 	o := &Observer{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ratelimit_requests_total",
+			Help: "Requests a rate-limit guard answered, once each, by the result its client saw.",
+		}, []string{"result"}),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ratelimit_decisions_total",
 			Help: "Verdicts of each rate-limit policy, by outcome and by what decided (store, denial_cache, fallback).",
@@ -87,7 +92,7 @@ func New(opts ...Option) *Observer {
 		}, []string{"kind"}),
 		breakerOpen: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ratelimit_breaker_open",
-			Help: "Open circuit breakers of the rate-limit stores: 1 while a store's breaker is open.",
+			Help: "Circuit breakers of the rate-limit stores that are not closed: 1 while a store's breaker is open or half-open.",
 		}),
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ratelimit_breaker_transitions_total",
@@ -107,8 +112,12 @@ func New(opts ...Option) *Observer {
 	for i, k := range observe.Kinds {
 		o.errors[i] = o.storeErrors.WithLabelValues(k)
 	}
-	o.opened = o.transitions.WithLabelValues("open")
-	o.closed = o.transitions.WithLabelValues("closed")
+	for _, r := range ratelimit.Results() {
+		o.results = append(o.results, o.requests.WithLabelValues(r.String()))
+	}
+	for i := range o.to {
+		o.to[i] = o.transitions.WithLabelValues(ratelimit.BreakerState(i).String())
+	}
 	o.applied = o.rulesLoads.WithLabelValues("applied")
 	o.rejected = o.rulesLoads.WithLabelValues("rejected")
 	o.policies.New = o.resolve
@@ -117,6 +126,7 @@ func New(opts ...Option) *Observer {
 
 // Describe implements [prometheus.Collector].
 func (o *Observer) Describe(ch chan<- *prometheus.Desc) {
+	o.requests.Describe(ch)
 	o.decisions.Describe(ch)
 	o.duration.Describe(ch)
 	o.storeErrors.Describe(ch)
@@ -128,6 +138,7 @@ func (o *Observer) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements [prometheus.Collector].
 func (o *Observer) Collect(ch chan<- prometheus.Metric) {
+	o.requests.Collect(ch)
 	o.decisions.Collect(ch)
 	o.duration.Collect(ch)
 	o.storeErrors.Collect(ch)
@@ -161,14 +172,24 @@ func (o *Observer) StoreFailed(err error) {
 	o.errors[observe.KindOf(err)].Inc()
 }
 
-// BreakerChanged implements [ratelimit.Observer].
-func (o *Observer) BreakerChanged(open bool) {
-	if open {
+// Answered implements [ratelimit.Observer]: it counts the request by its result.
+func (o *Observer) Answered(e ratelimit.RequestEvent) {
+	if int(e.Result) < len(o.results) {
+		o.results[e.Result].Inc()
+	}
+}
+
+// BreakerChanged implements [ratelimit.Observer]: ratelimit_breaker_open counts the breakers
+// that are not closed, and the transition is counted by the state changed to.
+func (o *Observer) BreakerChanged(from, to ratelimit.BreakerState) {
+	switch {
+	case from == ratelimit.BreakerClosed && to != ratelimit.BreakerClosed:
 		o.breakerOpen.Inc()
-		o.opened.Inc()
-	} else {
+	case from != ratelimit.BreakerClosed && to == ratelimit.BreakerClosed:
 		o.breakerOpen.Dec()
-		o.closed.Inc()
+	}
+	if int(to) < len(o.to) {
+		o.to[to].Inc()
 	}
 }
 

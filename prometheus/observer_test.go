@@ -116,7 +116,7 @@ func TestStoreErrorsAndBreaker(t *testing.T) {
 		}
 	}
 	breaker(1, 1, 0)
-	obs.BreakerChanged(false) // what the store reports when a probe succeeds (see TestRedis)
+	obs.BreakerChanged(ratelimit.BreakerOpen, ratelimit.BreakerClosed) // what the store reports when a probe succeeds (see TestRedis)
 	breaker(0, 1, 1)
 }
 
@@ -223,8 +223,9 @@ func (c *capture) Decided(e ratelimit.DecisionEvent) {
 	c.e = e
 	c.e.Results = append([]ratelimit.PolicyResult(nil), e.Results...) // valid only during the call
 }
-func (c *capture) StoreFailed(error)   {}
-func (c *capture) BreakerChanged(bool) {}
+func (c *capture) StoreFailed(error)                          {}
+func (c *capture) BreakerChanged(_, _ ratelimit.BreakerState) {}
+func (c *capture) Answered(ratelimit.RequestEvent)            {}
 
 // Once a policy has been seen, Decided allocates nothing.
 func TestDecidedDoesNotAllocate(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -70,7 +69,8 @@ func WithGuardOptions(opts ...ratelimit.Option) Option {
 }
 
 // WithLogger sets where an Engine logs the versions it applies and the documents it refuses
-// (default slog.Default()).
+// (default slog.Default()), and where the guards of its rules log (ratelimit.WithLogger),
+// unless WithGuardOptions gives them a logger of their own.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.logger = l }
 }
@@ -89,6 +89,7 @@ func NewEngine(store ratelimit.Store, set *Set, opts ...Option) (*Engine, error)
 		return nil, fmt.Errorf("rules: NewEngine needs a store and a Set")
 	}
 	e := &Engine{store: store, opts: collect(opts)}
+	e.opts.guardLogger = e.opts.logger
 	if e.opts.logger == nil {
 		e.opts.logger = slog.Default()
 	}
@@ -185,7 +186,11 @@ func (e *Engine) guardOf(r *Rule) (*ratelimit.Guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := append(slices.Clone(e.opts.guard), ratelimit.WithKey(r.key))
+	var opts []ratelimit.Option
+	if e.opts.guardLogger != nil { // rules.WithLogger: the guards log there too, unless told otherwise
+		opts = append(opts, ratelimit.WithLogger(e.opts.guardLogger))
+	}
+	opts = append(append(opts, e.opts.guard...), ratelimit.WithKey(r.key))
 	if cost := r.Cost; cost != 1 {
 		opts = append(opts, ratelimit.WithCost(func(ratelimit.Request) int64 { return cost }))
 	}

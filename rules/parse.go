@@ -41,13 +41,15 @@ type options struct {
 	userKey any // the key KeyByUser reads; nil: the key "user" is refused
 
 	// An Engine's
-	tier     func(ratelimit.Request) string
-	guard    []ratelimit.Option
-	logger   *slog.Logger
-	reporter Reporter
-	poll     time.Duration // how often a watcher reads its source without being told; 0: its default
-	noNotify bool          // a file watcher polls only (tests of the fallback)
-	started  func()        // called by a watcher once it watches (tests)
+	tier   func(ratelimit.Request) string
+	guard  []ratelimit.Option
+	logger *slog.Logger
+	// guardLogger is the logger of WithLogger, given to the rules' guards; nil: theirs.
+	guardLogger *slog.Logger
+	reporter    Reporter
+	poll        time.Duration // how often a watcher reads its source without being told; 0: its default
+	noNotify    bool          // a file watcher polls only (tests of the fallback)
+	started     func()        // called by a watcher once it watches (tests)
 }
 
 // collect applies opts.
