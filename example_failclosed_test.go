@@ -18,7 +18,10 @@ type unreachableStore struct{}
 
 var _ ratelimit.Store = unreachableStore{}
 
-var errRefused = errors.New("dial tcp 10.0.0.5:6379: connection refused")
+// errRefused is the error of a store that cannot reach its server. A store names the kind of
+// its failures by wrapping one of the ratelimit.ErrStore… kinds; an error of no kind is
+// "other".
+var errRefused = fmt.Errorf("%w: dial tcp 10.0.0.5:6379: connection refused", ratelimit.ErrStoreUnavailable)
 
 func (unreachableStore) Check(ctx context.Context, key string, policies []ratelimit.Policy, cost int64, charge bool, out []ratelimit.PolicyResult) (time.Time, error) {
 	return time.Time{}, errRefused
@@ -66,12 +69,12 @@ func ExampleFailClosed() {
 	}
 	// Output:
 	// GET /items
-	//   reported: ratelimit: store: dial tcp 10.0.0.5:6379: connection refused
+	//   reported: ratelimit: store: unavailable: dial tcp 10.0.0.5:6379: connection refused
 	//   store unavailable: true timeout: false
 	//   handler runs; decided: false
 	//   answered 200, Retry-After "", "ok"
 	// POST /login
-	//   reported: ratelimit: store: dial tcp 10.0.0.5:6379: connection refused
+	//   reported: ratelimit: store: unavailable: dial tcp 10.0.0.5:6379: connection refused
 	//   store unavailable: true timeout: false
 	//   answered 503, Retry-After "1", "Service Unavailable: the service is temporarily unavailable. Retry in 1 second."
 }

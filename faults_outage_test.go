@@ -135,8 +135,8 @@ func busyRedis(t *testing.T) {
 	if len(breaker) == 0 || breaker[0] != ratelimit.BreakerOpen {
 		t.Errorf("breaker changes while BUSY: %v; want open", breaker)
 	}
-	if len(failures) == 0 || !errors.Is(failures[0], ratelimit.ErrStoreUnavailable) || !strings.Contains(failures[0].Error(), "BUSY") {
-		t.Errorf("first failure reported: %v; want the BUSY reply, of kind ErrStoreUnavailable", failures)
+	if len(failures) == 0 || !errors.Is(failures[0], ratelimit.ErrStoreBusy) || !strings.Contains(failures[0].Error(), "BUSY") {
+		t.Errorf("first failure reported: %v; want the BUSY reply, of kind ErrStoreBusy", failures)
 	}
 	if err := probe.ScriptKill(ctx).Err(); err != nil {
 		t.Fatal(err)
@@ -176,8 +176,8 @@ func redisOutOfMemory(t *testing.T) {
 		}
 	}
 	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t))), ratelimit.Policy{Limit: 100, Window: time.Hour})
-	if _, err := l.Allow(ctx, "k"); !errors.Is(err, ratelimit.ErrStoreUnavailable) || !strings.Contains(err.Error(), "OOM") {
-		t.Fatalf("a check on a Redis out of memory: %v; want the OOM reply, of kind ErrStoreUnavailable", err)
+	if _, err := l.Allow(ctx, "k"); !errors.Is(err, ratelimit.ErrStoreOOM) || !strings.Contains(err.Error(), "OOM") {
+		t.Fatalf("a check on a Redis out of memory: %v; want the OOM reply, of kind ErrStoreOOM", err)
 	}
 	open := ratelimit.Middleware(l, ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}))(okHandler)
 	closed := ratelimit.Middleware(l, ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}), ratelimit.FailClosed(http.StatusServiceUnavailable))(okHandler)

@@ -279,7 +279,7 @@ func TestDefaultErrorHandler(t *testing.T) {
 			}
 		}
 	}
-	const msg = `level=WARN msg="ratelimit: the store failed; the request was let through (fail-open)" error="ratelimit: store: disk on fire"`
+	const msg = `level=WARN msg="ratelimit: the store failed; the request was let through (fail-open)" error="ratelimit: store: other: disk on fire"`
 	serve(50)
 	clock.Advance(999 * time.Millisecond)
 	serve(10)
@@ -420,7 +420,7 @@ func TestGuardRedisDown(t *testing.T) {
 			if o.Proceed != (c.status == 0) || o.Status != c.status || o.Decision.Limit != 0 {
 				t.Errorf("got %+v, want status %d", o, c.status)
 			}
-			const cause = "ratelimit: store: redis check: dial tcp"
+			const cause = "ratelimit: store: unavailable: redis check: dial tcp"
 			if len(reported) != 1 || reported[0] != o.Err || !errors.Is(o.Err, ratelimit.ErrStoreUnavailable) ||
 				errors.Is(o.Err, ratelimit.ErrStoreTimeout) || !strings.HasPrefix(o.Err.Error(), cause) {
 				t.Errorf("reported %v, outcome's error %v; want the one error, unavailable, starting %q", reported, o.Err, cause)

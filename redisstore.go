@@ -27,6 +27,7 @@ type redisStore struct {
 	// ContextTimeoutEnabled), so a call needs no goroutine to keep its deadline.
 	direct bool
 	log    logs
+	dials  *dialWatch // nil: the client takes no hooks
 }
 
 var _ Store = (*redisStore)(nil)
@@ -59,7 +60,7 @@ func NewRedisStore(client redis.Scripter, opts ...Option) Store {
 	if p, ok := client.(pipeliner); ok {
 		calls.send = sender(p) // see redisbatch.go
 	}
-	return resilient(&redisStore{client: client, calls: calls, prefix: c.prefix, clock: c.clock, direct: honoursDeadlines(client), log: logs{c.logger}}, c)
+	return resilient(&redisStore{client: client, calls: calls, prefix: c.prefix, clock: c.clock, direct: honoursDeadlines(client), log: logs{c.logger}, dials: watchDials(client)}, c)
 }
 
 // sender returns how a store sends its calls over client: through a batcher per node where
@@ -101,6 +102,16 @@ func (s *redisStore) Clock() Clock {
 // run runs a script once (see redisonce.go) with the arguments of a [scriptCall], keeping
 // ctx's deadline whether or not the client does.
 func (s *redisStore) run(ctx context.Context, script *script, args []any) (any, error) {
+	mark := s.dials.mark()
+	v, err := s.runOnce(ctx, script, args)
+	if err != nil {
+		err = s.dials.explain(err, mark)
+	}
+	return v, err
+}
+
+// runOnce is run, without explaining a timeout.
+func (s *redisStore) runOnce(ctx context.Context, script *script, args []any) (any, error) {
 	if s.direct {
 		return s.calls.run(ctx, script, args)
 	}
@@ -143,28 +154,28 @@ func (s *redisStore) Check(ctx context.Context, key string, policies []Policy, c
 func decodeCheck(v any, out []PolicyResult) (time.Time, error) {
 	reply, ok := v.([]any)
 	if !ok {
-		return time.Time{}, fmt.Errorf("ratelimit: redis check: reply is a %T, not an array", v)
+		return time.Time{}, fmt.Errorf("%w: redis check: reply is a %T, not an array", errBadReply, v)
 	}
 	if len(reply) != 5*len(out)+1 {
-		return time.Time{}, fmt.Errorf("ratelimit: redis check: got %d integers, want %d", len(reply), 5*len(out)+1)
+		return time.Time{}, fmt.Errorf("%w: redis check: got %d integers, want %d", errBadReply, len(reply), 5*len(out)+1)
 	}
 	var row [5]int64
 	for i := range out {
 		for j := range row {
 			n, ok := reply[5*i+j].(int64)
 			if !ok {
-				return time.Time{}, fmt.Errorf("ratelimit: redis check: reply element %d is a %T, not an integer", 5*i+j, reply[5*i+j])
+				return time.Time{}, fmt.Errorf("%w: redis check: reply element %d is a %T, not an integer", errBadReply, 5*i+j, reply[5*i+j])
 			}
 			row[j] = n
 		}
 		if row[0] != 0 && row[0] != 1 {
-			return time.Time{}, fmt.Errorf("ratelimit: redis check: bad allowed flag %d", row[0])
+			return time.Time{}, fmt.Errorf("%w: redis check: bad allowed flag %d", errBadReply, row[0])
 		}
 		out[i].setMicros(row[0] == 1, row[1], row[2], row[3], row[4])
 	}
 	at, ok := reply[len(reply)-1].(int64)
 	if !ok {
-		return time.Time{}, fmt.Errorf("ratelimit: redis check: reply element %d is a %T, not an integer", len(reply)-1, reply[len(reply)-1])
+		return time.Time{}, fmt.Errorf("%w: redis check: reply element %d is a %T, not an integer", errBadReply, len(reply)-1, reply[len(reply)-1])
 	}
 	return time.UnixMicro(at), nil
 }
@@ -196,7 +207,7 @@ func (s *redisStore) Renew(ctx context.Context, key string, policies []Policy, c
 	}
 	reply, err := int64s(v)
 	if err == nil && len(reply) != 1 {
-		err = fmt.Errorf("got %d integers, want 1", len(reply))
+		err = fmt.Errorf("%w: got %d integers, want 1", errBadReply, len(reply))
 	}
 	if err != nil {
 		return time.Time{}, fmt.Errorf("ratelimit: redis renew: %w", err)
@@ -293,13 +304,13 @@ func (s *redisStore) Reset(ctx context.Context, key string, policies []Policy) e
 func int64s(v any) ([]int64, error) {
 	arr, ok := v.([]any)
 	if !ok {
-		return nil, fmt.Errorf("reply is a %T, not an array", v)
+		return nil, fmt.Errorf("%w: reply is a %T, not an array", errBadReply, v)
 	}
 	out := make([]int64, len(arr))
 	for i, e := range arr {
 		n, ok := e.(int64)
 		if !ok {
-			return nil, fmt.Errorf("reply element %d is a %T, not an integer", i, e)
+			return nil, fmt.Errorf("%w: reply element %d is a %T, not an integer", errBadReply, i, e)
 		}
 		out[i] = n
 	}

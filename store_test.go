@@ -112,13 +112,15 @@ func TestStorageKey(t *testing.T) {
 	}
 }
 
-// Errors have kinds: a store that fails is ErrStoreUnavailable, one that does not answer in
-// time ErrStoreTimeout (and still context.DeadlineExceeded).
+// Errors have kinds: a store that fails with an error of no kind is ErrStoreOther, one that
+// does not answer in time ErrStoreTimeout (and still context.DeadlineExceeded); both are
+// ErrStore.
 func TestErrorKinds(t *testing.T) {
 	policy := ratelimit.Policy{Limit: 1, Window: time.Second}
 	down := mustNew(t, failingStore{ratelimit.NewMemoryStore()}, policy)
-	if _, err := down.Allow(ctx, "k"); !errors.Is(err, ratelimit.ErrStoreUnavailable) || errors.Is(err, ratelimit.ErrStoreTimeout) {
-		t.Errorf("failing store: %v, want ErrStoreUnavailable only", err)
+	if _, err := down.Allow(ctx, "k"); !errors.Is(err, ratelimit.ErrStoreOther) || !errors.Is(err, ratelimit.ErrStore) ||
+		errors.Is(err, ratelimit.ErrStoreTimeout) || ratelimit.ErrorKind(err) != "other" {
+		t.Errorf("failing store: %v (kind %q), want ErrStoreOther only", err, ratelimit.ErrorKind(err))
 	}
 	slow := mustNew(t, blockingStore{ratelimit.NewMemoryStore()}, policy)
 	tctx, cancel := context.WithTimeout(ctx, time.Millisecond)

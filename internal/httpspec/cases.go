@@ -297,7 +297,7 @@ var cases = append([]specCase{
 			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}))
 		},
 		steps: []step{
-			{want: want{status: 200, handled: true, errs: 1, reported: "ratelimit: store: httpspec: the store is down", kind: ratelimit.ErrStoreUnavailable}},
+			{want: want{status: 200, handled: true, errs: 1, reported: "ratelimit: store: unavailable: httpspec: the store is down", kind: ratelimit.ErrStoreUnavailable}},
 			{want: want{status: 200, handled: true, errs: 2}},
 		},
 	},
@@ -320,7 +320,7 @@ var cases = append([]specCase{
 		},
 		steps: []step{
 			{want: want{status: 503, header: denied(nil, "1", plain), body: bodyUnavailable, errs: 1,
-				reported: "ratelimit: store: httpspec: the store is down", kind: ratelimit.ErrStoreUnavailable}},
+				reported: "ratelimit: store: unavailable: httpspec: the store is down", kind: ratelimit.ErrStoreUnavailable}},
 			{header: []string{"X-Cost", "-1"}, want: want{status: 400, header: denied(nil, "", plain), body: bodyBadCost, errs: 2, kind: ratelimit.ErrBadCost}},
 		},
 	},

@@ -30,7 +30,7 @@ package httpspec
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -182,7 +182,7 @@ func epoch(sec int64) string { return strconv.FormatInt(T0.Unix()+sec, 10) }
 // brokenStore fails every call.
 type brokenStore struct{}
 
-var errStoreDown = errors.New("httpspec: the store is down")
+var errStoreDown = fmt.Errorf("%w: httpspec: the store is down", ratelimit.ErrStoreUnavailable)
 
 func (brokenStore) Check(context.Context, string, []ratelimit.Policy, int64, bool, []ratelimit.PolicyResult) (time.Time, error) {
 	return time.Time{}, errStoreDown

@@ -35,21 +35,31 @@ const (
 	KindTimeout = iota
 	KindUnavailable
 	KindBreakerOpen
+	KindBusy
+	KindOOM
+	KindReadOnly
+	KindScript
+	KindOther
 )
 
-// Kinds are the labels of the store-error kinds.
-var Kinds = [...]string{KindTimeout: "timeout", KindUnavailable: "unavailable", KindBreakerOpen: "breaker_open"}
+// Kinds are the labels of the store-error kinds: ratelimit.ErrorKind's, and breaker_open for a
+// call the breaker did not make.
+var Kinds = [...]string{KindTimeout: "timeout", KindUnavailable: "unavailable", KindBreakerOpen: "breaker_open",
+	KindBusy: "busy", KindOOM: "oom", KindReadOnly: "readonly", KindScript: "script", KindOther: "other"}
 
 // KindOf returns the kind of a store error. A call the breaker did not make is also of kind
 // unavailable, so ErrBreakerOpen is asked first.
 func KindOf(err error) int {
-	switch {
-	case errors.Is(err, ratelimit.ErrBreakerOpen):
+	if errors.Is(err, ratelimit.ErrBreakerOpen) {
 		return KindBreakerOpen
-	case errors.Is(err, ratelimit.ErrStoreTimeout):
-		return KindTimeout
 	}
-	return KindUnavailable
+	label := ratelimit.ErrorKind(err)
+	for i, k := range Kinds {
+		if k == label {
+			return i
+		}
+	}
+	return KindOther
 }
 
 // MaxPolicies bounds the policy label: the names beyond it share the label OtherPolicy.

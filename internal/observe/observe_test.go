@@ -61,7 +61,12 @@ func TestKindOf(t *testing.T) {
 		{fmt.Errorf("x: %w", ratelimit.ErrStoreTimeout), KindTimeout},
 		{fmt.Errorf("x: %w", ratelimit.ErrStoreUnavailable), KindUnavailable},
 		{errors.Join(ratelimit.ErrStoreUnavailable, ratelimit.ErrBreakerOpen), KindBreakerOpen},
-		{errors.New("other"), KindUnavailable},
+		{fmt.Errorf("x: %w", ratelimit.ErrStoreBusy), KindBusy},
+		{fmt.Errorf("x: %w", ratelimit.ErrStoreOOM), KindOOM},
+		{fmt.Errorf("x: %w", ratelimit.ErrStoreReadOnly), KindReadOnly},
+		{fmt.Errorf("x: %w", ratelimit.ErrStoreScript), KindScript},
+		{fmt.Errorf("x: %w", ratelimit.ErrStoreOther), KindOther},
+		{errors.New("of no kind"), KindOther},
 	} {
 		if got := KindOf(c.err); got != c.want {
 			t.Errorf("KindOf(%v) = %s; want %s", c.err, Kinds[got], Kinds[c.want])

@@ -1,0 +1,84 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// dialWatch is a go-redis hook that remembers the client's failed dials: a call that runs out
+// of time while the client cannot connect (go-redis dials again and again within the
+// deadline) failed because Redis is unreachable, not because it was slow, and is reported so
+// (see [ErrStoreUnavailable]). It only watches: every dial and command goes on as before.
+type dialWatch struct {
+	failures atomic.Uint64               // failed dials so far
+	failed   atomic.Pointer[dialFailure] // the last failure since the last dial that succeeded; nil: none
+}
+
+// dialFailure is a failed dial.
+type dialFailure struct {
+	addr string
+	err  error
+}
+
+var _ redis.Hook = (*dialWatch)(nil)
+
+// watchDials adds a dialWatch to client when it takes hooks, and returns it; nil otherwise.
+func watchDials(client redis.Scripter) *dialWatch {
+	h, ok := client.(interface{ AddHook(redis.Hook) })
+	if !ok {
+		return nil
+	}
+	w := new(dialWatch)
+	h.AddHook(w)
+	return w
+}
+
+// DialHook implements redis.Hook.
+func (w *dialWatch) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		switch {
+		case err == nil:
+			if w.failed.Load() != nil {
+				w.failed.Store(nil)
+			}
+		case ctx.Err() == nil: // a dial abandoned with its call is no evidence
+			w.failed.Store(&dialFailure{addr: addr, err: err})
+			w.failures.Add(1)
+		}
+		return conn, err
+	}
+}
+
+// ProcessHook implements redis.Hook.
+func (w *dialWatch) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+// ProcessPipelineHook implements redis.Hook.
+func (w *dialWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// mark returns what explain compares with: the failed dials so far.
+func (w *dialWatch) mark() uint64 {
+	if w == nil {
+		return 0
+	}
+	return w.failures.Load()
+}
+
+// explain returns err of a call that began at mark, as unavailable when it is a timeout and a
+// dial failed during the call, with no dial succeeding since.
+func (w *dialWatch) explain(err error, mark uint64) error {
+	if w == nil || w.failures.Load() == mark || kindOf(err) != ErrStoreTimeout {
+		return err
+	}
+	f := w.failed.Load()
+	if f == nil {
+		return err
+	}
+	return &kinded{ErrStoreUnavailable, fmt.Errorf("%w; connecting to Redis at %s failed: %w", err, f.addr, f.err)}
+}
