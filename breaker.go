@@ -3,6 +3,8 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,20 +14,35 @@ import (
 // is open (see [WithBreaker]). Such an error is also of kind [ErrStoreUnavailable].
 var ErrBreakerOpen = errors.New("ratelimit: circuit breaker open")
 
-// breaker stops calling a store that keeps failing: after failures consecutive failures it
-// opens, and calls fail at once for cooldown; then one call at a time probes the store, and
-// the first that succeeds closes the breaker. A closed breaker costs one atomic load per call.
+// firstProbe is how long an open breaker waits before its first probe; each probe that fails
+// doubles the wait, up to the breaker's cool-down. A store that is back is used again within
+// this much, or within the wait reached: the breaker never makes an outage last much longer
+// than the store's own.
+const firstProbe = 10 * time.Millisecond
+
+// breaker stops calling a store that keeps failing: after failures consecutive failures, or at
+// once when the store cannot even be connected to, it opens, and calls fail at once. Then one
+// call at a time probes the store (half-open), the first after firstProbe and each further one
+// after twice the wait before, up to cooldown; the first probe that succeeds closes the breaker.
+// Each change is logged once and told to the observer. A closed breaker costs one atomic load
+// per call.
 type breaker struct {
 	failures int
 	cooldown time.Duration
 	clock    Clock
 	changed  func(from, to BreakerState) // nil: nobody listens
+	log      logs
 
-	open  atomic.Bool  // the fast path: closed unless set
-	run   atomic.Int64 // consecutive failures
-	mu    sync.Mutex
-	since time.Time // when the breaker opened, or the last probe failed
-	probe bool      // a probe is under way
+	open    atomic.Bool  // the fast path: closed unless set
+	run     atomic.Int64 // consecutive failures
+	skipped atomic.Int64 // calls not made since the breaker opened
+	mu      sync.Mutex
+	opened  time.Time     // when the breaker opened
+	next    time.Time     // when the next probe may go
+	wait    time.Duration // the wait before next
+	probe   bool          // a probe is under way
+	probes  int           // probes that failed since the breaker opened
+	logged  time.Time     // when a failed probe was last logged
 }
 
 // acquire reports whether a call may be made, and whether it is the probe of an open breaker.
@@ -34,14 +51,18 @@ func (b *breaker) acquire() (ok, probe bool) {
 		return true, false
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if !b.open.Load() {
+		b.mu.Unlock()
 		return true, false
 	}
-	if b.probe || b.clock.Now().Sub(b.since) < b.cooldown {
+	if b.probe || b.clock.Now().Before(b.next) {
+		b.mu.Unlock()
+		b.skipped.Add(1)
 		return false, false
 	}
 	b.probe = true
+	b.mu.Unlock()
+	b.tell(BreakerOpen, BreakerHalfOpen)
 	return true, true
 }
 
@@ -54,28 +75,67 @@ func (b *breaker) release(err error, probe bool) {
 		}
 		return
 	}
+	now := b.clock.Now()
 	b.mu.Lock()
-	var (
-		changed  bool
-		from, to BreakerState
-	)
 	switch {
 	case probe && failed:
-		b.probe, b.since = false, b.clock.Now()
+		b.probe = false
+		b.probes++
+		b.wait = min(2*b.wait, b.cooldown)
+		b.next = now.Add(b.wait)
+		quiet := now.Sub(b.logged) < time.Second
+		if !quiet {
+			b.logged = now
+		}
+		b.mu.Unlock()
+		b.tell(BreakerHalfOpen, BreakerOpen)
+		if !quiet {
+			b.log.get().LogAttrs(context.Background(), slog.LevelWarn,
+				"ratelimit: circuit breaker: the store is still failing; checks go on without it",
+				slog.String("kind", ErrorKind(storeError(opCheck, err))), slog.String("error", err.Error()),
+				slog.Int("failed_probes", b.probes), slog.Duration("next_probe_in", b.wait))
+		}
 	case probe:
 		b.probe = false
 		b.run.Store(0)
 		b.open.Store(false)
-		changed, from, to = true, BreakerOpen, BreakerClosed
+		openFor, skipped, probes := now.Sub(b.opened), b.skipped.Swap(0), b.probes
+		b.mu.Unlock()
+		b.tell(BreakerHalfOpen, BreakerClosed)
+		b.log.get().LogAttrs(context.Background(), slog.LevelInfo,
+			"ratelimit: circuit breaker closed: the store answers again",
+			slog.Duration("open_for", openFor), slog.Int64("decided_without_store", skipped),
+			slog.Int("failed_probes", probes))
 	default: // failed
-		if b.run.Add(1) >= int64(b.failures) && !b.open.Load() {
-			b.since = b.clock.Now()
-			b.open.Store(true)
-			changed, from, to = true, BreakerClosed, BreakerOpen
+		if (b.run.Add(1) < int64(b.failures) && !unreachable(err)) || b.open.Load() {
+			b.mu.Unlock()
+			return
 		}
+		b.opened, b.wait, b.probes, b.logged = now, min(firstProbe, b.cooldown), 0, now
+		b.next = now.Add(b.wait)
+		b.skipped.Store(0)
+		b.open.Store(true)
+		run := b.run.Load()
+		b.mu.Unlock()
+		b.tell(BreakerClosed, BreakerOpen)
+		b.log.get().LogAttrs(context.Background(), slog.LevelWarn,
+			"ratelimit: circuit breaker opened: the store is failing; checks are decided without it (the fail mode, or the local fallback) until a probe succeeds",
+			slog.String("kind", ErrorKind(storeError(opCheck, err))), slog.String("error", err.Error()),
+			slog.Int64("consecutive_failures", run))
 	}
-	b.mu.Unlock()
-	if changed && b.changed != nil {
+}
+
+// tell tells the observer of a change.
+func (b *breaker) tell(from, to BreakerState) {
+	if b.changed != nil {
 		b.changed(from, to)
 	}
+}
+
+// unreachable reports a failure to connect to the store at all (refused, no route): evidence
+// of an outage, not of a blip, so the breaker opens at once rather than after more requests
+// have waited for their deadline.
+func unreachable(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }

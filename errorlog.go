@@ -21,7 +21,7 @@ func (l *errorLog) report(r Request, err error) {
 		l.dropped.Add(1)
 		return
 	}
-	l.log.get().LogAttrs(r.Context(), slog.LevelWarn, l.message(err),
+	l.log.get().LogAttrs(r.Context(), slog.LevelWarn, l.message(err), slog.String("kind", ErrorKind(err)),
 		slog.String("error", err.Error()), slog.Int64("not_logged_since", l.dropped.Swap(0)))
 }
 
@@ -35,8 +35,14 @@ func (l *errorLog) message(err error) string {
 		return "ratelimit: request answered 400: its cost is negative"
 	case errors.As(err, &op) && op.op == opRefund:
 		return "ratelimit: a request could not be refunded after its handler"
-	case l.failOpen:
-		return "ratelimit: the store failed; the request was let through (fail-open)"
+	case errors.As(err, &op) && op.op == opRelease:
+		return "ratelimit: a request's in-flight slots could not be released; they end with their lease"
+	case errors.As(err, &op) && op.op == opRenew:
+		return "ratelimit: a request's in-flight slots could not be renewed"
+	case !l.failOpen:
+		return "ratelimit: the store failed; the request was refused (fail-closed)"
+	case err == errFallback:
+		return "ratelimit: the store failed; the local fallback decided the request under this instance's share of the limits"
 	}
-	return "ratelimit: the store failed; the request was refused (fail-closed)"
+	return "ratelimit: the store failed; the request was let through unlimited (fail-open)"
 }

@@ -279,7 +279,7 @@ func TestDefaultErrorHandler(t *testing.T) {
 			}
 		}
 	}
-	const msg = `level=WARN msg="ratelimit: the store failed; the request was let through (fail-open)" error="ratelimit: store: other: disk on fire"`
+	const msg = `level=WARN msg="ratelimit: the store failed; the request was let through unlimited (fail-open)" kind=other error="ratelimit: store: other: disk on fire"`
 	serve(50)
 	clock.Advance(999 * time.Millisecond)
 	serve(10)
@@ -399,7 +399,7 @@ func TestGuardRetryAfterIsTrue(t *testing.T) {
 // TestGuardRedisDown: Redis refusing connections is a store failure (ErrStoreUnavailable), not
 // a timeout: the request fails open, or closed.
 func TestGuardRedisDown(t *testing.T) {
-	store := ratelimit.NewRedisStore(deadRedis(t))
+	store := ratelimit.NewRedisStore(deadRedis(t), ratelimit.WithBreaker(0, 0)) // each check meets Redis down
 	l := mustNew(t, store, ratelimit.Policy{Limit: 1, Window: time.Minute})
 	for _, c := range []struct {
 		name   string

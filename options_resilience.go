@@ -6,11 +6,12 @@ import (
 )
 
 // The Redis store's breaker unless [WithBreaker] says otherwise: five failures in a row are an
-// outage, not a blip, and a second is short enough that a recovered Redis is used again almost
-// at once.
+// outage, not a blip (a Redis that refuses connections opens it at once), and an open breaker
+// probes Redis after 10 ms, then at doubling intervals of at most 100 ms, so a recovered Redis
+// (a restart, a Sentinel failover) is used again within about 100 ms of answering.
 const (
 	DefaultBreakerFailures = 5
-	DefaultBreakerCooldown = time.Second
+	DefaultBreakerCooldown = 100 * time.Millisecond
 )
 
 // resilience is what the options of this file set on a store.
@@ -32,16 +33,23 @@ func (c *config) remoteOnly(name string) *storeConfig {
 	return sc
 }
 
-// WithBreaker sets the Redis store's circuit breaker: after failures consecutive failed calls
-// it stops calling Redis for cooldown, failing each check at once with [ErrBreakerOpen] (of
-// kind [ErrStoreUnavailable]) — the fail mode or [WithFallback] then decides, in
-// microseconds instead of a timeout. After the cool-down one call at a time probes Redis, and
-// the first that succeeds closes the breaker: recovery needs no restart. A failure is an error
-// or a timeout of the store, never a client going away. It configures a Redis store.
+// WithBreaker sets the Redis store's circuit breaker. It opens after failures consecutive
+// failed calls of any kind (see [ErrorKind]: unavailable, timeout, busy, oom, readonly, script,
+// other), or at the first call that could not connect to Redis at all (refused, no route: no
+// request should wait for its deadline to learn that again). While it is open, checks fail at
+// once with [ErrBreakerOpen] (of kind [ErrStoreUnavailable]) and the fail mode or
+// [WithFallback] decides, in microseconds instead of a timeout. An open breaker lets one call
+// at a time probe Redis (half-open): the first 10 ms after it opened, each further one after
+// twice the wait before, at most cooldown; the first probe that succeeds closes it, so
+// recovery needs no restart and is noticed within cooldown. A client going away is no failure.
 //
-// The Redis store has a breaker by default: [DefaultBreakerFailures] consecutive failures open it
-// for [DefaultBreakerCooldown]. WithBreaker(0, 0) turns it off, so that every check calls Redis
-// and waits out its deadline, as before the breaker existed.
+// It logs once when it opens (with the kind and the error), at most once a second while its
+// probes fail, and once when it closes (how long it was open, and how many checks it decided
+// without Redis); an [Observer] is told every change (closed, open, half-open).
+//
+// The Redis store has a breaker by default: [DefaultBreakerFailures] and
+// [DefaultBreakerCooldown]. WithBreaker(0, 0) turns it off, so that every check calls Redis
+// and waits out its deadline.
 func WithBreaker(failures int, cooldown time.Duration) Option {
 	return func(c *config) {
 		if sc := c.remoteOnly("WithBreaker"); sc != nil {

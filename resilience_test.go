@@ -1,12 +1,15 @@
 package ratelimit_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,24 +105,24 @@ func generous() (context.Context, context.CancelFunc) {
 func TestBreaker(t *testing.T) {
 	f := newFaultyRedis(t, ratelimit.WithBreaker(3, time.Second))
 	l := mustNew(t, f.store, ratelimit.Policy{Limit: 100, Window: time.Hour})
-	check := func() error {
-		ctx, cancel := generous()
+	check := func(bound func() (context.Context, context.CancelFunc)) error {
+		ctx, cancel := bound()
 		defer cancel()
 		_, err := l.Allow(ctx, "k")
 		return err
 	}
-	if err := check(); err != nil {
+	if err := check(generous); err != nil {
 		t.Fatal(err)
 	}
-	f.proxy.Refuse()
-	// go-redis dials a refused address several times: a failure is unavailable or a timeout.
-	storeFailure := func(err error) bool {
-		return (errors.Is(err, ratelimit.ErrStoreUnavailable) || errors.Is(err, ratelimit.ErrStoreTimeout)) &&
-			!errors.Is(err, ratelimit.ErrBreakerOpen)
-	}
+	// Redis stops answering on the connection the client has: each check times out, and the
+	// third opens the breaker.
+	f.proxy.BlackHole()
 	for i := range 3 {
-		if err := check(); !storeFailure(err) {
-			t.Fatalf("failure %d with Redis refusing: %v; want a failure of Redis itself", i+1, err)
+		if err := check(short); !errors.Is(err, ratelimit.ErrStoreTimeout) {
+			t.Fatalf("failure %d with Redis silent: %v; want a timeout", i+1, err)
+		}
+		if _, _, b := f.obs.snapshot(); (len(b) == 1) != (i == 2) {
+			t.Fatalf("breaker changes after %d failures: %v; want [open] after 3", i+1, b)
 		}
 	}
 	if _, _, b := f.obs.snapshot(); len(b) != 1 || b[0] != ratelimit.BreakerOpen {
@@ -130,7 +133,7 @@ func TestBreaker(t *testing.T) {
 	}
 	before := f.sent()
 	for range 100 {
-		if err := check(); !errors.Is(err, ratelimit.ErrBreakerOpen) || !errors.Is(err, ratelimit.ErrStoreUnavailable) {
+		if err := check(generous); !errors.Is(err, ratelimit.ErrBreakerOpen) || !errors.Is(err, ratelimit.ErrStoreUnavailable) {
 			t.Fatalf("a check while the breaker is open: %v; want ErrBreakerOpen, of kind ErrStoreUnavailable", err)
 		}
 	}
@@ -141,28 +144,35 @@ func TestBreaker(t *testing.T) {
 		t.Fatalf("the open breaker let %d calls reach Redis", n)
 	}
 
-	// After the cool-down, one probe: it fails, and the breaker stays open for another.
+	// After the first wait, one probe: Redis refuses it, and the breaker stays open.
 	f.proxy.Refuse()
-	f.clock.Advance(time.Second)
-	if err := check(); !storeFailure(err) {
-		t.Fatalf("the probe: %v; want Redis' own failure", err)
+	f.clock.Advance(10 * time.Millisecond)
+	if err := check(generous); !errors.Is(err, ratelimit.ErrStoreUnavailable) || errors.Is(err, ratelimit.ErrBreakerOpen) {
+		t.Fatalf("the probe: %v; want Redis' own failure, unavailable", err)
 	}
-	if err := check(); !errors.Is(err, ratelimit.ErrBreakerOpen) {
+	if err := check(generous); !errors.Is(err, ratelimit.ErrBreakerOpen) {
 		t.Fatalf("after a failed probe: %v; want ErrBreakerOpen", err)
 	}
 
-	// Recovery without a restart: the next probe succeeds and closes the breaker.
+	// Recovery without a restart: the next probe, twice the first wait later, succeeds and
+	// closes the breaker.
 	if err := f.proxy.Heal(); err != nil {
 		t.Fatal(err)
 	}
-	f.clock.Advance(time.Second)
+	f.clock.Advance(19 * time.Millisecond)
+	if err := check(generous); !errors.Is(err, ratelimit.ErrBreakerOpen) {
+		t.Fatalf("before the second wait ended: %v; want ErrBreakerOpen", err)
+	}
+	f.clock.Advance(time.Millisecond)
 	for i := range 10 {
-		if err := check(); err != nil {
+		if err := check(generous); err != nil {
 			t.Fatalf("check %d after Redis came back: %v", i+1, err)
 		}
 	}
-	if _, _, b := f.obs.snapshot(); len(b) != 2 || b[1] != ratelimit.BreakerClosed {
-		t.Fatalf("breaker changes: %v; want [open closed]", b)
+	want := []ratelimit.BreakerState{ratelimit.BreakerOpen, ratelimit.BreakerHalfOpen, ratelimit.BreakerOpen,
+		ratelimit.BreakerHalfOpen, ratelimit.BreakerClosed}
+	if _, _, b := f.obs.snapshot(); !slices.Equal(b, want) {
+		t.Fatalf("breaker changes: %v; want %v", b, want)
 	}
 	sources, failures, _ := f.obs.snapshot()
 	if sources[ratelimit.SourceStore] != 11 {
@@ -174,8 +184,48 @@ func TestBreaker(t *testing.T) {
 			open++
 		}
 	}
-	if len(failures) != 3+101+2 || open != 102 {
-		t.Errorf("failures reported: %d, %d of them breaker open; want 106, 102 (the reset included)", len(failures), open)
+	if len(failures) != 3+101+3 || open != 103 {
+		t.Errorf("failures reported: %d, %d of them breaker open; want 107, 103 (the reset included)", len(failures), open)
+	}
+}
+
+// A Redis that refuses connections opens the breaker at its first failure, and the breaker
+// says so in the log, with the kind, and again when it closes.
+func TestBreakerOpensAtOnceWhenRefused(t *testing.T) {
+	var buf syncBuffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}}))
+	f := newFaultyRedis(t, ratelimit.WithLogger(logger))
+	l := mustNew(t, f.store, ratelimit.Policy{Limit: 100, Window: time.Hour})
+	if _, err := l.Allow(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	f.proxy.Refuse()
+	c, cancel := generous()
+	_, err := l.Allow(c, "k")
+	cancel()
+	if !errors.Is(err, ratelimit.ErrStoreUnavailable) || errors.Is(err, ratelimit.ErrBreakerOpen) {
+		t.Fatalf("the first check with Redis refusing: %v; want unavailable", err)
+	}
+	if _, err := l.Allow(ctx, "k"); !errors.Is(err, ratelimit.ErrBreakerOpen) {
+		t.Fatalf("the second check: %v; want ErrBreakerOpen, the breaker open after one refusal", err)
+	}
+	if err := f.proxy.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(ratelimit.DefaultBreakerCooldown)
+	if _, err := l.Allow(ctx, "k"); err != nil {
+		t.Fatalf("a check after Redis came back: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "circuit breaker opened") || !strings.Contains(lines[0], "kind=unavailable") ||
+		!strings.Contains(lines[1], "circuit breaker closed") || !strings.Contains(lines[1], "decided_without_store=1") {
+		t.Errorf("logged:\n%s\nwant the breaker opened (kind=unavailable), then closed (decided_without_store=1)", buf.String())
 	}
 }
 
@@ -481,4 +531,22 @@ func TestDenialCacheBounded(t *testing.T) {
 			t.Fatalf("id-%d admitted after its denial left the cache", i)
 		}
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes: a log written from many goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

@@ -32,7 +32,7 @@ func resilient(s Store, c storeConfig) Store {
 		rs.denials = newDenialCache(r.denials)
 	}
 	if r.breakerFailures > 0 {
-		rs.breaker = &breaker{failures: r.breakerFailures, cooldown: r.breakerCooldown, clock: rs.clock}
+		rs.breaker = &breaker{failures: r.breakerFailures, cooldown: r.breakerCooldown, clock: rs.clock, log: logs{c.logger}}
 		if r.observer != nil {
 			rs.breaker.changed = r.observer.BreakerChanged
 		}

@@ -40,7 +40,7 @@ func Store(ctx context.Context, log *slog.Logger) (ratelimit.Store, func(), erro
 	url := os.Getenv("REDIS_URL")
 	if url == "" {
 		log.Info("using the memory store: limits are per instance (set REDIS_URL to share them)")
-		return ratelimit.NewMemoryStore(), func() {}, nil
+		return ratelimit.NewMemoryStore(ratelimit.WithLogger(log)), func() {}, nil
 	}
 	opts, err := redis.ParseURL(url)
 	if err != nil {
@@ -49,7 +49,7 @@ func Store(ctx context.Context, log *slog.Logger) (ratelimit.Store, func(), erro
 	// Let a slow Redis give up at the limiter's deadline (100 ms) rather than its ReadTimeout.
 	opts.ContextTimeoutEnabled = true
 	client := redis.NewClient(opts)
-	var storeOpts []ratelimit.Option
+	storeOpts := []ratelimit.Option{ratelimit.WithLogger(log)} // the breaker's lines go to the service's log
 	if prefix := os.Getenv("RATELIMIT_PREFIX"); prefix != "" {
 		storeOpts = append(storeOpts, ratelimit.WithPrefix(prefix))
 	}

@@ -82,8 +82,15 @@ func Contract(t *testing.T) {
 		if got := Statuses(t, burst+1, http.MethodGet, inst.URL+"/"); fmt.Sprint(got) != "[200 200 200 200 200 200]" {
 			t.Errorf("got %v, want every request to pass", got)
 		}
-		if !strings.Contains(inst.Log(), "rate limiting failed; the request passes") {
-			t.Errorf("the failure is not logged:\n%s", inst.Log())
+		// The service's log says what happened, with the cause, without a line per request.
+		log := inst.Log()
+		for _, want := range []string{"circuit breaker opened", "kind=unavailable", "let through unlimited (fail-open)"} {
+			if !strings.Contains(log, want) {
+				t.Errorf("the log has no %q:\n%s", want, log)
+			}
+		}
+		if n := strings.Count(log, "the store failed"); n >= burst+1 {
+			t.Errorf("%d lines for %d failed requests; want them rate-limited:\n%s", n, burst+1, log)
 		}
 	})
 }
