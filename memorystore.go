@@ -22,6 +22,8 @@ type memoryStore struct {
 	clock    Clock
 	perShard int
 	log      logs
+	observer Observer // nil: none
+	full     fullness
 }
 
 var _ Store = (*memoryStore)(nil)
@@ -87,27 +89,37 @@ const soonestKept = 64
 
 type memoryEntry struct {
 	state   algo.State
-	expires int64 // microseconds; the state is gone from then on
+	expires int64           // microseconds; the state is gone from then on
+	policy  *compiledPolicy // whose state it is: what weighs its use at the bound
 }
 
 // NewMemoryStore returns an empty store that keeps rate-limit state in this process: the
 // embedded default, for one instance or for tests. It runs the same algorithms as the Redis
-// store, to the same results. Options: [WithClock], [WithMaxKeys] ([WithPrefix] is accepted and
+// store, to the same results. Options: [WithClock], [WithMaxKeys], [WithLogger], [WithObserver] ([WithPrefix] is accepted and
 // changes nothing: the store's keys are its own); NewMemoryStore panics if one is invalid or
 // configures a guard.
 //
 // It is safe for concurrent use. All keys of one identity live in one of 64 shards under one
 // lock, so a policy list is checked atomically. Expired state is dropped as the store is used,
 // a second after it expired, or at once when its shard is full (no background goroutine,
-// nothing to close). The number of keys is bounded (see
-// [WithMaxKeys]) and live state is never evicted, since dropping it would hand its identity a
-// fresh quota: when a shard is full of live state, a request of a new identity is refused (its
-// decision denies it, with the time until room frees as RetryAfter) until state expires. A
-// flood of new identities can therefore neither grow memory past the bound nor reset anyone's
-// quota.
+// nothing to close). The number of keys is bounded (see [WithMaxKeys]). At the bound, when a
+// shard is full of live state, the store makes room for a new identity without resetting
+// anyone who has used their quota and without locking newcomers out:
+//
+//   - it forgets the least-used state among a sample of the shard, if that state has used
+//     less than half its capacity: the identity it belonged to starts afresh, so each time it
+//     is forgotten it can be admitted less than half its limit more than it should;
+//   - when every state sampled has used half or more, it decides the new identity on the
+//     shard's overflow quota: the same policies, shared by every identity the shard cannot
+//     hold, so a flood of new identities gets at most one limit per shard (64) per window
+//     between them, and exhausting it refuses only identities the store could not hold.
+//
+// It logs once when it first has to (and at most once a minute while it lasts) through
+// [WithLogger], and tells its [Observer] every identity it made room for. The overflow quota
+// keeps one key per policy and shard beside the bound.
 func NewMemoryStore(opts ...Option) Store {
 	c := newStoreConfig("NewMemoryStore", true, opts)
-	s := &memoryStore{seed: maphash.MakeSeed(), clock: c.clock, perShard: max(1, c.maxKeys/memoryShards), log: logs{c.logger}}
+	s := &memoryStore{seed: maphash.MakeSeed(), clock: c.clock, perShard: max(1, c.maxKeys/memoryShards), log: logs{c.logger}, observer: c.res.observer}
 	if s.clock == nil {
 		s.clock = defaultClock
 	}
@@ -182,10 +194,9 @@ func (s *memoryStore) Check(ctx context.Context, key string, policies []Policy, 
 			need++
 		}
 	}
-	if wait := s.makeRoom(sh, need, checks, now); wait > 0 {
-		for i := range out {
-			out[i].setMicros(false, 0, wait, wait, 0)
-		}
+	if !s.makeRoom(sh, need, checks, now) {
+		s.overflow(sh, policies, cost, now, out)
+		s.report(t)
 		return t, nil
 	}
 	for i := range policies {
@@ -195,10 +206,13 @@ func (s *memoryStore) Check(ctx context.Context, key string, policies []Policy, 
 		}
 		ttl := p.compiled.model.Charge(&p.compiled.params, &c.state, now, cost)
 		if c.entry == nil {
-			c.entry = &memoryEntry{}
+			c.entry = &memoryEntry{policy: p.compiled}
 			sh.add(string(append(id, p.tag()...)), c.entry)
 		}
 		c.entry.state, c.entry.expires = c.state, now+max(ttl, 1)
+	}
+	if s.full.evicted.Load() != 0 {
+		s.report(t)
 	}
 	return t, nil
 }
@@ -228,12 +242,12 @@ func holds(checks []checked, e *memoryEntry) bool {
 	return false
 }
 
-// makeRoom makes room in sh for need new entries of a check, dropping expired state only, and
-// never the check's own entries (ents). It returns 0 when there is room, or else how many
-// microseconds until state is due to expire. The caller holds sh.mu.
-func (s *memoryStore) makeRoom(sh *memoryShard, need int, ents []checked, now int64) int64 {
+// makeRoom makes room in sh for need new entries of a check, never dropping the check's own
+// entries (ents): it drops expired state, and at the bound the least-used state under half its
+// capacity (see evict). It reports whether there is room. The caller holds sh.mu.
+func (s *memoryStore) makeRoom(sh *memoryShard, need int, ents []checked, now int64) bool {
 	if need == 0 {
-		return 0
+		return true
 	}
 	sh.writes++
 	if sh.writes%16 == 0 {
@@ -241,12 +255,12 @@ func (s *memoryStore) makeRoom(sh *memoryShard, need int, ents []checked, now in
 	}
 	room := func() bool { return len(sh.entries) == 0 || len(sh.entries)+need <= s.perShard }
 	if room() {
-		return 0
+		return true
 	}
 	for len(sh.soonest) > 0 && !room() {
 		c := sh.soonest[len(sh.soonest)-1]
 		if c.at > now {
-			return c.at - now
+			break
 		}
 		sh.soonest = sh.soonest[:len(sh.soonest)-1]
 		if e := sh.entries[c.key]; e != nil && e.expires <= now && !holds(ents, e) {
@@ -254,16 +268,17 @@ func (s *memoryStore) makeRoom(sh *memoryShard, need int, ents []checked, now in
 		}
 	}
 	if room() {
-		return 0
+		return true
 	}
-	sh.scan(now, ents)
-	if room() {
-		return 0
+	if len(sh.soonest) == 0 || sh.soonest[len(sh.soonest)-1].at <= now {
+		sh.scan(now, ents)
 	}
-	if len(sh.soonest) == 0 {
-		return int64(time.Second / time.Microsecond) // only the check's own entries: cannot be
+	for !room() {
+		if !s.evict(sh, ents, now) {
+			return false
+		}
 	}
-	return max(sh.soonest[len(sh.soonest)-1].at-now, 1)
+	return true
 }
 
 // sweepGrace is how long after its state expired the sweep leaves an entry: an identity that
@@ -363,7 +378,7 @@ func (s *memoryStore) Renew(ctx context.Context, key string, policies []Policy, 
 		k := append(id, p.tag()...)
 		e := sh.entries[string(k)]
 		if e == nil { // the slot had expired and its state was dropped: the request still runs
-			e = &memoryEntry{}
+			e = &memoryEntry{policy: p.compiled}
 			sh.add(string(k), e)
 		} else if e.expires <= now {
 			e.state = algo.State{}

@@ -21,6 +21,11 @@ type Observer interface {
 	StoreFailed(err error)
 	// BreakerChanged reports the store's circuit breaker changing state, from one to another.
 	BreakerChanged(from, to BreakerState)
+	// MemoryStoreFull reports the memory store at its bound ([WithMaxKeys]) making room for a
+	// new identity: by forgetting the least-used state, under half its capacity, of another
+	// (overflow false), or, when every identity it holds has used more, by deciding the new
+	// one on the shared overflow quota (overflow true). See [NewMemoryStore].
+	MemoryStoreFull(overflow bool)
 }
 
 // RequestEvent is what an [Observer] is told of one request a guard answered. It is passed by

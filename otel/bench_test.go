@@ -26,6 +26,7 @@ func (nopObserver) Decided(ratelimit.DecisionEvent)            {}
 func (nopObserver) StoreFailed(error)                          {}
 func (nopObserver) BreakerChanged(_, _ ratelimit.BreakerState) {}
 func (nopObserver) Answered(ratelimit.RequestEvent)            {}
+func (nopObserver) MemoryStoreFull(bool)                       {}
 
 // BenchmarkMiddleware measures the net/http middleware with the memory store and one policy
 // that admits every request: without an observer (off), with this package's Observer over

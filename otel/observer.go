@@ -34,6 +34,7 @@ type Observer struct {
 	storeErrors  metric.Int64Counter
 	breakerOpen  metric.Int64UpDownCounter
 	transitions  metric.Int64Counter
+	memoryFull   metric.Int64Counter
 	rulesVersion metric.Int64ObservableGauge
 	rulesLoads   metric.Int64Counter
 
@@ -45,6 +46,8 @@ type Observer struct {
 	to       [3][]metric.AddOption // transitions, by the ratelimit.BreakerState changed to
 	policies observe.Policies[policyCounts]
 	version  atomic.Pointer[[]metric.ObserveOption] // those of the rules version last applied; nil before any
+	evicted  []metric.AddOption
+	overflow []metric.AddOption
 	applied  []metric.AddOption
 	rejected []metric.AddOption
 }
@@ -66,7 +69,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	m := mp.Meter(ScopeName)
 	o := &Observer{}
 	o.policies.New = newCounts // before the callback is registered
-	var errs [8]error
+	var errs [9]error
 	o.decisions, errs[0] = m.Int64ObservableCounter("ratelimit.decisions", metric.WithUnit("{decision}"),
 		metric.WithDescription("Verdicts of each rate-limit policy, by outcome and by what decided (store, denial_cache, fallback)."),
 		metric.WithInt64Callback(o.observe))
@@ -86,6 +89,8 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 		metric.WithDescription("Rate-limit rules documents applied or rejected (the last good rules stay in use), by result."))
 	o.requests, errs[7] = m.Int64Counter("ratelimit.requests", metric.WithUnit("{request}"),
 		metric.WithDescription("Requests a rate-limit guard answered, once each, by the result its client saw."))
+	o.memoryFull, errs[8] = m.Int64Counter("ratelimit.memory_store.full", metric.WithUnit("{identity}"),
+		metric.WithDescription("New identities a memory store at its bound made room for, by how: evicted (the least-used state, under half its limit, was forgotten) or overflow (decided on the shared overflow quota)."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -101,6 +106,8 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	for i := range o.to {
 		o.to[i] = addOptions(attribute.String("to", ratelimit.BreakerState(i).String()))
 	}
+	o.evicted = addOptions(attribute.String("ratelimit.memory_store.how", "evicted"))
+	o.overflow = addOptions(attribute.String("ratelimit.memory_store.how", "overflow"))
 	o.applied = addOptions(attribute.String("result", "applied"))
 	o.rejected = addOptions(attribute.String("result", "rejected"))
 	// Both series exist from the start, at 0, so that the first rejection is an increase.
@@ -208,5 +215,15 @@ func (p *policyCounts) observe(obs metric.Int64Observer) {
 		for j := range p.n[i] {
 			obs.Observe(p.n[i][j].Load(), p.opts[i][j]...)
 		}
+	}
+}
+
+// MemoryStoreFull implements [ratelimit.Observer]: ratelimit.memory_store.full counts the new
+// identities made room for, by how.
+func (o *Observer) MemoryStoreFull(overflow bool) {
+	if overflow {
+		o.memoryFull.Add(context.Background(), 1, o.overflow...)
+	} else {
+		o.memoryFull.Add(context.Background(), 1, o.evicted...)
 	}
 }

@@ -189,6 +189,7 @@ func (c *capture) Decided(e ratelimit.DecisionEvent) {
 func (c *capture) StoreFailed(error)                          {}
 func (c *capture) BreakerChanged(_, _ ratelimit.BreakerState) {}
 func (c *capture) Answered(ratelimit.RequestEvent)            {}
+func (c *capture) MemoryStoreFull(bool)                       {}
 
 // Once a policy has been seen, Decided allocates nothing, with the SDK recording.
 func TestDecidedDoesNotAllocate(t *testing.T) {

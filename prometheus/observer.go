@@ -29,6 +29,7 @@ type Observer struct {
 	storeErrors  *prometheus.CounterVec
 	breakerOpen  prometheus.Gauge
 	transitions  *prometheus.CounterVec
+	memoryFull   *prometheus.CounterVec
 	rulesVersion *prometheus.Desc
 	rulesLoads   *prometheus.CounterVec
 
@@ -38,6 +39,8 @@ type Observer struct {
 	to       [3]prometheus.Counter // transitions, by the ratelimit.BreakerState changed to
 	policies observe.Policies[policyCounters]
 	version  atomic.Pointer[string] // of the rules last applied; nil before any
+	evicted  prometheus.Counter
+	overflow prometheus.Counter
 	applied  prometheus.Counter
 	rejected prometheus.Counter
 }
@@ -98,6 +101,10 @@ func New(opts ...Option) *Observer {
 			Name: "ratelimit_breaker_transitions_total",
 			Help: "Circuit breaker changes of the rate-limit stores, by the state changed to.",
 		}, []string{"to"}),
+		memoryFull: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ratelimit_memory_store_full_total",
+			Help: "New identities a memory store at its bound made room for, by how: evicted (the least-used state, under half its limit, was forgotten) or overflow (decided on the shared overflow quota).",
+		}, []string{"how"}),
 		rulesVersion: prometheus.NewDesc("ratelimit_rules_version_info",
 			"The version of the rate-limit rules in use (the latest applied), with value 1.",
 			[]string{"version"}, nil),
@@ -118,6 +125,8 @@ func New(opts ...Option) *Observer {
 	for i := range o.to {
 		o.to[i] = o.transitions.WithLabelValues(ratelimit.BreakerState(i).String())
 	}
+	o.evicted = o.memoryFull.WithLabelValues("evicted")
+	o.overflow = o.memoryFull.WithLabelValues("overflow")
 	o.applied = o.rulesLoads.WithLabelValues("applied")
 	o.rejected = o.rulesLoads.WithLabelValues("rejected")
 	o.policies.New = o.resolve
@@ -132,6 +141,7 @@ func (o *Observer) Describe(ch chan<- *prometheus.Desc) {
 	o.storeErrors.Describe(ch)
 	o.breakerOpen.Describe(ch)
 	o.transitions.Describe(ch)
+	o.memoryFull.Describe(ch)
 	ch <- o.rulesVersion
 	o.rulesLoads.Describe(ch)
 }
@@ -144,6 +154,7 @@ func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 	o.storeErrors.Collect(ch)
 	o.breakerOpen.Collect(ch)
 	o.transitions.Collect(ch)
+	o.memoryFull.Collect(ch)
 	if v := o.version.Load(); v != nil {
 		ch <- prometheus.MustNewConstMetric(o.rulesVersion, prometheus.GaugeValue, 1, *v)
 	}
@@ -216,4 +227,14 @@ func (o *Observer) resolve(label string) *policyCounters {
 		c[i][1] = o.decisions.WithLabelValues(label, "allowed", s.String())
 	}
 	return c
+}
+
+// MemoryStoreFull implements [ratelimit.Observer]: ratelimit_memory_store_full_total counts
+// the new identities made room for, by how.
+func (o *Observer) MemoryStoreFull(overflow bool) {
+	if overflow {
+		o.overflow.Inc()
+	} else {
+		o.evicted.Inc()
+	}
 }

@@ -226,6 +226,7 @@ func (c *capture) Decided(e ratelimit.DecisionEvent) {
 func (c *capture) StoreFailed(error)                          {}
 func (c *capture) BreakerChanged(_, _ ratelimit.BreakerState) {}
 func (c *capture) Answered(ratelimit.RequestEvent)            {}
+func (c *capture) MemoryStoreFull(bool)                       {}
 
 // Once a policy has been seen, Decided allocates nothing.
 func TestDecidedDoesNotAllocate(t *testing.T) {

@@ -1,0 +1,136 @@
+package ratelimit
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit/internal/algo"
+)
+
+// What the memory store does at its bound (see [NewMemoryStore]). When a shard is full of
+// state that has not expired, a new identity must not be refused (a flood of fresh keys would
+// lock every newcomer out) and no identity that has used its quota may be forgotten (that
+// would hand it a fresh one). So the store first forgets the least-used state among a sample of
+// the shard, if that state has used less than half its capacity; and if none has, it decides
+// the new identity on the shard's overflow quota, which every identity it cannot hold shares.
+
+// evictSample is how many entries of a full shard are weighed to find the least used.
+const evictSample = 16
+
+// overflowIdentity is the identity of a shard's overflow quota, in the form of the store's own
+// keys (see appendIdentity): the byte 2 after it says that no client's identity, which ends
+// in 0 or 1, can be it.
+const overflowIdentity = "overflow\x02"
+
+// fullness is what a memory store tells of its bound: the evictions and overflow decisions
+// since it was made, and when it last logged them.
+type fullness struct {
+	evicted    atomic.Int64
+	overflowed atomic.Int64
+	logged     atomic.Int64 // Unix second of the last line; 0: never
+	lastEv     atomic.Int64 // evicted at the last line
+	lastOv     atomic.Int64 // overflowed at the last line
+}
+
+// fullLogEvery is how often a store that stays full says so again.
+const fullLogEvery = 60
+
+// evict forgets the least-used entry among a sample of sh, if it has used less than half its
+// capacity, and reports whether it did. It never forgets an entry of keep. An in-flight limit's
+// entry is weighed like any other: forgetting one that holds less than half its slots lets
+// its identity hold that many more at once. The caller holds sh.mu.
+func (s *memoryStore) evict(sh *memoryShard, keep []checked, now int64) bool {
+	var (
+		victim string
+		least  = 2.0 // more than any share
+		seen   int
+		state  algo.State
+		result algo.Result
+	)
+	for k, e := range sh.entries { // map iteration starts at a random entry
+		if e.policy == nil || holds(keep, e) {
+			continue
+		}
+		if e.expires <= now {
+			victim = k // already gone
+			break
+		}
+		state = e.state // the model reads a copy; a check of cost 0 moves nothing
+		e.policy.model.Check(&e.policy.params, &state, now, 0, &result)
+		capacity := e.policy.params.Capacity()
+		if used := float64(capacity-result.Remaining) / float64(capacity); used < least {
+			victim, least = k, used
+		}
+		if seen++; seen >= evictSample {
+			break
+		}
+	}
+	if victim == "" || least >= 0.5 {
+		return false
+	}
+	delete(sh.entries, victim)
+	s.full.evicted.Add(1)
+	if s.observer != nil {
+		s.observer.MemoryStoreFull(false)
+	}
+	return true
+}
+
+// overflow decides a check that found no room on the shard's overflow quota: the same policies,
+// under the identity overflowIdentity, charged when it allows. Its entries are not bounded by
+// the shard's room: there is one per policy of the application. The caller holds sh.mu.
+func (s *memoryStore) overflow(sh *memoryShard, policies []Policy, cost int64, now int64, out []PolicyResult) {
+	var buf [len(overflowIdentity) + 16]byte
+	id := append(buf[:0], overflowIdentity...)
+	checks := sh.work(len(policies))
+	all := true
+	for i := range policies {
+		p, c := &policies[i], &checks[i]
+		c.entry = sh.entries[string(append(id, p.tag()...))]
+		c.state = algo.State{}
+		if c.entry != nil && c.entry.expires > now {
+			c.state = c.entry.state
+		}
+		p.compiled.model.Check(&p.compiled.params, &c.state, now, cost, &c.result)
+		out[i].set(&c.result)
+		all = all && (c.result.Allowed || p.Shadow)
+	}
+	s.full.overflowed.Add(1)
+	if s.observer != nil {
+		s.observer.MemoryStoreFull(true)
+	}
+	if !all {
+		return
+	}
+	for i := range policies {
+		p, c := &policies[i], &checks[i]
+		if p.Shadow && !out[i].Allowed {
+			continue
+		}
+		ttl := p.compiled.model.Charge(&p.compiled.params, &c.state, now, cost)
+		if c.entry == nil {
+			c.entry = &memoryEntry{policy: p.compiled}
+			sh.add(string(append(id, p.tag()...)), c.entry)
+		}
+		c.entry.state, c.entry.expires = c.state, now+max(ttl, 1)
+	}
+}
+
+// report logs, once and then at most once a minute while it lasts, that the store is full.
+func (s *memoryStore) report(now time.Time) {
+	f := &s.full
+	sec, last := now.Unix(), f.logged.Load()
+	if last != 0 && sec-last < fullLogEvery || !f.logged.CompareAndSwap(last, sec) {
+		return
+	}
+	ev, ov := f.evicted.Load(), f.overflowed.Load()
+	msg := "ratelimit: the memory store is full: it forgets the least-used state (under half its limit) to serve new identities, and decides those it cannot hold on a shared overflow quota"
+	if last != 0 {
+		msg = "ratelimit: the memory store is still full"
+	}
+	s.log.get().LogAttrs(context.Background(), slog.LevelWarn, msg,
+		slog.Int("max_keys", s.perShard*memoryShards),
+		slog.Int64("evicted", ev-f.lastEv.Swap(ev)), slog.Int64("overflow_decisions", ov-f.lastOv.Swap(ov)))
+}

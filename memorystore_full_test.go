@@ -1,0 +1,146 @@
+package ratelimit_test
+
+import (
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit"
+)
+
+// fullCounter counts what a memory store at its bound tells its observer.
+type fullCounter struct {
+	answers
+	mu                 sync.Mutex
+	evicted, overflows int
+}
+
+func (f *fullCounter) MemoryStoreFull(overflow bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if overflow {
+		f.overflows++
+	} else {
+		f.evicted++
+	}
+}
+
+// A flood of a million fresh identities at the bound neither resets an exhausted identity nor
+// locks out a newcomer; an identity that used more than half its limit keeps its count; the
+// store says once that it is full, and counts what it forgot.
+func TestMemoryStoreFlood(t *testing.T) {
+	clock := newFakeClock()
+	var logged syncBuffer
+	obs := &fullCounter{}
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(clock), ratelimit.WithMaxKeys(1000),
+		ratelimit.WithObserver(obs), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+	l := mustNew(t, store, ratelimit.Policy{Limit: 5, Window: time.Hour})
+	for range 6 {
+		allow(t, l, "victim", 1)
+	}
+	for range 3 {
+		allow(t, l, "regular", 1) // 3 of 5: more than half, kept
+	}
+	const flood = 1_000_000
+	for i := range flood {
+		if !allow(t, l, "flood-"+strconv.Itoa(i), 1).Allowed {
+			t.Fatalf("flood identity %d refused: the full store locks newcomers out", i+1)
+		}
+	}
+	if d := allow(t, l, "victim", 1); d.Allowed {
+		t.Errorf("the exhausted identity was admitted after the flood: %+v", d)
+	}
+	if d := allow(t, l, "newcomer", 1); !d.Allowed || d.Remaining != 4 {
+		t.Errorf("a newcomer after the flood: %+v; want admitted with 4 left", d)
+	}
+	for i := range 3 {
+		if d := allow(t, l, "regular", 1); d.Allowed != (i < 2) {
+			t.Errorf("the regular identity's request %d after the flood: allowed %v; want its 2 left, then refused", 4+i, d.Allowed)
+		}
+	}
+	if obs.evicted < flood-1000 || obs.overflows != 0 {
+		t.Errorf("reported %d evictions, %d overflow decisions; want at least %d evictions, none on the overflow quota",
+			obs.evicted, obs.overflows, flood-1000)
+	}
+	if n := strings.Count(logged.String(), "memory store is full"); n != 1 {
+		t.Errorf("logged %d lines saying the store is full; want 1:\n%s", n, logged.String())
+	}
+}
+
+// Over-admission at the bound: an identity forgotten to make room had used less than half its
+// limit, so it gains less than half its limit each time; here 2 of 5, then 5 more.
+func TestMemoryStoreEvictionOverAdmission(t *testing.T) {
+	clock := newFakeClock()
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(clock), ratelimit.WithMaxKeys(64)) // 1 key per shard
+	l := mustNew(t, store, ratelimit.Policy{Limit: 5, Window: time.Hour, Algorithm: allAlgorithms[0]})
+	admitted := 0
+	take := func() {
+		for allow(t, l, "light", 1).Allowed {
+			admitted++
+		}
+	}
+	for range 2 {
+		if allow(t, l, "light", 1).Allowed {
+			admitted++
+		}
+	}
+	for i := 0; i < 10_000; i++ {
+		allow(t, l, "flood-"+strconv.Itoa(i), 1)
+	}
+	take()
+	if admitted > 5+2 {
+		t.Errorf("the forgotten identity was admitted %d times in its window; want at most 7 (5, and the 2 it had used)", admitted)
+	}
+	if admitted <= 5 {
+		t.Logf("the light identity was not forgotten (%d admitted)", admitted)
+	}
+}
+
+// When every identity a full shard holds has used half its limit or more, a new identity is
+// decided on the shard's overflow quota: newcomers share it, so over the whole store they get
+// at most one limit per shard per window, and nobody is forgotten.
+func TestMemoryStoreOverflow(t *testing.T) {
+	clock := newFakeClock()
+	obs := &fullCounter{}
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(clock), ratelimit.WithMaxKeys(64), ratelimit.WithObserver(obs))
+	l := mustNew(t, store, ratelimit.Policy{Limit: 2, Window: time.Hour})
+	// Exhaust identities until a shard is full of them.
+	var held []string
+	admitted := 0
+	for i := 0; obs.overflows == 0; i++ {
+		id := "heavy-" + strconv.Itoa(i)
+		for range 2 {
+			if allow(t, l, id, 1).Allowed {
+				admitted++
+			}
+		}
+		held = append(held, id)
+	}
+	newcomers := 0
+	for i := range 1000 {
+		if allow(t, l, "newcomer-"+strconv.Itoa(i), 1).Allowed {
+			newcomers++
+		}
+	}
+	// Each shard holds one identity (its limit, 2) and has an overflow quota (2 more).
+	if admitted+newcomers > 64*(2+2) || newcomers == 0 || obs.overflows < 1000-64 {
+		t.Errorf("admitted %d requests of exhausted identities and %d newcomers, %d decided on the overflow quota; want some newcomers, at most 256 in all",
+			admitted, newcomers, obs.overflows)
+	}
+	for _, id := range held[:len(held)-1] { // the last may itself have been decided on the overflow quota
+		if allow(t, l, id, 1).Allowed {
+			t.Fatalf("%s, exhausted, was admitted: the full store forgot it", id)
+		}
+	}
+	if obs.evicted != 0 {
+		t.Errorf("%d identities forgotten; want none (every one had used its limit)", obs.evicted)
+	}
+	// The overflow quota refills with its window.
+	clock.Advance(time.Hour)
+	if !allow(t, l, "newcomer-later", 1).Allowed {
+		t.Error("a newcomer an hour later was refused")
+	}
+}
