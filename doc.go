@@ -16,7 +16,7 @@
 // [Middleware] puts a limiter in front of a net/http handler: it takes the key from the request
 // through a [KeyFunc] (by default the client IP: the connection's address, or the address that
 // proxies named by [TrustProxies] forwarded), writes X-RateLimit-Limit, X-RateLimit-Remaining
-// and X-RateLimit-Reset on every response, answers 429 with an honest Retry-After, and hands
+// and X-RateLimit-Reset on every response the limiter decided (see [Result]), answers 429 with an honest Retry-After, and hands
 // the handler its [Decision] ([DecisionFrom]):
 //
 //	http.ListenAndServe(":8080", ratelimit.Middleware(limiter)(mux))
