@@ -13,13 +13,17 @@ const apiKeyHeader = "X-API-Key"
 
 // keyPart returns the key function of one part of a rule's key, as written in the file, and
 // the part's identity (two parts with one identity are the same part: "api_key" and
-// "header:x-api-key"). The error says what is wrong with the part.
-func keyPart(spec string, o *options) (ratelimit.KeyFunc, string, error) {
+// "header:x-api-key"). pattern is the rule's match pattern. The error says what is wrong with
+// the part.
+func keyPart(spec, pattern string, o *options) (ratelimit.KeyFunc, string, error) {
 	switch spec {
 	case "ip":
 		return ratelimit.KeyByIP(), spec, nil
 	case "route":
-		return ratelimit.KeyByRoute(), spec, nil
+		if pattern == "" {
+			return nil, "", fmt.Errorf(`"route" keys by the pattern the rule matched, and the rule has no match.pattern; give it one, or key by something else`)
+		}
+		return byPattern(pattern), spec, nil
 	case "method":
 		return ratelimit.KeyByMethod(), spec, nil
 	case "api_key":
@@ -39,6 +43,23 @@ func keyPart(spec string, o *options) (ratelimit.KeyFunc, string, error) {
 	}
 	return nil, "", fmt.Errorf("unknown key %q; want ip, route, method, user, api_key or header:<Name>", clip(spec))
 }
+
+// byPattern keys a request by the pattern its rule matched, as ratelimit.KeyByRoute keys it
+// by the route its router matched ("route:/search/{q}" for "GET /search/{q}"): the engine
+// matches before any router has routed the request, so the request's own route is not known
+// yet in front of a ServeMux, and a key must not depend on where the middleware sits.
+func byPattern(pattern string) ratelimit.KeyFunc {
+	byRoute := ratelimit.KeyByRoute()
+	return func(r ratelimit.Request) (string, error) { return byRoute(matched{r, pattern}) }
+}
+
+// matched is a request seen with the pattern of the rule that matched it as its route.
+type matched struct {
+	ratelimit.Request
+	pattern string
+}
+
+func (m matched) Route() string { return m.pattern }
 
 // keyByHeader is ratelimit.KeyByHeader, which panics on a name that is not a header name:
 // the core's own rule decides which names are valid.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/a7d3e0dd/ratelimit"
@@ -22,7 +23,8 @@ func keyRequest() *http.Request {
 }
 
 // Each key part gives the key of the core function it names, and several are joined as
-// KeyJoin joins them.
+// KeyJoin joins them. "route" is the pattern the rule matched, which here is the route the
+// request's router matched too.
 func TestKeyFuncIsTheCoreKeyFunc(t *testing.T) {
 	for _, tc := range []struct {
 		key  string // the key field, as YAML
@@ -40,7 +42,7 @@ func TestKeyFuncIsTheCoreKeyFunc(t *testing.T) {
 		{`[ip, route, method, user, "header:X-Tenant"]`, ratelimit.KeyJoin(ratelimit.KeyByIP(), ratelimit.KeyByRoute(),
 			ratelimit.KeyByMethod(), ratelimit.KeyByUser(userKey{}), ratelimit.KeyByHeader("X-Tenant"))},
 	} {
-		doc := fmt.Sprintf("rules: [{name: a, key: %s, policies: [{limit: 1, window: 1s}]}]", tc.key)
+		doc := fmt.Sprintf("rules: [{name: a, match: {pattern: 'PATCH /items/{id}'}, key: %s, policies: [{limit: 1, window: 1s}]}]", tc.key)
 		s, err := Parse("limits.yaml", []byte(doc), WithUserKey(userKey{}))
 		if err != nil {
 			t.Fatalf("key %s: %v", tc.key, err)
@@ -51,6 +53,19 @@ func TestKeyFuncIsTheCoreKeyFunc(t *testing.T) {
 		if got != want || gotErr != wantErr || got == "" {
 			t.Errorf("key %s: got %q (%v), the core's %q (%v)", tc.key, got, gotErr, want, wantErr)
 		}
+	}
+}
+
+// "route" is the pattern the rule matched even when no router has routed the request yet (a
+// middleware around a ServeMux): the key does not depend on where the middleware sits.
+func TestRouteKeyIsTheRulesPattern(t *testing.T) {
+	s := mustParseString(t, "rules: [{name: a, match: {pattern: 'PATCH /items/{id}'}, key: [api_key, route], policies: [{limit: 1, window: 1s}]}]")
+	routed, unrouted := keyRequest(), keyRequest()
+	unrouted.Pattern = ""
+	a, errA := s.rules[0].KeyFunc()(request{routed})
+	b, errB := s.rules[0].KeyFunc()(request{unrouted})
+	if a != b || errA != nil || errB != nil || !strings.Contains(a, "route:/items/{id}") {
+		t.Errorf("routed %q (%v), not yet routed %q (%v); want one key with route:/items/{id}", a, errA, b, errB)
 	}
 }
 

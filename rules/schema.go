@@ -86,7 +86,7 @@ func (c *checker) rule(n *yaml.Node, path string) (Rule, written) {
 		}
 	}
 	if v := f["key"]; present(v) {
-		r.Key, r.key = c.key(v, path+".key")
+		r.Key, r.key = c.key(v, path+".key", r.Pattern)
 	} else {
 		c.missing(n, v, path+".key")
 	}
@@ -122,8 +122,9 @@ func (c *checker) rule(n *yaml.Node, path string) (Rule, written) {
 	return r, w
 }
 
-// key reads a rule's key: one part, or a list of one to maxKeyParts parts.
-func (c *checker) key(n *yaml.Node, path string) ([]string, ratelimit.KeyFunc) {
+// key reads a rule's key: one part, or a list of one to maxKeyParts parts. pattern is the
+// rule's match pattern, which the part "route" keys by.
+func (c *checker) key(n *yaml.Node, path, pattern string) ([]string, ratelimit.KeyFunc) {
 	n = deref(n)
 	items := []*yaml.Node{n}
 	single := n.Kind != yaml.SequenceNode
@@ -152,7 +153,7 @@ func (c *checker) key(n *yaml.Node, path string) ([]string, ratelimit.KeyFunc) {
 			continue
 		}
 		specs = append(specs, spec)
-		fn, id, err := keyPart(spec, &c.opts)
+		fn, id, err := keyPart(spec, pattern, &c.opts)
 		if err != nil {
 			c.add(item, p, "%v", err)
 			ok = false
