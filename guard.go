@@ -42,6 +42,9 @@ type Guard struct {
 	deny    func(Request, Decision) (int, string, []byte)
 	onError func(Request, error)
 	log     logs
+	routes  Router // WithRoutes; nil: none
+	// fallbacks are the reasons of falling back to the client IP logged so far.
+	fallbacks keyFallbacks
 
 	shapes     bool          // a policy of the guard may hold a request for its slot (shaping)
 	slotWait   time.Duration // WaitForSlot: how long a request may wait for an in-flight slot
@@ -69,7 +72,7 @@ func NewGuard(l *Limiter, opts ...Option) (*Guard, error) {
 		limiter: l, observer: observerOf(l.store), clock: clockOf(l.store), local: isLocal(l.store), timeout: c.timeout,
 		key: c.key, ip: c.ip.resolver(), reject: c.missingStatus != 0, cost: c.cost, skip: c.skip,
 		countIf: c.countIf, deny: c.deny, onError: c.onError, slotWait: c.slotWait, slotStatus: c.slotStatus,
-		headers: c.headers, problem: c.problem, failStatus: c.failStatus,
+		headers: c.headers, problem: c.problem, failStatus: c.failStatus, routes: c.routes,
 	}
 	g.log = loggerOf(l.store)
 	if c.logger != nil {
@@ -221,6 +224,9 @@ func (g *Guard) keyOf(r Request) (string, error) {
 		key, err = g.key(g.keyRequest(r))
 		if errors.Is(err, ErrNoKey) && g.reject {
 			return "", ErrNoKey
+		}
+		if errors.Is(err, ErrNoKey) {
+			g.fellBack(r, err)
 		}
 	}
 	if g.key == nil || errors.Is(err, ErrNoKey) {

@@ -73,7 +73,7 @@ func KeyByHeader(name string) KeyFunc {
 	return func(r Request) (string, error) {
 		v := r.Header(canonical)
 		if v == "" {
-			return "", ErrNoKey
+			return "", errNoHeader
 		}
 		if len(v) <= maxKeyBytes && strings.IndexByte(v, ',') >= 0 {
 			// The value is a secret, often: say nothing of it.
@@ -147,7 +147,7 @@ func KeyByUser(key any) KeyFunc {
 			}
 		}
 		if id == "" {
-			return "", ErrNoKey
+			return "", errNoUser
 		}
 		return boundedKey("user:", id, "user id")
 	}
@@ -181,8 +181,10 @@ func idOfKind(v any) (string, bool) {
 // in net/http, Gin, Echo and Fiber, whose route templates have no method.
 //
 // A request whose route is unknown has no key ([ErrNoKey]). With net/http the route is known
-// inside a ServeMux: put the middleware on the handler you register, not around the mux.
-// Around the mux every request is limited by its client IP instead (see [WithKey]).
+// inside a ServeMux: put the middleware on the handler you register, or give middleware
+// around the mux the mux itself ([WithRoutes]). Otherwise every request is limited by its
+// client IP instead (see [WithKey]), which the guard logs once and counts
+// ([Observer.KeyFellBack]).
 func KeyByRoute() KeyFunc {
 	return func(r Request) (string, error) {
 		route := r.Route()
@@ -191,7 +193,7 @@ func KeyByRoute() KeyFunc {
 		}
 		switch {
 		case route == "":
-			return "", ErrNoKey
+			return "", errNoRoute
 		case len(route) > maxKeyPart:
 			return boundedKey("route:", route, "route")
 		}
@@ -272,13 +274,15 @@ func KeyOr(fns ...KeyFunc) KeyFunc {
 	checkKeyFuncs("KeyOr", fns)
 	fns = append([]KeyFunc(nil), fns...)
 	return func(r Request) (string, error) {
+		var none error
 		for _, fn := range fns {
 			key, err := fn(r)
 			if !errors.Is(err, ErrNoKey) {
 				return key, err
 			}
+			none = err // the last one's reason
 		}
-		return "", ErrNoKey
+		return "", none
 	}
 }
 

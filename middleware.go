@@ -48,7 +48,13 @@ type limitHandler struct {
 }
 
 func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	o := h.g.Check(httpRequest{r})
+	var o Outcome
+	if h.g.routes != nil && r.Pattern == "" {
+		_, pattern := h.g.routes.Handler(r)
+		o = h.g.Check(routedRequest{httpRequest{r}, pattern})
+	} else {
+		o = h.g.Check(httpRequest{r})
+	}
 	if !o.Proceed || o.Decision.n == 0 {
 		// Refused, or let through without a decision (skipped, failed open): there is no
 		// decision to hand over, and Write answers a refusal whole.

@@ -26,6 +26,10 @@ type Observer interface {
 	// (overflow false), or, when every identity it holds has used more, by deciding the new
 	// one on the shared overflow quota (overflow true). See [NewMemoryStore].
 	MemoryStoreFull(overflow bool)
+	// KeyFellBack reports a request for which the guard's key function found no key, and
+	// which the guard limited by its client IP instead; reason is one of
+	// [KeyFallbackReasons]. A guard also logs each reason once.
+	KeyFellBack(reason string)
 }
 
 // RequestEvent is what an [Observer] is told of one request a guard answered. It is passed by

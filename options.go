@@ -40,6 +40,7 @@ type guardConfig struct {
 	tierLimiters  map[string]*Limiter
 	resolver      *Resolver // WithResolver
 	logger        *slog.Logger
+	routes        Router // WithRoutes
 }
 
 // newGuardConfig applies opts to a guard's defaults and checks them against each other and

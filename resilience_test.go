@@ -57,6 +57,7 @@ func (r *recorder) BreakerChanged(_, to ratelimit.BreakerState) {
 
 func (r *recorder) Answered(ratelimit.RequestEvent) {}
 func (r *recorder) MemoryStoreFull(bool)            {}
+func (r *recorder) KeyFellBack(string)              {}
 
 func (r *recorder) snapshot() (sources map[ratelimit.Source]int, failures []error, breaker []ratelimit.BreakerState) {
 	r.mu.Lock()

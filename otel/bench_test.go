@@ -27,6 +27,7 @@ func (nopObserver) StoreFailed(error)                          {}
 func (nopObserver) BreakerChanged(_, _ ratelimit.BreakerState) {}
 func (nopObserver) Answered(ratelimit.RequestEvent)            {}
 func (nopObserver) MemoryStoreFull(bool)                       {}
+func (nopObserver) KeyFellBack(string)                         {}
 
 // BenchmarkMiddleware measures the net/http middleware with the memory store and one policy
 // that admits every request: without an observer (off), with this package's Observer over

@@ -35,6 +35,7 @@ type Observer struct {
 	breakerOpen  metric.Int64UpDownCounter
 	transitions  metric.Int64Counter
 	memoryFull   metric.Int64Counter
+	keyFallback  metric.Int64Counter
 	rulesVersion metric.Int64ObservableGauge
 	rulesLoads   metric.Int64Counter
 
@@ -46,6 +47,7 @@ type Observer struct {
 	to       [3][]metric.AddOption // transitions, by the ratelimit.BreakerState changed to
 	policies observe.Policies[policyCounts]
 	version  atomic.Pointer[[]metric.ObserveOption] // those of the rules version last applied; nil before any
+	fellBack map[string][]metric.AddOption          // by reason
 	evicted  []metric.AddOption
 	overflow []metric.AddOption
 	applied  []metric.AddOption
@@ -69,7 +71,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	m := mp.Meter(ScopeName)
 	o := &Observer{}
 	o.policies.New = newCounts // before the callback is registered
-	var errs [9]error
+	var errs [10]error
 	o.decisions, errs[0] = m.Int64ObservableCounter("ratelimit.decisions", metric.WithUnit("{decision}"),
 		metric.WithDescription("Verdicts of each rate-limit policy, by outcome and by what decided (store, denial_cache, fallback)."),
 		metric.WithInt64Callback(o.observe))
@@ -91,6 +93,8 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 		metric.WithDescription("Requests a rate-limit guard answered, once each, by the result its client saw."))
 	o.memoryFull, errs[8] = m.Int64Counter("ratelimit.memory_store.full", metric.WithUnit("{identity}"),
 		metric.WithDescription("New identities a memory store at its bound made room for, by how: evicted (the least-used state, under half its limit, was forgotten) or overflow (decided on the shared overflow quota)."))
+	o.keyFallback, errs[9] = m.Int64Counter("ratelimit.key.fallbacks", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests whose key function found no key, limited by their client IP instead, by reason (no_header, no_user, no_route, no_key)."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -105,6 +109,10 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	}
 	for i := range o.to {
 		o.to[i] = addOptions(attribute.String("to", ratelimit.BreakerState(i).String()))
+	}
+	o.fellBack = map[string][]metric.AddOption{}
+	for _, r := range ratelimit.KeyFallbackReasons() {
+		o.fellBack[r] = addOptions(attribute.String("ratelimit.key.fallback_reason", r))
 	}
 	o.evicted = addOptions(attribute.String("ratelimit.memory_store.how", "evicted"))
 	o.overflow = addOptions(attribute.String("ratelimit.memory_store.how", "overflow"))
@@ -225,5 +233,13 @@ func (o *Observer) MemoryStoreFull(overflow bool) {
 		o.memoryFull.Add(context.Background(), 1, o.overflow...)
 	} else {
 		o.memoryFull.Add(context.Background(), 1, o.evicted...)
+	}
+}
+
+// KeyFellBack implements [ratelimit.Observer]: ratelimit.key.fallbacks counts the requests
+// limited by their client IP instead of their key, by reason.
+func (o *Observer) KeyFellBack(reason string) {
+	if opts, ok := o.fellBack[reason]; ok {
+		o.keyFallback.Add(context.Background(), 1, opts...)
 	}
 }

@@ -30,6 +30,7 @@ type Observer struct {
 	breakerOpen  prometheus.Gauge
 	transitions  *prometheus.CounterVec
 	memoryFull   *prometheus.CounterVec
+	keyFallback  *prometheus.CounterVec
 	rulesVersion *prometheus.Desc
 	rulesLoads   *prometheus.CounterVec
 
@@ -38,7 +39,8 @@ type Observer struct {
 	errors   [len(observe.Kinds)]prometheus.Counter
 	to       [3]prometheus.Counter // transitions, by the ratelimit.BreakerState changed to
 	policies observe.Policies[policyCounters]
-	version  atomic.Pointer[string] // of the rules last applied; nil before any
+	version  atomic.Pointer[string]        // of the rules last applied; nil before any
+	fellBack map[string]prometheus.Counter // by reason
 	evicted  prometheus.Counter
 	overflow prometheus.Counter
 	applied  prometheus.Counter
@@ -105,6 +107,10 @@ func New(opts ...Option) *Observer {
 			Name: "ratelimit_memory_store_full_total",
 			Help: "New identities a memory store at its bound made room for, by how: evicted (the least-used state, under half its limit, was forgotten) or overflow (decided on the shared overflow quota).",
 		}, []string{"how"}),
+		keyFallback: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ratelimit_key_fallbacks_total",
+			Help: "Requests whose key function found no key, limited by their client IP instead, by reason (no_header, no_user, no_route, no_key).",
+		}, []string{"reason"}),
 		rulesVersion: prometheus.NewDesc("ratelimit_rules_version_info",
 			"The version of the rate-limit rules in use (the latest applied), with value 1.",
 			[]string{"version"}, nil),
@@ -125,6 +131,10 @@ func New(opts ...Option) *Observer {
 	for i := range o.to {
 		o.to[i] = o.transitions.WithLabelValues(ratelimit.BreakerState(i).String())
 	}
+	o.fellBack = map[string]prometheus.Counter{}
+	for _, r := range ratelimit.KeyFallbackReasons() {
+		o.fellBack[r] = o.keyFallback.WithLabelValues(r)
+	}
 	o.evicted = o.memoryFull.WithLabelValues("evicted")
 	o.overflow = o.memoryFull.WithLabelValues("overflow")
 	o.applied = o.rulesLoads.WithLabelValues("applied")
@@ -142,6 +152,7 @@ func (o *Observer) Describe(ch chan<- *prometheus.Desc) {
 	o.breakerOpen.Describe(ch)
 	o.transitions.Describe(ch)
 	o.memoryFull.Describe(ch)
+	o.keyFallback.Describe(ch)
 	ch <- o.rulesVersion
 	o.rulesLoads.Describe(ch)
 }
@@ -155,6 +166,7 @@ func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 	o.breakerOpen.Collect(ch)
 	o.transitions.Collect(ch)
 	o.memoryFull.Collect(ch)
+	o.keyFallback.Collect(ch)
 	if v := o.version.Load(); v != nil {
 		ch <- prometheus.MustNewConstMetric(o.rulesVersion, prometheus.GaugeValue, 1, *v)
 	}
@@ -236,5 +248,13 @@ func (o *Observer) MemoryStoreFull(overflow bool) {
 		o.overflow.Inc()
 	} else {
 		o.evicted.Inc()
+	}
+}
+
+// KeyFellBack implements [ratelimit.Observer]: ratelimit_key_fallbacks_total counts the
+// requests limited by their client IP instead of their key, by reason.
+func (o *Observer) KeyFellBack(reason string) {
+	if c, ok := o.fellBack[reason]; ok {
+		c.Inc()
 	}
 }
