@@ -150,6 +150,7 @@ func (nopObserver) BreakerChanged(_, _ ratelimit.BreakerState) {}
 func (nopObserver) Answered(ratelimit.RequestEvent)            {}
 func (nopObserver) MemoryStoreFull(bool)                       {}
 func (nopObserver) KeyFellBack(string)                         {}
+func (nopObserver) RedisEvictionPolicy(string, bool)           {}
 
 // BenchmarkOutage measures what a Redis outage adds to a request once the breaker is open:
 // Redis black-holed (connections accepted, never answered), the breaker open, decisions from the

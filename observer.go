@@ -30,6 +30,12 @@ type Observer interface {
 	// which the guard limited by its client IP instead; reason is one of
 	// [KeyFallbackReasons]. A guard also logs each reason once.
 	KeyFellBack(reason string)
+	// RedisEvictionPolicy reports the maxmemory-policy of the Redis servers a store writes to
+	// (several, comma-separated, when they differ), read on the store's first check and again
+	// every few minutes, when it changes; "" when it could not be read. evicts reports whether
+	// Redis may evict the limiter's keys (any policy but noeviction), handing their identities
+	// fresh quotas.
+	RedisEvictionPolicy(policy string, evicts bool)
 }
 
 // RequestEvent is what an [Observer] is told of one request a guard answered. It is passed by

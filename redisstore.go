@@ -28,6 +28,9 @@ type redisStore struct {
 	direct bool
 	log    logs
 	dials  *dialWatch // nil: the client takes no hooks
+	// observer is the store's, for what only the store knows (its servers' eviction policy).
+	observer Observer
+	eviction evictionCheck
 }
 
 var _ Store = (*redisStore)(nil)
@@ -60,7 +63,10 @@ func NewRedisStore(client redis.Scripter, opts ...Option) Store {
 	if p, ok := client.(pipeliner); ok {
 		calls.send = sender(p) // see redisbatch.go
 	}
-	return resilient(&redisStore{client: client, calls: calls, prefix: c.prefix, clock: c.clock, direct: honoursDeadlines(client), log: logs{c.logger}, dials: watchDials(client)}, c)
+	s := &redisStore{client: client, calls: calls, prefix: c.prefix, clock: c.clock, direct: honoursDeadlines(client), log: logs{c.logger}, dials: watchDials(client),
+		observer: c.res.observer}
+	s.startEviction()
+	return resilient(s, c)
 }
 
 // sender returns how a store sends its calls over client: through a batcher per node where
@@ -142,6 +148,7 @@ func (s *redisStore) Check(ctx context.Context, key string, policies []Policy, c
 	if err != nil {
 		return time.Time{}, err
 	}
+	s.checkEviction()
 	v, err := s.run(ctx, checkScript, args)
 	if err == nil {
 		return decodeCheck(v, out[:len(policies)])

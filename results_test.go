@@ -22,6 +22,7 @@ func (a *answers) StoreFailed(error)                          {}
 func (a *answers) BreakerChanged(_, _ ratelimit.BreakerState) {}
 func (a *answers) MemoryStoreFull(bool)                       {}
 func (a *answers) KeyFellBack(string)                         {}
+func (a *answers) RedisEvictionPolicy(string, bool)           {}
 func (a *answers) Answered(e ratelimit.RequestEvent) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -36,6 +36,7 @@ type Observer struct {
 	transitions  metric.Int64Counter
 	memoryFull   metric.Int64Counter
 	keyFallback  metric.Int64Counter
+	evictable    metric.Int64ObservableGauge
 	rulesVersion metric.Int64ObservableGauge
 	rulesLoads   metric.Int64Counter
 
@@ -48,6 +49,7 @@ type Observer struct {
 	policies observe.Policies[policyCounts]
 	version  atomic.Pointer[[]metric.ObserveOption] // those of the rules version last applied; nil before any
 	fellBack map[string][]metric.AddOption          // by reason
+	eviction atomic.Pointer[evictionObs]            // the servers' maxmemory-policy last read; nil before any
 	evicted  []metric.AddOption
 	overflow []metric.AddOption
 	applied  []metric.AddOption
@@ -71,7 +73,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	m := mp.Meter(ScopeName)
 	o := &Observer{}
 	o.policies.New = newCounts // before the callback is registered
-	var errs [10]error
+	var errs [11]error
 	o.decisions, errs[0] = m.Int64ObservableCounter("ratelimit.decisions", metric.WithUnit("{decision}"),
 		metric.WithDescription("Verdicts of each rate-limit policy, by outcome and by what decided (store, denial_cache, fallback)."),
 		metric.WithInt64Callback(o.observe))
@@ -95,6 +97,9 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 		metric.WithDescription("New identities a memory store at its bound made room for, by how: evicted (the least-used state, under half its limit, was forgotten) or overflow (decided on the shared overflow quota)."))
 	o.keyFallback, errs[9] = m.Int64Counter("ratelimit.key.fallbacks", metric.WithUnit("{request}"),
 		metric.WithDescription("Requests whose key function found no key, limited by their client IP instead, by reason (no_header, no_user, no_route, no_key)."))
+	o.evictable, errs[10] = m.Int64ObservableGauge("ratelimit.redis.evictable", metric.WithUnit("1"),
+		metric.WithDescription("1 when the Redis servers of a store may evict the limiter's keys (maxmemory-policy is not noeviction), handing their identities fresh quotas; 0 when they may not."),
+		metric.WithInt64Callback(o.observeEviction))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -242,4 +247,33 @@ func (o *Observer) KeyFellBack(reason string) {
 	if opts, ok := o.fellBack[reason]; ok {
 		o.keyFallback.Add(context.Background(), 1, opts...)
 	}
+}
+
+// evictionObs is the maxmemory-policy last read, as ratelimit.redis.evictable reports it.
+type evictionObs struct {
+	value int64
+	opts  []metric.ObserveOption
+}
+
+// RedisEvictionPolicy implements [ratelimit.Observer]: ratelimit.redis.evictable reports the
+// policy last read (attribute ratelimit.redis.maxmemory_policy, "unknown" when it could not
+// be read) in place of the one before.
+func (o *Observer) RedisEvictionPolicy(policy string, evicts bool) {
+	if policy == "" {
+		policy = "unknown"
+	}
+	e := &evictionObs{opts: []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(
+		attribute.String("ratelimit.redis.maxmemory_policy", policy)))}}
+	if evicts {
+		e.value = 1
+	}
+	o.eviction.Store(e)
+}
+
+// observeEviction reports the policy last read: the callback of ratelimit.redis.evictable.
+func (o *Observer) observeEviction(_ context.Context, obs metric.Int64Observer) error {
+	if e := o.eviction.Load(); e != nil {
+		obs.Observe(e.value, e.opts...)
+	}
+	return nil
 }

@@ -26,6 +26,7 @@ func (nopObserver) BreakerChanged(_, _ ratelimit.BreakerState) {}
 func (nopObserver) Answered(ratelimit.RequestEvent)            {}
 func (nopObserver) MemoryStoreFull(bool)                       {}
 func (nopObserver) KeyFellBack(string)                         {}
+func (nopObserver) RedisEvictionPolicy(string, bool)           {}
 
 // BenchmarkMiddleware measures the net/http middleware with the memory store and one policy
 // that admits every request: without an observer (off), with this package's Observer (on),

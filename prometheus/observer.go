@@ -31,6 +31,7 @@ type Observer struct {
 	transitions  *prometheus.CounterVec
 	memoryFull   *prometheus.CounterVec
 	keyFallback  *prometheus.CounterVec
+	evictable    *prometheus.Desc
 	rulesVersion *prometheus.Desc
 	rulesLoads   *prometheus.CounterVec
 
@@ -41,6 +42,7 @@ type Observer struct {
 	policies observe.Policies[policyCounters]
 	version  atomic.Pointer[string]        // of the rules last applied; nil before any
 	fellBack map[string]prometheus.Counter // by reason
+	eviction atomic.Pointer[eviction]      // the servers' maxmemory-policy last read; nil before any
 	evicted  prometheus.Counter
 	overflow prometheus.Counter
 	applied  prometheus.Counter
@@ -111,6 +113,9 @@ func New(opts ...Option) *Observer {
 			Name: "ratelimit_key_fallbacks_total",
 			Help: "Requests whose key function found no key, limited by their client IP instead, by reason (no_header, no_user, no_route, no_key).",
 		}, []string{"reason"}),
+		evictable: prometheus.NewDesc("ratelimit_redis_evictable",
+			"1 when the Redis servers of a store may evict the limiter's keys (maxmemory-policy is not noeviction), handing their identities fresh quotas; 0 when they may not; the policy as read, \"unknown\" when it could not be.",
+			[]string{"policy"}, nil),
 		rulesVersion: prometheus.NewDesc("ratelimit_rules_version_info",
 			"The version of the rate-limit rules in use (the latest applied), with value 1.",
 			[]string{"version"}, nil),
@@ -153,6 +158,7 @@ func (o *Observer) Describe(ch chan<- *prometheus.Desc) {
 	o.transitions.Describe(ch)
 	o.memoryFull.Describe(ch)
 	o.keyFallback.Describe(ch)
+	ch <- o.evictable
 	ch <- o.rulesVersion
 	o.rulesLoads.Describe(ch)
 }
@@ -167,6 +173,9 @@ func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 	o.transitions.Collect(ch)
 	o.memoryFull.Collect(ch)
 	o.keyFallback.Collect(ch)
+	if e := o.eviction.Load(); e != nil {
+		ch <- prometheus.MustNewConstMetric(o.evictable, prometheus.GaugeValue, e.value, e.policy)
+	}
 	if v := o.version.Load(); v != nil {
 		ch <- prometheus.MustNewConstMetric(o.rulesVersion, prometheus.GaugeValue, 1, *v)
 	}
@@ -257,4 +266,23 @@ func (o *Observer) KeyFellBack(reason string) {
 	if c, ok := o.fellBack[reason]; ok {
 		c.Inc()
 	}
+}
+
+// eviction is the maxmemory-policy last read, as ratelimit_redis_evictable shows it.
+type eviction struct {
+	policy string
+	value  float64
+}
+
+// RedisEvictionPolicy implements [ratelimit.Observer]: ratelimit_redis_evictable shows the
+// policy last read in place of the one before.
+func (o *Observer) RedisEvictionPolicy(policy string, evicts bool) {
+	e := &eviction{policy: strings.ToValidUTF8(policy, "\uFFFD")}
+	if policy == "" {
+		e.policy = "unknown"
+	}
+	if evicts {
+		e.value = 1
+	}
+	o.eviction.Store(e)
 }

@@ -228,6 +228,7 @@ func (c *capture) BreakerChanged(_, _ ratelimit.BreakerState) {}
 func (c *capture) Answered(ratelimit.RequestEvent)            {}
 func (c *capture) MemoryStoreFull(bool)                       {}
 func (c *capture) KeyFellBack(string)                         {}
+func (c *capture) RedisEvictionPolicy(string, bool)           {}
 
 // Once a policy has been seen, Decided allocates nothing.
 func TestDecidedDoesNotAllocate(t *testing.T) {

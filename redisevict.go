@@ -1,0 +1,141 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Every key the Redis store writes has a TTL, so any maxmemory-policy but noeviction
+// (volatile-lru, the default of managed services, as much as allkeys-lru) lets Redis evict
+// live counters under memory pressure, handing their identities fresh quotas. The store reads
+// the policy when it is made and again at most every evictionRecheck (when a check finds a
+// read due), each time in a goroutine of one call, and says so once when it can evict, when
+// the server refuses to tell, and when it changes. A Redis that cannot be reached is asked
+// again at the next check after evictionRetry.
+
+// How often the store reads the servers' maxmemory-policy again: after a read, and after a
+// read that could not reach them.
+const (
+	evictionRecheck = 5 * time.Minute
+	evictionRetry   = 10 * time.Second
+)
+
+// evictionCheck is what the store knows of its servers' maxmemory-policy.
+type evictionCheck struct {
+	next atomic.Int64 // Unix nanoseconds of the next read; 0: at the first check
+	mu   sync.Mutex   // one read at a time
+	seen string       // what was last reported, "" before any
+}
+
+// startEviction starts the first read of the servers' maxmemory-policy.
+func (s *redisStore) startEviction() {
+	s.eviction.next.Store(s.now() + int64(evictionRecheck))
+	go s.readEviction()
+}
+
+// checkEviction starts a read of the servers' maxmemory-policy when one is due.
+func (s *redisStore) checkEviction() {
+	now := s.now()
+	next := s.eviction.next.Load()
+	if now < next || !s.eviction.next.CompareAndSwap(next, now+int64(evictionRecheck)) {
+		return
+	}
+	go s.readEviction()
+}
+
+// now returns the time that schedules the reads: the injected clock's, or the system's.
+func (s *redisStore) now() int64 {
+	if s.clock != nil {
+		return s.clock.Now().UnixNano()
+	}
+	return time.Now().UnixNano()
+}
+
+// readEviction reads the maxmemory-policy of every server the store writes to, and reports
+// what changed.
+func (s *redisStore) readEviction() {
+	s.eviction.mu.Lock()
+	defer s.eviction.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	policies, err := maxmemoryPolicies(ctx, s.client)
+	if err != nil {
+		if k := kindOf(err); k == ErrStoreUnavailable || k == ErrStoreTimeout {
+			s.eviction.next.Store(s.now() + int64(evictionRetry)) // down, not refusing: ask again soon
+			return
+		}
+	}
+	seen := strings.Join(policies, ",")
+	if err != nil {
+		seen = "unknown"
+	}
+	if seen == s.eviction.seen {
+		return
+	}
+	s.eviction.seen = seen
+	evicts := slices.ContainsFunc(policies, func(p string) bool { return p != "noeviction" })
+	log := s.log.get()
+	switch {
+	case err != nil:
+		log.LogAttrs(ctx, slog.LevelWarn, "ratelimit: the Redis maxmemory-policy could not be read (CONFIG GET refused?); if it is not noeviction, Redis may evict live counters under memory pressure and hand their identities fresh quotas",
+			slog.String("error", err.Error()))
+	case evicts:
+		log.LogAttrs(ctx, slog.LevelWarn, "ratelimit: Redis can evict the limiter's keys: under memory pressure it drops live counters and hands their identities fresh quotas. Set maxmemory-policy noeviction, or give the limiter a Redis of its own",
+			slog.String("maxmemory_policy", seen))
+	default:
+		log.LogAttrs(ctx, slog.LevelInfo, "ratelimit: Redis will not evict the limiter's keys", slog.String("maxmemory_policy", seen))
+	}
+	if o := s.observer; o != nil {
+		policy := seen
+		if err != nil {
+			policy = ""
+		}
+		o.RedisEvictionPolicy(policy, evicts)
+	}
+}
+
+// maxmemoryPolicies returns the maxmemory-policy of each server client writes to (each master
+// of a Cluster, each shard of a Ring), without repeats, sorted.
+func maxmemoryPolicies(ctx context.Context, client redis.Scripter) ([]string, error) {
+	var (
+		mu       sync.Mutex
+		policies []string
+	)
+	read := func(ctx context.Context, c *redis.Client) error {
+		v, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.Options().Addr, err)
+		}
+		p, ok := v["maxmemory-policy"]
+		if !ok {
+			return fmt.Errorf("%s: CONFIG GET maxmemory-policy returned nothing", c.Options().Addr)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !slices.Contains(policies, p) {
+			policies = append(policies, p)
+		}
+		return nil
+	}
+	var err error
+	switch c := client.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, read)
+	case *redis.Ring:
+		err = c.ForEachShard(ctx, read)
+	case *redis.Client:
+		err = read(ctx, c)
+	default:
+		return nil, fmt.Errorf("a %T cannot be asked its maxmemory-policy", client)
+	}
+	slices.Sort(policies)
+	return policies, err
+}
