@@ -6,10 +6,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
 	"github.com/a7d3e0dd/ratelimit/internal/faultproxy"
+	"github.com/a7d3e0dd/ratelimit/internal/outagespec"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
 )
 
@@ -56,4 +58,13 @@ func TestRedis(t *testing.T) {
 		}
 	}
 	m.breaker(t, 0, 1, 1)
+}
+
+// Over a scripted outage (Redis killed and restarted), the requests counted by result equal
+// the responses by status.
+func TestOutageCountsEqualResponses(t *testing.T) {
+	m := newMeter(t)
+	outagespec.Run(t, m.Observer, func(result string) float64 {
+		return float64(m.sum(t, "ratelimit.requests", attribute.String("result", result)))
+	})
 }

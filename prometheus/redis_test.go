@@ -10,6 +10,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
 	"github.com/a7d3e0dd/ratelimit/internal/faultproxy"
+	"github.com/a7d3e0dd/ratelimit/internal/outagespec"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
 	ratelimitprom "github.com/a7d3e0dd/ratelimit/prometheus"
 )
@@ -68,4 +69,13 @@ func TestRedis(t *testing.T) {
 			t.Errorf("transitions to %s: %v, want %v", to, got, want)
 		}
 	}
+}
+
+// Over a scripted outage (Redis killed and restarted), the requests counted by result equal
+// the responses by status.
+func TestOutageCountsEqualResponses(t *testing.T) {
+	obs := ratelimitprom.New()
+	outagespec.Run(t, obs, func(result string) float64 {
+		return value(t, obs, "ratelimit_requests_total", "result="+result)
+	})
 }
