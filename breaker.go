@@ -61,8 +61,14 @@ func (b *breaker) acquire() (ok, probe bool) {
 		return false, false
 	}
 	b.probe = true
+	first, openFor := b.probes == 0, b.clock.Now().Sub(b.opened)
 	b.mu.Unlock()
 	b.tell(BreakerOpen, BreakerHalfOpen)
+	if first {
+		b.log.get().LogAttrs(context.Background(), slog.LevelInfo,
+			"ratelimit: circuit breaker half-open: one check at a time probes the store",
+			slog.Duration("open_for", openFor))
+	}
 	return true, true
 }
 
@@ -123,6 +129,17 @@ func (b *breaker) release(err error, probe bool) {
 			slog.String("kind", ErrorKind(storeError(opCheck, err))), slog.String("error", err.Error()),
 			slog.Int64("consecutive_failures", run))
 	}
+}
+
+// trip opens the breaker at once, for a store that cannot even be connected to (err): the
+// Redis store's dial watcher calls it as soon as a dial fails, so the checks that arrive
+// while the calls under way still wait out their deadlines fail at once instead of waiting
+// too.
+func (b *breaker) trip(err error) {
+	if b.open.Load() {
+		return
+	}
+	b.release(err, false)
 }
 
 // tell tells the observer of a change.

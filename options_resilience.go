@@ -43,8 +43,8 @@ func (c *config) remoteOnly(name string) *storeConfig {
 // twice the wait before, at most cooldown; the first probe that succeeds closes it, so
 // recovery needs no restart and is noticed within cooldown. A client going away is no failure.
 //
-// It logs once when it opens (with the kind and the error), at most once a second while its
-// probes fail, and once when it closes (how long it was open, and how many checks it decided
+// It logs once when it opens (with the kind and the error), once when it first probes
+// (half-open), at most once a second while its probes fail, and once when it closes (how long it was open, and how many checks it decided
 // without Redis); an [Observer] is told every change (closed, open, half-open).
 //
 // The Redis store has a breaker by default: [DefaultBreakerFailures] and

@@ -16,6 +16,8 @@ import (
 type dialWatch struct {
 	failures atomic.Uint64               // failed dials so far
 	failed   atomic.Pointer[dialFailure] // the last failure since the last dial that succeeded; nil: none
+	// onFail is told of each failed dial at once (the store's breaker); nil: nobody.
+	onFail atomic.Pointer[func(error)]
 }
 
 // dialFailure is a failed dial.
@@ -49,6 +51,9 @@ func (w *dialWatch) DialHook(next redis.DialHook) redis.DialHook {
 		case ctx.Err() == nil: // a dial abandoned with its call is no evidence
 			w.failed.Store(&dialFailure{addr: addr, err: err})
 			w.failures.Add(1)
+			if f := w.onFail.Load(); f != nil {
+				(*f)(err)
+			}
 		}
 		return conn, err
 	}

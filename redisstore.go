@@ -66,7 +66,12 @@ func NewRedisStore(client redis.Scripter, opts ...Option) Store {
 	s := &redisStore{client: client, calls: calls, prefix: c.prefix, clock: c.clock, direct: honoursDeadlines(client), log: logs{c.logger}, dials: watchDials(client),
 		observer: c.res.observer}
 	s.startEviction()
-	return resilient(s, c)
+	r := resilient(s, c)
+	if rs, ok := r.(*resilientStore); ok && rs.breaker != nil && s.dials != nil {
+		trip := rs.breaker.trip // a failed dial opens the breaker before its call returns
+		s.dials.onFail.Store(&trip)
+	}
+	return r
 }
 
 // sender returns how a store sends its calls over client: through a batcher per node where

@@ -238,9 +238,10 @@ func TestBreakerOpensAtOnceWhenRefused(t *testing.T) {
 			lines = append(lines, line)
 		}
 	}
-	if len(lines) != 2 || !strings.Contains(lines[0], "circuit breaker opened") || !strings.Contains(lines[0], "kind=unavailable") ||
-		!strings.Contains(lines[1], "circuit breaker closed") || !strings.Contains(lines[1], "decided_without_store=1") {
-		t.Errorf("logged:\n%s\nwant the breaker opened (kind=unavailable), then closed (decided_without_store=1)", buf.String())
+	if len(lines) != 3 || !strings.Contains(lines[0], "circuit breaker opened") || !strings.Contains(lines[0], "kind=unavailable") ||
+		!strings.Contains(lines[1], "circuit breaker half-open") ||
+		!strings.Contains(lines[2], "circuit breaker closed") || !strings.Contains(lines[2], "decided_without_store=1") {
+		t.Errorf("logged:\n%s\nwant the breaker opened (kind=unavailable), half-open, then closed (decided_without_store=1)", buf.String())
 	}
 }
 
