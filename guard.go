@@ -195,7 +195,14 @@ func (g *Guard) check(r Request, o *Outcome) {
 		o.lease = g.hold(r, l, key, o.Decision)
 	}
 	if d := o.Decision.Delay; d > 0 {
-		if err := g.clock.Sleep(r.Context(), d); err != nil {
+		if g.observer != nil {
+			g.observer.Queued(true)
+		}
+		err := g.clock.Sleep(r.Context(), d)
+		if g.observer != nil {
+			g.observer.Queued(false)
+		}
+		if err != nil {
 			*o = Outcome{}
 			g.refuse(o, g.gone, &opError{opWait, nil, err})
 			o.Result = ResultCanceled

@@ -22,11 +22,16 @@ type lease struct {
 	d       Decision   // its slots' time is renewed
 	timer   *time.Timer
 	stopped bool
+	since   time.Time // when the slots were taken, for the observer; zero: none
 }
 
 // hold starts renewing the slots that d holds for key.
 func (g *Guard) hold(r Request, lim *Limiter, key string, d Decision) *lease {
 	l := &lease{g: g, l: lim, req: r, key: key, d: d, every: lim.shortestLease() / 3}
+	if g.observer != nil {
+		l.since = g.clock.Now()
+		g.observer.Leased(true, 0)
+	}
 	l.mu.Lock()
 	l.timer = time.AfterFunc(l.every, l.renew)
 	l.mu.Unlock()
@@ -57,6 +62,9 @@ func (l *lease) stop() Decision {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.stopped = true
+	if !l.since.IsZero() {
+		l.g.observer.Leased(false, l.g.clock.Now().Sub(l.since))
+	}
 	return l.d
 }
 
@@ -93,6 +101,10 @@ const (
 // leaves the last decision in d. The wait is counted both on the clock and as the sum of the
 // intervals slept, whichever ends first, so that it ends on any clock.
 func (g *Guard) waitForSlot(r Request, l *Limiter, key string, cost int64, d *Decision) error {
+	if g.observer != nil {
+		g.observer.Queued(true)
+		defer g.observer.Queued(false)
+	}
 	start := g.clock.Now()
 	step, slept := slotPollFirst, time.Duration(0)
 	for slept < g.slotWait && g.clock.Now().Sub(start) < g.slotWait {

@@ -17,10 +17,11 @@ import (
 type Limiter struct {
 	store    Store
 	policies []Policy
-	observer Observer // the store's; nil: none
-	timed    bool     // time the decisions for the observer: the store does I/O
-	slots    bool     // a policy is an in-flight limit: an admitted request holds slots
-	header   string   // the RateLimit-Policy header of the policies
+	observer Observer   // the store's; nil: none
+	timed    bool       // time the decisions for the observer
+	info     *StoreInfo // the store's description, for the observer; nil: none
+	slots    bool       // a policy is an in-flight limit: an admitted request holds slots
+	header   string     // the RateLimit-Policy header of the policies
 	// capacity is the largest cost every enforced policy can admit, and shadowCapacity the
 	// largest every shadow policy can (MaxInt64 without one): computed once, so that a check
 	// compares its cost with two numbers instead of asking every policy.
@@ -45,7 +46,8 @@ func New(store Store, policies ...Policy) (*Limiter, error) {
 	}
 	l := &Limiter{store: store, policies: make([]Policy, len(policies)), observer: observerOf(store),
 		capacity: math.MaxInt64, shadowCapacity: math.MaxInt64}
-	l.timed = l.observer != nil && !isLocal(store)
+	l.timed = l.observer != nil
+	l.info = infoOf(store)
 	names := make(map[string]bool, len(policies))
 	enforced := false
 	for i, p := range policies {
@@ -223,7 +225,7 @@ func (l *Limiter) observe(start time.Time, d *Decision, raw []PolicyResult) {
 	for i := range raw {
 		raw[i].Policy = l.policies[i]
 	}
-	e := DecisionEvent{Allowed: d.Allowed, Source: d.Source, Results: raw}
+	e := DecisionEvent{Allowed: d.Allowed, Source: d.Source, Results: raw, Store: l.info}
 	if l.timed {
 		e.Latency = time.Since(start)
 	}

@@ -135,6 +135,12 @@ func (s *memoryStore) Clock() Clock { return s.clock }
 // logger declares the store's logger (see [WithLogger]).
 func (s *memoryStore) logger() logs { return s.log }
 
+// memoryInfo describes every memory store.
+var memoryInfo = &StoreInfo{System: "memory"}
+
+// info declares what the store is (see [StoreInfo]).
+func (s *memoryStore) info() *StoreInfo { return memoryInfo }
+
 func (s *memoryStore) shard(key string) *memoryShard {
 	return &s.shards[maphash.String(s.seed, key)%memoryShards]
 }

@@ -151,6 +151,8 @@ func (nopObserver) Answered(ratelimit.RequestEvent)            {}
 func (nopObserver) MemoryStoreFull(bool)                       {}
 func (nopObserver) KeyFellBack(string)                         {}
 func (nopObserver) RedisEvictionPolicy(string, bool)           {}
+func (nopObserver) Leased(bool, time.Duration)                 {}
+func (nopObserver) Queued(bool)                                {}
 
 // BenchmarkOutage measures what a Redis outage adds to a request once the breaker is open:
 // Redis black-holed (connections accepted, never answered), the breaker open, decisions from the

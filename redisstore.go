@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"time"
 	"unsafe"
 
@@ -31,12 +33,29 @@ type redisStore struct {
 	// observer is the store's, for what only the store knows (its servers' eviction policy).
 	observer Observer
 	eviction evictionCheck
+	desc     *StoreInfo
 }
 
 var _ Store = (*redisStore)(nil)
 
 // logger declares the store's logger (see [WithLogger]).
 func (s *redisStore) logger() logs { return s.log }
+
+// info declares what the store is (see [StoreInfo]).
+func (s *redisStore) info() *StoreInfo { return s.desc }
+
+// describeRedis describes a Redis store over client: its calls, and the server's address
+// where the client has one.
+func describeRedis(client redis.Scripter) *StoreInfo {
+	info := &StoreInfo{System: "redis", Operation: "FCALL", Procedure: checkScript.fn}
+	if c, ok := client.(*redis.Client); ok {
+		if host, port, err := net.SplitHostPort(c.Options().Addr); err == nil {
+			info.ServerAddress = host
+			info.ServerPort, _ = strconv.Atoi(port)
+		}
+	}
+	return info
+}
 
 // NewRedisStore returns a store that keeps rate-limit state in Redis, shared by every instance
 // of a service. client may be any go-redis v9 client: *redis.Client, the failover (Sentinel)
@@ -64,7 +83,7 @@ func NewRedisStore(client redis.Scripter, opts ...Option) Store {
 		calls.send = sender(p) // see redisbatch.go
 	}
 	s := &redisStore{client: client, calls: calls, prefix: c.prefix, clock: c.clock, direct: honoursDeadlines(client), log: logs{c.logger}, dials: watchDials(client),
-		observer: c.res.observer}
+		observer: c.res.observer, desc: describeRedis(client)}
 	s.startEviction()
 	r := resilient(s, c)
 	if rs, ok := r.(*resilientStore); ok && rs.breaker != nil && s.dials != nil {

@@ -59,6 +59,8 @@ func (r *recorder) Answered(ratelimit.RequestEvent)  {}
 func (r *recorder) MemoryStoreFull(bool)             {}
 func (r *recorder) KeyFellBack(string)               {}
 func (r *recorder) RedisEvictionPolicy(string, bool) {}
+func (r *recorder) Leased(bool, time.Duration)       {}
+func (r *recorder) Queued(bool)                      {}
 
 func (r *recorder) snapshot() (sources map[ratelimit.Source]int, failures []error, breaker []ratelimit.BreakerState) {
 	r.mu.Lock()

@@ -23,6 +23,8 @@ func (a *answers) BreakerChanged(_, _ ratelimit.BreakerState) {}
 func (a *answers) MemoryStoreFull(bool)                       {}
 func (a *answers) KeyFellBack(string)                         {}
 func (a *answers) RedisEvictionPolicy(string, bool)           {}
+func (a *answers) Leased(bool, time.Duration)                 {}
+func (a *answers) Queued(bool)                                {}
 func (a *answers) Answered(e ratelimit.RequestEvent) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -29,6 +29,8 @@ func (nopObserver) Answered(ratelimit.RequestEvent)            {}
 func (nopObserver) MemoryStoreFull(bool)                       {}
 func (nopObserver) KeyFellBack(string)                         {}
 func (nopObserver) RedisEvictionPolicy(string, bool)           {}
+func (nopObserver) Leased(bool, time.Duration)                 {}
+func (nopObserver) Queued(bool)                                {}
 
 // BenchmarkMiddleware measures the net/http middleware with the memory store and one policy
 // that admits every request: without an observer (off), with this package's Observer over

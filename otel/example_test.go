@@ -37,11 +37,11 @@ func Example() {
 		log.Fatal(err)
 	}
 	for _, m := range rm.ScopeMetrics[0].Metrics {
-		if m.Name != "ratelimit.decisions" {
+		if m.Name != "ratelimit.policy.decisions" {
 			continue
 		}
 		for _, outcome := range []string{"allowed", "denied"} { // the decisions of the store
-			want := attribute.NewSet(attribute.String("policy", "login"), attribute.String("outcome", outcome), attribute.String("source", "store"))
+			want := attribute.NewSet(attribute.String("ratelimit.policy", "login"), attribute.String("ratelimit.decision", outcome), attribute.String("ratelimit.source", "store"))
 			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
 				if dp.Attributes.Equals(&want) {
 					fmt.Printf("%s %s: %d\n", m.Name, dp.Attributes.Encoded(attribute.DefaultEncoder()), dp.Value)
@@ -50,6 +50,6 @@ func Example() {
 		}
 	}
 	// Output:
-	// ratelimit.decisions outcome=allowed,policy=login,source=store: 2
-	// ratelimit.decisions outcome=denied,policy=login,source=store: 1
+	// ratelimit.policy.decisions ratelimit.decision=allowed,ratelimit.policy=login,ratelimit.source=store: 2
+	// ratelimit.policy.decisions ratelimit.decision=denied,ratelimit.policy=login,ratelimit.source=store: 1
 }

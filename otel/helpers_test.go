@@ -111,13 +111,13 @@ func (m meter) histogram0(t testing.TB, name string) uint64 {
 // decisions returns the count of ratelimit.decisions of a policy, outcome and source.
 func (m meter) decisions(t testing.TB, policy, outcome, source string) int64 {
 	t.Helper()
-	return m.sum(t, "ratelimit.decisions", attribute.String("policy", policy), attribute.String("outcome", outcome), attribute.String("source", source))
+	return m.sum(t, "ratelimit.policy.decisions", attribute.String("ratelimit.policy", policy), attribute.String("ratelimit.decision", outcome), attribute.String("ratelimit.source", source))
 }
 
 // storeErrors returns the count of ratelimit.store.errors of a kind.
 func (m meter) storeErrors(t testing.TB, kind string) int64 {
 	t.Helper()
-	return m.sum(t, "ratelimit.store.errors", attribute.String("kind", kind))
+	return m.sum(t, "ratelimit.store.errors", attribute.String("error.type", kind))
 }
 
 // breaker checks the breaker instruments.
@@ -126,10 +126,10 @@ func (m meter) breaker(t testing.TB, open, opened, closed int64) {
 	if got := m.sum(t, "ratelimit.breaker.open"); got != open {
 		t.Errorf("ratelimit.breaker.open %d, want %d", got, open)
 	}
-	if got := m.sum(t, "ratelimit.breaker.transitions", attribute.String("to", "open")); got != opened {
+	if got := m.sum(t, "ratelimit.breaker.transitions", attribute.String("ratelimit.breaker.state", "open")); got != opened {
 		t.Errorf("transitions to open %d, want %d", got, opened)
 	}
-	if got := m.sum(t, "ratelimit.breaker.transitions", attribute.String("to", "closed")); got != closed {
+	if got := m.sum(t, "ratelimit.breaker.transitions", attribute.String("ratelimit.breaker.state", "closed")); got != closed {
 		t.Errorf("transitions to closed %d, want %d", got, closed)
 	}
 }

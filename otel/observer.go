@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -37,6 +39,11 @@ type Observer struct {
 	memoryFull   metric.Int64Counter
 	keyFallback  metric.Int64Counter
 	evictable    metric.Int64ObservableGauge
+	leases       metric.Int64UpDownCounter
+	leaseTime    metric.Float64Histogram
+	queued       metric.Int64UpDownCounter
+	queueTime    metric.Float64Histogram
+	dbDuration   metric.Float64Histogram
 	rulesVersion metric.Int64ObservableGauge
 	rulesLoads   metric.Int64Counter
 
@@ -49,6 +56,8 @@ type Observer struct {
 	policies observe.Policies[policyCounts]
 	version  atomic.Pointer[[]metric.ObserveOption] // those of the rules version last applied; nil before any
 	fellBack map[string][]metric.AddOption          // by reason
+	waited   [][]metric.RecordOption                // by ratelimit.Result
+	db       sync.Map                               // *ratelimit.StoreInfo → []metric.RecordOption of db.client.operation.duration
 	eviction atomic.Pointer[evictionObs]            // the servers' maxmemory-policy last read; nil before any
 	evicted  []metric.AddOption
 	overflow []metric.AddOption
@@ -73,17 +82,17 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	m := mp.Meter(ScopeName)
 	o := &Observer{}
 	o.policies.New = newCounts // before the callback is registered
-	var errs [11]error
-	o.decisions, errs[0] = m.Int64ObservableCounter("ratelimit.decisions", metric.WithUnit("{decision}"),
+	var errs [16]error
+	o.decisions, errs[0] = m.Int64ObservableCounter("ratelimit.policy.decisions", metric.WithUnit("{decision}"),
 		metric.WithDescription("Verdicts of each rate-limit policy, by outcome and by what decided (store, denial_cache, fallback)."),
 		metric.WithInt64Callback(o.observe))
 	o.duration, errs[1] = m.Float64Histogram("ratelimit.decision.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time the rate limiter took to decide, the store call included."),
 		metric.WithExplicitBucketBoundaries(observe.Buckets...))
 	o.storeErrors, errs[2] = m.Int64Counter("ratelimit.store.errors", metric.WithUnit("{error}"),
-		metric.WithDescription("Failed rate-limit store calls, by kind (timeout, unavailable, breaker_open)."))
+		metric.WithDescription("Failed rate-limit store calls, by error.type (unavailable, timeout, busy, oom, readonly, script, other, breaker_open)."))
 	o.breakerOpen, errs[3] = m.Int64UpDownCounter("ratelimit.breaker.open", metric.WithUnit("{breaker}"),
-		metric.WithDescription("Open circuit breakers of the rate-limit stores: 1 while a store's breaker is open."))
+		metric.WithDescription("Circuit breakers of the rate-limit stores that are not closed: 1 while a store's breaker is open or half-open."))
 	o.transitions, errs[4] = m.Int64Counter("ratelimit.breaker.transitions", metric.WithUnit("{transition}"),
 		metric.WithDescription("Circuit breaker changes of the rate-limit stores, by the state changed to."))
 	o.rulesVersion, errs[5] = m.Int64ObservableGauge("ratelimit.rules.version", metric.WithUnit("{version}"),
@@ -100,29 +109,46 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	o.evictable, errs[10] = m.Int64ObservableGauge("ratelimit.redis.evictable", metric.WithUnit("1"),
 		metric.WithDescription("1 when the Redis servers of a store may evict the limiter's keys (maxmemory-policy is not noeviction), handing their identities fresh quotas; 0 when they may not."),
 		metric.WithInt64Callback(o.observeEviction))
+	o.leases, errs[11] = m.Int64UpDownCounter("ratelimit.active_request_leases", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests holding in-flight slots (algorithms.InFlight) now."))
+	o.leaseTime, errs[12] = m.Float64Histogram("ratelimit.request_lease.duration", metric.WithUnit("s"),
+		metric.WithDescription("How long requests held their in-flight slots."),
+		metric.WithExplicitBucketBoundaries(leaseBuckets...))
+	o.queued, errs[13] = m.Int64UpDownCounter("ratelimit.queued_requests", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests waiting now: for an in-flight slot (WaitForSlot), or for their slot under a shaping policy."))
+	o.queueTime, errs[14] = m.Float64Histogram("ratelimit.request.time_in_queue", metric.WithUnit("s"),
+		metric.WithDescription("How long requests waited before they proceeded or were refused, by result; only requests that waited."),
+		metric.WithExplicitBucketBoundaries(leaseBuckets...))
+	o.dbDuration, errs[15] = m.Float64Histogram("db.client.operation.duration", metric.WithUnit("s"),
+		metric.WithDescription("Duration of the rate limiter's Redis calls (a check of every policy is one FCALL)."),
+		metric.WithExplicitBucketBoundaries(observe.Buckets...))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
 	for i, s := range observe.Sources {
-		o.latency[i] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("source", s.String())))}
+		o.latency[i] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("ratelimit.source", s.String())))}
 	}
 	for i, k := range observe.Kinds {
-		o.errors[i] = addOptions(attribute.String("kind", k))
+		o.errors[i] = addOptions(attribute.String("error.type", k))
 	}
 	for _, r := range ratelimit.Results() {
-		o.results = append(o.results, addOptions(attribute.String("result", r.String())))
+		o.results = append(o.results, addOptions(attribute.String("ratelimit.result", r.String())))
 	}
 	for i := range o.to {
-		o.to[i] = addOptions(attribute.String("to", ratelimit.BreakerState(i).String()))
+		o.to[i] = addOptions(attribute.String("ratelimit.breaker.state", ratelimit.BreakerState(i).String()))
 	}
 	o.fellBack = map[string][]metric.AddOption{}
 	for _, r := range ratelimit.KeyFallbackReasons() {
 		o.fellBack[r] = addOptions(attribute.String("ratelimit.key.fallback_reason", r))
 	}
-	o.evicted = addOptions(attribute.String("ratelimit.memory_store.how", "evicted"))
-	o.overflow = addOptions(attribute.String("ratelimit.memory_store.how", "overflow"))
-	o.applied = addOptions(attribute.String("result", "applied"))
-	o.rejected = addOptions(attribute.String("result", "rejected"))
+	o.waited = make([][]metric.RecordOption, len(o.results))
+	for _, r := range ratelimit.Results() {
+		o.waited[r] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("ratelimit.result", r.String())))}
+	}
+	o.evicted = addOptions(attribute.String("ratelimit.memory_store.action", "evicted"))
+	o.overflow = addOptions(attribute.String("ratelimit.memory_store.action", "overflow"))
+	o.applied = addOptions(attribute.String("ratelimit.rules.result", "applied"))
+	o.rejected = addOptions(attribute.String("ratelimit.rules.result", "rejected"))
 	// Both series exist from the start, at 0, so that the first rejection is an increase.
 	o.rulesLoads.Add(context.Background(), 0, o.applied...)
 	o.rulesLoads.Add(context.Background(), 0, o.rejected...)
@@ -154,8 +180,11 @@ func addOptions(kvs ...attribute.KeyValue) []metric.AddOption {
 func (o *Observer) Decided(e ratelimit.DecisionEvent) {
 	ctx := context.Background() // a decision has no request context
 	s := observe.SourceIndex(e.Source)
-	if e.Latency > 0 { // 0: a store in this process, not timed
+	if e.Latency > 0 {
 		o.duration.Record(ctx, e.Latency.Seconds(), o.latency[s]...)
+		if e.Source == ratelimit.SourceStore && e.Store != nil && e.Store.System == "redis" {
+			o.dbDuration.Record(ctx, e.Latency.Seconds(), o.dbOptions(e.Store)...)
+		}
 	}
 	for _, r := range e.Results {
 		p := o.policies.Get(r.Policy.Name)
@@ -176,6 +205,9 @@ func (o *Observer) StoreFailed(err error) {
 func (o *Observer) Answered(e ratelimit.RequestEvent) {
 	if int(e.Result) < len(o.results) {
 		o.requests.Add(context.Background(), 1, o.results[e.Result]...)
+		if e.Waited > 0 {
+			o.queueTime.Record(context.Background(), e.Waited.Seconds(), o.waited[e.Result]...)
+		}
 	}
 }
 
@@ -198,7 +230,7 @@ func (o *Observer) BreakerChanged(from, to ratelimit.BreakerState) {
 // version (at most 128 bytes, as the rules module bounds it) in place of the version before,
 // and the load is counted as applied.
 func (o *Observer) RulesApplied(version string) {
-	opts := []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("version", version)))}
+	opts := []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("ratelimit.rules.version", version)))}
 	o.version.Store(&opts)
 	o.rulesLoads.Add(context.Background(), 1, o.applied...)
 }
@@ -214,8 +246,8 @@ func newCounts(policy string) *policyCounts {
 	p := new(policyCounts)
 	for i, s := range observe.Sources {
 		for j, outcome := range [...]string{"denied", "allowed"} {
-			set := attribute.NewSet(attribute.String("policy", policy), attribute.String("outcome", outcome),
-				attribute.String("source", s.String()))
+			set := attribute.NewSet(attribute.String("ratelimit.policy", policy), attribute.String("ratelimit.decision", outcome),
+				attribute.String("ratelimit.source", s.String()))
 			p.opts[i][j] = []metric.ObserveOption{metric.WithAttributeSet(set)}
 		}
 	}
@@ -276,4 +308,46 @@ func (o *Observer) observeEviction(_ context.Context, obs metric.Int64Observer) 
 		obs.Observe(e.value, e.opts...)
 	}
 	return nil
+}
+
+// leaseBuckets are the bucket boundaries, in seconds, of the lease and queue durations: 1 ms
+// to 5 minutes, as requests hold slots or wait for them.
+var leaseBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
+
+// Leased implements [ratelimit.Observer]: ratelimit.active_request_leases counts the requests
+// holding slots, and ratelimit.request_lease.duration records how long each held them.
+func (o *Observer) Leased(acquired bool, held time.Duration) {
+	ctx := context.Background()
+	if acquired {
+		o.leases.Add(ctx, 1)
+		return
+	}
+	o.leases.Add(ctx, -1)
+	o.leaseTime.Record(ctx, held.Seconds())
+}
+
+// Queued implements [ratelimit.Observer]: ratelimit.queued_requests counts the requests
+// waiting.
+func (o *Observer) Queued(entered bool) {
+	if entered {
+		o.queued.Add(context.Background(), 1)
+	} else {
+		o.queued.Add(context.Background(), -1)
+	}
+}
+
+// dbOptions returns the attributes of db.client.operation.duration for the store info
+// describes, built once per store.
+func (o *Observer) dbOptions(info *ratelimit.StoreInfo) []metric.RecordOption {
+	if v, ok := o.db.Load(info); ok {
+		return v.([]metric.RecordOption)
+	}
+	kvs := []attribute.KeyValue{attribute.String("db.system.name", info.System),
+		attribute.String("db.operation.name", info.Operation), attribute.String("db.stored_procedure.name", info.Procedure)}
+	if info.ServerAddress != "" {
+		kvs = append(kvs, attribute.String("server.address", info.ServerAddress), attribute.Int("server.port", info.ServerPort))
+	}
+	opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(kvs...))}
+	v, _ := o.db.LoadOrStore(info, opts)
+	return v.([]metric.RecordOption)
 }

@@ -65,6 +65,6 @@ func TestRedis(t *testing.T) {
 func TestOutageCountsEqualResponses(t *testing.T) {
 	m := newMeter(t)
 	outagespec.Run(t, m.Observer, func(result string) float64 {
-		return float64(m.sum(t, "ratelimit.requests", attribute.String("result", result)))
+		return float64(m.sum(t, "ratelimit.requests", attribute.String("ratelimit.result", result)))
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -31,11 +32,16 @@ type Observer struct {
 	transitions  *prometheus.CounterVec
 	memoryFull   *prometheus.CounterVec
 	keyFallback  *prometheus.CounterVec
+	leases       prometheus.Gauge
+	leaseTime    prometheus.Histogram
+	queued       prometheus.Gauge
+	queueTime    *prometheus.HistogramVec
 	evictable    *prometheus.Desc
 	rulesVersion *prometheus.Desc
 	rulesLoads   *prometheus.CounterVec
 
 	results  []prometheus.Counter                      // by ratelimit.Result
+	waited   []prometheus.Observer                     // time in queue, by ratelimit.Result
 	latency  [len(observe.Sources)]prometheus.Observer // by source
 	errors   [len(observe.Kinds)]prometheus.Counter
 	to       [3]prometheus.Counter // transitions, by the ratelimit.BreakerState changed to
@@ -116,6 +122,24 @@ func New(opts ...Option) *Observer {
 		evictable: prometheus.NewDesc("ratelimit_redis_evictable",
 			"1 when the Redis servers of a store may evict the limiter's keys (maxmemory-policy is not noeviction), handing their identities fresh quotas; 0 when they may not; the policy as read, \"unknown\" when it could not be.",
 			[]string{"policy"}, nil),
+		leases: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ratelimit_active_request_leases",
+			Help: "Requests holding in-flight slots (algorithms.InFlight) now.",
+		}),
+		leaseTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ratelimit_request_lease_duration_seconds",
+			Help:    "How long requests held their in-flight slots.",
+			Buckets: leaseBuckets,
+		}),
+		queued: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ratelimit_queued_requests",
+			Help: "Requests waiting now: for an in-flight slot (WaitForSlot), or for their slot under a shaping policy.",
+		}),
+		queueTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "ratelimit_request_time_in_queue_seconds",
+			Help:    "How long requests waited before they proceeded or were refused, by result; only requests that waited.",
+			Buckets: leaseBuckets,
+		}, []string{"result"}),
 		rulesVersion: prometheus.NewDesc("ratelimit_rules_version_info",
 			"The version of the rate-limit rules in use (the latest applied), with value 1.",
 			[]string{"version"}, nil),
@@ -132,6 +156,7 @@ func New(opts ...Option) *Observer {
 	}
 	for _, r := range ratelimit.Results() {
 		o.results = append(o.results, o.requests.WithLabelValues(r.String()))
+		o.waited = append(o.waited, o.queueTime.WithLabelValues(r.String()))
 	}
 	for i := range o.to {
 		o.to[i] = o.transitions.WithLabelValues(ratelimit.BreakerState(i).String())
@@ -158,6 +183,10 @@ func (o *Observer) Describe(ch chan<- *prometheus.Desc) {
 	o.transitions.Describe(ch)
 	o.memoryFull.Describe(ch)
 	o.keyFallback.Describe(ch)
+	o.leases.Describe(ch)
+	o.leaseTime.Describe(ch)
+	o.queued.Describe(ch)
+	o.queueTime.Describe(ch)
 	ch <- o.evictable
 	ch <- o.rulesVersion
 	o.rulesLoads.Describe(ch)
@@ -173,6 +202,10 @@ func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 	o.transitions.Collect(ch)
 	o.memoryFull.Collect(ch)
 	o.keyFallback.Collect(ch)
+	o.leases.Collect(ch)
+	o.leaseTime.Collect(ch)
+	o.queued.Collect(ch)
+	o.queueTime.Collect(ch)
 	if e := o.eviction.Load(); e != nil {
 		ch <- prometheus.MustNewConstMetric(o.evictable, prometheus.GaugeValue, e.value, e.policy)
 	}
@@ -208,6 +241,9 @@ func (o *Observer) StoreFailed(err error) {
 func (o *Observer) Answered(e ratelimit.RequestEvent) {
 	if int(e.Result) < len(o.results) {
 		o.results[e.Result].Inc()
+		if e.Waited > 0 {
+			o.waited[e.Result].Observe(e.Waited.Seconds())
+		}
 	}
 }
 
@@ -285,4 +321,28 @@ func (o *Observer) RedisEvictionPolicy(policy string, evicts bool) {
 		e.value = 1
 	}
 	o.eviction.Store(e)
+}
+
+// leaseBuckets are the upper bounds, in seconds, of the lease and queue durations: 1 ms to 5
+// minutes, as requests hold slots or wait for them.
+var leaseBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
+
+// Leased implements [ratelimit.Observer]: ratelimit_active_request_leases counts the requests
+// holding slots, and ratelimit_request_lease_duration_seconds observes how long each held them.
+func (o *Observer) Leased(acquired bool, held time.Duration) {
+	if acquired {
+		o.leases.Inc()
+		return
+	}
+	o.leases.Dec()
+	o.leaseTime.Observe(held.Seconds())
+}
+
+// Queued implements [ratelimit.Observer]: ratelimit_queued_requests counts the requests waiting.
+func (o *Observer) Queued(entered bool) {
+	if entered {
+		o.queued.Inc()
+	} else {
+		o.queued.Dec()
+	}
 }
