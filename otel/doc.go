@@ -11,63 +11,108 @@
 //
 // # Instruments
 //
-// The meter is named "github.com/a7d3e0dd/ratelimit/otel".
+// The meter is named "github.com/a7d3e0dd/ratelimit/otel". The names follow the OpenTelemetry
+// semantic conventions: instruments and attributes of the library are namespaced "ratelimit.",
+// shaped after ASP.NET Core's aspnetcore.rate_limiting.* instruments (requests by result,
+// active leases, lease duration, queued requests, time in queue); an error's kind is
+// error.type; Redis calls are database client calls with the stable db.* attributes.
 //
-//	name                           instrument              unit          attributes
-//	ratelimit.decisions            Int64ObservableCounter  {decision}    policy, outcome (allowed, denied), source (store, denial_cache, fallback)
-//	ratelimit.decision.duration    Float64Histogram        s             source
-//	ratelimit.store.errors         Int64Counter            {error}       kind (timeout, unavailable, breaker_open)
-//	ratelimit.breaker.open         Int64UpDownCounter      {breaker}     (none)
-//	ratelimit.breaker.transitions  Int64Counter            {transition}  to (open, closed)
-//	ratelimit.rules.version        Int64ObservableGauge    {version}     version
-//	ratelimit.rules.loads          Int64Counter            {load}        result (applied, rejected)
+//	name                               instrument              unit          attributes
+//	ratelimit.requests                 Int64Counter            {request}     ratelimit.result
+//	ratelimit.policy.decisions         Int64ObservableCounter  {decision}    ratelimit.policy, ratelimit.decision (allowed, denied), ratelimit.source (store, denial_cache, fallback)
+//	ratelimit.decision.duration        Float64Histogram        s             ratelimit.source
+//	db.client.operation.duration       Float64Histogram        s             db.system.name (redis), db.operation.name (FCALL), db.stored_procedure.name, server.address, server.port
+//	ratelimit.store.errors             Int64Counter            {error}       error.type (unavailable, timeout, busy, oom, readonly, script, other, breaker_open)
+//	ratelimit.breaker.open             Int64UpDownCounter      {breaker}     (none)
+//	ratelimit.breaker.transitions      Int64Counter            {transition}  ratelimit.breaker.state (open, half_open, closed)
+//	ratelimit.active_request_leases    Int64UpDownCounter      {request}     (none)
+//	ratelimit.request_lease.duration   Float64Histogram        s             (none)
+//	ratelimit.queued_requests          Int64UpDownCounter      {request}     (none)
+//	ratelimit.request.time_in_queue    Float64Histogram        s             ratelimit.result
+//	ratelimit.memory_store.full        Int64Counter            {identity}    ratelimit.memory_store.action (evicted, overflow)
+//	ratelimit.key.fallbacks            Int64Counter            {request}     ratelimit.key.fallback_reason (no_header, no_user, no_route, no_key)
+//	ratelimit.redis.evictable          Int64ObservableGauge    1             ratelimit.redis.maxmemory_policy
+//	ratelimit.rules.version            Int64ObservableGauge    {version}     ratelimit.rules.version
+//	ratelimit.rules.loads              Int64Counter            {load}        ratelimit.rules.result (applied, rejected)
 //
-// ratelimit.decisions counts each policy's own verdict: a request checked against two
-// policies adds one to each, outcome "denied" only for the policy that refused it (a request
-// is denied when any policy denies it, and then no policy charged it). The rejection rate of a
-// policy is thus its denied count over its total. Peeks ([ratelimit.Limiter.Peek]) and checks
-// of cost 0 are decisions too, and are counted. The number of decisions over a store that does
-// I/O (Redis), one per check whatever its policies, is the count of
-// ratelimit.decision.duration: the memory store's decisions are not timed
-// (ratelimit.DecisionEvent.Latency is 0), and not in the histogram.
+// ratelimit.requests counts each request a guard answered once, by the result its client saw
+// (ratelimit.Result: allowed, denied, unlimited, fallback_allowed, fallback_denied,
+// error_denied, rejected, canceled, skipped), so it equals the responses by status.
 //
-// The policy attribute is the policy's Name, which comes from code or configuration and never
-// from a request: the identity a request is limited by (its key) is never an attribute.
-// Policies of one name, in different limiters, share their series. As a safeguard, names
-// beyond the first 256 that one Observer sees are recorded as policy="_other", a value no
+// ratelimit.policy.decisions counts each policy's own verdict: a request checked against two
+// policies adds one to each, ratelimit.decision "denied" only for the policy that refused it
+// (a request is denied when any policy denies it, and then no policy charged it). The
+// rejection rate of a policy is thus its denied count over its total. Peeks
+// ([ratelimit.Limiter.Peek]) and checks of cost 0 are decisions too, and are counted.
+//
+// The ratelimit.policy attribute is the policy's Name, which comes from code or configuration
+// and never from a request: the identity a request is limited by (its key) is never an
+// attribute. Policies of one name, in different limiters, share their series. As a safeguard,
+// names beyond the first 256 that one Observer sees are recorded as "_other", a value no
 // policy can be named.
 //
 // ratelimit.decision.duration is how long the limiter took to decide, the store call
-// included. Its instrument advises buckets from 10 µs to 1 s ([DefaultBuckets]); an SDK view
-// can replace them.
+// included, on every store (the memory store's too). Its instrument advises buckets from
+// 10 µs to 1 s ([DefaultBuckets]); an SDK view can replace them. db.client.operation.duration
+// records the same time for the decisions a Redis store made, with the call's database
+// attributes (server.address and server.port when the client has one address).
 //
-// ratelimit.store.errors counts failed store calls by kind: "breaker_open" for a call the
-// circuit breaker did not make ([ratelimit.ErrBreakerOpen]), "timeout"
-// ([ratelimit.ErrStoreTimeout]), and "unavailable" for every other failure
-// ([ratelimit.ErrStoreUnavailable]).
-//
-// ratelimit.breaker.open is the number of open circuit breakers among the stores that report
-// to this Observer: 1 while the breaker of a single store is open, 0 when it is closed.
+// ratelimit.breaker.open is the number of circuit breakers that are not closed among the
+// stores that report to this Observer: 1 while the breaker of a single store is open or
+// half-open, 0 when it is closed.
 //
 // The rules module's Engine reports to an Observer given to it with rules.WithReporter: the
 // Observer has its RulesApplied and RulesRejected methods, and this module does not depend on
 // the rules module. ratelimit.rules.version is 1, with one series: the version of the rules
 // last applied, which a rules document names (at most 128 bytes, which the rules module
 // checks). Its callback reports only that version, so the series of the version before goes.
-// An Observer given to several engines reports the version that any of them applied last.
 // Before any is applied, the gauge has no series. ratelimit.rules.loads counts the documents
-// applied and those rejected (invalid or unreadable: the last good rules stay in use, and the
-// version reported stays); both series are reported from the start, at 0.
+// applied and those rejected; both series are reported from the start, at 0.
 //
-// Exported to Prometheus by the OpenTelemetry Prometheus exporter, the instruments take the
-// names and labels of package ratelimitprom (ratelimit_decisions_total,
-// ratelimit_decision_duration_seconds, ...), so the alerting rules of
-// ratelimit/prometheus/alerts.yml apply to them too. One name differs: ratelimit.rules.version
-// becomes ratelimit_rules_version, where ratelimitprom has ratelimit_rules_version_info.
+// # Spans
+//
+// The library makes no spans. A request it refuses is answered 429 by the middleware; an
+// HTTP server span around it (otelhttp, say) records http.response.status_code 429 and, as
+// the HTTP semantic conventions have a server span's status left unset for 4xx, not an error.
+// A 503 of a fail-closed route is a 5xx, which those conventions do mark as an error.
+//
+// # Prometheus
+//
+// Exported by the OpenTelemetry Prometheus exporter, the instruments take names derived from
+// these (dots become underscores, counters end in _total, durations in _seconds) and their
+// attributes labels named the same way (ratelimit.result becomes ratelimit_result). Package
+// ratelimitprom exports the same figures under shorter label names:
+//
+//	OpenTelemetry                                    ratelimitprom
+//	ratelimit.requests {ratelimit.result}            ratelimit_requests_total {result}
+//	ratelimit.policy.decisions {ratelimit.policy, ratelimit.decision, ratelimit.source}
+//	                                                 ratelimit_decisions_total {policy, outcome, source}
+//	ratelimit.decision.duration {ratelimit.source}   ratelimit_decision_duration_seconds {source}
+//	db.client.operation.duration                     (none: ratelimit_decision_duration_seconds{source="store"})
+//	ratelimit.store.errors {error.type}              ratelimit_store_errors_total {kind}
+//	ratelimit.breaker.open                           ratelimit_breaker_open
+//	ratelimit.breaker.transitions {ratelimit.breaker.state}
+//	                                                 ratelimit_breaker_transitions_total {to}
+//	ratelimit.active_request_leases                  ratelimit_active_request_leases
+//	ratelimit.request_lease.duration                 ratelimit_request_lease_duration_seconds
+//	ratelimit.queued_requests                        ratelimit_queued_requests
+//	ratelimit.request.time_in_queue {ratelimit.result}
+//	                                                 ratelimit_request_time_in_queue_seconds {result}
+//	ratelimit.memory_store.full {ratelimit.memory_store.action}
+//	                                                 ratelimit_memory_store_full_total {how}
+//	ratelimit.key.fallbacks {ratelimit.key.fallback_reason}
+//	                                                 ratelimit_key_fallbacks_total {reason}
+//	ratelimit.redis.evictable {ratelimit.redis.maxmemory_policy}
+//	                                                 ratelimit_redis_evictable {policy}
+//	ratelimit.rules.version {ratelimit.rules.version}
+//	                                                 ratelimit_rules_version_info {version}
+//	ratelimit.rules.loads {ratelimit.rules.result}   ratelimit_rules_loads_total {result}
+//
+// The alerting rules of ratelimit/prometheus/alerts.yml use ratelimitprom's names.
 //
 // # Cost
 //
-// ratelimit.decisions is an asynchronous counter: Decided adds to an atomic count of the
+// ratelimit.policy.decisions is an asynchronous counter: Decided adds to an atomic count of the
 // policy, source and outcome, and the SDK reads the counts when it collects. Each policy
 // reports its six series (three sources, two outcomes) from its first decision on, at zero
 // until counted. The counts and attribute sets of a policy are made when it is first seen, and

@@ -1,14 +1,21 @@
 package ratelimitotel_test
 
 import (
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
 	"github.com/a7d3e0dd/ratelimit/internal/faultproxy"
 	"github.com/a7d3e0dd/ratelimit/internal/outagespec"
@@ -67,4 +74,56 @@ func TestOutageCountsEqualResponses(t *testing.T) {
 	outagespec.Run(t, m.Observer, func(result string) float64 {
 		return float64(m.sum(t, "ratelimit.requests", attribute.String("ratelimit.result", result)))
 	})
+}
+
+// A Redis store's checks are database calls in the conventions' terms: db.client.operation.duration
+// with the system, the operation, the function and the server.
+func TestRedisCallAttributes(t *testing.T) {
+	m := newMeter(t)
+	addr := redistest.Addr(t)
+	client := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { client.Close() })
+	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithObserver(m)),
+		ratelimit.Policy{Limit: 5, Window: time.Minute})
+	for range 3 {
+		if _, err := allow(l, "k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	dps := m.metric(t, "db.client.operation.duration").Data.(metricdata.Histogram[float64]).DataPoints
+	if len(dps) != 1 || dps[0].Count != 3 {
+		t.Fatalf("db.client.operation.duration: %d series, want 1 with 3 calls", len(dps))
+	}
+	for key, want := range map[attribute.Key]attribute.Value{
+		"db.system.name": attribute.StringValue("redis"), "db.operation.name": attribute.StringValue("FCALL"),
+		"server.address": attribute.StringValue(host), "server.port": attribute.IntValue(p),
+	} {
+		if got, ok := dps[0].Attributes.Value(key); !ok || got != want {
+			t.Errorf("%s = %v, want %v", key, got.Emit(), want.Emit())
+		}
+	}
+	if fn, _ := dps[0].Attributes.Value("db.stored_procedure.name"); !strings.HasPrefix(fn.AsString(), "ratelimit_check_") {
+		t.Errorf("db.stored_procedure.name = %q, want the library's check function", fn.AsString())
+	}
+}
+
+// A request holding an in-flight slot is an active lease until its handler returns; then its
+// lease duration is recorded.
+func TestLeases(t *testing.T) {
+	m := newMeter(t)
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(m)),
+		ratelimit.Policy{Name: "slots", Limit: 2, Window: time.Minute, Algorithm: algorithms.InFlight{}})
+	var during int64
+	h := ratelimit.Middleware(l)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		during = m.sum(t, "ratelimit.active_request_leases")
+	}))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	if after := m.sum(t, "ratelimit.active_request_leases"); during != 1 || after != 0 {
+		t.Errorf("active leases during the handler %d, after %d; want 1, 0", during, after)
+	}
+	if n := m.histogram(t, "ratelimit.request_lease.duration").Count; n != 1 {
+		t.Errorf("lease durations recorded: %d, want 1", n)
+	}
 }

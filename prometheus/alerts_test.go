@@ -48,6 +48,7 @@ func TestAlerts(t *testing.T) {
 	}
 	obs.StoreFailed(ratelimit.ErrStoreTimeout)
 	obs.RulesApplied("v1")
+	obs.RedisEvictionPolicy("volatile-lru", true)
 	labels := map[string][]string{}
 	for name, mf := range gather(t, obs) {
 		var names []string
@@ -91,7 +92,7 @@ func TestAlerts(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"RateLimitHighRejectionRate", "RateLimitStoreSlow", "RateLimitBreakerOpen", "RateLimitFallbackInUse", "RateLimitStoreErrors", "RateLimitRulesRejected"}
+	want := []string{"RateLimitHighRejectionRate", "RateLimitStoreSlow", "RateLimitBreakerOpen", "RateLimitFallbackInUse", "RateLimitUnlimitedRequests", "RateLimitRedisEvictable", "RateLimitStoreErrors", "RateLimitRulesRejected"}
 	if strings.Join(alerts, " ") != strings.Join(want, " ") {
 		t.Errorf("alerts %v, want %v", alerts, want)
 	}
