@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -26,6 +27,8 @@ const (
 	fieldName     = "name"
 	fieldDocument = "document"
 	fieldPushedAt = "pushed_at"
+	fieldForced   = "forced"
+	fieldPrevious = "previous"
 )
 
 // storedFields are the fields every stored document has, in the order errors name them.
@@ -50,17 +53,54 @@ type Stored struct {
 	// PushedAt is when the document was pushed, on the Redis server's clock, to the
 	// millisecond.
 	PushedAt time.Time
+	// Forced reports a push made with PushOptions.Force, and Previous the version it
+	// replaced ("" for none).
+	Forced   bool
+	Previous string
 }
 
 // Push validates a rules document as [Parse] does (name and opts are Parse's) and stores it
 // in Redis at key, usually [DefaultRedisKey], for every instance to load; it returns the
-// parsed Set. The hash at key is replaced whole and the version published on the channel key,
-// in one atomic script call (EVALSHA, EVAL when the server lacks the script): a reader sees
-// the previous document or this one, never a mixture.
+// parsed Set. It refuses what would silently disable or roll back limiting: a document
+// without rules ([ErrEmptyRules]) and a version that is not newer than the one stored
+// ([ErrNotNewer], see [CompareVersions]); [PushWith] overrides either. The hash at key is
+// replaced whole and the version published on the channel key, in one atomic script call
+// (EVALSHA, EVAL when the server lacks the script) that also makes the checks: a reader sees
+// the previous document or this one, never a mixture, and of two pushes over one version only
+// one wins.
 //
 // A document that does not parse writes nothing: the error is Parse's [Errors], and the rules
-// in Redis stay as they were.
+// in Redis stay as they were. Neither does a refused push.
 func Push(ctx context.Context, client redis.UniversalClient, key, name string, data []byte, opts ...Option) (*Set, error) {
+	return PushWith(ctx, client, key, name, data, PushOptions{}, opts...)
+}
+
+// PushOptions are what an operator may say about a push (see [PushWith]).
+type PushOptions struct {
+	// IfVersion, when set, pushes only over the stored version *IfVersion ("" for a key that
+	// holds no rules): the version the operator started from (compare-and-set). Otherwise
+	// [ErrVersionChanged].
+	IfVersion *string
+	// Force pushes whatever is stored, older or newer: a deliberate rollback. The push is
+	// recorded as forced, and every instance that applies it says so in its log.
+	Force bool
+	// AllowEmpty pushes a document without rules, which stops limiting the requests of every
+	// instance.
+	AllowEmpty bool
+}
+
+// Errors of a push refused; test for them with errors.Is.
+var (
+	// ErrEmptyRules is the error of a push of a document without rules.
+	ErrEmptyRules = errors.New("rules: the document has no rules: every instance would stop limiting")
+	// ErrNotNewer is the error of a push of a version that is not newer than the stored one.
+	ErrNotNewer = errors.New("rules: the version is not newer than the stored one")
+	// ErrVersionChanged is the error of a push whose IfVersion is not the stored version.
+	ErrVersionChanged = errors.New("rules: the stored version is not the one the push started from")
+)
+
+// PushWith is [Push] with the operator's options o.
+func PushWith(ctx context.Context, client redis.UniversalClient, key, name string, data []byte, o PushOptions, opts ...Option) (*Set, error) {
 	if err := checkRedisArgs("Push", client, key); err != nil {
 		return nil, err
 	}
@@ -68,10 +108,75 @@ func Push(ctx context.Context, client redis.UniversalClient, key, name string, d
 	if err != nil {
 		return nil, err
 	}
-	if err := pushScript.Run(ctx, client, []string{key}, set.Version(), name, data).Err(); err != nil {
+	if len(set.Rules()) == 0 && !o.AllowEmpty {
+		return nil, fmt.Errorf("%w (version %s to Redis key %q); push it with AllowEmpty (ratelimit push -allow-empty) if you mean it", ErrEmptyRules, set.Version(), key)
+	}
+	flag := func(b bool) string {
+		if b {
+			return "1"
+		}
+		return "0"
+	}
+	ifVersion := ""
+	if o.IfVersion != nil {
+		ifVersion = *o.IfVersion
+	}
+	reply, err := pushScript.Run(ctx, client, []string{key}, set.Version(), name, data,
+		flag(o.Force), flag(o.IfVersion != nil), ifVersion).StringSlice()
+	if err != nil {
 		return nil, fmt.Errorf("rules: pushing to Redis key %q: %w", key, err)
 	}
+	switch {
+	case len(reply) == 2 && reply[0] == "not_newer":
+		return nil, fmt.Errorf("%w: Redis key %q holds version %q, the document is version %q; push a newer version, or force it (ratelimit push -force) to roll back",
+			ErrNotNewer, key, reply[1], set.Version())
+	case len(reply) == 2 && reply[0] == "changed":
+		return nil, fmt.Errorf("%w: Redis key %q holds version %q, not %q: someone pushed meanwhile; start again from the stored version",
+			ErrVersionChanged, key, reply[1], ifVersion)
+	case len(reply) != 3 || reply[0] != "ok":
+		return nil, fmt.Errorf("rules: pushing to Redis key %q: unexpected reply %q", key, reply)
+	}
 	return set, nil
+}
+
+// CompareVersions orders two versions of rules documents: -1 when a is older than b, 0 when
+// they are the same, 1 when a is newer. A version is compared segment by segment, the
+// segments being separated by dots, from the left: two segments of digits by their numbers
+// ("10" after "9", whatever their length), other segments as text ("2026-11-23" before
+// "2026-11-24"); a version that has run out of segments is the older ("2" before "2.1").
+func CompareVersions(a, b string) int {
+	x, y := strings.FieldsFunc(a, isDot), strings.FieldsFunc(b, isDot)
+	for i := 0; i < max(len(x), len(y)); i++ {
+		if i >= len(x) {
+			return -1
+		}
+		if i >= len(y) {
+			return 1
+		}
+		p, q := x[i], y[i]
+		if digits(p) && digits(q) {
+			p, q = strings.TrimLeft(p, "0"), strings.TrimLeft(q, "0")
+			if len(p) != len(q) {
+				return cmp.Compare(len(p), len(q))
+			}
+		}
+		if c := strings.Compare(p, q); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+func isDot(r rune) bool { return r == '.' }
+
+// digits reports whether s is one or more ASCII digits.
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // Fetch reads the rules document that [Push] stored at key and parses it again, with opts
@@ -128,7 +233,8 @@ func decodeStored(key string, h map[string]string, opts []Option) (*Stored, erro
 	if err != nil || ms < 0 {
 		return nil, malformed("pushed_at %q is not a time in Unix milliseconds", clip(h[fieldPushedAt]))
 	}
-	s := &Stored{Version: h[fieldVersion], Name: h[fieldName], Document: []byte(h[fieldDocument]), PushedAt: time.UnixMilli(ms)}
+	s := &Stored{Version: h[fieldVersion], Name: h[fieldName], Document: []byte(h[fieldDocument]), PushedAt: time.UnixMilli(ms),
+		Forced: h[fieldForced] == "1", Previous: h[fieldPrevious]}
 	if s.Set, err = Parse(s.Name, s.Document, opts...); err != nil {
 		return nil, fmt.Errorf("rules: the document at Redis key %q does not parse: %w", key, err)
 	}

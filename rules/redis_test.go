@@ -37,8 +37,8 @@ func serverTime(t *testing.T, client redis.UniversalClient) time.Time {
 	return now
 }
 
-// TestPushFetch: a YAML and a JSON document come back as pushed, the hash holds the four
-// fields and nothing else (not a field left by someone before), pushed_at is the server's
+// TestPushFetch: a YAML and a JSON document come back as pushed, the hash holds the six
+// fields of a push and nothing else (not a field left by someone before), pushed_at is the server's
 // time, and a second push replaces the first.
 func TestPushFetch(t *testing.T) {
 	onRedis(t, func(t *testing.T, client redis.UniversalClient) {
@@ -71,7 +71,7 @@ func TestPushFetch(t *testing.T) {
 			}
 			fields, err := client.HKeys(ctx, key).Result()
 			slices.Sort(fields)
-			if want := []string{"document", "name", "pushed_at", "version"}; err != nil || !slices.Equal(fields, want) {
+			if want := []string{"document", "forced", "name", "previous", "pushed_at", "version"}; err != nil || !slices.Equal(fields, want) {
 				t.Errorf("%s: the hash has the fields %q (%v); want %q", name, fields, err, want)
 			}
 			if v, err := StoredVersion(ctx, client, key); err != nil || v != set.Version() {

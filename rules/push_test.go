@@ -1,0 +1,116 @@
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+)
+
+// A push that would silently disable or roll back limiting is refused, and leaves Redis as it
+// was: a document without rules, a version not newer than the stored one, a version the
+// operator did not start from. Force and AllowEmpty override, and a forced push says so.
+func TestPushRefuses(t *testing.T) {
+	onRedis(t, func(t *testing.T, client redis.UniversalClient) {
+		ctx := t.Context()
+		key := redistest.Prefix(t) + "rules"
+		stored := func() string {
+			v, _ := StoredVersion(ctx, client, key)
+			return v
+		}
+		empty := []byte("version: \"7\"\nrules: []\n")
+		if _, err := Push(ctx, client, key, "limits.yaml", empty); !errors.Is(err, ErrEmptyRules) || stored() != "" {
+			t.Fatalf("an empty document: %v, stored %q; want ErrEmptyRules, nothing stored", err, stored())
+		}
+		if _, err := Push(ctx, client, key, "limits.yaml", doc("9")); err != nil {
+			t.Fatal(err)
+		}
+		for _, older := range []string{"9", "8", "1.5", "09"} {
+			if _, err := Push(ctx, client, key, "limits.yaml", doc(older)); !errors.Is(err, ErrNotNewer) || stored() != "9" {
+				t.Errorf("version %s over 9: %v, stored %q; want ErrNotNewer, 9 stored", older, err, stored())
+			}
+		}
+		if _, err := Push(ctx, client, key, "limits.yaml", doc("10")); err != nil || stored() != "10" {
+			t.Fatalf("version 10 over 9: %v, stored %q; want it pushed", err, stored())
+		}
+		v9 := "9"
+		if _, err := PushWith(ctx, client, key, "limits.yaml", doc("11"), PushOptions{IfVersion: &v9}); !errors.Is(err, ErrVersionChanged) || stored() != "10" {
+			t.Errorf("started from 9 while 10 is stored: %v, stored %q; want ErrVersionChanged", err, stored())
+		}
+		if _, err := PushWith(ctx, client, key, "limits.yaml", doc("3"), PushOptions{Force: true}); err != nil || stored() != "3" {
+			t.Fatalf("a forced rollback to 3: %v, stored %q", err, stored())
+		}
+		s, err := Fetch(ctx, client, key)
+		if err != nil || !s.Forced || s.Previous != "10" {
+			t.Errorf("the forced push as stored: %+v, %v; want Forced, Previous 10", s, err)
+		}
+		if _, err := PushWith(ctx, client, key, "limits.yaml", empty, PushOptions{AllowEmpty: true, Force: true}); err != nil || stored() != "7" {
+			t.Errorf("an empty document with AllowEmpty: %v, stored %q", err, stored())
+		}
+	})
+}
+
+// Of several pushes over one version, one wins: the checks and the write are one step.
+func TestPushConcurrent(t *testing.T) {
+	client := redistest.Standalone(t)
+	ctx := t.Context()
+	key := redistest.Prefix(t) + "rules"
+	if _, err := Push(ctx, client, key, "limits.yaml", doc("4")); err != nil {
+		t.Fatal(err)
+	}
+	v4 := "4"
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		wins []string
+	)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v := fmt.Sprintf("5.%d", i)
+			if _, err := PushWith(ctx, client, key, "limits.yaml", doc(v), PushOptions{IfVersion: &v4}); err == nil {
+				mu.Lock()
+				wins = append(wins, v)
+				mu.Unlock()
+			} else if !errors.Is(err, ErrVersionChanged) {
+				t.Errorf("push %s: %v; want it pushed or ErrVersionChanged", v, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if got, _ := StoredVersion(ctx, client, key); len(wins) != 1 || got != wins[0] {
+		t.Errorf("pushes that won: %v, stored %q; want exactly one, stored", wins, got)
+	}
+}
+
+// Redis orders versions as CompareVersions does: a push is accepted exactly when its version
+// is newer than the stored one by CompareVersions.
+func TestCompareVersions(t *testing.T) {
+	client := redistest.Standalone(t)
+	ctx := t.Context()
+	key := redistest.Prefix(t) + "rules"
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"10", "9", 1}, {"9", "10", -1}, {"010", "10", 0}, {"2", "2.1", -1}, {"2.1", "2", 1},
+		{"2026-11-23.2", "2026-11-23.1", 1}, {"2026-11-24.1", "2026-11-23.9", 1}, {"v2", "v10", 1},
+		{"1.10.0", "1.9.9", 1}, {"a", "a", 0}, {"99999999999999999999", "99999999999999999998", 1},
+	} {
+		if got := CompareVersions(tc.a, tc.b); got != tc.want {
+			t.Errorf("CompareVersions(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+		if _, err := PushWith(ctx, client, key, "limits.yaml", doc(`"`+tc.b+`"`), PushOptions{Force: true}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Push(ctx, client, key, "limits.yaml", doc(`"`+tc.a+`"`))
+		if accepted := err == nil; accepted != (tc.want > 0) {
+			t.Errorf("pushing %q over %q: %v; Redis and CompareVersions disagree", tc.a, tc.b, err)
+		}
+	}
+}
