@@ -50,6 +50,8 @@ type options struct {
 	poll        time.Duration // how often a watcher reads its source without being told; 0: its default
 	noNotify    bool          // a file watcher polls only (tests of the fallback)
 	started     func()        // called by a watcher once it watches (tests)
+	instance    string        // WithInstanceName; "": the default
+	heartbeat   time.Duration // WithHeartbeat; 0: DefaultHeartbeat
 }
 
 // collect applies opts.

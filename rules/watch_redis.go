@@ -46,7 +46,13 @@ func (e *Engine) WatchRedis(ctx context.Context, client redis.UniversalClient, k
 	if err := checkRedisArgs("WatchRedis", client, key); err != nil {
 		return err
 	}
-	w := &redisWatch{e: e, client: client, key: key, source: "redis " + key}
+	w := &redisWatch{e: e, client: client, key: key, source: "redis " + key, name: e.opts.instance, heartbeat: e.opts.heartbeat}
+	if w.name == "" {
+		w.name = defaultInstanceName()
+	}
+	if w.heartbeat <= 0 {
+		w.heartbeat = DefaultHeartbeat
+	}
 	ps := client.Subscribe(ctx, key)
 	defer ps.Close()
 	// A Receive waiting for a message does not see ctx end (go-redis reads until a deadline,
@@ -58,6 +64,7 @@ func (e *Engine) WatchRedis(ctx context.Context, client redis.UniversalClient, k
 		poll = defaultRedisPoll
 	}
 	go w.poll(ctx, poll)
+	go w.beat(ctx)
 
 	retry := retryFirst
 	for {
@@ -99,7 +106,47 @@ type redisWatch struct {
 
 	mu       sync.Mutex // serializes sync
 	rejected string     // the version last refused, so that it is reported once
+	reason   string     // why
 	failing  bool       // reading Redis failed last time: reported once until it works
+
+	name      string        // the instance's, in the fleet hash
+	heartbeat time.Duration // how often it records its state
+}
+
+// beat records the instance's state every heartbeat until ctx ends.
+func (w *redisWatch) beat(ctx context.Context) {
+	t := time.NewTicker(w.heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			w.mu.Lock()
+			w.report(ctx)
+			w.mu.Unlock()
+		}
+	}
+}
+
+// report records the instance's state in the fleet hash: what it runs, what it refused. A
+// failure is no news: reading the rules reports Redis failing. The caller holds w.mu.
+func (w *redisWatch) report(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, redisCallTimeout)
+	defer cancel()
+	in := Instance{Name: w.name, Running: w.e.Version()}
+	if w.rejected != "" {
+		in.Refused, in.Reason = w.rejected, clipReason(w.reason)
+	}
+	_ = record(ctx, w.client, w.key, in, w.heartbeat)
+}
+
+// clipReason bounds what an instance records of an error.
+func clipReason(s string) string {
+	if len(s) > 1000 {
+		return s[:1000] + "..."
+	}
+	return s
 }
 
 // poll syncs every interval until ctx ends.
@@ -133,6 +180,9 @@ func (w *redisWatch) sync(ctx context.Context, announced string) {
 		version = v
 	}
 	if version == w.e.Version() || version == w.rejected {
+		if w.failing || announced != "" {
+			w.report(ctx) // back, or told again: say where this instance stands
+		}
 		w.failing = false
 		return
 	}
@@ -140,14 +190,23 @@ func (w *redisWatch) sync(ctx context.Context, announced string) {
 	if err != nil {
 		w.failed(ctx, err)
 		if !errors.Is(err, ErrNoRules) && !unreachable(ctx, err) {
-			w.rejected = version // the document itself: reading it again will not help
+			w.rejected, w.reason = version, err.Error() // the document itself: reading it again will not help
+			w.report(ctx)
 		}
 		return
 	}
 	w.failing = false
-	if err := w.e.applyChanged(s.Set, w.source); err != nil {
-		w.rejected = s.Version
+	running := w.e.Version()
+	if s.Forced && s.Version != running {
+		w.e.opts.logger.Warn("ratelimit rules: the stored rules were pushed with force; applying them whatever their version",
+			"source", w.source, "version", s.Version, "running", running, "replaced_in_redis", s.Previous)
 	}
+	if err := w.e.applyChanged(s.Set, w.source); err != nil {
+		w.rejected, w.reason = s.Version, err.Error()
+	} else {
+		w.rejected, w.reason = "", "" // what is stored now is in use
+	}
+	w.report(ctx)
 }
 
 // failed reports an error reading the rules, once until reading works again. The end of the

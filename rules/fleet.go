@@ -1,0 +1,134 @@
+package rules
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// What the fleet says: every instance watching the rules in Redis (Engine.WatchRedis) records,
+// in the hash FleetKey(key), the version it runs and the version it refused, with why, and
+// does so again every heartbeat. A record not renewed within three heartbeats is an instance
+// gone: readers ignore it and delete it. The times are the Redis server's, so the instances'
+// clocks do not matter.
+
+// DefaultHeartbeat is how often a watching instance records its state unless
+// [WithHeartbeat] says otherwise.
+const DefaultHeartbeat = 10 * time.Second
+
+// FleetKey returns the key of the hash in which the instances watching the rules at key
+// record their state.
+func FleetKey(key string) string { return key + ":fleet" }
+
+// Instance is what one instance watching the rules recorded (see [Fleet]).
+type Instance struct {
+	// Name is the instance's name (see [WithInstanceName]).
+	Name string `json:"name"`
+	// Running is the version of the rules it runs.
+	Running string `json:"running"`
+	// Refused is the version it last refused, and Reason why; "" when it refused none newer
+	// than the one it runs.
+	Refused string `json:"refused,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	// Seen is when it last recorded its state, on the Redis server's clock.
+	Seen time.Time `json:"-"`
+}
+
+//go:embed fleet.lua
+var fleetLua string
+
+var fleetScript = redis.NewScript(fleetLua)
+
+// WithInstanceName sets the name an Engine records its state under in Redis (default: the
+// host name, the process id and a random suffix). Names must be unique within a fleet.
+func WithInstanceName(name string) Option {
+	return func(o *options) { o.instance = name }
+}
+
+// WithHeartbeat sets how often an Engine watching Redis records its state there (default
+// [DefaultHeartbeat]); a record not renewed within three heartbeats is an instance gone.
+func WithHeartbeat(d time.Duration) Option {
+	return func(o *options) { o.heartbeat = d }
+}
+
+// defaultInstanceName is the host name, the process id and a random suffix.
+func defaultInstanceName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	return fmt.Sprintf("%s-%d-%04x", host, os.Getpid(), rand.IntN(1<<16))
+}
+
+// record writes the instance's state to the fleet hash of key.
+func record(ctx context.Context, client redis.UniversalClient, key string, in Instance, heartbeat time.Duration) error {
+	doc, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	ttl := 3 * heartbeat.Milliseconds()
+	if err := fleetScript.Run(ctx, client, []string{FleetKey(key)}, in.Name, doc, ttl).Err(); err != nil {
+		return fmt.Errorf("rules: recording the state of instance %q at Redis key %q: %w", in.Name, FleetKey(key), err)
+	}
+	return nil
+}
+
+// Fleet returns what every live instance watching the rules at key recorded, by name: the
+// version it runs, and the version it refused and why. Records not renewed in time (an
+// instance gone) are left out, and deleted.
+func Fleet(ctx context.Context, client redis.UniversalClient, key string) ([]Instance, error) {
+	if err := checkRedisArgs("Fleet", client, key); err != nil {
+		return nil, err
+	}
+	fk := FleetKey(key)
+	h, err := client.HGetAll(ctx, fk).Result()
+	if err != nil {
+		return nil, fmt.Errorf("rules: reading Redis key %q: %w", fk, err)
+	}
+	now, err := client.Time(ctx).Result()
+	if err != nil {
+		return nil, fmt.Errorf("rules: reading the time of Redis: %w", err)
+	}
+	var (
+		live []Instance
+		gone []string
+	)
+	for field, v := range h {
+		name, ok := strings.CutSuffix(field, ":seen")
+		if !ok {
+			continue
+		}
+		seen, expires, ok := strings.Cut(v, ":")
+		seenMs, err1 := strconv.ParseInt(seen, 10, 64)
+		expMs, err2 := strconv.ParseInt(expires, 10, 64)
+		doc, has := h[name]
+		if !ok || err1 != nil || err2 != nil || !has || expMs < now.UnixMilli() {
+			gone = append(gone, name, field)
+			continue
+		}
+		var in Instance
+		if err := json.Unmarshal([]byte(doc), &in); err != nil {
+			gone = append(gone, name, field)
+			continue
+		}
+		in.Name, in.Seen = name, time.UnixMilli(seenMs)
+		live = append(live, in)
+	}
+	if len(gone) > 0 {
+		if err := client.HDel(ctx, fk, gone...).Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("rules: deleting the records of instances gone at Redis key %q: %w", fk, err)
+		}
+	}
+	slices.SortFunc(live, func(a, b Instance) int { return strings.Compare(a.Name, b.Name) })
+	return live, nil
+}

@@ -1,0 +1,12 @@
+-- fleet.lua: records the state of one instance watching the rules.
+-- KEYS[1]: the fleet hash (rules.FleetKey). ARGV[1]: the instance's name; ARGV[2]: its state,
+-- JSON; ARGV[3]: how long the record lives unless renewed, in milliseconds.
+-- The field <name> holds the state and <name>:seen "<seen>:<expires>", Unix milliseconds of
+-- the server's TIME, so that every reader judges every record on one clock. The hash itself
+-- expires when no instance renews any record.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[3])
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2], ARGV[1] .. ':seen', string.format('%d:%d', now, now + ttl))
+redis.call('PEXPIRE', KEYS[1], 10 * ttl)
+return now

@@ -1,0 +1,107 @@
+package rules
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+)
+
+// lockedBuffer is a log several engines write to at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// waitFleet polls Fleet until cond holds of it, failing after a generous bound.
+func waitFleet(t *testing.T, client redis.UniversalClient, key, what string, cond func([]Instance) bool) []Instance {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		fleet, err := Fleet(t.Context(), client, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cond(fleet) {
+			return fleet
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 20 s for %s; the fleet: %+v", what, fleet)
+		}
+	}
+}
+
+// Each watching instance records which version it runs and which it refused, and why; an
+// instance that stops watching leaves the fleet once its record is not renewed; a forced push
+// is logged by every instance that applies it.
+func TestFleet(t *testing.T) {
+	onRedis(t, func(t *testing.T, client redis.UniversalClient) {
+		key := redistest.Prefix(t) + "rules"
+		if _, err := Push(t.Context(), client, key, "limits.yaml", doc("1")); err != nil {
+			t.Fatal(err)
+		}
+		var logs lockedBuffer
+		stops := map[string]context.CancelFunc{}
+		for _, name := range []string{"a", "b", "c"} {
+			opts := []Option{WithInstanceName(name), WithHeartbeat(100 * time.Millisecond), WithPollInterval(time.Hour),
+				WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))}
+			if name != "c" { // c cannot read a rule keyed by user
+				opts = append(opts, WithUserKey(userKey{}))
+			}
+			e, err := OpenRedis(t.Context(), ratelimit.NewMemoryStore(), client, key, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); e.WatchRedis(ctx, client, key) }()
+			stops[name] = func() { cancel(); <-done }
+			t.Cleanup(stops[name])
+		}
+		waitFleet(t, client, key, "three instances on version 1", func(f []Instance) bool {
+			return len(f) == 3 && f[0].Running == "1" && f[1].Running == "1" && f[2].Running == "1"
+		})
+		byUser := []byte("version: \"2\"\nrules:\n  - {name: users, key: user, policies: [{limit: 10, window: 1m}]}\n")
+		if _, err := Push(t.Context(), client, key, "limits.yaml", byUser, WithUserKey(userKey{})); err != nil {
+			t.Fatal(err)
+		}
+		fleet := waitFleet(t, client, key, "every instance's answer to version 2", func(f []Instance) bool {
+			return len(f) == 3 && f[0].Running == "2" && f[1].Running == "2" && f[2].Refused == "2"
+		})
+		if c := fleet[2]; c.Name != "c" || c.Running != "1" || !strings.Contains(c.Reason, "user") {
+			t.Errorf("instance c: %+v; want it running 1, having refused 2 for its user key", c)
+		}
+		stops["b"]()
+		waitFleet(t, client, key, "b to leave the fleet", func(f []Instance) bool {
+			return len(f) == 2 && f[0].Name == "a" && f[1].Name == "c"
+		})
+		if _, err := PushWith(t.Context(), client, key, "limits.yaml", doc("1.1"), PushOptions{Force: true}); err != nil {
+			t.Fatal(err)
+		}
+		waitFleet(t, client, key, "the forced version 1.1", func(f []Instance) bool {
+			return len(f) == 2 && f[0].Running == "1.1" && f[1].Running == "1.1" && f[1].Refused == ""
+		})
+		if n := strings.Count(logs.String(), "pushed with force"); n != 2 {
+			t.Errorf("%d instances logged the forced push; want 2 (a and c):\n%s", n, logs.String())
+		}
+	})
+}
