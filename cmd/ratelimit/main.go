@@ -3,8 +3,9 @@
 // resets what one client has used.
 //
 //	ratelimit validate FILE...                           check rules files
-//	ratelimit push -redis ADDR FILE                      validate a rules file and store it in Redis
-//	ratelimit version -redis ADDR                        the rules stored in Redis: version, file, time
+//	ratelimit push -redis URL FILE                       validate a rules file, store it in Redis, wait for the fleet
+//	ratelimit version -redis URL                         the rules stored in Redis: version, file, time
+//	ratelimit status -redis URL                          the stored version and what each instance runs
 //	ratelimit inspect -redis ADDR -rule NAME IDENTITY    what an identity has left under a rule
 //	ratelimit reset -redis ADDR -rule NAME IDENTITY      forget what an identity has used under a rule
 //	ratelimit simulate [-out dir]                        draw every algorithm under the same traffic
@@ -18,11 +19,14 @@
 //
 // # Redis
 //
-// -redis is host:port. Several comma-separated addresses are the seed nodes of a Redis Cluster;
-// -cluster makes a single address a Cluster's. The password is -password, or else the
-// environment variable REDIS_PASSWORD. The rules live at -key, rules.DefaultRedisKey ("rl:rules")
-// by default, in the format package rules documents (see rules.Push). Every command gives up
-// on Redis after -timeout (10s).
+// -redis is a URL, redis://[user:password@]host:port[/db] or rediss:// for TLS (go-redis
+// parses it), or host:port. Several comma-separated host:port are the seed nodes of a Redis
+// Cluster (-cluster makes one address, or a URL with addr= parameters, a Cluster's), or the
+// Sentinels watching the master -sentinel-master. -redis-user, -password (or else the environment
+// variable REDIS_PASSWORD), -db and -tls override the URL's. The rules live at -key,
+// rules.DefaultRedisKey ("rl:rules") by default, in the format package rules documents (see
+// rules.Push). -timeout (10s) bounds the whole command: every dial, read and write within it.
+// Every error names the Redis it was talking to, without its password.
 //
 // # Identities
 //
@@ -62,6 +66,7 @@ var commands = []command{
 	{"validate", "check rules files and print their versions, or every problem", validateCmd},
 	{"push", "validate a rules file and store it in Redis, for every instance to load", pushCmd},
 	{"version", "show the rules stored in Redis: version, file name, when pushed", versionCmd},
+	{"status", "show the stored version and what every instance watching it runs or refused", statusCmd},
 	{"inspect", "show what an identity has left under a rule's policies", inspectCmd},
 	{"reset", "forget what an identity has used under a rule's policies", resetCmd},
 	{"simulate", "drive every algorithm with the same traffic on a fake clock and draw SVG charts", simulateCmd},

@@ -1,22 +1,59 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/a7d3e0dd/ratelimit/rules"
 )
 
-// pushCmd validates a rules file and stores it in Redis with rules.Push.
+// Exit codes of push and status beyond 0, 1 and 2.
+const (
+	exitRefused = 1 // an instance refused the version
+	exitWaiting = 3 // not every live instance had answered when the wait ended, or none watches
+)
+
+// pushCmd validates a rules file and stores it in Redis with rules.PushWith, then waits for
+// the fleet to apply it.
 func pushCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("push", redisSynopsis+" FILE", `Validates the rules file as "ratelimit validate" does and, when it is valid, stores it in
+	fs := newFlags("push", redisSynopsis+" [-dry-run] [-force] [-allow-empty] [-expect VERSION] [-wait 10s] FILE", `Validates the rules file as "ratelimit validate" does and, when it is valid, stores it in
 Redis with rules.Push: the hash at -key is replaced whole and the new version published on
 the channel of the same name, in one atomic step, for every instance to load. An invalid
 file writes nothing. The file is stored under its base name, which picks its format and
 names it in errors.
+
+It refuses, and writes nothing, when the version is not newer than the stored one (a
+silent rollback; -force pushes it all the same, and every instance logs that it applied a
+forced push), when the stored version is not -expect (someone pushed since you started),
+and when the file has no rules (which stops limiting everywhere; -allow-empty).
+-dry-run prints what would change, rule by rule, against the stored version, and writes
+nothing.
+
+Then it waits, at most -wait, until every instance watching the key (rules.Engine.WatchRedis)
+has applied the version or refused it, and reports, e.g. "applied on 47 of 50 instances;
+refused on 3: api-7: ...". Exit status: 0 when every live instance applied it; 1 when one
+refused it (or the push failed); 3 when the wait ended before every live instance answered,
+or no instance watches the key.
 `, stdout, stderr)
 	rf := addRedisFlags(fs.FlagSet)
+	var (
+		dryRun, force, allowEmpty bool
+		expect                    optionalString
+		wait                      time.Duration
+	)
+	fs.BoolVar(&dryRun, "dry-run", false, "print what would change against the stored version, rule by rule, and push nothing")
+	fs.BoolVar(&force, "force", false, "push even a version that is not newer than the stored one (a rollback), or not the -expect one")
+	fs.BoolVar(&allowEmpty, "allow-empty", false, "push a file without rules, which stops limiting on every instance")
+	fs.Var(&expect, "expect", "push only if the stored `version` is this one (\"\" for none stored): the version you started from")
+	fs.DurationVar(&wait, "wait", 10*time.Second, "how long to wait for the instances to apply or refuse the version; 0 does not wait")
 	files, code, ok := fs.parse(args, "FILE", 1, 1)
 	if !ok {
 		return code
@@ -32,10 +69,140 @@ names it in errors.
 	defer cancel()
 	defer client.Close()
 	name := filepath.Base(files[0])
-	set, err := rules.Push(ctx, client, rf.key, name, data, parseOptions...)
+	if dryRun {
+		return dryRunPush(ctx, fs, rf, client, name, data, stdout)
+	}
+	o := rules.PushOptions{Force: force, AllowEmpty: allowEmpty}
+	if expect.set {
+		o.IfVersion = &expect.value
+	}
+	set, err := rules.PushWith(ctx, client, rf.key, name, data, o, parseOptions...)
+	switch {
+	case errors.Is(err, rules.ErrNotNewer), errors.Is(err, rules.ErrVersionChanged), errors.Is(err, rules.ErrEmptyRules):
+		return fs.fail(err) // refused: the message says why, and which flag overrides
+	case err != nil:
+		return fs.fail(rf.failed(err))
+	}
+	fmt.Fprintf(stdout, "pushed %s to %s: version %s, %s\n", name, rf.key, set.Version(), plural(len(set.Rules()), "rule"))
+	if wait <= 0 {
+		return 0
+	}
+	return awaitFleet(ctx, rf, client, set.Version(), wait, stdout, stderr)
+}
+
+// dryRunPush prints what pushing data would change against the stored version.
+func dryRunPush(ctx context.Context, fs *flags, rf *redisFlags, client redis.UniversalClient, name string, data []byte, stdout io.Writer) int {
+	set, err := rules.Parse(name, data, parseOptions...)
 	if err != nil {
 		return fs.fail(err)
 	}
-	fmt.Fprintf(stdout, "pushed %s to %s: version %s, %s\n", name, rf.key, set.Version(), plural(len(set.Rules()), "rule"))
+	var stored *rules.Set
+	from := "nothing stored"
+	s, err := rules.Fetch(ctx, client, rf.key, parseOptions...)
+	switch {
+	case err == nil:
+		stored, from = s.Set, "version "+s.Version
+	case !errors.Is(err, rules.ErrNoRules):
+		return fs.fail(rf.failed(err))
+	}
+	fmt.Fprintf(stdout, "dry run: version %s over %s at %s\n", set.Version(), from, rf.key)
+	if stored != nil && rules.CompareVersions(set.Version(), stored.Version()) <= 0 {
+		fmt.Fprintf(stdout, "refused without -force: version %s is not newer than %s\n", set.Version(), stored.Version())
+	}
+	if len(set.Rules()) == 0 {
+		fmt.Fprintln(stdout, "refused without -allow-empty: the file has no rules")
+	}
+	changes := rules.Diff(stored, set)
+	for _, c := range changes {
+		fmt.Fprintln(stdout, c)
+	}
+	if len(changes) == 0 {
+		fmt.Fprintln(stdout, "no rule changes")
+	}
 	return 0
+}
+
+// awaitFleet waits until every live instance has applied or refused version, at most wait
+// (and -timeout), and reports.
+func awaitFleet(ctx context.Context, rf *redisFlags, client redis.UniversalClient, version string, wait time.Duration, stdout, stderr io.Writer) int {
+	deadline := time.Now().Add(wait)
+	var fleet []rules.Instance
+	for {
+		var err error
+		if fleet, err = rules.Fleet(ctx, client, rf.key); err != nil {
+			fmt.Fprintf(stderr, "ratelimit push: %v\n", rf.failed(err))
+			return 1
+		}
+		if len(fleet) == 0 {
+			fmt.Fprintf(stdout, "no instance is watching %s: nobody has applied version %s\n", rf.key, version)
+			fmt.Fprintf(stderr, "ratelimit push: no instance is watching %s\n", rf.key)
+			return exitWaiting
+		}
+		if answered(fleet, version) == len(fleet) || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	applied, refused, pending := fleetReport(fleet, version)
+	line := fmt.Sprintf("applied on %d of %d instances", len(applied), len(fleet))
+	if len(refused) > 0 {
+		line += fmt.Sprintf("; refused on %d: %s", len(refused), strings.Join(refused, "; "))
+	}
+	if len(pending) > 0 {
+		line += fmt.Sprintf("; no answer yet from %d: %s", len(pending), strings.Join(pending, ", "))
+	}
+	fmt.Fprintln(stdout, line)
+	switch {
+	case len(refused) > 0:
+		fmt.Fprintf(stderr, "ratelimit push: version %s refused on %d of %d instances\n", version, len(refused), len(fleet))
+		return exitRefused
+	case len(pending) > 0:
+		fmt.Fprintf(stderr, "ratelimit push: version %s not yet applied on %d of %d instances after -wait %v\n", version, len(pending), len(fleet), wait)
+		return exitWaiting
+	}
+	return 0
+}
+
+// answered counts the instances that applied or refused version.
+func answered(fleet []rules.Instance, version string) int {
+	n := 0
+	for _, in := range fleet {
+		if in.Running == version || in.Refused == version {
+			n++
+		}
+	}
+	return n
+}
+
+// fleetReport sorts the instances by what they did with version: the names that applied it,
+// those that refused it with why, and those that have not answered.
+func fleetReport(fleet []rules.Instance, version string) (applied, refused, pending []string) {
+	for _, in := range fleet {
+		switch {
+		case in.Running == version:
+			applied = append(applied, in.Name)
+		case in.Refused == version:
+			refused = append(refused, in.Name+": "+in.Reason)
+		default:
+			pending = append(pending, in.Name+" (running "+in.Running+")")
+		}
+	}
+	return applied, refused, pending
+}
+
+// optionalString is a string flag that knows whether it was given, "" included.
+type optionalString struct {
+	value string
+	set   bool
+}
+
+var _ flag.Value = (*optionalString)(nil)
+
+func (o *optionalString) String() string { return o.value }
+func (o *optionalString) Set(s string) error {
+	o.value, o.set = s, true
+	return nil
 }

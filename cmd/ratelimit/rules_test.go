@@ -103,9 +103,9 @@ func TestPushVersion(t *testing.T) {
 		key := redistest.Prefix(t) + "rules"
 		files := write(t, "limits.yaml", goodYAML, "limits.json", goodJSON, "bad.yaml", badYAML)
 
-		cli(t, "version", "-redis", addr, "-key", key).want(t, 1, "", `ratelimit version: no rules are stored at Redis key "`+key+`"`)
+		cli(t, "version", "-redis", addr, "-key", key).want(t, 1, "", `: no rules are stored at Redis key "`+key+`"`)
 
-		cli(t, "push", "-redis", addr, "-key", key, files[0]).want(t, 0, "pushed limits.yaml to "+key+": version v1, 2 rules\n", "")
+		cli(t, "push", "-wait", "0", "-redis", addr, "-key", key, files[0]).want(t, 0, "pushed limits.yaml to "+key+": version v1, 2 rules\n", "")
 		stored, err := fetch(t, client, key)
 		if err != nil || stored.Version != "v1" || stored.Name != "limits.yaml" || string(stored.Document) != goodYAML {
 			t.Fatalf("after push, Fetch = %+v, %v; want v1 from limits.yaml as written", stored, err)
@@ -132,7 +132,7 @@ func TestPushVersion(t *testing.T) {
 		}
 
 		// Flags after the file, and JSON.
-		cli(t, "push", files[1], "-redis", addr, "-key", key).want(t, 0, "pushed limits.json to "+key+": version v2, 1 rule", "")
+		cli(t, "push", "-wait", "0", files[1], "-redis", addr, "-key", key).want(t, 0, "pushed limits.json to "+key+": version v2, 1 rule", "")
 		cli(t, "version", "-redis", addr, "-key", key).want(t, 0, "version    v2\nfile       limits.json\n", "")
 	})
 }
@@ -142,7 +142,7 @@ func TestInvalidPushWritesNothing(t *testing.T) {
 	client := redistest.Standalone(t)
 	key := redistest.Prefix(t) + "rules"
 	bad := write(t, "bad.yaml", badYAML)[0]
-	cli(t, "push", "-redis", redistest.Addr(t), "-key", key, bad).want(t, 1, "", "bad.yaml:4: rules[0].key[1]: unknown key")
+	cli(t, "push", "-wait", "0", "-redis", redistest.Addr(t), "-key", key, bad).want(t, 1, "", "bad.yaml:4: rules[0].key[1]: unknown key")
 	if _, err := fetch(t, client, key); !errors.Is(err, rules.ErrNoRules) {
 		t.Errorf("Fetch after an invalid push: %v; want ErrNoRules", err)
 	}
@@ -155,7 +155,7 @@ func TestClusterSeed(t *testing.T) {
 	key := redistest.Prefix(t) + "rules"
 	good := write(t, "limits.yaml", goodYAML)[0]
 	addrs := client.Options().Addrs
-	cli(t, "push", "-redis", strings.Join(addrs, ","), "-key", key, good).want(t, 0, "version v1", "")
+	cli(t, "push", "-wait", "0", "-redis", strings.Join(addrs, ","), "-key", key, good).want(t, 0, "version v1", "")
 	for _, seed := range addrs {
 		cli(t, "version", "-redis", seed, "-cluster", "-key", key).want(t, 0, "version    v1\n", "")
 	}
@@ -170,8 +170,8 @@ func TestPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := write(t, "limits.yaml", goodYAML)[0]
-	cli(t, "push", "-redis", addr, good).want(t, 1, "", "ratelimit push: rules: pushing to Redis key \"rl:rules\": NOAUTH")
-	cli(t, "push", "-redis", addr, "-password", "s3cret", good).want(t, 0, "pushed limits.yaml to rl:rules: version v1", "")
+	cli(t, "push", "-wait", "0", "-redis", addr, good).want(t, 1, "", ": rules: pushing to Redis key \"rl:rules\": NOAUTH")
+	cli(t, "push", "-wait", "0", "-redis", addr, "-password", "s3cret", good).want(t, 0, "pushed limits.yaml to rl:rules: version v1", "")
 	t.Setenv("REDIS_PASSWORD", "s3cret")
 	cli(t, "version", "-redis", addr).want(t, 0, "version    v1\n", "")
 	cli(t, "version", "-redis", addr, "-password", "wrong").want(t, 1, "", "WRONGPASS")

@@ -82,7 +82,7 @@ func stateCmd(name, about string, args []string, stdout, stderr io.Writer, f fun
 
 	set, source, err := s.rules(ctx, client)
 	if err != nil {
-		return fs.fail(err)
+		return fs.fail(s.redis.failed(err))
 	}
 	st := &state{source: source, prefix: s.prefix}
 	if st.rule, err = find(set, s.rule); err != nil {
@@ -103,7 +103,7 @@ func stateCmd(name, about string, args []string, stdout, stderr io.Writer, f fun
 		err = f(ctx, st, now)
 	}
 	if err != nil {
-		return fs.fail(err)
+		return fs.fail(s.redis.failed(err))
 	}
 	return 0
 }

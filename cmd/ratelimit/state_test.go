@@ -107,7 +107,7 @@ func TestInspectReset(t *testing.T) {
 	onRedis(t, func(t *testing.T, client redis.UniversalClient, addr string) {
 		key, prefix := redistest.Prefix(t)+"rules", redistest.Prefix(t)
 		file := write(t, "limits.yaml", stateYAML)[0]
-		cli(t, "push", "-redis", addr, "-key", key, file).want(t, 0, "version s1", "")
+		cli(t, "push", "-wait", "0", "-redis", addr, "-key", key, file).want(t, 0, "version s1", "")
 		h := app(t, client, prefix)
 		flags := []string{"-redis", addr, "-key", key, "-prefix", prefix}
 		inspect := func(args ...string) result { return cli(t, append(append([]string{"inspect"}, flags...), args...)...) }

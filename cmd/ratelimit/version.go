@@ -26,7 +26,7 @@ rules are stored there, or when what is stored is not a valid rules document.
 	defer client.Close()
 	stored, err := rules.Fetch(ctx, client, rf.key, parseOptions...)
 	if err != nil {
-		return fs.fail(noRules(err, rf.key))
+		return fs.fail(rf.failed(noRules(err, rf.key)))
 	}
 	fmt.Fprintf(stdout, "version    %s\n", stored.Version)
 	fmt.Fprintf(stdout, "file       %s\n", stored.Name)

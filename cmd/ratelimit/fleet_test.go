@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/faultproxy"
+	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/rules"
+)
+
+// doc is a small rules document of a version, keyed by key.
+func doc(version, key string) string {
+	return "version: \"" + version + "\"\nrules:\n  - {name: all, key: " + key + ", policies: [{name: m, limit: 5, window: 1m}]}\n"
+}
+
+// A push that would silently disable or roll back limiting is refused, and says which flag
+// overrides; -dry-run shows the change rule by rule and writes nothing.
+func TestPushRefusesAndDryRun(t *testing.T) {
+	client := redistest.Standalone(t)
+	addr, key := redistest.Addr(t), redistest.Prefix(t)+"rules"
+	files := write(t, "empty.yaml", "version: \"7\"\nrules: []\n", "v8.yaml", doc("8", "ip"), "v7.yaml", doc("7", "ip"),
+		"v9.yaml", "version: \"9\"\nrules:\n  - {name: all, key: [ip, method], policies: [{name: m, limit: 10, window: 1m}]}\n")
+	push := func(args ...string) result {
+		return cli(t, append([]string{"push", "-wait", "0", "-redis", addr, "-key", key}, args...)...)
+	}
+	push(files[0]).want(t, 1, "", "-allow-empty")
+	push(files[1]).want(t, 0, "version 8", "")
+	push(files[2]).want(t, 1, "", `holds version "8", the document is version "7"`)
+	push("-expect", "6", files[3]).want(t, 1, "", `holds version "8", not "6"`)
+	if v, _ := rules.StoredVersion(t.Context(), client, key); v != "8" {
+		t.Fatalf("after the refusals, version %q is stored; want 8", v)
+	}
+	r := push("-dry-run", files[3])
+	r.want(t, 0, "dry run: version 9 over version 8", "")
+	r.want(t, 0, "~ all: key: ip → ip+method; policies[m].limit: 5 → 10", "")
+	push("-dry-run", files[2]).want(t, 0, "refused without -force: version 7 is not newer than 8", "")
+	if v, _ := rules.StoredVersion(t.Context(), client, key); v != "8" {
+		t.Fatalf("after dry runs, version %q is stored; want 8", v)
+	}
+	wait := func(args ...string) result {
+		return cli(t, append([]string{"push", "-redis", addr, "-key", key}, args...)...)
+	}
+	wait("-force", files[2]).want(t, 3, "no instance is watching", "")
+	wait("-expect", "7", files[3]).want(t, 3, "pushed v9.yaml", "")
+}
+
+// push waits for the fleet and reports what each instance did: a version one instance refuses
+// (it has no user key) is reported refused, with the reason, and push exits 1; status lists
+// every live instance.
+func TestPushWaitsForTheFleet(t *testing.T) {
+	client := redistest.Standalone(t)
+	addr, key := redistest.Addr(t), redistest.Prefix(t)+"rules"
+	if _, err := rules.Push(t.Context(), client, key, "limits.yaml", []byte(doc("1", "ip"))); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"api-1", "api-2"} {
+		opts := []rules.Option{rules.WithInstanceName(name), rules.WithHeartbeat(100 * time.Millisecond),
+			rules.WithLogger(slog.New(slog.DiscardHandler))}
+		if name == "api-1" {
+			opts = append(opts, rules.WithUserKey(appUserKey{}))
+		}
+		e, err := rules.OpenRedis(t.Context(), ratelimit.NewMemoryStore(), client, key, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); e.WatchRedis(ctx, client, key) }()
+		t.Cleanup(func() { cancel(); <-done })
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if f, _ := rules.Fleet(t.Context(), client, key); len(f) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the instances never reported")
+		}
+	}
+	users := write(t, "users.yaml", doc("2", "user"))[0]
+	r := cli(t, "push", "-wait", "20s", "-redis", addr, "-key", key, users)
+	r.want(t, 1, "applied on 1 of 2 instances; refused on 1: api-2: ", "")
+	if !strings.Contains(r.stdout, "user") {
+		t.Errorf("the refusal does not say why:\n%s", r.stdout)
+	}
+	s := cli(t, "status", "-redis", addr, "-key", key)
+	s.want(t, 1, "stored: version 2 at "+key, "")
+	s.want(t, 1, "1 of 2 instances run the stored version", "")
+	for _, line := range []string{"api-1", "api-2"} {
+		if !strings.Contains(s.stdout, line) {
+			t.Errorf("status does not list %s:\n%s", line, s.stdout)
+		}
+	}
+}
+
+// The command reaches Redis as production does: an ACL user with a password on a non-zero
+// database, by URL; Sentinel by master name; every error names the address, and -timeout
+// bounds every call.
+func TestRedisURLs(t *testing.T) {
+	addr := redistest.Private(t)
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	for _, cmd := range [][]any{{"ACL", "SETUSER", "ops", "on", ">s3cret", "~*", "&*", "+@all"}, {"ACL", "SETUSER", "default", "off"}} {
+		if err := admin.Do(t.Context(), cmd...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin.Close()
+	good := write(t, "limits.yaml", goodYAML)[0]
+	url := "redis://ops:s3cret@" + addr + "/2"
+	cli(t, "push", "-wait", "0", "-redis", url, good).want(t, 0, "pushed limits.yaml to rl:rules", "")
+	cli(t, "version", "-redis", url).want(t, 0, "version    v1", "")
+	db := func(n int) int64 {
+		c := redis.NewClient(&redis.Options{Addr: addr, Username: "ops", Password: "s3cret", DB: n})
+		defer c.Close()
+		k, err := c.DBSize(t.Context()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	if db(2) == 0 || db(0) != 0 {
+		t.Errorf("keys on db 2: %d, on db 0: %d; want the rules on db 2 only", db(2), db(0))
+	}
+	r := cli(t, "version", "-redis", "redis://ops:wrong@"+addr+"/2")
+	r.want(t, 1, "", "WRONGPASS")
+	if strings.Contains(r.stderr, "wrong") || !strings.Contains(r.stderr, addr) {
+		t.Errorf("an error with a wrong password: %q; want the address named, the password not", r.stderr)
+	}
+	cli(t, "version", "-redis", "rediss://ops:s3cret@"+addr+"/2", "-timeout", "2s").want(t, 1, "", addr)
+
+	proxy := faultproxy.Start(t, addr)
+	proxy.BlackHole()
+	r = cli(t, "version", "-redis", proxy.Addr(), "-timeout", "300ms")
+	r.want(t, 1, "", proxy.Addr())
+	r.want(t, 1, "", "-timeout 300ms")
+}
+
+// Through Sentinel: the command finds the master by name.
+func TestRedisSentinel(t *testing.T) {
+	g := redistest.Sentinel(t)
+	good := write(t, "limits.yaml", goodYAML)[0]
+	sentinels := strings.Join(g.SentinelAddrs, ",")
+	cli(t, "push", "-wait", "0", "-redis", sentinels, "-sentinel-master", g.MasterName, good).want(t, 0, "pushed limits.yaml", "")
+	cli(t, "version", "-redis", sentinels, "-sentinel-master", g.MasterName).want(t, 0, "version    v1", "")
+}
