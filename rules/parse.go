@@ -52,6 +52,11 @@ type options struct {
 	started     func()        // called by a watcher once it watches (tests)
 	instance    string        // WithInstanceName; "": the default
 	heartbeat   time.Duration // WithHeartbeat; 0: DefaultHeartbeat
+
+	lastGood     string        // WithLastKnownGood
+	defaultName  string        // WithDefaultRules
+	defaultDoc   []byte        // WithDefaultRules; nil: none
+	startTimeout time.Duration // WithStartTimeout; 0: DefaultStartTimeout
 }
 
 // collect applies opts.

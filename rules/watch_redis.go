@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/a7d3e0dd/ratelimit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -18,16 +17,6 @@ const (
 	retryFirst       = 100 * time.Millisecond // after the subscription fails, then doubling
 	retryMax         = 5 * time.Second
 )
-
-// OpenRedis reads the rules stored in Redis at key ([Push], usually [DefaultRedisKey]) and
-// returns an engine that applies them over store; see [NewEngine] and [Engine.WatchRedis].
-func OpenRedis(ctx context.Context, store ratelimit.Store, client redis.UniversalClient, key string, opts ...Option) (*Engine, error) {
-	s, err := Fetch(ctx, client, key, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return NewEngine(store, s.Set, opts...)
-}
 
 // WatchRedis keeps the rules in use those stored in Redis at key by [Push] (usually
 // [DefaultRedisKey]): the fleet's rules, the same on every instance. It returns nil when ctx
@@ -205,6 +194,7 @@ func (w *redisWatch) sync(ctx context.Context, announced string) {
 		w.rejected, w.reason = s.Version, err.Error()
 	} else {
 		w.rejected, w.reason = "", "" // what is stored now is in use
+		w.e.keepLastGood(s.Document)
 	}
 	w.report(ctx)
 }

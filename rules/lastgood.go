@@ -1,0 +1,146 @@
+package rules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/a7d3e0dd/ratelimit"
+)
+
+// DefaultStartTimeout bounds how long OpenRedis waits for Redis before it starts on the last
+// known good rules or the default ones, unless [WithStartTimeout] says otherwise.
+const DefaultStartTimeout = 2 * time.Second
+
+// WithLastKnownGood keeps the rules an Engine last applied from Redis in the file at path,
+// written whole (a temporary file renamed over it) each time it applies a version, and has
+// [OpenRedis] start on that file when Redis is down or holds no rules. The file holds the
+// document as pushed; give it the extension of the format you push (a YAML file reads JSON
+// too).
+func WithLastKnownGood(path string) Option {
+	return func(o *options) { o.lastGood = path }
+}
+
+// WithDefaultRules gives [OpenRedis] the document to start on when Redis is down or holds no
+// rules and no last known good rules can be read: name picks its format, as for [Parse]. Embed
+// it in the binary (go:embed) to start anywhere.
+func WithDefaultRules(name string, data []byte) Option {
+	return func(o *options) { o.defaultName, o.defaultDoc = name, data }
+}
+
+// WithStartTimeout bounds how long [OpenRedis] waits for Redis before it starts on the last
+// known good or default rules (default [DefaultStartTimeout]).
+func WithStartTimeout(d time.Duration) Option {
+	return func(o *options) { o.startTimeout = d }
+}
+
+// OpenRedis reads the rules stored in Redis at key ([Push], usually [DefaultRedisKey]) and
+// returns an engine that applies them over store; see [NewEngine] and [Engine.WatchRedis].
+//
+// An application must start while Redis is down, as it keeps serving while Redis is down:
+// when Redis does not answer within the start timeout ([WithStartTimeout], 2 s) or holds no
+// rules, OpenRedis starts on the last known good rules ([WithLastKnownGood]) or else the
+// default ones ([WithDefaultRules]), and logs which it used and why; [Engine.WatchRedis]
+// applies the fleet's rules as soon as Redis answers. Without either, it returns the error.
+func OpenRedis(ctx context.Context, store ratelimit.Store, client redis.UniversalClient, key string, opts ...Option) (*Engine, error) {
+	o := collect(opts)
+	timeout := o.startTimeout
+	if timeout <= 0 {
+		timeout = DefaultStartTimeout
+	}
+	fctx, cancel := context.WithTimeout(ctx, timeout)
+	s, err := Fetch(fctx, client, key, opts...)
+	cancel()
+	if err == nil {
+		e, err := NewEngine(store, s.Set, opts...)
+		if err == nil {
+			e.keepLastGood(s.Document)
+		}
+		return e, err
+	}
+	if ctx.Err() != nil {
+		return nil, err
+	}
+	set, source, ferr := o.fallbackRules()
+	if set == nil {
+		if ferr != nil {
+			err = fmt.Errorf("%w; and %w", err, ferr)
+		}
+		return nil, fmt.Errorf("%w; to start without the rules in Redis, give rules.WithLastKnownGood or rules.WithDefaultRules", err)
+	}
+	e, nerr := NewEngine(store, set, opts...)
+	if nerr != nil {
+		return nil, nerr
+	}
+	why := "the rules stored in Redis cannot be applied here"
+	switch {
+	case errors.Is(err, ErrNoRules):
+		why = "Redis holds no rules"
+	case unreachable(fctx, err):
+		why = "Redis does not answer"
+	}
+	e.opts.logger.Warn("ratelimit rules: starting without the fleet's rules: "+why+"; WatchRedis applies them as soon as Redis answers",
+		"source", source, "version", set.Version(), "key", key, "error", err)
+	return e, nil
+}
+
+// fallbackRules returns the rules to start on without Redis, and where they come from: the
+// last known good file, else the default document; an error says why the file could not be
+// used.
+func (o options) fallbackRules() (*Set, string, error) {
+	var ferr error
+	if o.lastGood != "" {
+		data, err := readFile(o.lastGood)
+		if err == nil {
+			var set *Set
+			if set, err = Parse(filepath.Base(o.lastGood), data, asOptions(o)); err == nil {
+				return set, "last known good " + o.lastGood, nil
+			}
+		}
+		ferr = fmt.Errorf("the last known good rules %s cannot be used: %w", o.lastGood, err)
+	}
+	if o.defaultDoc != nil {
+		set, err := Parse(o.defaultName, o.defaultDoc, asOptions(o))
+		if err != nil {
+			return nil, "", fmt.Errorf("the default rules %s: %w", o.defaultName, err)
+		}
+		if ferr != nil {
+			return set, "default " + o.defaultName + " (" + ferr.Error() + ")", nil
+		}
+		return set, "default " + o.defaultName, nil
+	}
+	return nil, "", ferr
+}
+
+// keepLastGood writes doc, the document of the rules just applied from Redis, to the last
+// known good file, if there is one: whole, by renaming a temporary file over it. A failure is
+// logged: the rules in use do not depend on it.
+func (e *Engine) keepLastGood(doc []byte) {
+	path := e.opts.lastGood
+	if path == "" {
+		return
+	}
+	err := func() error {
+		f, err := os.CreateTemp(filepath.Dir(path), ".ratelimit-rules-*")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(f.Name()) // gone once renamed
+		if _, err := f.Write(doc); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		return os.Rename(f.Name(), path)
+	}()
+	if err != nil {
+		e.opts.logger.Warn("ratelimit rules: cannot keep the last known good rules", "path", path, "error", err)
+	}
+}

@@ -1,0 +1,84 @@
+package rules
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+)
+
+// An application that takes its rules from Redis starts while Redis is down, on the rules it
+// last applied (kept in a file), says so, and applies the fleet's rules once Redis is back
+// (issue: OpenRedis returned the error, and the application could not start).
+func TestStartWithoutRedis(t *testing.T) {
+	client := redistest.Standalone(t)
+	key := redistest.Prefix(t) + "rules"
+	lastGood := filepath.Join(t.TempDir(), "last-good.yaml")
+	if _, err := Push(t.Context(), client, key, "limits.yaml", doc("1")); err != nil {
+		t.Fatal(err)
+	}
+	// An instance that ran while Redis was up kept version 1.
+	first, err := OpenRedis(t.Context(), ratelimit.NewMemoryStore(), client, key, WithLastKnownGood(lastGood),
+		WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil || first.Version() != "1" {
+		t.Fatalf("OpenRedis with Redis up: %v, %v", first, err)
+	}
+	if data, err := os.ReadFile(lastGood); err != nil || string(data) != string(doc("1")) {
+		t.Fatalf("the last known good file: %q, %v; want version 1 as pushed", data, err)
+	}
+
+	redistest.Kill(t)
+	var logged lockedBuffer
+	e, err := OpenRedis(t.Context(), ratelimit.NewMemoryStore(), client, key, WithLastKnownGood(lastGood),
+		WithStartTimeout(500*time.Millisecond), WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+	if err != nil {
+		t.Fatalf("OpenRedis with Redis down: %v; want it to start on the last known good rules", err)
+	}
+	if e.Version() != "1" || !strings.Contains(logged.String(), "Redis does not answer") || !strings.Contains(logged.String(), "last known good") {
+		t.Errorf("started on version %q, logging:\n%s\nwant version 1, from the last known good file, saying why", e.Version(), logged.String())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.WatchRedis(ctx, client, key) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	redistest.Restart(t) // an empty Redis: the rules are pushed again
+	if _, err := Push(t.Context(), client, key, "limits.yaml", doc("2")); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); e.Version() != "2"; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s after Redis came back with version 2, the engine runs %q", e.Version())
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if data, _ := os.ReadFile(lastGood); string(data) == string(doc("2")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the last known good file was not updated to version 2")
+		}
+	}
+}
+
+// With no rules in Redis and no file, the default rules given start the application; with
+// neither, OpenRedis fails at once with an error that names the remedy.
+func TestStartOnDefaultRules(t *testing.T) {
+	client := redistest.Standalone(t)
+	key := redistest.Prefix(t) + "rules"
+	e, err := OpenRedis(t.Context(), ratelimit.NewMemoryStore(), client, key,
+		WithLastKnownGood(filepath.Join(t.TempDir(), "none.yaml")), WithDefaultRules("default.yaml", doc("0")),
+		WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil || e.Version() != "0" {
+		t.Fatalf("OpenRedis with no rules stored: %v, %v; want the default rules, version 0", e, err)
+	}
+	if _, err := OpenRedis(t.Context(), ratelimit.NewMemoryStore(), client, key); err == nil || !strings.Contains(err.Error(), "WithLastKnownGood") {
+		t.Errorf("OpenRedis with no rules and no fallback: %v; want an error naming WithLastKnownGood", err)
+	}
+}
