@@ -21,7 +21,7 @@ import (
 const defaultPrefix = "rl:"
 
 // stateSynopsis is the synopsis of inspect and reset.
-const stateSynopsis = redisSynopsis + " [-prefix " + defaultPrefix + "] [-file FILE] -rule NAME (IDENTITY | -ip ADDR -route PATTERN ...)"
+const stateSynopsis = redisSynopsis + " [-prefix " + defaultPrefix + "] ([-file FILE] -rule NAME | -policy SPEC... [-keyed-by KEY]) (IDENTITY | -ip ADDR -route PATTERN ...)"
 
 // stateFlags address one identity under one rule: the rules (in Redis, or a file), the rule,
 // the store's prefix and the identity.
@@ -31,6 +31,7 @@ type stateFlags struct {
 	file   string
 	rule   string
 	parts  *partFlags
+	limits policyFlags // -policy: a middleware's limits
 }
 
 // addStateFlags defines the flags of inspect and reset on fs.
@@ -39,6 +40,8 @@ func addStateFlags(fs *flags) *stateFlags {
 	fs.StringVar(&s.prefix, "prefix", defaultPrefix, "the storage `prefix` of the application's store (ratelimit.WithPrefix)")
 	fs.StringVar(&s.file, "file", "", "take the rule from this rules `file`, not from the rules in Redis (-key)")
 	fs.StringVar(&s.rule, "rule", "", "the `name` of the rule (required)")
+	fs.Var(&s.limits, "policy", "a policy of a middleware limit, `name=api,limit=100,window=1m,algorithm=gcra` (burst= too; the name and algorithm as the application's Policy has them, GCRA when it names none); repeat it for each window of a list; instead of -rule")
+	fs.StringVar(&s.limits.keyedBy, "keyed-by", "ip", "what the middleware limit is keyed by, as a rules file writes a key: ip, api_key, user, route, method, header:<Name>, or [ip, route]")
 	s.parts = addPartFlags(fs.FlagSet)
 	return s
 }
@@ -67,8 +70,12 @@ func stateCmd(name, about string, args []string, stdout, stderr io.Writer, f fun
 	switch err := s.redis.check(); {
 	case err != nil:
 		return fs.usageError("%v", err)
-	case s.rule == "":
-		return fs.usageError("-rule is required: the name of the rule")
+	case s.rule == "" && len(s.limits.policies) == 0:
+		return fs.usageError("-rule is required: the name of the rule (or -policy, for a middleware's limits)")
+	case s.rule != "" && len(s.limits.policies) > 0:
+		return fs.usageError("give -rule or -policy, not both")
+	case len(s.limits.policies) > 0 && s.limitsInvalid() != nil:
+		return fs.usageError("%v", s.limitsInvalid())
 	case strings.ContainsAny(s.prefix, "{}"):
 		return fs.usageError("-prefix %q holds '{' or '}', which no store's prefix can", s.prefix)
 	case len(others) == 1 && s.parts.given():
@@ -110,6 +117,11 @@ func stateCmd(name, about string, args []string, stdout, stderr io.Writer, f fun
 
 // rules returns the rules of -file, or else those stored in Redis, and says where they are.
 func (s *stateFlags) rules(ctx context.Context, client redis.UniversalClient) (*rules.Set, string, error) {
+	if len(s.limits.policies) > 0 {
+		s.rule = middlewareRule
+		set, err := s.limits.set()
+		return set, "the command line's -policy", err
+	}
 	if s.file != "" {
 		_, set, err := readRules(s.file)
 		if err != nil {
@@ -122,6 +134,12 @@ func (s *stateFlags) rules(ctx context.Context, client redis.UniversalClient) (*
 		return nil, "", noRules(err, s.redis.key)
 	}
 	return stored.Set, fmt.Sprintf("Redis key %s, version %s", s.redis.key, stored.Version), nil
+}
+
+// limitsInvalid reports -policy or -keyed-by flags that make no rule.
+func (s *stateFlags) limitsInvalid() error {
+	_, err := s.limits.set()
+	return err
 }
 
 // find returns the rule of set named name.

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/a7d3e0dd/ratelimit/rules"
+)
+
+// Middleware limits have no rules file: inspect and reset take their policies on the command
+// line (-policy, repeated for a list of several windows) and the key they are limited by
+// (-keyed-by, as a rules file writes it). The command makes a rule of them, "middleware", so
+// that the rest is as for a rule: the state's keys depend on each policy's name, algorithm
+// and window, and on the store's -prefix.
+
+// middlewareRule is the name of the rule that -policy makes.
+const middlewareRule = "middleware"
+
+// policyFlags are the repeated -policy values and the -keyed-by spec.
+type policyFlags struct {
+	policies []string
+	keyedBy  string
+}
+
+func (p *policyFlags) String() string { return strings.Join(p.policies, " ") }
+
+// Set adds one -policy.
+func (p *policyFlags) Set(s string) error {
+	p.policies = append(p.policies, s)
+	return nil
+}
+
+// policyFields are the fields of a -policy, and whether each is a number.
+var policyFields = map[string]bool{"name": false, "limit": true, "window": false, "burst": true, "algorithm": false}
+
+// set returns the rules of the -policy flags: one rule, middlewareRule, keyed by -keyed-by.
+func (p *policyFlags) set() (*rules.Set, error) {
+	var policies []map[string]any
+	for _, spec := range p.policies {
+		pol := map[string]any{}
+		for _, field := range strings.Split(spec, ",") {
+			k, v, ok := strings.Cut(strings.TrimSpace(field), "=")
+			numeric, known := policyFields[k]
+			switch {
+			case !ok || !known:
+				return nil, fmt.Errorf("-policy %q: %q is not name=, limit=, window=, burst= or algorithm=", spec, field)
+			case numeric:
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("-policy %q: %s %q is not a whole number", spec, k, v)
+				}
+				pol[k] = n
+			default:
+				pol[k] = v
+			}
+		}
+		policies = append(policies, pol)
+	}
+	var key any = p.keyedBy
+	if strings.HasPrefix(p.keyedBy, "[") {
+		key = strings.Split(strings.Trim(p.keyedBy, "[] "), ",")
+		for i, part := range key.([]string) {
+			key.([]string)[i] = strings.TrimSpace(part)
+		}
+	}
+	doc, err := json.Marshal(map[string]any{
+		"version": "command-line",
+		"rules":   []any{map[string]any{"name": middlewareRule, "key": key, "policies": policies}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rules.Parse("-policy.json", doc, parseOptions...)
+}
