@@ -174,23 +174,7 @@ func (s *memoryStore) Check(ctx context.Context, key string, policies []Policy, 
 	// The time is read under the lock, so the checks of one identity see it in order.
 	t := s.clock.Now()
 	now := t.UnixMicro()
-	checks := sh.work(len(policies))
-	all := true
-	for i := range policies {
-		p, c := &policies[i], &checks[i]
-		c.entry = sh.entries[string(append(id, p.tag()...))]
-		c.state = algo.State{}
-		if c.entry != nil && c.entry.expires > now {
-			c.state = c.entry.state
-		} else if c.entry != nil {
-			c.state.Log = c.entry.state.Log[:0] // expired: reuse the log's memory
-		}
-		// Like the Redis store, keep nothing of a check that charges nothing: the normalised
-		// state stays in checks.
-		p.compiled.model.Check(&p.compiled.params, &c.state, now, cost, &c.result)
-		out[i].set(&c.result)
-		all = all && (c.result.Allowed || p.Shadow) // a shadow policy never decides
-	}
+	checks, all := sh.evaluate(id, policies, cost, now, out)
 	if !all || !charge || cost == 0 {
 		return t, nil
 	}
@@ -205,6 +189,39 @@ func (s *memoryStore) Check(ctx context.Context, key string, policies []Policy, 
 		s.report(t)
 		return t, nil
 	}
+	sh.charge(id, policies, checks, cost, now, out)
+	if s.full.evicted.Load() != 0 {
+		s.report(t)
+	}
+	return t, nil
+}
+
+// evaluate runs the check of every policy on the state of identity id (see appendIdentity),
+// writing each verdict to out, and returns the slots of the call, with their entries and
+// states, and whether every enforced policy allows. Like the Redis store, it keeps nothing:
+// the normalised state stays in the slots, for charge. The caller holds sh.mu.
+func (sh *memoryShard) evaluate(id []byte, policies []Policy, cost, now int64, out []PolicyResult) ([]checked, bool) {
+	checks := sh.work(len(policies))
+	all := true
+	for i := range policies {
+		p, c := &policies[i], &checks[i]
+		c.entry = sh.entries[string(append(id, p.tag()...))]
+		c.state = algo.State{}
+		if c.entry != nil && c.entry.expires > now {
+			c.state = c.entry.state
+		} else if c.entry != nil {
+			c.state.Log = c.entry.state.Log[:0] // expired: reuse the log's memory
+		}
+		p.compiled.model.Check(&p.compiled.params, &c.state, now, cost, &c.result)
+		out[i].set(&c.result)
+		all = all && (c.result.Allowed || p.Shadow) // a shadow policy never decides
+	}
+	return checks, all
+}
+
+// charge charges cost to every policy of an evaluated call (checks) that allowed it, making
+// the entries it lacks. The caller holds sh.mu and has made room.
+func (sh *memoryShard) charge(id []byte, policies []Policy, checks []checked, cost, now int64, out []PolicyResult) {
 	for i := range policies {
 		p, c := &policies[i], &checks[i]
 		if p.Shadow && !out[i].Allowed {
@@ -217,10 +234,6 @@ func (s *memoryStore) Check(ctx context.Context, key string, policies []Policy, 
 		}
 		c.entry.state, c.entry.expires = c.state, now+max(ttl, 1)
 	}
-	if s.full.evicted.Load() != 0 {
-		s.report(t)
-	}
-	return t, nil
 }
 
 // appendIdentity appends to b what every key of identity id starts with in the store; each

@@ -84,37 +84,13 @@ func (s *memoryStore) evict(sh *memoryShard, keep []checked, now int64) bool {
 func (s *memoryStore) overflow(sh *memoryShard, policies []Policy, cost int64, now int64, out []PolicyResult) {
 	var buf [len(overflowIdentity) + 16]byte
 	id := append(buf[:0], overflowIdentity...)
-	checks := sh.work(len(policies))
-	all := true
-	for i := range policies {
-		p, c := &policies[i], &checks[i]
-		c.entry = sh.entries[string(append(id, p.tag()...))]
-		c.state = algo.State{}
-		if c.entry != nil && c.entry.expires > now {
-			c.state = c.entry.state
-		}
-		p.compiled.model.Check(&p.compiled.params, &c.state, now, cost, &c.result)
-		out[i].set(&c.result)
-		all = all && (c.result.Allowed || p.Shadow)
-	}
+	checks, all := sh.evaluate(id, policies, cost, now, out)
 	s.full.overflowed.Add(1)
 	if s.observer != nil {
 		s.observer.MemoryStoreFull(true)
 	}
-	if !all {
-		return
-	}
-	for i := range policies {
-		p, c := &policies[i], &checks[i]
-		if p.Shadow && !out[i].Allowed {
-			continue
-		}
-		ttl := p.compiled.model.Charge(&p.compiled.params, &c.state, now, cost)
-		if c.entry == nil {
-			c.entry = &memoryEntry{policy: p.compiled}
-			sh.add(string(append(id, p.tag()...)), c.entry)
-		}
-		c.entry.state, c.entry.expires = c.state, now+max(ttl, 1)
+	if all {
+		sh.charge(id, policies, checks, cost, now, out)
 	}
 }
 
