@@ -6,7 +6,7 @@
 -- the version ARGV[6] (compare-and-set), else "0"; ARGV[6]: that version ("" for no rules).
 -- Reply: {"ok", pushed_at, previous version}, pushed_at the Unix milliseconds of the server's
 -- TIME as a string; or {"not_newer", stored version} when the version is not newer than the
--- stored one; or {"changed", stored version} when the stored version is not ARGV[6].
+-- stored one (or is the stored one, even forced); or {"changed", stored version} when the stored version is not ARGV[6].
 --
 -- The hash is replaced whole (no field of an older document survives) and the version
 -- published in the same atomic step: a reader sees the old document or the new one, and a
@@ -14,9 +14,19 @@
 -- of two pushes over one version only one wins. pushed_at is written from TIME's seconds and
 -- microseconds as text, so no number passes through Lua's doubles.
 
+-- bytes orders two strings byte by byte: Lua's < follows the server's locale (strcoll).
+local function bytes(p, q)
+  for i = 1, math.min(#p, #q) do
+    local x, y = string.byte(p, i), string.byte(q, i)
+    if x ~= y then return x < y and -1 or 1 end
+  end
+  if #p == #q then return 0 end
+  return #p < #q and -1 or 1
+end
+
 -- compare orders two versions as rules.CompareVersions does: dot-separated segments, left to
 -- right; two segments of digits by their numbers (compared as text, so no size is too big),
--- other segments as text; a version that runs out of segments first is older.
+-- other segments byte by byte; a version that runs out of segments first is older.
 local function compare(a, b)
   local x, y = {}, {}
   for part in string.gmatch(a, '[^.]+') do x[#x + 1] = part end
@@ -29,12 +39,18 @@ local function compare(a, b)
       p, q = string.gsub(p, '^0+', ''), string.gsub(q, '^0+', '')
       if #p ~= #q then return #p < #q and -1 or 1 end
     end
-    if p ~= q then return p < q and -1 or 1 end
+    local c = bytes(p, q)
+    if c ~= 0 then return c end
   end
   return 0
 end
 
 local stored = redis.call('HGET', KEYS[1], 'version') or ''
+-- The version already stored, even forced: an instance running it would never read another
+-- document under the same version.
+if stored == ARGV[1] then
+  return {'not_newer', stored}
+end
 if ARGV[4] ~= '1' then
   if ARGV[5] == '1' and stored ~= ARGV[6] then
     return {'changed', stored}

@@ -41,6 +41,10 @@ func TestPushRefuses(t *testing.T) {
 		if _, err := PushWith(ctx, client, key, "limits.yaml", doc("11"), PushOptions{IfVersion: &v9}); !errors.Is(err, ErrVersionChanged) || stored() != "10" {
 			t.Errorf("started from 9 while 10 is stored: %v, stored %q; want ErrVersionChanged", err, stored())
 		}
+		changed := []byte("version: \"10\"\nrules:\n  - {name: default, key: ip, policies: [{limit: 99, window: 1m}]}\n")
+		if _, err := PushWith(ctx, client, key, "limits.yaml", changed, PushOptions{Force: true}); !errors.Is(err, ErrNotNewer) {
+			t.Errorf("another document under the stored version 10, forced: %v; want ErrNotNewer: instances on 10 would never read it", err)
+		}
 		if _, err := PushWith(ctx, client, key, "limits.yaml", doc("3"), PushOptions{Force: true}); err != nil || stored() != "3" {
 			t.Fatalf("a forced rollback to 3: %v, stored %q", err, stored())
 		}
@@ -101,12 +105,15 @@ func TestCompareVersions(t *testing.T) {
 		{"10", "9", 1}, {"9", "10", -1}, {"010", "10", 0}, {"2", "2.1", -1}, {"2.1", "2", 1},
 		{"2026-11-23.2", "2026-11-23.1", 1}, {"2026-11-24.1", "2026-11-23.9", 1}, {"v2", "v10", 1},
 		{"1.10.0", "1.9.9", 1}, {"a", "a", 0}, {"99999999999999999999", "99999999999999999998", 1},
+		{"B", "a", -1}, {"release-\u00e9", "release-z", 1}, // byte order, not a locale's
 	} {
 		if got := CompareVersions(tc.a, tc.b); got != tc.want {
 			t.Errorf("CompareVersions(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
 		}
-		if _, err := PushWith(ctx, client, key, "limits.yaml", doc(`"`+tc.b+`"`), PushOptions{Force: true}); err != nil {
-			t.Fatal(err)
+		if v, _ := StoredVersion(ctx, client, key); v != tc.b {
+			if _, err := PushWith(ctx, client, key, "limits.yaml", doc(`"`+tc.b+`"`), PushOptions{Force: true}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		_, err := Push(ctx, client, key, "limits.yaml", doc(`"`+tc.a+`"`))
 		if accepted := err == nil; accepted != (tc.want > 0) {

@@ -82,7 +82,9 @@ type PushOptions struct {
 	// [ErrVersionChanged].
 	IfVersion *string
 	// Force pushes whatever is stored, older or newer: a deliberate rollback. The push is
-	// recorded as forced, and every instance that applies it says so in its log.
+	// recorded as forced, and every instance that applies it says so in its log. It never
+	// pushes the version already stored: instances running that version would not read
+	// another document under it; give a changed document a new version.
 	Force bool
 	// AllowEmpty pushes a document without rules, which stops limiting the requests of every
 	// instance.
@@ -128,6 +130,10 @@ func PushWith(ctx context.Context, client redis.UniversalClient, key, name strin
 	}
 	switch {
 	case len(reply) == 2 && reply[0] == "not_newer":
+		if reply[1] == set.Version() {
+			return nil, fmt.Errorf("%w: Redis key %q already holds version %q, which instances running it never read again; give the document a new version",
+				ErrNotNewer, key, reply[1])
+		}
 		return nil, fmt.Errorf("%w: Redis key %q holds version %q, the document is version %q; push a newer version, or force it (ratelimit push -force) to roll back",
 			ErrNotNewer, key, reply[1], set.Version())
 	case len(reply) == 2 && reply[0] == "changed":
@@ -142,7 +148,7 @@ func PushWith(ctx context.Context, client redis.UniversalClient, key, name strin
 // CompareVersions orders two versions of rules documents: -1 when a is older than b, 0 when
 // they are the same, 1 when a is newer. A version is compared segment by segment, the
 // segments being separated by dots, from the left: two segments of digits by their numbers
-// ("10" after "9", whatever their length), other segments as text ("2026-11-23" before
+// ("10" after "9", whatever their length), other segments byte by byte ("2026-11-23" before
 // "2026-11-24"); a version that has run out of segments is the older ("2" before "2.1").
 func CompareVersions(a, b string) int {
 	x, y := strings.FieldsFunc(a, isDot), strings.FieldsFunc(b, isDot)
