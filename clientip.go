@@ -69,13 +69,9 @@ var peerOnly = &ipResolver{header: "X-Forwarded-For", v6bits: 64}
 // unix:/run/app.sock): a request on the socket without the header has no client IP (a 400),
 // never the socket's quota.
 func TrustProxies(header string, proxies ...string) Option {
-	return func(c *config) {
-		gc := c.forGuard("TrustProxies")
-		if gc == nil {
-			return
-		}
+	return func(gc *guardConfig) {
 		if !validHeaderName(header) {
-			c.errorf("TrustProxies: %q is not a valid header name; the first argument names the header the proxies write", header)
+			gc.errorf("TrustProxies: %q is not a valid header name; the first argument names the header the proxies write", header)
 			return
 		}
 		ip := ipConfig{header: textproto.CanonicalMIMEHeaderKey(header), headerSet: true, v6bits: gc.ip.v6bits}
@@ -86,7 +82,7 @@ func TrustProxies(header string, proxies ...string) Option {
 			}
 			p, err := parsePrefix(s)
 			if err != nil {
-				c.errorf("TrustProxies: %q is neither a CIDR prefix nor an IP address", s)
+				gc.errorf("TrustProxies: %q is neither a CIDR prefix nor an IP address", s)
 				return
 			}
 			ip.trusted = append(ip.trusted, p)
@@ -122,14 +118,12 @@ func parsePrefix(s string) (netip.Prefix, error) {
 // One subscriber usually holds a whole /64, so keying by full address would give a client 2^64
 // quotas; 128 keys by the full address. It configures a guard.
 func IPv6Prefix(bits int) Option {
-	return func(c *config) {
-		if gc := c.forGuard("IPv6Prefix"); gc != nil {
-			if bits < 1 || bits > 128 {
-				c.errorf("IPv6Prefix(%d): bits must be between 1 and 128", bits)
-				return
-			}
-			gc.ip.v6bits = bits
+	return func(gc *guardConfig) {
+		if bits < 1 || bits > 128 {
+			gc.errorf("IPv6Prefix(%d): bits must be between 1 and 128", bits)
+			return
 		}
+		gc.ip.v6bits = bits
 	}
 }
 

@@ -171,7 +171,6 @@ func TestIPOptionErrors(t *testing.T) {
 		{[]ratelimit.Option{ratelimit.IPv6Prefix(129)}, "IPv6Prefix(129)"},
 		{[]ratelimit.Option{ratelimit.TrustProxies("X Real IP", "10.0.0.0/8")}, `TrustProxies: "X Real IP" is not a valid header name`},
 		{[]ratelimit.Option{ratelimit.TrustProxies("X-Real-IP")}, `TrustProxies("X-Real-Ip"): name at least one proxy`},
-		{[]ratelimit.Option{ratelimit.WithMaxKeys(3)}, "WithMaxKeys configures a store, not a guard"},
 		{[]ratelimit.Option{nil}, "option 1 is nil"},
 	} {
 		_, err := ratelimit.NewIPResolver(c.opts...)

@@ -19,27 +19,36 @@ func TestMain(m *testing.M) { os.Exit(redistest.Main(m, "ExampleNewRedisStore"))
 // engine makes a store for one test: every engine of the conformance suite.
 type engine struct {
 	name  string
-	store func(t *testing.T, opts ...ratelimit.Option) ratelimit.Store
+	store func(t *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store
 }
 
 var engines = []engine{
-	{"memory", func(t *testing.T, opts ...ratelimit.Option) ratelimit.Store {
-		return ratelimit.NewMemoryStore(opts...)
+	{"memory", func(t *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store {
+		return ratelimit.NewMemoryStore(optionsOf[ratelimit.MemoryOption](opts)...)
 	}},
-	{"redis", func(t *testing.T, opts ...ratelimit.Option) ratelimit.Store {
-		return redisStore(t, redistest.Standalone(t), opts...)
+	{"redis", func(t *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store {
+		return redisStore(t, redistest.Standalone(t), optionsOf[ratelimit.RedisOption](opts)...)
 	}},
-	{"cluster", func(t *testing.T, opts ...ratelimit.Option) ratelimit.Store {
-		return redisStore(t, redistest.Cluster(t), opts...)
+	{"cluster", func(t *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store {
+		return redisStore(t, redistest.Cluster(t), optionsOf[ratelimit.RedisOption](opts)...)
 	}},
+}
+
+// optionsOf returns the options of both stores as the options of one.
+func optionsOf[O any](opts []ratelimit.StoreOption) []O {
+	out := make([]O, len(opts))
+	for i, o := range opts {
+		out[i] = any(o).(O)
+	}
+	return out
 }
 
 // redisStore returns a Redis store under a prefix of the test's own, and checks after the test
 // that every key it left has an expiry.
-func redisStore(t *testing.T, client redis.UniversalClient, opts ...ratelimit.Option) ratelimit.Store {
+func redisStore(t *testing.T, client redis.UniversalClient, opts ...ratelimit.RedisOption) ratelimit.Store {
 	prefix := redistest.Prefix(t)
 	t.Cleanup(func() { assertAllKeysExpire(t, client, prefix) })
-	return ratelimit.NewRedisStore(client, append([]ratelimit.Option{ratelimit.WithPrefix(prefix)}, opts...)...)
+	return ratelimit.NewRedisStore(client, append([]ratelimit.RedisOption{ratelimit.WithPrefix(prefix)}, opts...)...)
 }
 
 // assertAllKeysExpire fails the test when a key under prefix has no TTL.

@@ -25,7 +25,7 @@ type failoverTimes struct {
 // is measured from its own replica's promotion to its store's first decision, so the groups'
 // own failover times cancel out. The breaker may add at most a few probe waits.
 func TestSentinelFailoverBreakerAddsNoOutage(t *testing.T) {
-	measure := func(g *redistest.SentinelGroup, opts []ratelimit.Option, out *failoverTimes, start <-chan struct{}) func() {
+	measure := func(g *redistest.SentinelGroup, opts []ratelimit.RedisOption, out *failoverTimes, start <-chan struct{}) func() {
 		client := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: g.MasterName, SentinelAddrs: g.SentinelAddrs,
 			ContextTimeoutEnabled: true, DialTimeout: 200 * time.Millisecond})
 		replica := redis.NewClient(&redis.Options{Addr: g.ReplicaAddr()})
@@ -74,7 +74,7 @@ func TestSentinelFailoverBreakerAddsNoOutage(t *testing.T) {
 	start := make(chan struct{})
 	runs := []func(){
 		measure(on, nil, &withBreaker, start),
-		measure(off, []ratelimit.Option{ratelimit.WithBreaker(0, 0)}, &without, start),
+		measure(off, []ratelimit.RedisOption{ratelimit.WithBreaker(0, 0)}, &without, start),
 	}
 	var wg sync.WaitGroup
 	for _, run := range runs {
@@ -93,7 +93,7 @@ func TestSentinelFailoverBreakerAddsNoOutage(t *testing.T) {
 	lagOn, lagOff := withBreaker.recovered-withBreaker.promoted, without.recovered-without.promoted
 	t.Logf("with the default breaker: promoted after %v, deciding again %v later, %d checks failed; without: promoted after %v, deciding again %v later, %d failed",
 		withBreaker.promoted, lagOn, withBreaker.failed, without.promoted, lagOff, without.failed)
-	if slack := 3 * ratelimit.DefaultBreakerCooldown; lagOn > lagOff+slack {
+	if slack := 3 * breakerCooldown; lagOn > lagOff+slack {
 		t.Errorf("the store decided again %v after the promotion with the breaker, %v without: the breaker lengthened the outage by more than %v (three probe waits)",
 			lagOn, lagOff, slack)
 	}

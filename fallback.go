@@ -20,7 +20,7 @@ type fallback struct {
 }
 
 func newFallback(share float64, clock Clock, maxKeys int) *fallback {
-	opts := []Option{WithMaxKeys(maxKeys)}
+	opts := []MemoryOption{WithMaxKeys(maxKeys)}
 	if clock != nil {
 		opts = append(opts, WithClock(clock))
 	}

@@ -37,7 +37,7 @@ func TestRedisCrashWhileServing(t *testing.T) {
 			client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), ContextTimeoutEnabled: tc.ctxTimeout, MaxRetries: -1})
 			t.Cleanup(func() { client.Close() })
 			clock := fakeclock.New(fakeclock.T0)
-			opts := []ratelimit.Option{ratelimit.WithClock(clock)}
+			opts := []ratelimit.RedisOption{ratelimit.WithClock(clock)}
 			if !tc.breaker {
 				opts = append(opts, ratelimit.WithBreaker(0, 0))
 			}
@@ -87,7 +87,7 @@ func TestRedisCrashWhileServing(t *testing.T) {
 				if info := client.Info(ctx, "commandstats").Val(); strings.Contains(info, "cmdstat_eval") {
 					t.Fatalf("the open breaker let script calls through to the restarted Redis:\n%s", info)
 				}
-				clock.Advance(ratelimit.DefaultBreakerCooldown)
+				clock.Advance(breakerCooldown)
 			}
 			failures.Store(0)
 			if got := codes(4); !slices.Equal(got, []int{200, 200, 200, 429}) || failures.Load() != 0 {

@@ -25,34 +25,20 @@ import (
 //
 // A Guard is safe for concurrent use.
 type Guard struct {
+	guardConfig // the options, as NewGuard checked them
+
 	limiter  *Limiter                             // the policies of every request, unless choose picks others
 	observer Observer                             // the store's; nil: none
 	choose   func(r Request, key string) *Limiter // WithTiers, WithResolver; nil: limiter
 	pick     func(Request) *Guard                 // a Switch: the guard of each request
 	clock    Clock
-	local    bool // the store answers without I/O: no deadline
-	timeout  time.Duration
-
-	key     KeyFunc // nil: the client IP
-	ip      *ipResolver
-	reject  bool // refuse a request without a key (g.missing) rather than key it by its IP
-	cost    func(Request) int64
-	skip    func(Request) bool
-	countIf func(int) bool
-	deny    func(Request, Decision) (int, string, []byte)
-	onError func(Request, error)
-	log     logs
-	routes  Router // WithRoutes; nil: none
+	local    bool        // the store answers without I/O: no deadline
+	clientIP *ipResolver // the client IP of a request, through the trusted proxies
+	log      logs        // the store's logger
 	// fallbacks are the reasons of falling back to the client IP logged so far.
 	fallbacks keyFallbacks
+	shapes    bool // a policy of the guard may hold a request for its slot (shaping)
 
-	shapes     bool          // a policy of the guard may hold a request for its slot (shaping)
-	slotWait   time.Duration // WaitForSlot: how long a request may wait for an in-flight slot
-	slotStatus int           // InFlightStatus: the status of a request refused a slot; 0: 429
-
-	headers    HeaderStyle
-	problem    bool
-	failStatus int
 	// Responses that do not depend on the request.
 	missing, badRequest, badCost, failed, gone response
 }
@@ -69,21 +55,15 @@ func NewGuard(l *Limiter, opts ...Option) (*Guard, error) {
 		return nil, err
 	}
 	g := &Guard{
-		limiter: l, observer: observerOf(l.store), clock: clockOf(l.store), local: isLocal(l.store), timeout: c.timeout,
-		key: c.key, ip: c.ip.resolver(), reject: c.missingStatus != 0, cost: c.cost, skip: c.skip,
-		countIf: c.countIf, deny: c.deny, onError: c.onError, slotWait: c.slotWait, slotStatus: c.slotStatus,
-		headers: c.headers, problem: c.problem, failStatus: c.failStatus, routes: c.routes,
+		guardConfig: *c, limiter: l, observer: observerOf(l.store), clock: clockOf(l.store), local: isLocal(l.store),
+		clientIP: c.ip.resolver(), log: loggerOf(l.store), shapes: c.mayShape(l),
 	}
-	g.log = loggerOf(l.store)
-	if c.logger != nil {
-		g.log = logs{c.logger}
-	}
+	g.errs = nil
 	if g.onError == nil {
-		g.onError = (&errorLog{clock: g.clock, failOpen: c.failStatus == 0, log: g.log}).report
+		g.onError = (&errorLog{clock: g.clock, failOpen: g.failStatus == 0, log: g.log}).report
 	}
-	g.shapes = c.mayShape(l)
-	g.choose = c.chooser(g)
-	g.prepareResponses(c)
+	g.choose = g.chooser(g)
+	g.prepareResponses()
 	return g, nil
 }
 
@@ -229,7 +209,7 @@ func (g *Guard) keyOf(r Request) (string, error) {
 	)
 	if g.key != nil {
 		key, err = g.key(g.keyRequest(r))
-		if errors.Is(err, ErrNoKey) && g.reject {
+		if errors.Is(err, ErrNoKey) && (g.missingStatus != 0) {
 			return "", ErrNoKey
 		}
 		if errors.Is(err, ErrNoKey) {
@@ -237,7 +217,7 @@ func (g *Guard) keyOf(r Request) (string, error) {
 		}
 	}
 	if g.key == nil || errors.Is(err, ErrNoKey) {
-		key, err = g.ip.key(r)
+		key, err = g.clientIP.key(r)
 	}
 	switch {
 	case err != nil:
@@ -255,10 +235,10 @@ func (g *Guard) keyOf(r Request) (string, error) {
 // resolver, for KeyByIP. A guard whose resolver is the one KeyByIP uses outside a guard (the
 // connection's peer) hands r over as it is, which saves allocating the wrapper.
 func (g *Guard) keyRequest(r Request) Request {
-	if g.ip == peerOnly {
+	if g.clientIP == peerOnly {
 		return r
 	}
-	return &guardRequest{r, g.ip}
+	return &guardRequest{r, g.clientIP}
 }
 
 // Done completes a request the guard let through, given the status its handler answered: it

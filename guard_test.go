@@ -56,10 +56,6 @@ func TestNewGuardOptionErrors(t *testing.T) {
 		{[]ratelimit.Option{nil}, "option 1 is nil"},
 		{[]ratelimit.Option{ratelimit.WithPolicies(shaping), ratelimit.CountIf(func(int) bool { return true })},
 			`CountIf cannot be combined with the shaping policy "queue"`},
-		// Store options configure a store.
-		{[]ratelimit.Option{ratelimit.WithClock(newFakeClock())}, "WithClock configures a store, not a guard: give it to NewMemoryStore or NewRedisStore"},
-		{[]ratelimit.Option{ratelimit.WithPrefix("app:")}, "WithPrefix configures a store, not a guard"},
-		{[]ratelimit.Option{ratelimit.WithMaxKeys(10)}, "WithMaxKeys configures a store, not a guard"},
 		// Every error, in order.
 		{[]ratelimit.Option{ratelimit.WithTimeout(-1), ratelimit.WithHeaders(), ratelimit.FailClosed(418)},
 			"2 invalid options: WithTimeout(-1ns): the timeout must be positive; FailClosed(418): the status must be 503 or 429"},
@@ -81,25 +77,6 @@ func TestNewGuardOptionErrors(t *testing.T) {
 		}
 	}()
 	ratelimit.Middleware(l, ratelimit.WithTimeout(0))
-}
-
-// TestGuardOptionsAreNotStoreOptions: a guard option given to a store is an error, when the
-// store is made.
-func TestGuardOptionsAreNotStoreOptions(t *testing.T) {
-	for name, f := range map[string]func(){
-		"NewMemoryStore": func() { ratelimit.NewMemoryStore(ratelimit.WithTimeout(time.Second)) },
-		"NewRedisStore":  func() { ratelimit.NewRedisStore(redis.NewClient(&redis.Options{}), ratelimit.WithTimeout(time.Second)) },
-	} {
-		func() {
-			defer func() {
-				want := "ratelimit: " + name + ": WithTimeout configures a guard (Middleware, NewGuard, an adapter's New), not a store"
-				if r := recover(); r == nil || !strings.Contains(r.(error).Error(), want) {
-					t.Errorf("%s(WithTimeout): got panic %v, want %q", name, r, want)
-				}
-			}()
-			f()
-		}()
-	}
 }
 
 // TestGuardWithPolicies: a guard with its own policies checks those, over the limiter's store.

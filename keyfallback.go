@@ -86,14 +86,12 @@ type Router interface {
 //
 // The adapters need none: their frameworks route before middleware runs. It configures a guard.
 func WithRoutes(router Router) Option {
-	return func(c *config) {
-		if gc := c.forGuard("WithRoutes"); gc != nil {
-			if router == nil {
-				c.errorf("WithRoutes(nil): give it the router the middleware stands in front of, e.g. the *http.ServeMux")
-				return
-			}
-			gc.routes = router
+	return func(gc *guardConfig) {
+		if router == nil {
+			gc.errorf("WithRoutes(nil): give it the router the middleware stands in front of, e.g. the *http.ServeMux")
+			return
 		}
+		gc.routes = router
 	}
 }
 

@@ -81,10 +81,9 @@ func TestKeyByRouteAroundMux(t *testing.T) {
 func TestKeyFallbackNoHeader(t *testing.T) {
 	var logged syncBuffer
 	obs := &fallbackCounter{}
-	store := ratelimit.NewMemoryStore(ratelimit.WithObserver(obs))
+	store := ratelimit.NewMemoryStore(ratelimit.WithObserver(obs), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 	l := mustNew(t, store, ratelimit.Policy{Limit: 100, Window: time.Minute})
-	h := ratelimit.Middleware(l, ratelimit.WithKey(ratelimit.KeyOr(ratelimit.KeyByHeader("X-API-Key"))),
-		ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	h := ratelimit.Middleware(l, ratelimit.WithKey(ratelimit.KeyOr(ratelimit.KeyByHeader("X-API-Key"))))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	for range 3 {
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
 	}

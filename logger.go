@@ -2,29 +2,22 @@ package ratelimit
 
 import "log/slog"
 
-// WithLogger sets where the library logs, by default [slog.Default] at the time of each line.
-// Given to a store ([NewMemoryStore], [NewRedisStore]) it is the logger of the store and of its
-// layers (the circuit breaker opening and closing, the memory store filling up), and of every
-// guard over the store that has no logger of its own. Given to a guard ([Middleware],
-// [NewGuard], an adapter's New) it is that guard's logger: its error log ([WithErrorHandler]
-// replaces it) and its warnings. So one WithLogger on the store covers everything the library
-// logs for it; the rules module's WithLogger reaches the guards of its rules too.
+// WithLogger sets where the store and everything built on it log, by default [slog.Default] at
+// the time of each line: the store's layers (the circuit breaker opening and closing, the
+// memory store filling up) and every guard over the store (its error log, which
+// [WithErrorHandler] replaces, and its warnings). One logger per store covers everything the
+// library logs for it.
 //
 // Every line is rate-limited: at most one a second for repeated errors, with the number not
 // logged since.
-func WithLogger(l *slog.Logger) Option {
-	return func(c *config) {
+func WithLogger(l *slog.Logger) StoreOption {
+	return storeOption(func(sc *storeConfig) {
 		if l == nil {
-			c.errorf("WithLogger(nil): give it a logger, e.g. slog.Default()")
+			sc.errorf("WithLogger(nil): give it a logger, e.g. slog.Default()")
 			return
 		}
-		switch {
-		case c.store != nil:
-			c.store.logger = l
-		case c.guard != nil:
-			c.guard.logger = l
-		}
-	}
+		sc.logger = l
+	})
 }
 
 // logs is a logger that may be unset: then the lines go to slog.Default() as it is when they

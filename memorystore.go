@@ -95,9 +95,9 @@ type memoryEntry struct {
 
 // NewMemoryStore returns an empty store that keeps rate-limit state in this process: the
 // embedded default, for one instance or for tests. It runs the same algorithms as the Redis
-// store, to the same results. Options: [WithClock], [WithMaxKeys], [WithLogger], [WithObserver] ([WithPrefix] is accepted and
-// changes nothing: the store's keys are its own); NewMemoryStore panics if one is invalid or
-// configures a guard.
+// store, to the same results. Its options are the [StoreOption]s ([WithPrefix] changes
+// nothing: the store's keys are its own) and [WithMaxKeys]; NewMemoryStore panics if one is
+// invalid.
 //
 // It is safe for concurrent use. All keys of one identity live in one of 64 shards under one
 // lock, so a policy list is checked atomically. Expired state is dropped as the store is used,
@@ -117,8 +117,15 @@ type memoryEntry struct {
 // It logs once when it first has to (and at most once a minute while it lasts) through
 // [WithLogger], and tells its [Observer] every identity it made room for. The overflow quota
 // keeps one key per policy and shard beside the bound.
-func NewMemoryStore(opts ...Option) Store {
-	c := newStoreConfig("NewMemoryStore", true, opts)
+func NewMemoryStore(opts ...MemoryOption) Store {
+	c := newStoreConfig(true)
+	for _, o := range opts {
+		if o == nil {
+			panic("ratelimit: NewMemoryStore: an option is nil")
+		}
+		o.applyMemory(c)
+	}
+	c.done("NewMemoryStore")
 	s := &memoryStore{seed: maphash.MakeSeed(), clock: c.clock, perShard: max(1, c.maxKeys/memoryShards), log: logs{c.logger}, observer: c.res.observer}
 	if s.clock == nil {
 		s.clock = defaultClock

@@ -50,15 +50,21 @@ type IPResolver = ipResolver
 
 // NewIPResolver returns the resolver of a guard configured by opts.
 func NewIPResolver(opts ...Option) (*IPResolver, error) {
-	c := config{guard: &guardConfig{ip: ipConfig{v6bits: 64}}}
-	c.apply(opts)
-	if c.guard.ip.headerSet && len(c.guard.ip.trusted) == 0 && !c.guard.ip.unix {
-		c.errorf("TrustProxies(%q): name at least one proxy", c.guard.ip.header)
+	gc := &guardConfig{ip: ipConfig{v6bits: 64}}
+	for i, o := range opts {
+		if o == nil {
+			gc.errorf("option %d is nil", i+1)
+			continue
+		}
+		o(gc)
 	}
-	if err := c.err("ratelimit: NewIPResolver"); err != nil {
+	if gc.ip.headerSet && len(gc.ip.trusted) == 0 && !gc.ip.unix {
+		gc.errorf("TrustProxies(%q): name at least one proxy", gc.ip.header)
+	}
+	if err := gc.errs.err("ratelimit: NewIPResolver"); err != nil {
 		return nil, err
 	}
-	return c.guard.ip.resolver(), nil
+	return gc.ip.resolver(), nil
 }
 
 // ClientIP returns the client address of r.

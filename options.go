@@ -2,18 +2,16 @@ package ratelimit
 
 import (
 	"fmt"
-	"log/slog"
 	"maps"
 	"net/http"
 	"slices"
 	"time"
 )
 
-// Option configures a store ([NewMemoryStore], [NewRedisStore]) or a guard ([Middleware],
-// [NewGuard] and the framework adapters); each option's documentation says which. When an
-// option is given twice, the last one wins. An option given to the wrong constructor is an
-// error there.
-type Option func(*config)
+// Option configures a guard: [Middleware], [NewGuard], the framework adapters' New, and the
+// guards of the rules module. When an option is given twice, the last one wins. The stores
+// have options of their own ([StoreOption]).
+type Option func(*guardConfig)
 
 // defaultTimeout bounds every store call of a guard unless WithTimeout says otherwise.
 const defaultTimeout = 100 * time.Millisecond
@@ -39,27 +37,33 @@ type guardConfig struct {
 	tiers         map[string][]Policy
 	tierLimiters  map[string]*Limiter
 	resolver      *Resolver // WithResolver
-	logger        *slog.Logger
-	routes        Router // WithRoutes
+	routes        Router    // WithRoutes
+
+	errs optionErrors
 }
 
 // newGuardConfig applies opts to a guard's defaults and checks them against each other and
 // against the limiter, returning the limiter the guard checks.
 func newGuardConfig(l *Limiter, opts []Option) (*guardConfig, *Limiter, error) {
 	gc := &guardConfig{headers: XRateLimitHeaders, timeout: defaultTimeout, ip: ipConfig{v6bits: 64}}
-	c := config{guard: gc}
-	c.apply(opts)
+	for i, o := range opts {
+		if o == nil {
+			gc.errorf("option %d is nil", i+1)
+			continue
+		}
+		o(gc)
+	}
 	if gc.policies != nil {
 		pl, err := l.with(gc.policies)
 		if err != nil {
-			c.errorf("WithPolicies: %w", err)
+			gc.errorf("WithPolicies: %w", err)
 		} else {
 			l = pl
 		}
 	}
 	slots := l.slots
 	if err := gc.fits(l); err != nil {
-		c.errorf("%w", err)
+		gc.errorf("%w", err)
 	}
 	if gc.tiers != nil {
 		gc.tierLimiters = make(map[string]*Limiter, len(gc.tiers))
@@ -69,7 +73,7 @@ func newGuardConfig(l *Limiter, opts []Option) (*guardConfig, *Limiter, error) {
 				err = gc.fits(tl)
 			}
 			if err != nil {
-				c.errorf("WithTiers: tier %q: %w", name, err)
+				gc.errorf("WithTiers: tier %q: %w", name, err)
 				continue
 			}
 			gc.tierLimiters[name] = tl
@@ -77,15 +81,15 @@ func newGuardConfig(l *Limiter, opts []Option) (*guardConfig, *Limiter, error) {
 		}
 	}
 	if gc.resolver != nil && gc.tiers != nil {
-		c.errorf("WithTiers and WithResolver both choose the policies of a request; give one (a Resolver can return a tier's policies)")
+		gc.errorf("WithTiers and WithResolver both choose the policies of a request; give one (a Resolver can return a tier's policies)")
 	}
 	if (gc.slotWait > 0 || gc.slotStatus != 0) && !slots && gc.resolver == nil {
-		c.errorf("WaitForSlot and InFlightStatus need an in-flight policy (algorithms.InFlight); the limiter's policies have none")
+		gc.errorf("WaitForSlot and InFlightStatus need an in-flight policy (algorithms.InFlight); the limiter's policies have none")
 	}
 	if gc.ip.headerSet && len(gc.ip.trusted) == 0 && !gc.ip.unix {
-		c.errorf("TrustProxies(%q): name at least one proxy", gc.ip.header)
+		gc.errorf("TrustProxies(%q): name at least one proxy", gc.ip.header)
 	}
-	if err := c.err("ratelimit: NewGuard"); err != nil {
+	if err := gc.errs.err("ratelimit: NewGuard"); err != nil {
 		return nil, nil, err
 	}
 	return gc, l, nil
@@ -129,16 +133,11 @@ func (gc *guardConfig) mayShape(l *Limiter) bool {
 	return false
 }
 
-// forGuard returns what a guard option sets, or nil when the option configures a store.
-func (c *config) forGuard(name string) *guardConfig {
-	if c.guard == nil {
-		c.errorf("%s configures a guard (Middleware, NewGuard, an adapter's New), not a store", name)
-	}
-	return c.guard
-}
+// errorf records an invalid option.
+func (gc *guardConfig) errorf(format string, args ...any) { gc.errs.add(format, args...) }
 
 // WithPolicies replaces the limiter's policies with these, over the limiter's store: the
-// per-route limit. It configures a guard.
+// per-route limit.
 //
 //	mux.Handle("POST /login", ratelimit.Middleware(l, ratelimit.WithPolicies(
 //		ratelimit.Policy{Name: "login", Limit: 5, Window: time.Minute}))(login))
@@ -146,45 +145,38 @@ func (c *config) forGuard(name string) *guardConfig {
 // Policies of different routes that share a name, an algorithm and a window share their quota,
 // whatever their limits; name them apart to keep them separate.
 func WithPolicies(policies ...Policy) Option {
-	return func(c *config) {
-		if gc := c.forGuard("WithPolicies"); gc != nil {
-			if len(policies) == 0 {
-				c.errorf("WithPolicies(): give it at least one policy")
-				return
-			}
-			gc.policies = append([]Policy(nil), policies...)
+	return func(gc *guardConfig) {
+		if len(policies) == 0 {
+			gc.errorf("WithPolicies(): give it at least one policy")
+			return
 		}
+		gc.policies = append([]Policy(nil), policies...)
 	}
 }
 
 // WithKey sets what requests are limited by (default [KeyByIP]()). A request for which key
 // finds no key ([ErrNoKey]: no API-key header, an anonymous user) is limited by its client IP
 // instead, under the same policies and the same trusted proxies, unless [RejectMissingKey]
-// refuses it. It configures a guard.
+// refuses it.
 func WithKey(key KeyFunc) Option {
-	return func(c *config) {
-		if gc := c.forGuard("WithKey"); gc != nil {
-			if key == nil {
-				c.errorf("WithKey(nil): give it a key function, e.g. ratelimit.KeyByIP()")
-				return
-			}
-			gc.key = key
+	return func(gc *guardConfig) {
+		if key == nil {
+			gc.errorf("WithKey(nil): give it a key function, e.g. ratelimit.KeyByIP()")
+			return
 		}
+		gc.key = key
 	}
 }
 
 // RejectMissingKey answers status (401 Unauthorized, say, or 400 Bad Request) when the key
-// function finds no key ([ErrNoKey]), instead of limiting the request by its client IP. It
-// configures a guard.
+// function finds no key ([ErrNoKey]), instead of limiting the request by its client IP.
 func RejectMissingKey(status int) Option {
-	return func(c *config) {
-		if gc := c.forGuard("RejectMissingKey"); gc != nil {
-			if status < 400 || status > 499 {
-				c.errorf("RejectMissingKey(%d): the status must be a 4xx client error, e.g. 401", status)
-				return
-			}
-			gc.missingStatus = status
+	return func(gc *guardConfig) {
+		if status < 400 || status > 499 {
+			gc.errorf("RejectMissingKey(%d): the status must be a 4xx client error, e.g. 401", status)
+			return
 		}
+		gc.missingStatus = status
 	}
 }
 
@@ -192,16 +184,14 @@ func RejectMissingKey(status int) Option {
 // a bandwidth limit for each byte. A cost of 0 charges nothing; a cost above a policy's
 // capacity, however large, is refused with 429 and no Retry-After, since waiting would not
 // help. A negative cost is a malformed request ([ErrBadCost]): it is answered 400 Bad Request
-// without asking the store, whatever the fail mode, and reported. It configures a guard.
+// without asking the store, whatever the fail mode, and reported.
 func WithCost(cost func(Request) int64) Option {
-	return func(c *config) {
-		if gc := c.forGuard("WithCost"); gc != nil {
-			if cost == nil {
-				c.errorf("WithCost(nil): give it a function")
-				return
-			}
-			gc.cost = cost
+	return func(gc *guardConfig) {
+		if cost == nil {
+			gc.errorf("WithCost(nil): give it a function")
+			return
 		}
+		gc.cost = cost
 	}
 }
 
@@ -209,31 +199,27 @@ func WithCost(cost func(Request) int64) Option {
 // Retry-After: 1, when the store fails or does not answer in time. By default the guard fails
 // open instead: the request goes through and the error is reported, so an outage of the rate
 // limiter does not become an outage of the service. Fail closed where an unlimited request
-// costs more than a refused one (logins, expensive calls). It configures a guard.
+// costs more than a refused one (logins, expensive calls).
 func FailClosed(status int) Option {
-	return func(c *config) {
-		if gc := c.forGuard("FailClosed"); gc != nil {
-			if status != http.StatusServiceUnavailable && status != http.StatusTooManyRequests {
-				c.errorf("FailClosed(%d): the status must be 503 or 429", status)
-				return
-			}
-			gc.failStatus = status
+	return func(gc *guardConfig) {
+		if status != http.StatusServiceUnavailable && status != http.StatusTooManyRequests {
+			gc.errorf("FailClosed(%d): the status must be 503 or 429", status)
+			return
 		}
+		gc.failStatus = status
 	}
 }
 
 // WithTimeout bounds every store call (default 100 ms); past it, the call counts as failed
 // ([ErrStoreTimeout]; see [FailClosed]). A store that answers without I/O (the memory store)
-// is not timed. It configures a guard.
+// is not timed.
 func WithTimeout(d time.Duration) Option {
-	return func(c *config) {
-		if gc := c.forGuard("WithTimeout"); gc != nil {
-			if d <= 0 {
-				c.errorf("WithTimeout(%v): the timeout must be positive", d)
-				return
-			}
-			gc.timeout = d
+	return func(gc *guardConfig) {
+		if d <= 0 {
+			gc.errorf("WithTimeout(%v): the timeout must be positive", d)
+			return
 		}
+		gc.timeout = d
 	}
 }
 
@@ -241,86 +227,75 @@ func WithTimeout(d time.Duration) Option {
 // with errors.Is: [ErrStoreUnavailable] or [ErrStoreTimeout] (the request then fails open or
 // closed, or its refund after the handler failed, see [CountIf]), [ErrBadKey] or [ErrBadCost]
 // (the request is answered 400 Bad Request). It is called on the request's goroutine and must
-// be quick. It configures a guard.
+// be quick.
 //
 // By default errors are logged with [log/slog] at warning level, at most once a second per
 // guard, with the number of errors not logged since.
 func WithErrorHandler(f func(r Request, err error)) Option {
-	return func(c *config) {
-		if gc := c.forGuard("WithErrorHandler"); gc != nil {
-			if f == nil {
-				c.errorf("WithErrorHandler(nil): give it a function")
-				return
-			}
-			gc.onError = f
+	return func(gc *guardConfig) {
+		if f == nil {
+			gc.errorf("WithErrorHandler(nil): give it a function")
+			return
 		}
+		gc.onError = f
 	}
 }
 
 // WithDenyResponse replaces the response to a request the limiter denies. f returns the status
 // (anything but a 4xx or 5xx means 429), the content type and the body; the guard still writes
 // the rate-limit headers and Retry-After. It is not called for the other refusals (store
-// failure, missing key, malformed request). It configures a guard.
+// failure, missing key, malformed request).
 func WithDenyResponse(f func(r Request, d Decision) (status int, contentType string, body []byte)) Option {
-	return func(c *config) {
-		if gc := c.forGuard("WithDenyResponse"); gc != nil {
-			if f == nil {
-				c.errorf("WithDenyResponse(nil): give it a function")
-				return
-			}
-			gc.deny = f
+	return func(gc *guardConfig) {
+		if f == nil {
+			gc.errorf("WithDenyResponse(nil): give it a function")
+			return
 		}
+		gc.deny = f
 	}
 }
 
 // WithHeaders selects the rate-limit headers written on every limited response (default
 // [XRateLimitHeaders]); WithHeaders() writes none. Retry-After is written on every 429 and 503
-// regardless. It configures a guard.
+// regardless.
 func WithHeaders(styles ...HeaderStyle) Option {
-	return func(c *config) {
-		if gc := c.forGuard("WithHeaders"); gc != nil {
-			var all HeaderStyle
-			for _, s := range styles {
-				if s&^allHeaderStyles != 0 || s == 0 {
-					c.errorf("WithHeaders: unknown header style %d", s)
-					return
-				}
-				all |= s
+	return func(gc *guardConfig) {
+		var all HeaderStyle
+		for _, s := range styles {
+			if s&^allHeaderStyles != 0 || s == 0 {
+				gc.errorf("WithHeaders: unknown header style %d", s)
+				return
 			}
-			gc.headers = all
+			all |= s
 		}
+		gc.headers = all
 	}
 }
 
 // WithProblemJSON makes the guard answer its refusals with an RFC 9457 problem document
 // (application/problem+json) instead of plain text. A denial uses the problem type
 // https://iana.org/assignments/http-problem-types#quota-exceeded of the IETF rate-limit draft
-// and lists the names of the violated policies in "violated-policies". It configures a guard.
+// and lists the names of the violated policies in "violated-policies".
 func WithProblemJSON() Option {
-	return func(c *config) {
-		if gc := c.forGuard("WithProblemJSON"); gc != nil {
-			gc.problem = true
-		}
+	return func(gc *guardConfig) {
+		gc.problem = true
 	}
 }
 
 // WithSkip exempts the requests for which skip reports true (health checks, say): they are
-// neither checked nor charged, and get no rate-limit headers. It configures a guard.
+// neither checked nor charged, and get no rate-limit headers.
 func WithSkip(skip func(Request) bool) Option {
-	return func(c *config) {
-		if gc := c.forGuard("WithSkip"); gc != nil {
-			if skip == nil {
-				c.errorf("WithSkip(nil): give it a function")
-				return
-			}
-			gc.skip = skip
+	return func(gc *guardConfig) {
+		if skip == nil {
+			gc.errorf("WithSkip(nil): give it a function")
+			return
 		}
+		gc.skip = skip
 	}
 }
 
 // CountIf charges only requests whose response status satisfies count: with
-// func(s int) bool { return s == 401 }, only failed logins use up the quota. It configures a
-// guard.
+// func(s int) bool { return s == 401 }, only failed logins use up the quota.
 //
 // The guard charges every request before its handler, atomically, as without CountIf, and
 // after the handler refunds the charge of a request whose status does not count
@@ -330,13 +305,11 @@ func WithSkip(skip func(Request) bool) Option {
 // CountIf cannot be combined with a shaping policy, whose slot is reserved before the request
 // runs.
 func CountIf(count func(status int) bool) Option {
-	return func(c *config) {
-		if gc := c.forGuard("CountIf"); gc != nil {
-			if count == nil {
-				c.errorf("CountIf(nil): give it a function")
-				return
-			}
-			gc.countIf = count
+	return func(gc *guardConfig) {
+		if count == nil {
+			gc.errorf("CountIf(nil): give it a function")
+			return
 		}
+		gc.countIf = count
 	}
 }

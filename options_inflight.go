@@ -11,14 +11,12 @@ import (
 // policy is refused at once, and the wait ends early when the client goes away (499, see
 // [Outcome]). It configures a guard whose limiter has an in-flight policy.
 func WaitForSlot(max time.Duration) Option {
-	return func(c *config) {
-		if gc := c.forGuard("WaitForSlot"); gc != nil {
-			if max <= 0 {
-				c.errorf("WaitForSlot(%v): the wait must be positive", max)
-				return
-			}
-			gc.slotWait = max
+	return func(gc *guardConfig) {
+		if max <= 0 {
+			gc.errorf("WaitForSlot(%v): the wait must be positive", max)
+			return
 		}
+		gc.slotWait = max
 	}
 }
 
@@ -27,13 +25,11 @@ func WaitForSlot(max time.Duration) Option {
 // service is busy rather than that the client asks too often. A refusal by a rate policy stays
 // 429. It configures a guard whose limiter has an in-flight policy.
 func InFlightStatus(status int) Option {
-	return func(c *config) {
-		if gc := c.forGuard("InFlightStatus"); gc != nil {
-			if status != http.StatusServiceUnavailable && status != http.StatusTooManyRequests {
-				c.errorf("InFlightStatus(%d): the status must be 503 or 429", status)
-				return
-			}
-			gc.slotStatus = status
+	return func(gc *guardConfig) {
+		if status != http.StatusServiceUnavailable && status != http.StatusTooManyRequests {
+			gc.errorf("InFlightStatus(%d): the status must be 503 or 429", status)
+			return
 		}
+		gc.slotStatus = status
 	}
 }

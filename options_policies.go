@@ -22,14 +22,12 @@ import (
 // changes tier should keep its count (see [StorageKey]); give them names apart to count each
 // tier afresh.
 func WithTiers(tier func(Request) string, tiers map[string][]Policy) Option {
-	return func(c *config) {
-		gc := c.forGuard("WithTiers")
+	return func(gc *guardConfig) {
 		switch {
-		case gc == nil:
 		case tier == nil:
-			c.errorf("WithTiers(nil, ...): give it a function that names the tier of a request")
+			gc.errorf("WithTiers(nil, ...): give it a function that names the tier of a request")
 		case len(tiers) == 0:
-			c.errorf("WithTiers: give it the policies of at least one tier")
+			gc.errorf("WithTiers: give it the policies of at least one tier")
 		default:
 			gc.tier, gc.tiers = tier, maps.Clone(tiers)
 		}
@@ -70,16 +68,14 @@ const (
 //		return plans.PoliciesOf(r.Context(), key) // a database row, cached by the guard
 //	}})
 func WithResolver(r Resolver) Option {
-	return func(c *config) {
-		gc := c.forGuard("WithResolver")
+	return func(gc *guardConfig) {
 		switch {
-		case gc == nil:
 		case r.Resolve == nil:
-			c.errorf("WithResolver: the Resolver has no Resolve function")
+			gc.errorf("WithResolver: the Resolver has no Resolve function")
 		case r.TTL < 0:
-			c.errorf("WithResolver: the Resolver's TTL is %v; it must be positive (or 0 for a minute)", r.TTL)
+			gc.errorf("WithResolver: the Resolver's TTL is %v; it must be positive (or 0 for a minute)", r.TTL)
 		case r.Size < 0:
-			c.errorf("WithResolver: the Resolver's Size is %d; it must be positive (or 0 for 10,000)", r.Size)
+			gc.errorf("WithResolver: the Resolver's Size is %d; it must be positive (or 0 for 10,000)", r.Size)
 		default:
 			if r.TTL == 0 {
 				r.TTL = defaultResolverTTL

@@ -5,13 +5,13 @@ import (
 	"time"
 )
 
-// The Redis store's breaker unless [WithBreaker] says otherwise: five failures in a row are an
+// The Redis store's breaker unless WithBreaker says otherwise: five failures in a row are an
 // outage, not a blip (a Redis that refuses connections opens it at once), and an open breaker
 // probes Redis after 10 ms, then at doubling intervals of at most 100 ms, so a recovered Redis
 // (a restart, a Sentinel failover) is used again within about 100 ms of answering.
 const (
-	DefaultBreakerFailures = 5
-	DefaultBreakerCooldown = 100 * time.Millisecond
+	defaultBreakerFailures = 5
+	defaultBreakerCooldown = 100 * time.Millisecond
 )
 
 // resilience is what the options of this file set on a store.
@@ -21,16 +21,6 @@ type resilience struct {
 	denials         int     // denial cache entries; 0: none
 	share           float64 // fallback share; 0: none
 	observer        Observer
-}
-
-// remoteOnly reports an option that makes sense only for a store that can fail.
-func (c *config) remoteOnly(name string) *storeConfig {
-	sc := c.forStore(name)
-	if sc != nil && sc.local {
-		c.errorf("%s is for a store that can fail, such as NewRedisStore; the memory store answers without I/O", name)
-		return nil
-	}
-	return sc
 }
 
 // WithBreaker sets the Redis store's circuit breaker. It opens after failures consecutive
@@ -44,23 +34,23 @@ func (c *config) remoteOnly(name string) *storeConfig {
 // recovery needs no restart and is noticed within cooldown. A client going away is no failure.
 //
 // It logs once when it opens (with the kind and the error), once when it first probes
-// (half-open), at most once a second while its probes fail, and once when it closes (how long it was open, and how many checks it decided
-// without Redis); an [Observer] is told every change (closed, open, half-open).
+// (half-open), at most once a second while its probes fail, and once when it closes (how long
+// it was open, and how many checks it decided without Redis); an [Observer] is told every
+// change (closed, open, half-open).
 //
-// The Redis store has a breaker by default: [DefaultBreakerFailures] and
-// [DefaultBreakerCooldown]. WithBreaker(0, 0) turns it off, so that every check calls Redis
-// and waits out its deadline.
-func WithBreaker(failures int, cooldown time.Duration) Option {
-	return func(c *config) {
-		if sc := c.remoteOnly("WithBreaker"); sc != nil {
-			off := failures == 0 && cooldown == 0
-			if !off && (failures < 1 || cooldown <= 0) {
-				c.errorf("WithBreaker(%d, %v): it needs at least one failure and a positive cool-down (or 0, 0 for no breaker)", failures, cooldown)
-				return
-			}
-			sc.res.breakerFailures, sc.res.breakerCooldown = failures, cooldown
+// The Redis store has a breaker by default, as if given WithBreaker(5, 100*time.Millisecond):
+// five failures in a row are an outage, not a blip, and a Redis that recovers (a restart, a
+// Sentinel failover) is used again within about 100 ms of answering. WithBreaker(0, 0) turns it
+// off, so that every check calls Redis and waits out its deadline.
+func WithBreaker(failures int, cooldown time.Duration) RedisOption {
+	return redisOption(func(sc *storeConfig) {
+		off := failures == 0 && cooldown == 0
+		if !off && (failures < 1 || cooldown <= 0) {
+			sc.errorf("WithBreaker(%d, %v): it needs at least one failure and a positive cool-down (or 0, 0 for no breaker)", failures, cooldown)
+			return
 		}
-	}
+		sc.res.breakerFailures, sc.res.breakerCooldown = failures, cooldown
+	})
 }
 
 // WithDenialCache answers locally, until its Retry-After ends, an identity the store has
@@ -69,17 +59,15 @@ func WithBreaker(failures int, cooldown time.Duration) Option {
 // has exact headers. It never admits what the store would deny. It
 // holds at most entries denials, dropping one when full (which only sends that identity's
 // next request to the store). A refund or reset made by this process is seen at once; one made
-// by another instance when the cached denial ends. It configures a Redis store.
-func WithDenialCache(entries int) Option {
-	return func(c *config) {
-		if sc := c.remoteOnly("WithDenialCache"); sc != nil {
-			if entries < 1 {
-				c.errorf("WithDenialCache(%d): it needs room for at least one entry", entries)
-				return
-			}
-			sc.res.denials = entries
+// by another instance when the cached denial ends.
+func WithDenialCache(entries int) RedisOption {
+	return redisOption(func(sc *storeConfig) {
+		if entries < 1 {
+			sc.errorf("WithDenialCache(%d): it needs room for at least one entry", entries)
+			return
 		}
-	}
+		sc.res.denials = entries
+	})
 }
 
 // WithFallback decides locally while the Redis store is unavailable (an error, a timeout, an
@@ -91,30 +79,26 @@ func WithDenialCache(entries int) Option {
 // Bound on over-admission: during an outage the fleet admits about share × n × Limit per
 // window; the local state starts empty and Redis never learns what it admitted, so with a share
 // of 1/n a window that spans an outage admits up to twice its limit (measured: 60 + 100 + 40 of
-// 100 per hour, by TestFallbackOverAdmission). It configures a Redis
-// store; by default there is no fallback and the guard's fail mode decides.
-func WithFallback(share float64) Option {
-	return func(c *config) {
-		if sc := c.remoteOnly("WithFallback"); sc != nil {
-			if !(share > 0 && share <= 1) || math.IsNaN(share) {
-				c.errorf("WithFallback(%v): the share is this instance's part of the limits, in (0, 1]", share)
-				return
-			}
-			sc.res.share = share
+// 100 per hour, by TestFallbackOverAdmission). By default there is no fallback and the guard's
+// fail mode decides.
+func WithFallback(share float64) RedisOption {
+	return redisOption(func(sc *storeConfig) {
+		if !(share > 0 && share <= 1) || math.IsNaN(share) {
+			sc.errorf("WithFallback(%v): the share is this instance's part of the limits, in (0, 1]", share)
+			return
 		}
-	}
+		sc.res.share = share
+	})
 }
 
 // WithObserver reports every decision, store failure and breaker change of the store's
-// limiters and guards to o, e.g. a Prometheus or OpenTelemetry recorder. It configures a store.
-func WithObserver(o Observer) Option {
-	return func(c *config) {
-		if sc := c.forStore("WithObserver"); sc != nil {
-			if o == nil {
-				c.errorf("WithObserver(nil): give it an observer")
-				return
-			}
-			sc.res.observer = o
+// limiters and guards to o, e.g. a Prometheus or OpenTelemetry recorder.
+func WithObserver(o Observer) StoreOption {
+	return storeOption(func(sc *storeConfig) {
+		if o == nil {
+			sc.errorf("WithObserver(nil): give it an observer")
+			return
 		}
-	}
+		sc.res.observer = o
+	})
 }

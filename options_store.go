@@ -14,113 +14,119 @@ type storeConfig struct {
 	local   bool // the store answers without I/O: the resilience options do not apply
 	res     resilience
 	logger  *slog.Logger // nil: slog.Default()
+
+	errs optionErrors
 }
 
-// newStoreConfig applies opts to a store's defaults. A store has no error to return, so an
-// option that is invalid or configures a guard panics, when the store is made.
-func newStoreConfig(constructor string, local bool, opts []Option) storeConfig {
-	sc := storeConfig{prefix: defaultPrefix, maxKeys: defaultMaxKeys, local: local}
+// StoreOption configures either store: [NewMemoryStore] and [NewRedisStore] take it. The
+// options that fit one store only have types of their own ([MemoryOption], [RedisOption]), so
+// that an option given to a store it does not fit does not compile. When an option is given
+// twice, the last one wins.
+type StoreOption interface {
+	MemoryOption
+	RedisOption
+}
+
+// MemoryOption configures the memory store ([NewMemoryStore]): a [StoreOption] or [WithMaxKeys].
+type MemoryOption interface{ applyMemory(*storeConfig) }
+
+// RedisOption configures the Redis store ([NewRedisStore]): a [StoreOption], [WithBreaker],
+// [WithDenialCache] or [WithFallback].
+type RedisOption interface{ applyRedis(*storeConfig) }
+
+// The three kinds of store option, each a function of the store's config.
+type (
+	storeOption  func(*storeConfig)
+	memoryOption func(*storeConfig)
+	redisOption  func(*storeConfig)
+)
+
+func (o storeOption) applyMemory(sc *storeConfig)  { o(sc) }
+func (o storeOption) applyRedis(sc *storeConfig)   { o(sc) }
+func (o memoryOption) applyMemory(sc *storeConfig) { o(sc) }
+func (o redisOption) applyRedis(sc *storeConfig)   { o(sc) }
+
+// newStoreConfig returns a store's defaults, for the constructor to apply its options to.
+func newStoreConfig(local bool) *storeConfig {
+	sc := &storeConfig{prefix: defaultPrefix, maxKeys: defaultMaxKeys, local: local}
 	if !local {
-		sc.res.breakerFailures, sc.res.breakerCooldown = DefaultBreakerFailures, DefaultBreakerCooldown
-	}
-	c := config{store: &sc}
-	c.apply(opts)
-	if err := c.err("ratelimit: " + constructor); err != nil {
-		panic(err)
+		sc.res.breakerFailures, sc.res.breakerCooldown = defaultBreakerFailures, defaultBreakerCooldown
 	}
 	return sc
 }
 
-// forStore returns what a store option sets, or nil when the option configures a guard.
-func (c *config) forStore(name string) *storeConfig {
-	if c.store == nil {
-		c.errorf("%s configures a store, not a guard: give it to NewMemoryStore or NewRedisStore", name)
+// done checks the options applied: a store has no error to return, so an invalid option
+// panics, when the store is made.
+func (sc *storeConfig) done(constructor string) {
+	if err := sc.errs.err("ratelimit: " + constructor); err != nil {
+		panic(err)
 	}
-	return c.store
 }
 
-// WithPrefix sets the prefix of every storage key (default "rl:"; see [StorageKey]). It
-// configures a store. The identity that follows is the key's Redis Cluster hash tag, so the
-// prefix may not hold '{' or '}'.
-func WithPrefix(prefix string) Option {
-	return func(c *config) {
-		if sc := c.forStore("WithPrefix"); sc != nil {
-			if strings.ContainsAny(prefix, "{}") {
-				c.errorf("WithPrefix(%q): a prefix may not hold '{' or '}', which would change the keys' cluster hash tag", prefix)
-				return
-			}
-			sc.prefix = prefix
+// errorf records an invalid option.
+func (sc *storeConfig) errorf(format string, args ...any) { sc.errs.add(format, args...) }
+
+// WithPrefix sets the prefix of every key the store writes (default "rl:"). The identity that
+// follows it is the key's Redis Cluster hash tag, so the prefix may not hold '{' or '}'.
+func WithPrefix(prefix string) StoreOption {
+	return storeOption(func(sc *storeConfig) {
+		if strings.ContainsAny(prefix, "{}") {
+			sc.errorf("WithPrefix(%q): a prefix may not hold '{' or '}', which would change the keys' cluster hash tag", prefix)
+			return
 		}
-	}
+		sc.prefix = prefix
+	})
 }
 
 // WithClock makes a store run on clock: its limits read clock.Now, and a [Guard] of a limiter
-// over it waits on clock.Sleep for a shaping policy's slot. It configures a store. By default
-// the memory store uses the system clock and the Redis store the Redis server's TIME, one clock
-// for every application server; inject a clock to drive either from tests.
-func WithClock(clock Clock) Option {
-	return func(c *config) {
-		if sc := c.forStore("WithClock"); sc != nil {
-			if clock == nil {
-				c.errorf("WithClock(nil): give it a clock")
-				return
-			}
-			sc.clock = clock
+// over it waits on clock.Sleep for a shaping policy's slot. By default the memory store uses
+// the system clock and the Redis store the Redis server's TIME, one clock for every
+// application server; inject a clock to drive either from tests.
+func WithClock(clock Clock) StoreOption {
+	return storeOption(func(sc *storeConfig) {
+		if clock == nil {
+			sc.errorf("WithClock(nil): give it a clock")
+			return
 		}
-	}
+		sc.clock = clock
+	})
 }
 
 // defaultMaxKeys is the memory store's default bound on its keys.
 const defaultMaxKeys = 1 << 20
 
 // WithMaxKeys bounds the number of keys the memory store holds (default 1,048,576); see
-// [NewMemoryStore] for what happens at the bound. It configures a store; the Redis store
-// ignores it (bound Redis with maxmemory). The bound is shared by 64 shards, so it is at least
-// 64.
-func WithMaxKeys(n int) Option {
-	return func(c *config) {
-		if sc := c.forStore("WithMaxKeys"); sc != nil {
-			if n < 1 {
-				c.errorf("WithMaxKeys(%d): the bound must be at least 1", n)
-				return
-			}
-			sc.maxKeys = n
+// [NewMemoryStore] for what happens at the bound. The bound is shared by 64 shards, so it is at
+// least 64. (Bound Redis with its maxmemory.)
+func WithMaxKeys(n int) MemoryOption {
+	return memoryOption(func(sc *storeConfig) {
+		if n < 1 {
+			sc.errorf("WithMaxKeys(%d): the bound must be at least 1", n)
+			return
 		}
-	}
+		sc.maxKeys = n
+	})
 }
 
-// config is what options set: a store's or a guard's, whichever is being built.
-type config struct {
-	store *storeConfig
-	guard *guardConfig
-	errs  []error
-}
+// optionErrors are the errors of the options given to one constructor.
+type optionErrors []error
 
-func (c *config) apply(opts []Option) {
-	for i, o := range opts {
-		if o == nil {
-			c.errorf("option %d is nil", i+1)
-			continue
-		}
-		o(c)
-	}
-}
-
-func (c *config) errorf(format string, args ...any) {
-	c.errs = append(c.errs, fmt.Errorf(format, args...))
+// add records an invalid option.
+func (e *optionErrors) add(format string, args ...any) {
+	*e = append(*e, fmt.Errorf(format, args...))
 }
 
 // err returns every error of the options, each prefixed with what was being built.
-func (c *config) err(what string) error {
-	switch len(c.errs) {
+func (e optionErrors) err(what string) error {
+	switch len(e) {
 	case 0:
 		return nil
 	case 1:
-		return fmt.Errorf("%s: %w", what, c.errs[0])
+		return fmt.Errorf("%s: %w", what, e[0])
 	}
-	msgs := make([]string, len(c.errs))
-	for i, e := range c.errs {
+	msgs := make([]string, len(e))
+	for i, e := range e {
 		msgs[i] = e.Error()
 	}
-	return fmt.Errorf("%s: %d invalid options: %s", what, len(c.errs), strings.Join(msgs, "; "))
+	return fmt.Errorf("%s: %d invalid options: %s", what, len(e), strings.Join(msgs, "; "))
 }

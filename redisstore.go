@@ -59,8 +59,9 @@ func describeRedis(client redis.Scripter) *StoreInfo {
 
 // NewRedisStore returns a store that keeps rate-limit state in Redis, shared by every instance
 // of a service. client may be any go-redis v9 client: *redis.Client, the failover (Sentinel)
-// client, *redis.ClusterClient or *redis.Ring. Options: [WithPrefix], [WithClock];
-// NewRedisStore panics if one is invalid or configures a guard.
+// client, *redis.ClusterClient or *redis.Ring. Its options are the [StoreOption]s and the
+// [RedisOption]s (the breaker, the denial cache, the fallback); NewRedisStore panics if one is
+// invalid.
 //
 // A check of any number of policies is one call of a Redis Function (FCALL; on servers before
 // Redis 7, a script: EVALSHA), atomic and all or nothing. The store loads the function or the
@@ -73,8 +74,15 @@ func describeRedis(client redis.Scripter) *StoreInfo {
 // with ContextTimeoutEnabled; with any other client the store runs each call in a goroutine of
 // its own and abandons it at the deadline (its result is dropped when it ends). Set
 // ContextTimeoutEnabled for the lowest latency.
-func NewRedisStore(client redis.Scripter, opts ...Option) Store {
-	c := newStoreConfig("NewRedisStore", false, opts)
+func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
+	c := newStoreConfig(false)
+	for _, o := range opts {
+		if o == nil {
+			panic("ratelimit: NewRedisStore: an option is nil")
+		}
+		o.applyRedis(c)
+	}
+	c.done("NewRedisStore")
 	if client == nil {
 		panic("ratelimit: NewRedisStore(nil): give it a go-redis client")
 	}

@@ -80,12 +80,12 @@ type faultyRedis struct {
 	store ratelimit.Store
 }
 
-func newFaultyRedis(t *testing.T, opts ...ratelimit.Option) *faultyRedis {
+func newFaultyRedis(t *testing.T, opts ...ratelimit.RedisOption) *faultyRedis {
 	t.Helper()
 	f := &faultyRedis{proxy: faultproxy.Start(t, redistest.Addr(t)), clock: newFakeClock(), obs: newRecorder()}
 	client := redis.NewClient(&redis.Options{Addr: f.proxy.Addr(), ContextTimeoutEnabled: true, DialTimeout: time.Second})
 	t.Cleanup(func() { client.Close() })
-	opts = append([]ratelimit.Option{ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithClock(f.clock), ratelimit.WithObserver(f.obs)}, opts...)
+	opts = append([]ratelimit.RedisOption{ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithClock(f.clock), ratelimit.WithObserver(f.obs)}, opts...)
 	f.store = ratelimit.NewRedisStore(client, opts...)
 	// The store reads Redis's maxmemory-policy when it is made: let that read pass before the
 	// test counts what reaches Redis.
@@ -230,7 +230,7 @@ func TestBreakerOpensAtOnceWhenRefused(t *testing.T) {
 	if err := f.proxy.Heal(); err != nil {
 		t.Fatal(err)
 	}
-	f.clock.Advance(ratelimit.DefaultBreakerCooldown)
+	f.clock.Advance(breakerCooldown)
 	if _, err := l.Allow(ctx, "k"); err != nil {
 		t.Fatalf("a check after Redis came back: %v", err)
 	}
@@ -388,21 +388,9 @@ func TestDenialCacheByCost(t *testing.T) {
 	}
 }
 
-// Options that need a store that can fail are refused by the memory store.
-func TestResilienceOptionsNeedARemoteStore(t *testing.T) {
-	for name, o := range map[string]ratelimit.Option{
-		"WithBreaker": ratelimit.WithBreaker(3, time.Second), "WithFallback": ratelimit.WithFallback(0.5),
-		"WithDenialCache": ratelimit.WithDenialCache(10),
-	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("NewMemoryStore(%s) did not panic", name)
-				}
-			}()
-			ratelimit.NewMemoryStore(o)
-		}()
-	}
+// The memory store reports its decisions to its observer. (The options of a store that can
+// fail do not compile with the memory store: see TestOptionMisuseDoesNotCompile.)
+func TestMemoryStoreObserved(t *testing.T) {
 	obs := newRecorder()
 	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs)), ratelimit.Policy{Limit: 1, Window: time.Hour})
 	allow(t, l, "k", 1)
@@ -419,7 +407,7 @@ func TestResilienceOptionsInvalid(t *testing.T) {
 	t.Cleanup(func() { client.Close() })
 	for _, tc := range []struct {
 		name string
-		o    ratelimit.Option
+		o    ratelimit.RedisOption
 	}{
 		{"WithBreaker(0, ", ratelimit.WithBreaker(0, time.Second)},
 		{"WithBreaker(3, 0s)", ratelimit.WithBreaker(3, 0)},
@@ -568,3 +556,6 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// breakerCooldown is the longest wait of the Redis store's default breaker between probes.
+const breakerCooldown = 100 * time.Millisecond

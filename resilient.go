@@ -22,7 +22,7 @@ type resilientStore struct {
 var _ Store = (*resilientStore)(nil)
 
 // resilient wraps s as the options of c ask, or returns s when they ask for nothing.
-func resilient(s Store, c storeConfig) Store {
+func resilient(s Store, c *storeConfig) Store {
 	r := c.res
 	if r.breakerFailures == 0 && r.denials == 0 && r.share == 0 && r.observer == nil {
 		return s

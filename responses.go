@@ -44,19 +44,19 @@ func refusal(status int, detail string, problem bool) response {
 }
 
 // prepareResponses builds the refusals that do not depend on the request.
-func (g *Guard) prepareResponses(c *guardConfig) {
-	if c.missingStatus != 0 {
-		g.missing = refusal(c.missingStatus, "the request does not identify its client.", c.problem)
+func (g *Guard) prepareResponses() {
+	if g.missingStatus != 0 {
+		g.missing = refusal(g.missingStatus, "the request does not identify its client.", g.problem)
 	}
-	g.badRequest = refusal(http.StatusBadRequest, "the request's client could not be identified.", c.problem)
-	g.badCost = refusal(http.StatusBadRequest, "the request's cost is invalid.", c.problem)
-	g.gone = refusal(statusClientClosed, "the request was cancelled.", c.problem)
-	if c.failStatus != 0 {
+	g.badRequest = refusal(http.StatusBadRequest, "the request's client could not be identified.", g.problem)
+	g.badCost = refusal(http.StatusBadRequest, "the request's cost is invalid.", g.problem)
+	g.gone = refusal(statusClientClosed, "the request was cancelled.", g.problem)
+	if g.failStatus != 0 {
 		detail := "the service is temporarily unavailable. Retry in 1 second."
-		if c.failStatus == http.StatusTooManyRequests {
+		if g.failStatus == http.StatusTooManyRequests {
 			detail = "Retry in 1 second."
 		}
-		g.failed = refusal(c.failStatus, detail, c.problem)
+		g.failed = refusal(g.failStatus, detail, g.problem)
 	}
 }
 

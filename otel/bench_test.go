@@ -47,11 +47,11 @@ func BenchmarkMiddleware(b *testing.B) {
 	}
 	for _, bc := range []struct {
 		name string
-		opts []ratelimit.Option
+		opts []ratelimit.MemoryOption
 	}{
 		{"off", nil},
-		{"on", []ratelimit.Option{ratelimit.WithObserver(obs)}},
-		{"nop", []ratelimit.Option{ratelimit.WithObserver(nopObserver{})}},
+		{"on", []ratelimit.MemoryOption{ratelimit.WithObserver(obs)}},
+		{"nop", []ratelimit.MemoryOption{ratelimit.WithObserver(nopObserver{})}},
 	} {
 		h := ratelimit.Middleware(mustNew(b, ratelimit.NewMemoryStore(bc.opts...), policy))(ok)
 		b.Run(bc.name, func(b *testing.B) {

@@ -39,11 +39,11 @@ func BenchmarkMiddleware(b *testing.B) {
 	policy := ratelimit.Policy{Limit: 1e9, Window: time.Hour}
 	for _, bc := range []struct {
 		name string
-		opts []ratelimit.Option
+		opts []ratelimit.MemoryOption
 	}{
 		{"off", nil},
-		{"on", []ratelimit.Option{ratelimit.WithObserver(ratelimitprom.New())}},
-		{"nop", []ratelimit.Option{ratelimit.WithObserver(nopObserver{})}},
+		{"on", []ratelimit.MemoryOption{ratelimit.WithObserver(ratelimitprom.New())}},
+		{"nop", []ratelimit.MemoryOption{ratelimit.WithObserver(nopObserver{})}},
 	} {
 		h := ratelimit.Middleware(mustNew(b, ratelimit.NewMemoryStore(bc.opts...), policy))(ok)
 		b.Run(bc.name, func(b *testing.B) {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -58,38 +59,42 @@ type Reporter interface {
 // sets, a JWT claim, a value your authentication middleware stored — for the rules with a
 // tier. Without it every request's tier is "", and only the rules without a tier apply.
 func WithTier(tier func(ratelimit.Request) string) Option {
-	return func(o *options) { o.tier = tier }
+	return engineOption(func(o *options) { o.tier = tier })
 }
 
 // WithGuardOptions gives the guard of every rule these ratelimit options, before the rule's
 // own (key, cost, fail mode, policies), which win: trusted proxies, header style, timeout,
 // error handler and the like.
 func WithGuardOptions(opts ...ratelimit.Option) Option {
-	return func(o *options) { o.guard = append(o.guard, opts...) }
+	return engineOption(func(o *options) { o.guard = append(o.guard, opts...) })
 }
 
 // WithLogger sets where an Engine logs the versions it applies and the documents it refuses
-// (default slog.Default()), and where the guards of its rules log (ratelimit.WithLogger),
-// unless WithGuardOptions gives them a logger of their own.
+// (default slog.Default()). The guards of its rules log where their store does (see
+// ratelimit.WithLogger).
 func WithLogger(l *slog.Logger) Option {
-	return func(o *options) { o.logger = l }
+	return engineOption(func(o *options) { o.logger = l })
 }
 
 // WithReporter sets the [Reporter] an Engine tells of each version, such as the prometheus
 // module's Observer.
 func WithReporter(r Reporter) Option {
-	return func(o *options) { o.reporter = r }
+	return engineOption(func(o *options) { o.reporter = r })
 }
 
 // NewEngine returns an engine that applies set, over store. The options configure the
 // engine, and are given to Parse for the documents its watchers read. It fails when a rule
 // cannot make a guard (an invalid option of WithGuardOptions, say).
 func NewEngine(store ratelimit.Store, set *Set, opts ...Option) (*Engine, error) {
+	return newEngine(store, set, collect(opts))
+}
+
+// newEngine is NewEngine with its options collected.
+func newEngine(store ratelimit.Store, set *Set, o options) (*Engine, error) {
 	if store == nil || set == nil {
 		return nil, fmt.Errorf("rules: NewEngine needs a store and a Set")
 	}
-	e := &Engine{store: store, opts: collect(opts)}
-	e.opts.guardLogger = e.opts.logger
+	e := &Engine{store: store, opts: o}
 	if e.opts.logger == nil {
 		e.opts.logger = slog.Default()
 	}
@@ -186,11 +191,7 @@ func (e *Engine) guardOf(r *Rule) (*ratelimit.Guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	var opts []ratelimit.Option
-	if e.opts.guardLogger != nil { // rules.WithLogger: the guards log there too, unless told otherwise
-		opts = append(opts, ratelimit.WithLogger(e.opts.guardLogger))
-	}
-	opts = append(append(opts, e.opts.guard...), ratelimit.WithKey(r.key))
+	opts := append(slices.Clip(e.opts.guard), ratelimit.WithKey(r.key))
 	if cost := r.Cost; cost != 1 {
 		opts = append(opts, ratelimit.WithCost(func(ratelimit.Request) int64 { return cost }))
 	}

@@ -2,10 +2,10 @@ package rules
 
 // withoutNotify makes a file watcher poll only, as on a system without notifications.
 func withoutNotify() Option {
-	return func(o *options) { o.noNotify = true }
+	return engineOption(func(o *options) { o.noNotify = true })
 }
 
 // whenStarted calls f when a watcher watches its source.
 func whenStarted(f func()) Option {
-	return func(o *options) { o.started = f }
+	return engineOption(func(o *options) { o.started = f })
 }

@@ -52,13 +52,13 @@ var fleetScript = redis.NewScript(fleetLua)
 // WithInstanceName sets the name an Engine records its state under in Redis (default: the
 // host name, the process id and a random suffix). Names must be unique within a fleet.
 func WithInstanceName(name string) Option {
-	return func(o *options) { o.instance = name }
+	return engineOption(func(o *options) { o.instance = name })
 }
 
 // WithHeartbeat sets how often an Engine watching Redis records its state there (default
 // [DefaultHeartbeat]); a record not renewed within three heartbeats is an instance gone.
 func WithHeartbeat(d time.Duration) Option {
-	return func(o *options) { o.heartbeat = d }
+	return engineOption(func(o *options) { o.heartbeat = d })
 }
 
 // defaultInstanceName is the host name, the process id and a random suffix.

@@ -62,7 +62,7 @@ func TestFleet(t *testing.T) {
 		var logs lockedBuffer
 		stops := map[string]context.CancelFunc{}
 		for _, name := range []string{"a", "b", "c"} {
-			opts := []Option{WithInstanceName(name), WithHeartbeat(100 * time.Millisecond), WithPollInterval(time.Hour),
+			opts := []StartOption{WithInstanceName(name), WithHeartbeat(100 * time.Millisecond), WithPollInterval(time.Hour),
 				WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))}
 			if name != "c" { // c cannot read a rule keyed by user
 				opts = append(opts, WithUserKey(userKey{}))

@@ -23,20 +23,20 @@ const DefaultStartTimeout = 2 * time.Second
 // document as pushed; give it the extension of the format you push (a YAML file reads JSON
 // too).
 func WithLastKnownGood(path string) Option {
-	return func(o *options) { o.lastGood = path }
+	return engineOption(func(o *options) { o.lastGood = path })
 }
 
 // WithDefaultRules gives [OpenRedis] the document to start on when Redis is down or holds no
 // rules and no last known good rules can be read: name picks its format, as for [Parse]. Embed
 // it in the binary (go:embed) to start anywhere.
-func WithDefaultRules(name string, data []byte) Option {
-	return func(o *options) { o.defaultName, o.defaultDoc = name, data }
+func WithDefaultRules(name string, data []byte) StartOption {
+	return startOption(func(o *options) { o.defaultName, o.defaultDoc = name, data })
 }
 
 // WithStartTimeout bounds how long [OpenRedis] waits for Redis before it starts on the last
 // known good or default rules (default [DefaultStartTimeout]).
-func WithStartTimeout(d time.Duration) Option {
-	return func(o *options) { o.startTimeout = d }
+func WithStartTimeout(d time.Duration) StartOption {
+	return startOption(func(o *options) { o.startTimeout = d })
 }
 
 // OpenRedis reads the rules stored in Redis at key ([Push], usually [DefaultRedisKey]) and
@@ -47,17 +47,17 @@ func WithStartTimeout(d time.Duration) Option {
 // rules, OpenRedis starts on the last known good rules ([WithLastKnownGood]) or else the
 // default ones ([WithDefaultRules]), and logs which it used and why; [Engine.WatchRedis]
 // applies the fleet's rules as soon as Redis answers. Without either, it returns the error.
-func OpenRedis(ctx context.Context, store ratelimit.Store, client redis.UniversalClient, key string, opts ...Option) (*Engine, error) {
+func OpenRedis(ctx context.Context, store ratelimit.Store, client redis.UniversalClient, key string, opts ...StartOption) (*Engine, error) {
 	o := collect(opts)
 	timeout := o.startTimeout
 	if timeout <= 0 {
 		timeout = DefaultStartTimeout
 	}
 	fctx, cancel := context.WithTimeout(ctx, timeout)
-	s, err := Fetch(fctx, client, key, opts...)
+	s, err := Fetch(fctx, client, key, asOptions(o))
 	cancel()
 	if err == nil {
-		e, err := NewEngine(store, s.Set, opts...)
+		e, err := newEngine(store, s.Set, o)
 		if err == nil {
 			e.keepLastGood(s.Document)
 		}
@@ -73,7 +73,7 @@ func OpenRedis(ctx context.Context, store ratelimit.Store, client redis.Universa
 		}
 		return nil, fmt.Errorf("%w; to start without the rules in Redis, give rules.WithLastKnownGood or rules.WithDefaultRules", err)
 	}
-	e, nerr := NewEngine(store, set, opts...)
+	e, nerr := newEngine(store, set, o)
 	if nerr != nil {
 		return nil, nerr
 	}

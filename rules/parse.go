@@ -33,25 +33,59 @@ const (
 	maxLabel    = 128 // bytes of a version or a tier
 )
 
-// Option configures [Parse], and an [Engine] and the documents its watchers parse. An option
-// that does not concern a function is ignored there.
-type Option func(*options)
+// The options of this package are of three kinds, each accepted where it applies, so that an
+// option given to a function it does not concern does not compile:
+//
+//   - a [ParseOption] concerns reading a document: [Parse], [Push], [PushWith], [Fetch], and an
+//     engine's watchers, so every constructor of an [Engine] takes it too;
+//   - an [Option] concerns an [Engine]: [NewEngine], [Open] and [OpenRedis] take it;
+//   - a [StartOption] concerns only how [OpenRedis] starts while Redis is down.
+//
+// When an option is given twice, the last one wins.
+
+// StartOption configures [OpenRedis]: an [Option], [WithDefaultRules] or [WithStartTimeout].
+type StartOption interface{ applyStart(*options) }
+
+// Option configures an [Engine] ([NewEngine], [Open], [OpenRedis]) and its watchers.
+type Option interface {
+	StartOption
+	applyEngine(*options)
+}
+
+// ParseOption configures how documents are read: by [Parse], [Push], [PushWith] and [Fetch],
+// and by an engine's watchers.
+type ParseOption interface {
+	Option
+	applyParse(*options)
+}
+
+// The three kinds of option, each a function of the options.
+type (
+	startOption  func(*options)
+	engineOption func(*options)
+	parseOption  func(*options)
+)
+
+func (f startOption) applyStart(o *options)   { f(o) }
+func (f engineOption) applyStart(o *options)  { f(o) }
+func (f engineOption) applyEngine(o *options) { f(o) }
+func (f parseOption) applyStart(o *options)   { f(o) }
+func (f parseOption) applyEngine(o *options)  { f(o) }
+func (f parseOption) applyParse(o *options)   { f(o) }
 
 type options struct {
 	userKey any // the key KeyByUser reads; nil: the key "user" is refused
 
 	// An Engine's
-	tier   func(ratelimit.Request) string
-	guard  []ratelimit.Option
-	logger *slog.Logger
-	// guardLogger is the logger of WithLogger, given to the rules' guards; nil: theirs.
-	guardLogger *slog.Logger
-	reporter    Reporter
-	poll        time.Duration // how often a watcher reads its source without being told; 0: its default
-	noNotify    bool          // a file watcher polls only (tests of the fallback)
-	started     func()        // called by a watcher once it watches (tests)
-	instance    string        // WithInstanceName; "": the default
-	heartbeat   time.Duration // WithHeartbeat; 0: DefaultHeartbeat
+	tier      func(ratelimit.Request) string
+	guard     []ratelimit.Option
+	logger    *slog.Logger
+	reporter  Reporter
+	poll      time.Duration // how often a watcher reads its source without being told; 0: its default
+	noNotify  bool          // a file watcher polls only (tests of the fallback)
+	started   func()        // called by a watcher once it watches (tests)
+	instance  string        // WithInstanceName; "": the default
+	heartbeat time.Duration // WithHeartbeat; 0: DefaultHeartbeat
 
 	lastGood     string        // WithLastKnownGood
 	defaultName  string        // WithDefaultRules
@@ -59,23 +93,28 @@ type options struct {
 	startTimeout time.Duration // WithStartTimeout; 0: DefaultStartTimeout
 }
 
-// collect applies opts.
-func collect(opts []Option) options {
+// collect applies opts, of any kind.
+func collect[O StartOption](opts []O) options {
 	var o options
 	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
+		if StartOption(opt) != nil {
+			opt.applyStart(&o)
 		}
 	}
 	return o
+}
+
+// asOptions returns an option that sets every option to o's.
+func asOptions(o options) ParseOption {
+	return parseOption(func(p *options) { *p = o })
 }
 
 // WithUserKey makes the key "user" available to rules: it is ratelimit.KeyByUser(key), the
 // authenticated user's id that the application's middleware stored under key before the rate
 // limiter runs. Without this option (or with a nil key), a rule keyed by "user" is an error,
 // since the file cannot name a Go value.
-func WithUserKey(key any) Option {
-	return func(o *options) { o.userKey = key }
+func WithUserKey(key any) ParseOption {
+	return parseOption(func(o *options) { o.userKey = key })
 }
 
 // Parse reads a rules document and validates all of it. name is the file's name: it appears
@@ -84,7 +123,7 @@ func WithUserKey(key any) Option {
 //
 // The error, when there is one, is [Errors]: every problem of the file, each with its line and
 // field (up to 100 of them).
-func Parse(name string, data []byte, opts ...Option) (*Set, error) {
+func Parse(name string, data []byte, opts ...ParseOption) (*Set, error) {
 	return parse(name, data, collect(opts))
 }
 

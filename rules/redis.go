@@ -71,7 +71,7 @@ type Stored struct {
 //
 // A document that does not parse writes nothing: the error is Parse's [Errors], and the rules
 // in Redis stay as they were. Neither does a refused push.
-func Push(ctx context.Context, client redis.UniversalClient, key, name string, data []byte, opts ...Option) (*Set, error) {
+func Push(ctx context.Context, client redis.UniversalClient, key, name string, data []byte, opts ...ParseOption) (*Set, error) {
 	return PushWith(ctx, client, key, name, data, PushOptions{}, opts...)
 }
 
@@ -102,7 +102,7 @@ var (
 )
 
 // PushWith is [Push] with the operator's options o.
-func PushWith(ctx context.Context, client redis.UniversalClient, key, name string, data []byte, o PushOptions, opts ...Option) (*Set, error) {
+func PushWith(ctx context.Context, client redis.UniversalClient, key, name string, data []byte, o PushOptions, opts ...ParseOption) (*Set, error) {
 	if err := checkRedisArgs("Push", client, key); err != nil {
 		return nil, err
 	}
@@ -190,7 +190,7 @@ func digits(s string) bool {
 // nothing; it names the key when what the key holds is not a document as Push stores it (a
 // field missing, a version that is not the document's) or the document does not parse, and
 // then wraps Parse's [Errors].
-func Fetch(ctx context.Context, client redis.UniversalClient, key string, opts ...Option) (*Stored, error) {
+func Fetch(ctx context.Context, client redis.UniversalClient, key string, opts ...ParseOption) (*Stored, error) {
 	if err := checkRedisArgs("Fetch", client, key); err != nil {
 		return nil, err
 	}
@@ -221,7 +221,7 @@ func StoredVersion(ctx context.Context, client redis.UniversalClient, key string
 }
 
 // decodeStored checks the fields of the hash at key and parses its document.
-func decodeStored(key string, h map[string]string, opts []Option) (*Stored, error) {
+func decodeStored(key string, h map[string]string, opts []ParseOption) (*Stored, error) {
 	malformed := func(format string, args ...any) error {
 		return fmt.Errorf("rules: Redis key %q does not hold rules as Push stores them: %s; push the rules again",
 			key, fmt.Sprintf(format, args...))

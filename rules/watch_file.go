@@ -22,7 +22,7 @@ const (
 // in case a notification was lost or the system gives none: default 5 s for a file
 // ([Engine.WatchFile]), 30 s for Redis ([Engine.WatchRedis]).
 func WithPollInterval(d time.Duration) Option {
-	return func(o *options) { o.poll = d }
+	return engineOption(func(o *options) { o.poll = d })
 }
 
 // Open reads the rules file at path and returns an engine that applies it over store; see
@@ -32,11 +32,12 @@ func Open(store ratelimit.Store, path string, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	set, err := Parse(path, data, opts...)
+	o := collect(opts)
+	set, err := Parse(path, data, asOptions(o))
 	if err != nil {
 		return nil, err
 	}
-	return NewEngine(store, set, opts...)
+	return newEngine(store, set, o)
 }
 
 // readFile reads a rules file, refusing one larger than MaxFileSize before reading it all.

@@ -227,8 +227,3 @@ func unreachable(ctx context.Context, err error) bool {
 	var ne net.Error
 	return ctx.Err() != nil || errors.As(err, &ne) || errors.Is(err, redis.ErrClosed)
 }
-
-// asOptions returns an Option that sets every option to o's.
-func asOptions(o options) Option {
-	return func(p *options) { *p = o }
-}

@@ -61,7 +61,7 @@ func TestPushWaitsForTheFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"api-1", "api-2"} {
-		opts := []rules.Option{rules.WithInstanceName(name), rules.WithHeartbeat(100 * time.Millisecond),
+		opts := []rules.StartOption{rules.WithInstanceName(name), rules.WithHeartbeat(100 * time.Millisecond),
 			rules.WithLogger(slog.New(slog.DiscardHandler))}
 		if name == "api-1" {
 			opts = append(opts, rules.WithUserKey(appUserKey{}))

@@ -14,7 +14,7 @@ import (
 type userKey struct{}
 
 // parseOptions are the options the command parses rules with.
-var parseOptions = []rules.Option{rules.WithUserKey(userKey{})}
+var parseOptions = []rules.ParseOption{rules.WithUserKey(userKey{})}
 
 // readRules reads and parses the rules file at path, which names it in its errors.
 func readRules(path string) ([]byte, *rules.Set, error) {

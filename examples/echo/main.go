@@ -57,19 +57,16 @@ func run(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	// The service's logger: the limiter logs a store failure at most once a second, with
-	// how many it did not log since, rather than a line per request.
-	logs := ratelimit.WithLogger(log)
 	headers := ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders)
 
 	e := echo.New()
 	e.Use(middleware.Recover())
-	e.Use(echolimit.New(limiter, ratelimit.WithKey(ratelimit.KeyByIP()), headers, logs))
+	e.Use(echolimit.New(limiter, ratelimit.WithKey(ratelimit.KeyByIP()), headers))
 	e.POST("/login", func(c echo.Context) error {
 		return c.String(http.StatusOK, "welcome\n")
 	}, echolimit.New(limiter,
 		ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 3, Window: time.Minute, Algorithm: algorithms.SlidingLog{}}),
-		ratelimit.WithKey(ratelimit.KeyByIP()), headers, logs,
+		ratelimit.WithKey(ratelimit.KeyByIP()), headers,
 	))
 	e.Any("/*", func(c echo.Context) error {
 		msg := fmt.Sprintf("hello from %s\n", c.Request().URL.Path)

@@ -56,17 +56,14 @@ func run(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	// The service's logger: the limiter logs a store failure at most once a second, with
-	// how many it did not log since, rather than a line per request.
-	logs := ratelimit.WithLogger(log)
 	headers := ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders)
 
 	app := fiber.New(fiber.Config{DisableStartupMessage: true, ReadTimeout: 5 * time.Second})
 	app.Use(recover.New())
-	app.Use(fiberlimit.New(limiter, ratelimit.WithKey(ratelimit.KeyByIP()), headers, logs))
+	app.Use(fiberlimit.New(limiter, ratelimit.WithKey(ratelimit.KeyByIP()), headers))
 	app.Post("/login", fiberlimit.New(limiter,
 		ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 3, Window: time.Minute, Algorithm: algorithms.SlidingLog{}}),
-		ratelimit.WithKey(ratelimit.KeyByIP()), headers, logs,
+		ratelimit.WithKey(ratelimit.KeyByIP()), headers,
 	), func(c *fiber.Ctx) error {
 		return c.SendString("welcome\n")
 	})

@@ -56,18 +56,15 @@ func run(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	// The service's logger: the limiter logs a store failure at most once a second, with
-	// how many it did not log since, rather than a line per request.
-	logs := ratelimit.WithLogger(log)
 	headers := ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders)
 
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.Use(gin.Recovery())
-	r.Use(ginlimit.New(limiter, ratelimit.WithKey(ratelimit.KeyByIP()), headers, logs))
+	r.Use(ginlimit.New(limiter, ratelimit.WithKey(ratelimit.KeyByIP()), headers))
 	r.POST("/login", ginlimit.New(limiter,
 		ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 3, Window: time.Minute, Algorithm: algorithms.SlidingLog{}}),
-		ratelimit.WithKey(ratelimit.KeyByIP()), headers, logs,
+		ratelimit.WithKey(ratelimit.KeyByIP()), headers,
 	), func(c *gin.Context) {
 		c.String(http.StatusOK, "welcome\n")
 	})

@@ -60,9 +60,6 @@ func run(ctx context.Context, log *slog.Logger) error {
 	handler := ratelimit.Middleware(limiter,
 		ratelimit.WithKey(ratelimit.KeyByIP()),
 		ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders),
-		// The service's logger: the limiter logs a store failure at most once a second, with
-		// how many it did not log since, rather than a line per request.
-		ratelimit.WithLogger(log),
 	)(mux)
 
 	return exampleserver.ServeHTTP(ctx, log, handler)

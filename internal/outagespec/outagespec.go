@@ -66,7 +66,7 @@ func Run(t *testing.T, obs ratelimit.Observer, counted func(result string) float
 		if i == 1000 {
 			t.Fatal("Redis never decided again after its restart")
 		}
-		clock.Advance(ratelimit.DefaultBreakerCooldown)
+		clock.Advance(breakerCooldown)
 		round()
 	}
 	round()
@@ -100,3 +100,6 @@ func Run(t *testing.T, obs ratelimit.Observer, counted func(result string) float
 	}
 	t.Logf("responses %v; counted %v", statuses, results)
 }
+
+// breakerCooldown is the longest wait of the Redis store's default breaker between probes.
+const breakerCooldown = 100 * time.Millisecond

@@ -35,7 +35,9 @@ func Main(name string, run func(ctx context.Context, log *slog.Logger) error) {
 
 // Store returns the Redis store when $REDIS_URL is set, with the key prefix $RATELIMIT_PREFIX
 // if set, else the memory store; and a function that releases it. An unreachable Redis is
-// logged, not an error: requests pass until it answers.
+// logged, not an error: requests pass until it answers. Everything the library logs for the
+// store and the guards over it goes to log: a store failure at most once a second, with how
+// many were not logged since, rather than a line per request.
 func Store(ctx context.Context, log *slog.Logger) (ratelimit.Store, func(), error) {
 	url := os.Getenv("REDIS_URL")
 	if url == "" {
@@ -49,7 +51,7 @@ func Store(ctx context.Context, log *slog.Logger) (ratelimit.Store, func(), erro
 	// Let a slow Redis give up at the limiter's deadline (100 ms) rather than its ReadTimeout.
 	opts.ContextTimeoutEnabled = true
 	client := redis.NewClient(opts)
-	storeOpts := []ratelimit.Option{ratelimit.WithLogger(log)} // the breaker's lines go to the service's log
+	storeOpts := []ratelimit.RedisOption{ratelimit.WithLogger(log)}
 	if prefix := os.Getenv("RATELIMIT_PREFIX"); prefix != "" {
 		storeOpts = append(storeOpts, ratelimit.WithPrefix(prefix))
 	}
