@@ -5,15 +5,27 @@ MODULES := .
 endif
 GO ?= go
 
-.PHONY: test fmt vet race fuzz bench gobench example stress
+.PHONY: test fmt vet boundaries race fuzz bench gobench example stress
 
-test: fmt vet race fuzz
+test: fmt vet boundaries race fuzz
 
 fmt:
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 vet:
 	@for m in $(MODULES); do echo "go vet $$m"; (cd $$m && $(GO) vet ./...) || exit 1; done
+
+# Every module but the core stands on the core's public API: its packages (tests aside) import
+# nothing of the core's internal/, which carries no compatibility promise between releases.
+# (internal/rueidisbench, a benchmark module under the core's internal/, is the core's own; the
+# examples are run from this repository, with a workspace of their own, and required by
+# nobody: their test helper starts Redis with the core's.)
+CORE_INTERNAL := github.com/a7d3e0dd/ratelimit/internal/
+boundaries:
+	@for m in $(filter-out . ./internal/% ./examples,$(MODULES)); do \
+		bad=$$(cd $$m && $(GO) list -f '{{$$p := .ImportPath}}{{range .Imports}}{{$$p}} imports {{.}}{{"\n"}}{{end}}' ./... | grep ' imports $(CORE_INTERNAL)'); \
+		if [ -n "$$bad" ]; then echo "$$m uses the core's internal packages:"; echo "$$bad"; exit 1; fi; \
+	done; echo "boundaries: no module but the core imports the core's internal/"
 
 race:
 	@for m in $(MODULES); do echo "go test -race $$m"; (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done

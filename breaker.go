@@ -8,11 +8,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
-// ErrBreakerOpen is the cause of a store call that was not made: the store's circuit breaker
-// is open (see [WithBreaker]). Such an error is also of kind [ErrStoreUnavailable].
-var ErrBreakerOpen = errors.New("ratelimit: circuit breaker open")
+// errBreakerOpen is the cause of a store call that was not made: the store's circuit breaker
+// is open (see [WithBreaker]). Such an error is of kind breaker_open.
+var errBreakerOpen = errors.New("ratelimit: circuit breaker open")
 
 // firstProbe is how long an open breaker waits before its first probe; each probe that fails
 // doubles the wait, up to the breaker's cool-down. A store that is back is used again within
@@ -30,7 +32,7 @@ type breaker struct {
 	failures int
 	cooldown time.Duration
 	clock    Clock
-	changed  func(from, to BreakerState) // nil: nobody listens
+	changed  func(from, to observe.BreakerState) // nil: nobody listens
 	log      logs
 
 	open    atomic.Bool  // the fast path: closed unless set
@@ -63,7 +65,7 @@ func (b *breaker) acquire() (ok, probe bool) {
 	b.probe = true
 	first, openFor := b.probes == 0, b.clock.Now().Sub(b.opened)
 	b.mu.Unlock()
-	b.tell(BreakerOpen, BreakerHalfOpen)
+	b.tell(observe.BreakerOpen, observe.BreakerHalfOpen)
 	if first {
 		b.log.get().LogAttrs(context.Background(), slog.LevelInfo,
 			"ratelimit: circuit breaker half-open: one check at a time probes the store",
@@ -94,11 +96,11 @@ func (b *breaker) release(err error, probe bool) {
 			b.logged = now
 		}
 		b.mu.Unlock()
-		b.tell(BreakerHalfOpen, BreakerOpen)
+		b.tell(observe.BreakerHalfOpen, observe.BreakerOpen)
 		if !quiet {
 			b.log.get().LogAttrs(context.Background(), slog.LevelWarn,
 				"ratelimit: circuit breaker: the store is still failing; checks go on without it",
-				slog.String("kind", ErrorKind(storeError(opCheck, err))), slog.String("error", err.Error()),
+				slog.String("kind", errorKind(storeError(opCheck, err))), slog.String("error", err.Error()),
 				slog.Int("failed_probes", b.probes), slog.Duration("next_probe_in", b.wait))
 		}
 	case probe:
@@ -107,7 +109,7 @@ func (b *breaker) release(err error, probe bool) {
 		b.open.Store(false)
 		openFor, skipped, probes := now.Sub(b.opened), b.skipped.Swap(0), b.probes
 		b.mu.Unlock()
-		b.tell(BreakerHalfOpen, BreakerClosed)
+		b.tell(observe.BreakerHalfOpen, observe.BreakerClosed)
 		b.log.get().LogAttrs(context.Background(), slog.LevelInfo,
 			"ratelimit: circuit breaker closed: the store answers again",
 			slog.Duration("open_for", openFor), slog.Int64("decided_without_store", skipped),
@@ -123,10 +125,10 @@ func (b *breaker) release(err error, probe bool) {
 		b.open.Store(true)
 		run := b.run.Load()
 		b.mu.Unlock()
-		b.tell(BreakerClosed, BreakerOpen)
+		b.tell(observe.BreakerClosed, observe.BreakerOpen)
 		b.log.get().LogAttrs(context.Background(), slog.LevelWarn,
 			"ratelimit: circuit breaker opened: the store is failing; checks are decided without it (the fail mode, or the local fallback) until a probe succeeds",
-			slog.String("kind", ErrorKind(storeError(opCheck, err))), slog.String("error", err.Error()),
+			slog.String("kind", errorKind(storeError(opCheck, err))), slog.String("error", err.Error()),
 			slog.Int64("consecutive_failures", run))
 	}
 }
@@ -143,7 +145,7 @@ func (b *breaker) trip(err error) {
 }
 
 // tell tells the observer of a change.
-func (b *breaker) tell(from, to BreakerState) {
+func (b *breaker) tell(from, to observe.BreakerState) {
 	if b.changed != nil {
 		b.changed(from, to)
 	}

@@ -183,7 +183,7 @@ func (res *ipResolver) walk(r Request, client netip.Addr) (netip.Addr, error) {
 		return client, nil
 	}
 	if len(v) > maxKeyBytes {
-		return netip.Addr{}, fmt.Errorf("%w: header %s is %d bytes, more than %d", ErrBadKey, res.header, len(v), maxKeyBytes)
+		return netip.Addr{}, fmt.Errorf("%w: header %s is %d bytes, more than %d", ErrBadRequest, res.header, len(v), maxKeyBytes)
 	}
 	if res.forwarded {
 		return res.fromForwarded(client, v)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit/internal/algo"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // Never is the RetryAfter of a request that can never be admitted: its cost exceeds the
@@ -37,7 +38,7 @@ type Decision struct {
 	Policy Policy
 	// Source is what decided: the store, or while it was unavailable the local fallback, or
 	// for an identity the store had denied, the denial cache.
-	Source Source
+	Source observe.Source
 
 	results [4]PolicyResult
 	more    []PolicyResult
@@ -47,10 +48,10 @@ type Decision struct {
 	held    time.Time // when its in-flight slots were taken or last renewed; zero: it holds none
 }
 
-// Holds reports whether the decision holds in-flight slots ([algorithms.InFlight]): the request
+// holds reports whether the decision holds in-flight slots ([algorithms.InFlight]): the request
 // was admitted by a limiter with an in-flight policy, and its slots are taken until
 // [Limiter.Release] (the [Guard] releases them when the handler returns).
-func (d Decision) Holds() bool { return !d.held.IsZero() }
+func (d Decision) holds() bool { return !d.held.IsZero() }
 
 // PolicyResult is one policy's own verdict on a request.
 type PolicyResult struct {
@@ -68,7 +69,7 @@ type PolicyResult struct {
 	// Delay is the wait for the request's slot under a shaping policy.
 	Delay time.Duration
 
-	source Source // set by the layers in front of a store
+	source observe.Source // set by the layers in front of a store
 }
 
 // Results returns every policy's result, in the limiter's policy order.

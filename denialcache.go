@@ -4,6 +4,8 @@ import (
 	"hash/maphash"
 	"sync"
 	"time"
+
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // denialCache remembers identities the store denied until a known time, and answers their
@@ -83,7 +85,7 @@ func (c *denialCache) answer(id string, policies []Policy, cost int64, now time.
 		if r.RetryAfter > 0 {
 			r.RetryAfter = max(r.RetryAfter-elapsed, time.Microsecond)
 		}
-		r.source = SourceDenialCache
+		r.source = observe.SourceDenialCache
 		out[i] = r
 	}
 	sh.mu.Unlock()

@@ -21,7 +21,7 @@ func (l *errorLog) report(r Request, err error) {
 		l.dropped.Add(1)
 		return
 	}
-	l.log.get().LogAttrs(r.Context(), slog.LevelWarn, l.message(err), slog.String("kind", ErrorKind(err)),
+	l.log.get().LogAttrs(r.Context(), slog.LevelWarn, l.message(err), slog.String("kind", errorKind(err)),
 		slog.String("error", err.Error()), slog.Int64("not_logged_since", l.dropped.Swap(0)))
 }
 
@@ -29,10 +29,10 @@ func (l *errorLog) report(r Request, err error) {
 func (l *errorLog) message(err error) string {
 	var op *opError
 	switch {
-	case errors.Is(err, ErrBadKey):
-		return "ratelimit: request answered 400: its key could not be read"
-	case errors.Is(err, ErrBadCost):
+	case errors.As(err, &op) && op.kind == ErrBadRequest && op.op == opCost:
 		return "ratelimit: request answered 400: its cost is negative"
+	case errors.Is(err, ErrBadRequest):
+		return "ratelimit: request answered 400: its key could not be read"
 	case errors.As(err, &op) && op.op == opRefund:
 		return "ratelimit: a request could not be refunded after its handler"
 	case errors.As(err, &op) && op.op == opRelease:

@@ -9,49 +9,41 @@ import (
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
-// Error kinds. Every error of a [Limiter] or a [Guard] that is not a misconfiguration wraps one
-// of them, so callers tell them apart with errors.Is, never by their text. The cause stays
-// wrapped too: a store timeout wraps the cause, context.DeadlineExceeded or the client's i/o timeout.
+// Errors of a [Limiter] or a [Guard] that is not a misconfiguration wrap one of these, so
+// callers tell them apart with errors.Is, never by their text; observe.ErrorKind names the
+// kind of each, as the logs and the metrics modules do. The cause stays wrapped too: a store
+// timeout wraps context.DeadlineExceeded or the client's i/o timeout.
 var (
 	// ErrNoKey is returned by a [KeyFunc] when the request carries no key of its kind. The
 	// guard then limits the request by its client IP, or refuses it (see [RejectMissingKey]);
 	// it never lets it through unlimited.
 	ErrNoKey = errors.New("ratelimit: request has no key")
-	// ErrBadKey is the kind of an unusable key: empty, longer than 4096 bytes, or one a key
-	// function could not read (a malformed proxy header, a repeated API-key header). The guard
-	// answers such a request 400 Bad Request.
-	ErrBadKey = errors.New("ratelimit: bad key")
-	// ErrBadCost is the kind of a negative cost. The guard answers such a request 400.
-	ErrBadCost = errors.New("ratelimit: bad cost")
+	// ErrBadRequest is what a request the limiter cannot count is: its key is unusable (empty,
+	// longer than 4096 bytes, or one a key function could not read: a malformed proxy header,
+	// a repeated API-key header) or its cost negative. The guard answers it 400 Bad Request
+	// without asking the store, whatever the fail mode.
+	ErrBadRequest = errors.New("ratelimit: bad request")
 	// ErrStore is what every store failure is, whatever its kind: errors.Is(err, ErrStore)
-	// asks "did the store fail?". Each failure also has exactly one of the kinds below, and
-	// [ErrorKind] names it.
+	// asks "did the store fail?". Each failure also has exactly one kind, which
+	// observe.ErrorKind names: unavailable, timeout, breaker_open, busy, oom, readonly, script
+	// or other (see observe.ErrorKinds).
 	ErrStore = errors.New("ratelimit: store failed")
-	// ErrStoreUnavailable is the kind of a store that cannot be reached: Redis refusing
-	// connections, a connection reset or closed, no route to it, a closed client, a server
-	// still loading its data or without a master; a dial that failed is of this kind even when
-	// the deadline then passed. A call the circuit breaker did not make ([ErrBreakerOpen]) is
-	// of this kind too.
-	ErrStoreUnavailable = &storeKind{"unavailable"}
-	// ErrStoreTimeout is the kind of a store call that did not answer within its deadline
-	// while the store could be reached.
-	ErrStoreTimeout = &storeKind{"timeout"}
-	// ErrStoreBusy is the kind of a Redis busy running a script or function (a BUSY reply).
-	ErrStoreBusy = &storeKind{"busy"}
-	// ErrStoreOOM is the kind of a Redis at its maxmemory that refuses writes (an OOM reply).
-	ErrStoreOOM = &storeKind{"oom"}
-	// ErrStoreReadOnly is the kind of a write sent to a read-only replica (a READONLY reply),
-	// typically a former master just after a failover.
-	ErrStoreReadOnly = &storeKind{"readonly"}
-	// ErrStoreScript is the kind of a failure of the limiter's own code on the server: an
-	// error raised by the function or script, or a reply the store cannot decode.
-	ErrStoreScript = &storeKind{"script"}
-	// ErrStoreOther is the kind of any other store failure: an error reply of another kind
-	// (NOPERM, WRONGPASS, a Cluster that is down), or an error of a store written outside
-	// this package.
-	ErrStoreOther = &storeKind{"other"}
+)
+
+// The kinds of store failure; observe.ErrorKinds says what each is.
+var (
+	kindUnavailable = &storeKind{"unavailable"}
+	kindTimeout     = &storeKind{"timeout"}
+	kindBreakerOpen = &storeKind{"breaker_open"}
+	kindBusy        = &storeKind{"busy"}
+	kindOOM         = &storeKind{"oom"}
+	kindReadOnly    = &storeKind{"readonly"}
+	kindScript      = &storeKind{"script"}
+	kindOther       = &storeKind{"other"}
 )
 
 // storeKind is a kind of store failure; every kind is also [ErrStore].
@@ -60,24 +52,11 @@ type storeKind struct{ label string }
 func (k *storeKind) Error() string { return "ratelimit: store " + k.label }
 func (k *storeKind) Unwrap() error { return ErrStore }
 
-// ErrorKind returns the label of err's kind: "unavailable", "timeout", "busy", "oom",
-// "readonly", "script" or "other" for a store failure ([ErrStore]); "bad_key" or "bad_cost"
-// for a malformed request; "" for nil or an error of no kind (a client going away). Logs and
-// the metrics modules name kinds with it, so they agree with errors.Is.
-func ErrorKind(err error) string {
-	var k *storeKind
-	switch {
-	case err == nil:
-		return ""
-	case errors.As(err, &k):
-		return k.label
-	case errors.Is(err, ErrBadKey):
-		return "bad_key"
-	case errors.Is(err, ErrBadCost):
-		return "bad_cost"
-	}
-	return ""
-}
+// ErrorKind names the kind for observe.ErrorKind.
+func (k *storeKind) ErrorKind() string { return k.label }
+
+// errorKind returns the label of err's kind (see observe.ErrorKind).
+func errorKind(err error) string { return observe.ErrorKind(err) }
 
 // opError is an error of the limiter or the guard: what it was doing, its kind, and the cause.
 type opError struct {
@@ -109,6 +88,17 @@ func (e *opError) Error() string {
 	return "ratelimit: " + e.op + ": " + msg
 }
 
+// ErrorKind names the error's kind for observe.ErrorKind.
+func (e *opError) ErrorKind() string {
+	switch k := e.kind.(type) {
+	case *storeKind:
+		return k.label
+	case nil:
+		return ""
+	}
+	return "bad_request"
+}
+
 func (e *opError) Unwrap() []error {
 	if e.kind == nil {
 		return []error{e.err}
@@ -122,10 +112,11 @@ type kinded struct {
 	err  error
 }
 
-func (e *kinded) Error() string   { return e.err.Error() }
-func (e *kinded) Unwrap() []error { return []error{e.kind, e.err} }
+func (e *kinded) Error() string     { return e.err.Error() }
+func (e *kinded) ErrorKind() string { return e.kind.label }
+func (e *kinded) Unwrap() []error   { return []error{e.kind, e.err} }
 
-// storeError gives a store's error its kind (see [ErrorKind]). The request's own
+// storeError gives a store's error its kind (see observe.ErrorKind). The request's own
 // cancellation keeps no kind: a client going away is no store failure.
 func storeError(op string, err error) error {
 	if err == nil {
@@ -146,31 +137,44 @@ func storeError(op string, err error) error {
 	return &opError{op, kindOf(err), err}
 }
 
-// kindOf classifies a store error that has no kind yet.
+// kinds are the kinds of store failure by label.
+var kinds = map[string]*storeKind{}
+
+func init() {
+	for _, k := range []*storeKind{kindUnavailable, kindTimeout, kindBreakerOpen, kindBusy, kindOOM, kindReadOnly, kindScript, kindOther} {
+		kinds[k.label] = k
+	}
+}
+
+// kindOf classifies a store error that has no kind yet. An error of a store written elsewhere
+// may name its kind, with a method ErrorKind() string returning one of observe.ErrorKinds.
 func kindOf(err error) *storeKind {
 	var (
 		reply redis.Error
 		ne    net.Error
 		op    *net.OpError
+		named interface{ ErrorKind() string }
 	)
 	switch {
+	case errors.As(err, &named) && kinds[named.ErrorKind()] != nil:
+		return kinds[named.ErrorKind()]
 	case errors.As(err, &reply):
 		return replyKind(reply.Error())
 	case errors.As(err, &op) && op.Op == "dial":
-		return ErrStoreUnavailable // refused, unreachable, or no answer to the dial itself
+		return kindUnavailable // refused, unreachable, or no answer to the dial itself
 	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout(),
 		errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrPoolExhausted):
-		return ErrStoreTimeout // every connection busy: a slow Redis, or too small a pool
+		return kindTimeout // every connection busy: a slow Redis, or too small a pool
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
 		errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
 		errors.Is(err, redis.ErrClosed):
-		return ErrStoreUnavailable
+		return kindUnavailable
 	case errors.Is(err, errBadReply):
-		return ErrStoreScript
+		return kindScript
 	}
-	return ErrStoreOther
+	return kindOther
 }
 
 // replyKind classifies an error reply of Redis by its prefix.
@@ -178,20 +182,20 @@ func replyKind(msg string) *storeKind {
 	code, _, _ := strings.Cut(msg, " ")
 	switch code {
 	case "BUSY":
-		return ErrStoreBusy
+		return kindBusy
 	case "OOM":
-		return ErrStoreOOM
+		return kindOOM
 	case "READONLY":
-		return ErrStoreReadOnly
+		return kindReadOnly
 	case "LOADING", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN":
-		return ErrStoreUnavailable
+		return kindUnavailable
 	case "ERR":
 		// An error raised by the library's own code, or the server failing to run it.
 		if strings.Contains(msg, "script") || strings.Contains(msg, "function") || strings.Contains(msg, "user_function") {
-			return ErrStoreScript
+			return kindScript
 		}
 	}
-	return ErrStoreOther
+	return kindOther
 }
 
 // errBadReply is the cause of a reply the store cannot decode.

@@ -2,7 +2,6 @@ package ratelimit_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // unreachableStore is a Store whose every call fails, as a Redis store does while Redis
@@ -19,9 +19,14 @@ type unreachableStore struct{}
 var _ ratelimit.Store = unreachableStore{}
 
 // errRefused is the error of a store that cannot reach its server. A store names the kind of
-// its failures by wrapping one of the ratelimit.ErrStore… kinds; an error of no kind is
-// "other".
-var errRefused = fmt.Errorf("%w: dial tcp 10.0.0.5:6379: connection refused", ratelimit.ErrStoreUnavailable)
+// its failures with a method ErrorKind, returning one of observe.ErrorKinds(); an error of no
+// kind is "other".
+var errRefused error = refused{}
+
+type refused struct{}
+
+func (refused) Error() string     { return "dial tcp 10.0.0.5:6379: connection refused" }
+func (refused) ErrorKind() string { return "unavailable" }
 
 func (unreachableStore) Check(ctx context.Context, key string, policies []ratelimit.Policy, cost int64, charge bool, out []ratelimit.PolicyResult) (time.Time, error) {
 	return time.Time{}, errRefused
@@ -45,8 +50,8 @@ func ExampleFailClosed() {
 	}
 	report := ratelimit.WithErrorHandler(func(r ratelimit.Request, err error) {
 		fmt.Println("  reported:", err)
-		fmt.Println("  store unavailable:", errors.Is(err, ratelimit.ErrStoreUnavailable),
-			"timeout:", errors.Is(err, ratelimit.ErrStoreTimeout))
+		fmt.Println("  store unavailable:", observe.ErrorKind(err) == "unavailable",
+			"timeout:", observe.ErrorKind(err) == "timeout")
 	})
 	handler := func(w http.ResponseWriter, r *http.Request) {
 		_, decided := ratelimit.DecisionFrom(r.Context())

@@ -43,7 +43,7 @@ func ExampleNewRedisStore() {
 	for range 4 {
 		d, err := limiter.Allow(ctx, key)
 		if err != nil {
-			panic(err) // Redis is down: errors.Is(err, ratelimit.ErrStoreUnavailable)
+			panic(err) // Redis is down: observe.ErrorKind(err) == "unavailable"
 		}
 		fmt.Println(d.Allowed, d.Remaining, d.Policy.Name)
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // fallback decides while the store is unavailable: an in-memory store in this process, under
@@ -35,7 +37,7 @@ func (f *fallback) check(ctx context.Context, key string, policies []Policy, cos
 	}
 	at, err := f.store.Check(ctx, key, scaled, cost, charge, out)
 	for i := range out {
-		out[i].source = SourceFallback
+		out[i].source = observe.SourceFallback
 	}
 	return at, err
 }

@@ -2,7 +2,6 @@ package ratelimit_test
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -17,6 +16,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/internal/faultproxy"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // outageStore is a Redis store over client with the outage layer: the breaker and the
@@ -81,7 +81,7 @@ func TestPoolOfTwoUnder500(t *testing.T) {
 		}
 		sources, _, _ := obs.snapshot()
 		t.Logf("decisions: %v", sources)
-		if sources[ratelimit.SourceStore]+sources[ratelimit.SourceFallback] != 500 {
+		if sources[observe.SourceStore]+sources[observe.SourceFallback] != 500 {
 			t.Errorf("decisions reported: %v; want 500", sources)
 		}
 	})
@@ -127,15 +127,15 @@ func busyRedis(t *testing.T) {
 		c, cancel := context.WithTimeout(ctx, time.Second)
 		d, err := l.Allow(c, "k")
 		cancel()
-		if err != nil || !d.Allowed || d.Source != ratelimit.SourceFallback {
+		if err != nil || !d.Allowed || d.Source != observe.SourceFallback {
 			t.Fatalf("check %d while Redis is BUSY: %+v, %v; want admitted by the fallback", i+1, d, err)
 		}
 	}
 	_, failures, breaker := obs.snapshot()
-	if len(breaker) == 0 || breaker[0] != ratelimit.BreakerOpen {
+	if len(breaker) == 0 || breaker[0] != observe.BreakerOpen {
 		t.Errorf("breaker changes while BUSY: %v; want open", breaker)
 	}
-	if len(failures) == 0 || !errors.Is(failures[0], ratelimit.ErrStoreBusy) || !strings.Contains(failures[0].Error(), "BUSY") {
+	if len(failures) == 0 || observe.ErrorKind(failures[0]) != "busy" || !strings.Contains(failures[0].Error(), "BUSY") {
 		t.Errorf("first failure reported: %v; want the BUSY reply, of kind ErrStoreBusy", failures)
 	}
 	if err := probe.ScriptKill(ctx).Err(); err != nil {
@@ -144,7 +144,7 @@ func busyRedis(t *testing.T) {
 	<-busy
 	recovered := false
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if d, err := l.Allow(ctx, "k"); err == nil && d.Source == ratelimit.SourceStore {
+		if d, err := l.Allow(ctx, "k"); err == nil && d.Source == observe.SourceStore {
 			recovered = true
 			break
 		}
@@ -176,7 +176,7 @@ func redisOutOfMemory(t *testing.T) {
 		}
 	}
 	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t))), ratelimit.Policy{Limit: 100, Window: time.Hour})
-	if _, err := l.Allow(ctx, "k"); !errors.Is(err, ratelimit.ErrStoreOOM) || !strings.Contains(err.Error(), "OOM") {
+	if _, err := l.Allow(ctx, "k"); observe.ErrorKind(err) != "oom" || !strings.Contains(err.Error(), "OOM") {
 		t.Fatalf("a check on a Redis out of memory: %v; want the OOM reply, of kind ErrStoreOOM", err)
 	}
 	open := ratelimit.Middleware(l, ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}))(okHandler)
@@ -207,8 +207,8 @@ func TestFallbackOverAdmission(t *testing.T) {
 			ratelimit.WithBreaker(1, time.Minute), ratelimit.WithFallback(0.25))
 		instances = append(instances, mustNew(t, store, policy))
 	}
-	admit := func(n int) (admitted int, sources map[ratelimit.Source]int) {
-		sources = map[ratelimit.Source]int{}
+	admit := func(n int) (admitted int, sources map[observe.Source]int) {
+		sources = map[observe.Source]int{}
 		for i := range n {
 			c, cancel := generous()
 			d, err := instances[i%len(instances)].Allow(c, "client")
@@ -290,17 +290,17 @@ func failoverUnderTraffic(t *testing.T, client redis.UniversalClient, key string
 	}
 	byStore := 0
 	for range 200 {
-		if check().Source == ratelimit.SourceStore {
+		if check().Source == observe.SourceStore {
 			byStore++
 		}
 	}
 	kill()
-	during := map[ratelimit.Source]int{}
+	during := map[observe.Source]int{}
 	recovered := false
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && !recovered; time.Sleep(5 * time.Millisecond) {
 		d := check()
 		during[d.Source]++
-		recovered = d.Source == ratelimit.SourceStore
+		recovered = d.Source == observe.SourceStore
 	}
 	if !recovered {
 		t.Fatalf("no decision of the store 30 s after the primary died: %v", during)
@@ -316,7 +316,7 @@ func failoverUnderTraffic(t *testing.T, client redis.UniversalClient, key string
 	if counted < 1 || counted > int64(byStore+1) {
 		t.Errorf("the new primary counts %d of %d admissions", counted, byStore+1)
 	}
-	if _, _, b := obs.snapshot(); len(b) < 2 || b[0] != ratelimit.BreakerOpen || b[len(b)-1] != ratelimit.BreakerClosed {
+	if _, _, b := obs.snapshot(); len(b) < 2 || b[0] != observe.BreakerOpen || b[len(b)-1] != observe.BreakerClosed {
 		t.Errorf("breaker changes: %v; want it to open during the failover and close after", b)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // Guard is the framework-neutral rate-limit check of an HTTP request: skip, key, cost, the
@@ -82,7 +84,7 @@ func (g *Guard) Check(r Request) Outcome {
 	}
 	g.check(r, &o)
 	if g.observer != nil {
-		e := RequestEvent{Result: o.Result}
+		e := observe.RequestEvent{Result: o.Result}
 		if !start.IsZero() {
 			e.Waited = g.clock.Now().Sub(start)
 		}
@@ -94,19 +96,19 @@ func (g *Guard) Check(r Request) Outcome {
 // check decides about r in o, and sets o.Result.
 func (g *Guard) check(r Request, o *Outcome) {
 	if g.skip != nil && g.skip(r) {
-		o.Proceed, o.Result = true, ResultSkipped
+		o.Proceed, o.Result = true, observe.ResultSkipped
 		return
 	}
 	key, err := g.keyOf(r)
 	if errors.Is(err, ErrNoKey) {
 		g.refuse(o, g.missing, nil)
-		o.Result = ResultRejected
+		o.Result = observe.ResultRejected
 		return
 	}
 	if err != nil {
 		g.onError(r, err)
 		g.refuse(o, g.badRequest, err)
-		o.Result = ResultRejected
+		o.Result = observe.ResultRejected
 		return
 	}
 	cost := int64(1)
@@ -115,10 +117,10 @@ func (g *Guard) check(r Request, o *Outcome) {
 	}
 	if cost < 0 {
 		// A request error, not a store failure: failing open would let it through unlimited.
-		err := &opError{opCost, ErrBadCost, fmt.Errorf("the cost function returned %d; a cost cannot be negative", cost)}
+		err := &opError{opCost, ErrBadRequest, fmt.Errorf("the cost function returned %d; a cost cannot be negative", cost)}
 		g.onError(r, err)
 		g.refuse(o, g.badCost, err)
-		o.Result = ResultRejected
+		o.Result = observe.ResultRejected
 		return
 	}
 	l := g.limiter
@@ -132,13 +134,13 @@ func (g *Guard) check(r Request, o *Outcome) {
 		g.storeFailed(o, r, err)
 		return
 	}
-	fallback := o.Decision.Source == SourceFallback
+	fallback := o.Decision.Source == observe.SourceFallback
 	if fallback {
 		g.onError(r, errFallback)
 		if g.failStatus != 0 { // fail closed: the local fallback does not open the route
 			o.Decision = Decision{}
 			g.refuse(o, g.failed, errFallback)
-			o.retry, o.Result = 1, ResultErrorDenied
+			o.retry, o.Result = 1, observe.ResultErrorDenied
 			return
 		}
 	}
@@ -149,29 +151,29 @@ func (g *Guard) check(r Request, o *Outcome) {
 			} else {
 				*o = Outcome{}
 				g.refuse(o, g.gone, err)
-				o.Result = ResultCanceled
+				o.Result = observe.ResultCanceled
 			}
 			return
 		}
-		fallback = o.Decision.Source == SourceFallback
+		fallback = o.Decision.Source == observe.SourceFallback
 	}
 	g.describe(o, l)
 	if !o.Decision.Allowed {
 		g.denied(r, o)
-		o.Result = ResultDenied
+		o.Result = observe.ResultDenied
 		if fallback {
-			o.Result = ResultFallbackDenied
+			o.Result = observe.ResultFallbackDenied
 		}
 		return
 	}
-	o.Proceed, o.Result = true, ResultAllowed
+	o.Proceed, o.Result = true, observe.ResultAllowed
 	if fallback {
-		o.Result = ResultFallbackAllowed
+		o.Result = observe.ResultFallbackAllowed
 	}
-	if g.countIf != nil || o.Decision.Holds() {
+	if g.countIf != nil || o.Decision.holds() {
 		o.Pending, o.req, o.key, o.guard, o.limiter = true, r, key, g, l
 	}
-	if o.Decision.Holds() {
+	if o.Decision.holds() {
 		o.lease = g.hold(r, l, key, o.Decision)
 	}
 	if d := o.Decision.Delay; d > 0 {
@@ -185,7 +187,7 @@ func (g *Guard) check(r Request, o *Outcome) {
 		if err != nil {
 			*o = Outcome{}
 			g.refuse(o, g.gone, &opError{opWait, nil, err})
-			o.Result = ResultCanceled
+			o.Result = observe.ResultCanceled
 		}
 	}
 }
@@ -197,11 +199,11 @@ func (g *Guard) waits() bool {
 }
 
 // errFallback reports a decision of the local fallback: the store was unavailable.
-var errFallback = &opError{opCheck, ErrStoreUnavailable, errors.New("unavailable; decided by the local fallback (WithFallback)")}
+var errFallback = &opError{opCheck, kindUnavailable, errors.New("unavailable; decided by the local fallback (WithFallback)")}
 
 // keyOf returns the key of r: the key function's, or the client IP when it finds none (unless
 // the guard rejects such requests, then ErrNoKey). A key that cannot be used is an error of
-// kind ErrBadKey.
+// kind ErrBadRequest.
 func (g *Guard) keyOf(r Request) (string, error) {
 	var (
 		key string
@@ -228,7 +230,7 @@ func (g *Guard) keyOf(r Request) (string, error) {
 	default:
 		return key, nil
 	}
-	return "", &opError{opKey, ErrBadKey, err}
+	return "", &opError{opKey, ErrBadRequest, err}
 }
 
 // keyRequest returns r as the guard's key function sees it: with the guard's client-IP
@@ -260,7 +262,7 @@ func (g *Guard) Done(o *Outcome, status int) {
 		o.lease = nil
 	}
 	refund := g.countIf != nil && !g.countIf(status)
-	if !refund && !d.Holds() {
+	if !refund && !d.holds() {
 		return
 	}
 	// The client may be gone, but the request was served: refund it all the same.
@@ -287,7 +289,7 @@ func (g *Guard) deadline(ctx context.Context) (context.Context, context.CancelFu
 
 // timedOut says so when err is the guard's deadline.
 func (g *Guard) timedOut(err error) error {
-	if errors.Is(err, ErrStoreTimeout) {
+	if errors.Is(err, kindTimeout) {
 		return fmt.Errorf("%w (the guard's timeout is %v)", err, g.timeout)
 	}
 	return err
@@ -298,17 +300,17 @@ func (g *Guard) timedOut(err error) error {
 func (g *Guard) storeFailed(o *Outcome, r Request, err error) {
 	if r.Context().Err() != nil {
 		g.refuse(o, g.gone, err)
-		o.Result = ResultCanceled
+		o.Result = observe.ResultCanceled
 		return
 	}
 	err = g.timedOut(err)
 	g.onError(r, err)
 	if g.failStatus == 0 {
-		o.Proceed, o.Err, o.Result = true, err, ResultUnlimited
+		o.Proceed, o.Err, o.Result = true, err, observe.ResultUnlimited
 		return
 	}
 	g.refuse(o, g.failed, err)
-	o.retry, o.Result = 1, ResultErrorDenied
+	o.retry, o.Result = 1, observe.ResultErrorDenied
 }
 
 // refuse fills in a refusal that has no decision.

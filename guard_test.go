@@ -24,6 +24,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 func TestNewGuardOptionErrors(t *testing.T) {
@@ -307,7 +308,7 @@ func TestGuardNegativeCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := g.Check(ratelimit.HTTPRequest(httptest.NewRequest(http.MethodGet, "/", nil)))
-	if o.Proceed || o.Status != http.StatusBadRequest || o.Decision.Limit != 0 || !errors.Is(o.Err, ratelimit.ErrBadCost) ||
+	if o.Proceed || o.Status != http.StatusBadRequest || o.Decision.Limit != 0 || !errors.Is(o.Err, ratelimit.ErrBadRequest) ||
 		o.Err.Error() != "ratelimit: cost: the cost function returned -3; a cost cannot be negative" {
 		t.Errorf("got %+v, want a 400 refusal with the cost error", o)
 	}
@@ -373,7 +374,7 @@ func TestGuardRetryAfterIsTrue(t *testing.T) {
 	})
 }
 
-// TestGuardRedisDown: Redis refusing connections is a store failure (ErrStoreUnavailable), not
+// TestGuardRedisDown: Redis refusing connections is a store failure (of kind unavailable), not
 // a timeout: the request fails open, or closed.
 func TestGuardRedisDown(t *testing.T) {
 	store := ratelimit.NewRedisStore(deadRedis(t), ratelimit.WithBreaker(0, 0)) // each check meets Redis down
@@ -398,8 +399,8 @@ func TestGuardRedisDown(t *testing.T) {
 				t.Errorf("got %+v, want status %d", o, c.status)
 			}
 			const cause = "ratelimit: store: unavailable: redis check: dial tcp"
-			if len(reported) != 1 || reported[0] != o.Err || !errors.Is(o.Err, ratelimit.ErrStoreUnavailable) ||
-				errors.Is(o.Err, ratelimit.ErrStoreTimeout) || !strings.HasPrefix(o.Err.Error(), cause) {
+			if len(reported) != 1 || reported[0] != o.Err || observe.ErrorKind(o.Err) != "unavailable" ||
+				observe.ErrorKind(o.Err) == "timeout" || !strings.HasPrefix(o.Err.Error(), cause) {
 				t.Errorf("reported %v, outcome's error %v; want the one error, unavailable, starting %q", reported, o.Err, cause)
 			}
 		})
@@ -436,7 +437,7 @@ func TestGuardStoreTimeout(t *testing.T) {
 				}
 				// The cause is the context's deadline, or, when go-redis keeps it itself, the
 				// connection's read deadline.
-				if len(reported) != 1 || !errors.Is(reported[0], ratelimit.ErrStoreTimeout) ||
+				if len(reported) != 1 || observe.ErrorKind(reported[0]) != "timeout" ||
 					!errors.Is(reported[0], context.DeadlineExceeded) && !(contextTimeout && errors.Is(reported[0], os.ErrDeadlineExceeded)) ||
 					!strings.Contains(reported[0].Error(), "(the guard's timeout is 20ms)") {
 					t.Errorf("reported %v, want one timeout wrapping the deadline and naming the guard's timeout", reported)

@@ -44,7 +44,7 @@ func TestInFlightEnginesAgree(t *testing.T) {
 					} else if d.Allowed != want.Allowed || d.Remaining != want.Remaining || d.RetryAfter != want.RetryAfter {
 						t.Fatalf("seed %d step %d engine %d: acquire %+v; memory said %+v", seed, step, i, d, want)
 					}
-					if d.Holds() {
+					if ratelimit.Holds(d) {
 						held[i] = append(held[i], d)
 					}
 				case op < 7 && len(held[i]) > 0: // release

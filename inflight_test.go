@@ -20,6 +20,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // inFlight is an in-flight policy of cap slots with a lease of a minute.
@@ -183,7 +184,7 @@ func TestInFlightSlotsComeBack(t *testing.T) {
 			}
 		}
 		d := allow(t, l, key, 1)
-		if !d.Holds() || freeSlots(t, l, key) != 1 {
+		if !ratelimit.Holds(d) || freeSlots(t, l, key) != 1 {
 			t.Fatalf("Allow took no slot: %+v", d)
 		}
 		if err := l.Release(ctx, key, d); err != nil {
@@ -368,13 +369,13 @@ func TestInFlightChildHoldsSlots(t *testing.T) {
 func TestInFlightRenewRefusesRatePolicies(t *testing.T) {
 	l := mustNew(t, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1, Window: time.Hour})
 	d := allow(t, l, "k", 1)
-	if d.Holds() {
+	if ratelimit.Holds(d) {
 		t.Fatal("a rate-only decision holds slots")
 	}
 	if err := l.Release(ctx, "k", d); err != nil {
 		t.Fatalf("Release of a decision without slots: %v", err)
 	}
-	if err := l.Release(ctx, "", d); !errors.Is(err, ratelimit.ErrBadKey) {
+	if err := l.Release(ctx, "", d); !errors.Is(err, ratelimit.ErrBadRequest) {
 		t.Fatalf("Release with an empty key: %v", err)
 	}
 }
@@ -395,7 +396,7 @@ func TestInFlightUnderFallback(t *testing.T) {
 		return d
 	}
 	a, b := take(), take()
-	if !a.Allowed || !b.Allowed || a.Source != ratelimit.SourceFallback || !a.Holds() {
+	if !a.Allowed || !b.Allowed || a.Source != observe.SourceFallback || !ratelimit.Holds(a) {
 		t.Fatalf("two requests under the fallback: %+v, %+v; want both admitted by it, holding slots", a, b)
 	}
 	if c := take(); c.Allowed {

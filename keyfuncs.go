@@ -14,7 +14,7 @@ import (
 // KeyFunc returns the identity a request is limited by: every request with the same key
 // shares one quota. It returns an error wrapping [ErrNoKey] when the request has no such
 // identity (no API key header, an anonymous user), and another error when the request is
-// malformed, which the guard answers 400 ([ErrBadKey]). A KeyFunc must not keep the Request
+// malformed, which the guard answers 400 ([ErrBadRequest]). A KeyFunc must not keep the Request
 // after it returns.
 //
 // The built-in key functions put their kind before the value ("ip:", "hdr:x-api-key:",
@@ -23,7 +23,7 @@ import (
 type KeyFunc func(Request) (string, error)
 
 // maxKeyBytes is the longest request data a key function reads, and the longest key the
-// guard accepts; longer is a bad key ([ErrBadKey]). Data longer than 256 bytes is replaced in
+// guard accepts; longer is a bad key ([ErrBadRequest]). Data longer than 256 bytes is replaced in
 // the key by its SHA-256 digest, so keys stay short even when joined.
 const maxKeyBytes = 4096
 

@@ -7,6 +7,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // Limiter checks requests against a list of policies, all at once: a request is admitted only
@@ -17,11 +19,11 @@ import (
 type Limiter struct {
 	store    Store
 	policies []Policy
-	observer Observer   // the store's; nil: none
-	timed    bool       // time the decisions for the observer
-	info     *StoreInfo // the store's description, for the observer; nil: none
-	slots    bool       // a policy is an in-flight limit: an admitted request holds slots
-	header   string     // the RateLimit-Policy header of the policies
+	observer Observer           // the store's; nil: none
+	timed    bool               // time the decisions for the observer
+	info     *observe.StoreInfo // the store's description, for the observer; nil: none
+	slots    bool               // a policy is an in-flight limit: an admitted request holds slots
+	header   string             // the RateLimit-Policy header of the policies
 	// capacity is the largest cost every enforced policy can admit, and shadowCapacity the
 	// largest every shadow policy can (MaxInt64 without one): computed once, so that a check
 	// compares its cost with two numbers instead of asking every policy.
@@ -92,8 +94,8 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
 // it. A cost of 0 charges nothing and reports the current state. A cost above a policy's
 // capacity is denied with RetryAfter [Never].
 //
-// Errors wrap [ErrBadKey] (an empty key), [ErrBadCost] (a negative cost), or
-// [ErrStoreUnavailable] or [ErrStoreTimeout] with the store's own error.
+// Errors wrap [ErrBadRequest] (an empty key, a negative cost) or [ErrStore] with the store's
+// own error; observe.ErrorKind names the store failure's kind.
 func (l *Limiter) AllowN(ctx context.Context, key string, cost int64) (Decision, error) {
 	return l.check(ctx, key, cost, true)
 }
@@ -114,11 +116,11 @@ func (l *Limiter) Refund(ctx context.Context, key string, d Decision) error {
 	if d.cost == 0 {
 		return nil // nothing charged
 	}
-	if d.Source != SourceStore { // charged to the local fallback, which keeps it, but its slots
+	if d.Source != observe.SourceStore { // charged to the local fallback, which keeps it, but its slots
 		return l.Release(ctx, key, d)
 	}
 	policies := charged(l.policies, &d)
-	if d.Holds() && !d.held.Equal(d.at) { // the slots were renewed: they are at another time
+	if d.holds() && !d.held.Equal(d.at) { // the slots were renewed: they are at another time
 		if err := l.Release(ctx, key, d); err != nil {
 			return err
 		}
@@ -138,7 +140,7 @@ func (l *Limiter) Release(ctx context.Context, key string, d Decision) error {
 	if key == "" {
 		return errEmptyKey
 	}
-	if !d.Holds() {
+	if !d.holds() {
 		return nil
 	}
 	store, policies := l.slotStore(&d)
@@ -171,7 +173,7 @@ func (l *Limiter) renew(ctx context.Context, key string, d *Decision) error {
 // the local fallback that decided in its place; nil when nothing holds them.
 func (l *Limiter) slotStore(d *Decision) (Store, []Policy) {
 	policies := without(charged(l.policies, d), func(p *Policy) bool { return !p.holds() })
-	if d.Source == SourceStore {
+	if d.Source == observe.SourceStore {
 		return l.store, policies
 	}
 	if f, ok := capability[localDecider](l.store); ok {
@@ -199,7 +201,7 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 	return storeError("store, resetting", l.store.Reset(ctx, key, l.policies))
 }
 
-var errEmptyKey = &opError{opKey, ErrBadKey, errors.New("the key is empty")}
+var errEmptyKey = &opError{opKey, ErrBadRequest, errors.New("the key is empty")}
 
 // results holds the per-policy results of checks under way: the store writes them through an
 // interface call, so a buffer on the stack would escape to the heap on every check.
@@ -239,7 +241,7 @@ func (l *Limiter) decide(ctx context.Context, d *Decision, key string, cost int6
 		return errEmptyKey
 	}
 	if cost < 0 {
-		return &opError{opCost, ErrBadCost, fmt.Errorf("cost %d is negative", cost)}
+		return &opError{opCost, ErrBadRequest, fmt.Errorf("cost %d is negative", cost)}
 	}
 	n := len(l.policies)
 	var raw []PolicyResult
@@ -248,7 +250,7 @@ func (l *Limiter) decide(ctx context.Context, d *Decision, key string, cost int6
 		defer results.Put(buf)
 		raw = buf[:n]
 		for i := range raw {
-			raw[i].source = SourceStore // a pooled buffer: only the layers in front of a store set it
+			raw[i].source = observe.SourceStore // a pooled buffer: only the layers in front of a store set it
 		}
 	} else {
 		raw = make([]PolicyResult, n)

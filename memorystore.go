@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/a7d3e0dd/ratelimit/internal/algo"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 const memoryShards = 64
@@ -143,10 +144,10 @@ func (s *memoryStore) Clock() Clock { return s.clock }
 func (s *memoryStore) logger() logs { return s.log }
 
 // memoryInfo describes every memory store.
-var memoryInfo = &StoreInfo{System: "memory"}
+var memoryInfo = &observe.StoreInfo{System: "memory"}
 
-// info declares what the store is (see [StoreInfo]).
-func (s *memoryStore) info() *StoreInfo { return memoryInfo }
+// info declares what the store is (see [observe.StoreInfo]).
+func (s *memoryStore) info() *observe.StoreInfo { return memoryInfo }
 
 func (s *memoryStore) shard(key string) *memoryShard {
 	return &s.shards[maphash.String(s.seed, key)%memoryShards]

@@ -15,6 +15,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/internal/faultproxy"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // discardWriter is the cheapest http.ResponseWriter, so a benchmark measures the handler.
@@ -144,15 +145,15 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 // nopObserver is an Observer that does nothing: what reporting itself costs.
 type nopObserver struct{}
 
-func (nopObserver) Decided(ratelimit.DecisionEvent)            {}
-func (nopObserver) StoreFailed(error)                          {}
-func (nopObserver) BreakerChanged(_, _ ratelimit.BreakerState) {}
-func (nopObserver) Answered(ratelimit.RequestEvent)            {}
-func (nopObserver) MemoryStoreFull(bool)                       {}
-func (nopObserver) KeyFellBack(string)                         {}
-func (nopObserver) RedisEvictionPolicy(string, bool)           {}
-func (nopObserver) Leased(bool, time.Duration)                 {}
-func (nopObserver) Queued(bool)                                {}
+func (nopObserver) Decided(ratelimit.DecisionEvent)          {}
+func (nopObserver) StoreFailed(error)                        {}
+func (nopObserver) BreakerChanged(_, _ observe.BreakerState) {}
+func (nopObserver) Answered(observe.RequestEvent)            {}
+func (nopObserver) MemoryStoreFull(bool)                     {}
+func (nopObserver) KeyFellBack(string)                       {}
+func (nopObserver) RedisEvictionPolicy(string, bool)         {}
+func (nopObserver) Leased(bool, time.Duration)               {}
+func (nopObserver) Queued(bool)                              {}
 
 // BenchmarkOutage measures what a Redis outage adds to a request once the breaker is open:
 // Redis black-holed (connections accepted, never answered), the breaker open, decisions from the

@@ -77,3 +77,6 @@ func (res *ipResolver) Key(r Request) (string, error) { return res.key(r) }
 func RenewSlots(ctx context.Context, l *Limiter, key string, d *Decision) error {
 	return l.renew(ctx, key, d)
 }
+
+// Holds reports whether d holds in-flight slots.
+func Holds(d Decision) bool { return d.holds() }

@@ -183,7 +183,7 @@ func RejectMissingKey(status int) Option {
 // WithCost sets the cost of each request (default 1): a bulk endpoint can charge for each item,
 // a bandwidth limit for each byte. A cost of 0 charges nothing; a cost above a policy's
 // capacity, however large, is refused with 429 and no Retry-After, since waiting would not
-// help. A negative cost is a malformed request ([ErrBadCost]): it is answered 400 Bad Request
+// help. A negative cost is a malformed request ([ErrBadRequest]): it is answered 400 Bad Request
 // without asking the store, whatever the fail mode, and reported.
 func WithCost(cost func(Request) int64) Option {
 	return func(gc *guardConfig) {
@@ -210,9 +210,9 @@ func FailClosed(status int) Option {
 	}
 }
 
-// WithTimeout bounds every store call (default 100 ms); past it, the call counts as failed
-// ([ErrStoreTimeout]; see [FailClosed]). A store that answers without I/O (the memory store)
-// is not timed.
+// WithTimeout bounds every store call (default 100 ms); past it, the call counts as failed,
+// of kind timeout (see [FailClosed]). A store that answers without I/O (the memory store) is
+// not timed.
 func WithTimeout(d time.Duration) Option {
 	return func(gc *guardConfig) {
 		if d <= 0 {
@@ -224,10 +224,10 @@ func WithTimeout(d time.Duration) Option {
 }
 
 // WithErrorHandler sets the function told about every error the guard meets; tell them apart
-// with errors.Is: [ErrStoreUnavailable] or [ErrStoreTimeout] (the request then fails open or
-// closed, or its refund after the handler failed, see [CountIf]), [ErrBadKey] or [ErrBadCost]
-// (the request is answered 400 Bad Request). It is called on the request's goroutine and must
-// be quick.
+// with errors.Is: [ErrStore] (the request then fails open or closed, or its refund after the
+// handler failed, see [CountIf]; observe.ErrorKind names the kind of failure) or
+// [ErrBadRequest] (the request is answered 400 Bad Request). It is called on the request's
+// goroutine and must be quick.
 //
 // By default errors are logged with [log/slog] at warning level, at most once a second per
 // guard, with the number of errors not logged since.

@@ -24,11 +24,10 @@ type resilience struct {
 }
 
 // WithBreaker sets the Redis store's circuit breaker. It opens after failures consecutive
-// failed calls of any kind (see [ErrorKind]: unavailable, timeout, busy, oom, readonly, script,
-// other), or at the first call that could not connect to Redis at all (refused, no route: no
-// request should wait for its deadline to learn that again). While it is open, checks fail at
-// once with [ErrBreakerOpen] (of kind [ErrStoreUnavailable]) and the fail mode or
-// [WithFallback] decides, in microseconds instead of a timeout. An open breaker lets one call
+// failed calls of any kind (see observe.ErrorKinds: unavailable, timeout, busy, oom, readonly,
+// script, other), or at the first call that could not connect to Redis at all (refused, no
+// route: no request should wait for its deadline to learn that again). While it is open,
+// checks fail at once, of kind breaker_open, and the fail mode or [WithFallback] decides, in microseconds instead of a timeout. An open breaker lets one call
 // at a time probe Redis (half-open): the first 10 ms after it opened, each further one after
 // twice the wait before, at most cooldown; the first probe that succeeds closes it, so
 // recovery needs no restart and is noticed within cooldown. A client going away is no failure.
@@ -73,8 +72,8 @@ func WithDenialCache(entries int) RedisOption {
 // WithFallback decides locally while the Redis store is unavailable (an error, a timeout, an
 // open breaker): an in-memory limiter under the same policies with each limit and burst scaled
 // by share, this instance's part of the fleet's limits (1.0/n for n instances; at least 1 of
-// each limit). Its decisions carry rate-limit headers and have Source [SourceFallback]; a
-// guard that fails closed ([FailClosed]) still refuses them.
+// each limit). Its decisions carry rate-limit headers and have Source observe.SourceFallback;
+// a guard that fails closed ([FailClosed]) still refuses them.
 //
 // Bound on over-admission: during an outage the fleet admits about share × n × Limit per
 // window; the local state starts empty and Redis never learns what it admitted, so with a share

@@ -14,6 +14,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // transitions counts an Observer's breaker changes by the state changed to.
@@ -22,7 +23,7 @@ type transitions struct {
 	to [3]atomic.Int64
 }
 
-func (c *transitions) BreakerChanged(_, to ratelimit.BreakerState) { c.to[to].Add(1) }
+func (c *transitions) BreakerChanged(_, to observe.BreakerState) { c.to[to].Add(1) }
 
 // During a Redis outage under load, only the requests already waiting on Redis when it began,
 // and the breaker's probes (one at a time), wait for their deadline; every other request is
@@ -73,16 +74,16 @@ func TestOutageUnderLoad(t *testing.T) {
 	}
 	waitFor(t, "requests admitted by Redis", func() bool { return results[0].Load() >= 200 })
 	redistest.Kill(t)
-	waitFor(t, "a failed probe", func() bool { return obs.to[ratelimit.BreakerHalfOpen].Load() >= 2 && results[1].Load() >= 200 })
+	waitFor(t, "a failed probe", func() bool { return obs.to[observe.BreakerHalfOpen].Load() >= 2 && results[1].Load() >= 200 })
 	redistest.Restart(t)
 	allowedBefore := results[0].Load()
 	waitFor(t, "Redis deciding again", func() bool {
-		return obs.to[ratelimit.BreakerClosed].Load() >= 1 && results[0].Load() >= allowedBefore+200
+		return obs.to[observe.BreakerClosed].Load() >= 1 && results[0].Load() >= allowedBefore+200
 	})
 	stop.Store(true)
 	wg.Wait()
 
-	probes := obs.to[ratelimit.BreakerHalfOpen].Load()
+	probes := obs.to[observe.BreakerHalfOpen].Load()
 	if n := paid.Load(); n > workers+probes {
 		t.Errorf("%d requests waited for their deadline; want at most %d (%d in flight when Redis went, %d probes)", n, workers+probes, workers, probes)
 	}

@@ -1,6 +1,10 @@
 package ratelimit
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/a7d3e0dd/ratelimit/observe"
+)
 
 // Outcome is what a [Guard] decided about one request, and what to answer. When Proceed is
 // set, write the headers ([Outcome.Headers]) and call the next handler, then report its status
@@ -25,7 +29,7 @@ type Outcome struct {
 	// Result is what the client got, as the guard's [Observer] counts it: allowed, denied,
 	// unlimited (the store failed, the request proceeded without a limit), decided by the local
 	// fallback, refused because the store failed, rejected, canceled or skipped.
-	Result Result
+	Result observe.Result
 	// Err is the error that kept the limiter from deciding: a store error or timeout, or a key
 	// function's error, already reported to the error handler; or the request's context ending
 	// (not reported: a client going away is no fault).

@@ -12,7 +12,7 @@ import (
 // dialWatch is a go-redis hook that remembers the client's failed dials: a call that runs out
 // of time while the client cannot connect (go-redis dials again and again within the
 // deadline) failed because Redis is unreachable, not because it was slow, and is reported so
-// (see [ErrStoreUnavailable]). It only watches: every dial and command goes on as before.
+// (of kind unavailable). It only watches: every dial and command goes on as before.
 type dialWatch struct {
 	failures atomic.Uint64               // failed dials so far
 	failed   atomic.Pointer[dialFailure] // the last failure since the last dial that succeeded; nil: none
@@ -78,12 +78,12 @@ func (w *dialWatch) mark() uint64 {
 // explain returns err of a call that began at mark, as unavailable when it is a timeout and a
 // dial failed during the call, with no dial succeeding since.
 func (w *dialWatch) explain(err error, mark uint64) error {
-	if w == nil || w.failures.Load() == mark || kindOf(err) != ErrStoreTimeout {
+	if w == nil || w.failures.Load() == mark || kindOf(err) != kindTimeout {
 		return err
 	}
 	f := w.failed.Load()
 	if f == nil {
 		return err
 	}
-	return &kinded{ErrStoreUnavailable, fmt.Errorf("%w; connecting to Redis at %s failed: %w", err, f.addr, f.err)}
+	return &kinded{kindUnavailable, fmt.Errorf("%w; connecting to Redis at %s failed: %w", err, f.addr, f.err)}
 }

@@ -68,7 +68,7 @@ func (s *redisStore) readEviction() {
 	defer cancel()
 	policies, err := maxmemoryPolicies(ctx, s.client)
 	if err != nil {
-		if k := kindOf(err); k == ErrStoreUnavailable || k == ErrStoreTimeout {
+		if k := kindOf(err); k == kindUnavailable || k == kindTimeout {
 			s.eviction.next.Store(s.now() + int64(evictionRetry)) // down, not refusing: ask again soon
 			return
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/a7d3e0dd/ratelimit/internal/redisscripts"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 var (
@@ -33,7 +34,7 @@ type redisStore struct {
 	// observer is the store's, for what only the store knows (its servers' eviction policy).
 	observer Observer
 	eviction evictionCheck
-	desc     *StoreInfo
+	desc     *observe.StoreInfo
 }
 
 var _ Store = (*redisStore)(nil)
@@ -41,13 +42,13 @@ var _ Store = (*redisStore)(nil)
 // logger declares the store's logger (see [WithLogger]).
 func (s *redisStore) logger() logs { return s.log }
 
-// info declares what the store is (see [StoreInfo]).
-func (s *redisStore) info() *StoreInfo { return s.desc }
+// info declares what the store is (see [observe.StoreInfo]).
+func (s *redisStore) info() *observe.StoreInfo { return s.desc }
 
 // describeRedis describes a Redis store over client: its calls, and the server's address
 // where the client has one.
-func describeRedis(client redis.Scripter) *StoreInfo {
-	info := &StoreInfo{System: "redis", Operation: "FCALL", Procedure: checkScript.fn}
+func describeRedis(client redis.Scripter) *observe.StoreInfo {
+	info := &observe.StoreInfo{System: "redis", Operation: "FCALL", Procedure: checkScript.fn}
 	if c, ok := client.(*redis.Client); ok {
 		if host, port, err := net.SplitHostPort(c.Options().Addr); err == nil {
 			info.ServerAddress = host

@@ -21,18 +21,19 @@ import (
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/internal/faultproxy"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // recorder is an Observer that keeps what it is told.
 type recorder struct {
 	mu       sync.Mutex
-	sources  map[ratelimit.Source]int
+	sources  map[observe.Source]int
 	allowed  int
 	failures []error
-	breaker  []ratelimit.BreakerState
+	breaker  []observe.BreakerState
 }
 
-func newRecorder() *recorder { return &recorder{sources: map[ratelimit.Source]int{}} }
+func newRecorder() *recorder { return &recorder{sources: map[observe.Source]int{}} }
 
 func (r *recorder) Decided(e ratelimit.DecisionEvent) {
 	r.mu.Lock()
@@ -49,27 +50,27 @@ func (r *recorder) StoreFailed(err error) {
 	r.failures = append(r.failures, err)
 }
 
-func (r *recorder) BreakerChanged(_, to ratelimit.BreakerState) {
+func (r *recorder) BreakerChanged(_, to observe.BreakerState) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.breaker = append(r.breaker, to)
 }
 
-func (r *recorder) Answered(ratelimit.RequestEvent)  {}
+func (r *recorder) Answered(observe.RequestEvent)    {}
 func (r *recorder) MemoryStoreFull(bool)             {}
 func (r *recorder) KeyFellBack(string)               {}
 func (r *recorder) RedisEvictionPolicy(string, bool) {}
 func (r *recorder) Leased(bool, time.Duration)       {}
 func (r *recorder) Queued(bool)                      {}
 
-func (r *recorder) snapshot() (sources map[ratelimit.Source]int, failures []error, breaker []ratelimit.BreakerState) {
+func (r *recorder) snapshot() (sources map[observe.Source]int, failures []error, breaker []observe.BreakerState) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	sources = map[ratelimit.Source]int{}
+	sources = map[observe.Source]int{}
 	for k, v := range r.sources {
 		sources[k] = v
 	}
-	return sources, append([]error(nil), r.failures...), append([]ratelimit.BreakerState(nil), r.breaker...)
+	return sources, append([]error(nil), r.failures...), append([]observe.BreakerState(nil), r.breaker...)
 }
 
 // faultyRedis is a Redis store behind a fault proxy, on a fake clock.
@@ -130,14 +131,14 @@ func TestBreaker(t *testing.T) {
 	// third opens the breaker.
 	f.proxy.BlackHole()
 	for i := range 3 {
-		if err := check(short); !errors.Is(err, ratelimit.ErrStoreTimeout) {
+		if err := check(short); observe.ErrorKind(err) != "timeout" {
 			t.Fatalf("failure %d with Redis silent: %v; want a timeout", i+1, err)
 		}
 		if _, _, b := f.obs.snapshot(); (len(b) == 1) != (i == 2) {
 			t.Fatalf("breaker changes after %d failures: %v; want [open] after 3", i+1, b)
 		}
 	}
-	if _, _, b := f.obs.snapshot(); len(b) != 1 || b[0] != ratelimit.BreakerOpen {
+	if _, _, b := f.obs.snapshot(); len(b) != 1 || b[0] != observe.BreakerOpen {
 		t.Fatalf("breaker changes after 3 failures: %v; want [open]", b)
 	}
 	if err := f.proxy.Heal(); err != nil {
@@ -145,12 +146,12 @@ func TestBreaker(t *testing.T) {
 	}
 	before := f.sent()
 	for range 100 {
-		if err := check(generous); !errors.Is(err, ratelimit.ErrBreakerOpen) || !errors.Is(err, ratelimit.ErrStoreUnavailable) {
-			t.Fatalf("a check while the breaker is open: %v; want ErrBreakerOpen, of kind ErrStoreUnavailable", err)
+		if err := check(generous); observe.ErrorKind(err) != "breaker_open" || !errors.Is(err, ratelimit.ErrStore) {
+			t.Fatalf("a check while the breaker is open: %v; want a store error of kind breaker_open", err)
 		}
 	}
-	if err := l.Reset(ctx, "k"); !errors.Is(err, ratelimit.ErrBreakerOpen) {
-		t.Fatalf("Reset while the breaker is open: %v; want ErrBreakerOpen", err)
+	if err := l.Reset(ctx, "k"); observe.ErrorKind(err) != "breaker_open" {
+		t.Fatalf("Reset while the breaker is open: %v; want a failure of kind breaker_open", err)
 	}
 	if n := f.sent() - before; n != 0 {
 		t.Fatalf("the open breaker let %d calls reach Redis", n)
@@ -159,11 +160,11 @@ func TestBreaker(t *testing.T) {
 	// After the first wait, one probe: Redis refuses it, and the breaker stays open.
 	f.proxy.Refuse()
 	f.clock.Advance(10 * time.Millisecond)
-	if err := check(generous); !errors.Is(err, ratelimit.ErrStoreUnavailable) || errors.Is(err, ratelimit.ErrBreakerOpen) {
+	if err := check(generous); observe.ErrorKind(err) != "unavailable" {
 		t.Fatalf("the probe: %v; want Redis' own failure, unavailable", err)
 	}
-	if err := check(generous); !errors.Is(err, ratelimit.ErrBreakerOpen) {
-		t.Fatalf("after a failed probe: %v; want ErrBreakerOpen", err)
+	if err := check(generous); observe.ErrorKind(err) != "breaker_open" {
+		t.Fatalf("after a failed probe: %v; want a failure of kind breaker_open", err)
 	}
 
 	// Recovery without a restart: the next probe, twice the first wait later, succeeds and
@@ -172,8 +173,8 @@ func TestBreaker(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.clock.Advance(19 * time.Millisecond)
-	if err := check(generous); !errors.Is(err, ratelimit.ErrBreakerOpen) {
-		t.Fatalf("before the second wait ended: %v; want ErrBreakerOpen", err)
+	if err := check(generous); observe.ErrorKind(err) != "breaker_open" {
+		t.Fatalf("before the second wait ended: %v; want a failure of kind breaker_open", err)
 	}
 	f.clock.Advance(time.Millisecond)
 	for i := range 10 {
@@ -181,18 +182,18 @@ func TestBreaker(t *testing.T) {
 			t.Fatalf("check %d after Redis came back: %v", i+1, err)
 		}
 	}
-	want := []ratelimit.BreakerState{ratelimit.BreakerOpen, ratelimit.BreakerHalfOpen, ratelimit.BreakerOpen,
-		ratelimit.BreakerHalfOpen, ratelimit.BreakerClosed}
+	want := []observe.BreakerState{observe.BreakerOpen, observe.BreakerHalfOpen, observe.BreakerOpen,
+		observe.BreakerHalfOpen, observe.BreakerClosed}
 	if _, _, b := f.obs.snapshot(); !slices.Equal(b, want) {
 		t.Fatalf("breaker changes: %v; want %v", b, want)
 	}
 	sources, failures, _ := f.obs.snapshot()
-	if sources[ratelimit.SourceStore] != 11 {
+	if sources[observe.SourceStore] != 11 {
 		t.Errorf("decisions reported: %v; want 11 from the store", sources)
 	}
 	open := 0
 	for _, err := range failures {
-		if errors.Is(err, ratelimit.ErrBreakerOpen) {
+		if observe.ErrorKind(err) == "breaker_open" {
 			open++
 		}
 	}
@@ -221,11 +222,11 @@ func TestBreakerOpensAtOnceWhenRefused(t *testing.T) {
 	c, cancel := generous()
 	_, err := l.Allow(c, "k")
 	cancel()
-	if !errors.Is(err, ratelimit.ErrStoreUnavailable) || errors.Is(err, ratelimit.ErrBreakerOpen) {
+	if observe.ErrorKind(err) != "unavailable" {
 		t.Fatalf("the first check with Redis refusing: %v; want unavailable", err)
 	}
-	if _, err := l.Allow(ctx, "k"); !errors.Is(err, ratelimit.ErrBreakerOpen) {
-		t.Fatalf("the second check: %v; want ErrBreakerOpen, the breaker open after one refusal", err)
+	if _, err := l.Allow(ctx, "k"); observe.ErrorKind(err) != "breaker_open" {
+		t.Fatalf("the second check: %v; want a failure of kind breaker_open, the breaker open after one refusal", err)
 	}
 	if err := f.proxy.Heal(); err != nil {
 		t.Fatal(err)
@@ -310,12 +311,12 @@ func TestFallback(t *testing.T) {
 		t.Errorf("a fail-closed route while Redis is down: %d; want 503", w.Code)
 	}
 	sources, _, _ := f.obs.snapshot()
-	if sources[ratelimit.SourceFallback] != 9 {
+	if sources[observe.SourceFallback] != 9 {
 		t.Errorf("decisions reported: %v; want 9 from the fallback", sources)
 	}
 	// Decided locally, refunded locally: nothing is given back in Redis.
 	d, err := l.Allow(ctx, "direct")
-	if err != nil || d.Source != ratelimit.SourceFallback {
+	if err != nil || d.Source != observe.SourceFallback {
 		t.Fatalf("a direct Allow while Redis is down: %+v, %v; want a decision of the fallback", d, err)
 	}
 	if err := l.Refund(ctx, "direct", d); err != nil {
@@ -340,19 +341,19 @@ func TestDenialCache(t *testing.T) {
 		f.clock.Advance(10 * time.Millisecond)
 		d := allow(t, l, "flood", 1)
 		want := 30*time.Second - time.Duration(i+1)*10*time.Millisecond
-		if d.Allowed || d.Source != ratelimit.SourceDenialCache || d.RetryAfter != want || d.Remaining != 0 {
+		if d.Allowed || d.Source != observe.SourceDenialCache || d.RetryAfter != want || d.Remaining != 0 {
 			t.Fatalf("flood request %d: allowed %v source %v RetryAfter %v remaining %d; want denied from the cache, RetryAfter %v", i+1, d.Allowed, d.Source, d.RetryAfter, d.Remaining, want)
 		}
 	}
 	if n := f.sent() - before; n != 0 {
 		t.Fatalf("1,000 requests of a denied identity sent %d calls to Redis; want 0", n)
 	}
-	if d := allow(t, l, "other", 1); !d.Allowed || d.Source != ratelimit.SourceStore {
+	if d := allow(t, l, "other", 1); !d.Allowed || d.Source != observe.SourceStore {
 		t.Fatalf("another identity: %+v; want allowed by the store", d)
 	}
 	// At the end of the Retry-After, Redis decides again, and admits.
 	f.clock.Advance(20 * time.Second)
-	if d := allow(t, l, "flood", 1); !d.Allowed || d.Source != ratelimit.SourceStore {
+	if d := allow(t, l, "flood", 1); !d.Allowed || d.Source != observe.SourceStore {
 		t.Fatalf("after the Retry-After: %+v; want allowed by the store", d)
 	}
 	// A reset through this process forgets the denial at once.
@@ -377,10 +378,10 @@ func TestDenialCacheByCost(t *testing.T) {
 		t.Fatal("cost 5 with 2 left: allowed")
 	}
 	before := f.sent()
-	if d := allow(t, l, "k", 6); d.Allowed || d.Source != ratelimit.SourceDenialCache {
+	if d := allow(t, l, "k", 6); d.Allowed || d.Source != observe.SourceDenialCache {
 		t.Fatalf("cost 6 after cost 5 was denied: %+v; want denied from the cache", d)
 	}
-	if d := allow(t, l, "k", 2); !d.Allowed || d.Source != ratelimit.SourceStore {
+	if d := allow(t, l, "k", 2); !d.Allowed || d.Source != observe.SourceStore {
 		t.Fatalf("cost 2 with 2 left: %+v; want allowed by the store", d)
 	}
 	if n := f.sent() - before; n != 1 {
@@ -395,7 +396,7 @@ func TestMemoryStoreObserved(t *testing.T) {
 	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs)), ratelimit.Policy{Limit: 1, Window: time.Hour})
 	allow(t, l, "k", 1)
 	allow(t, l, "k", 1)
-	if s, _, _ := obs.snapshot(); s[ratelimit.SourceStore] != 2 || obs.allowed != 1 {
+	if s, _, _ := obs.snapshot(); s[observe.SourceStore] != 2 || obs.allowed != 1 {
 		t.Errorf("memory store with an observer: %v decisions, %d allowed; want 2, 1", s, obs.allowed)
 	}
 }
@@ -499,7 +500,7 @@ func TestDenialCacheFlood(t *testing.T) {
 		} else {
 			calls += f.sent() - before
 		}
-		if d := allow(t, l, "neighbour-"+strconv.Itoa(step), 1); !d.Allowed || d.Source != ratelimit.SourceStore {
+		if d := allow(t, l, "neighbour-"+strconv.Itoa(step), 1); !d.Allowed || d.Source != observe.SourceStore {
 			t.Fatalf("step %d: a neighbour of the flood: %+v; want admitted by Redis", step, d)
 		}
 		f.clock.Advance(100 * time.Millisecond)

@@ -144,7 +144,7 @@ func (s *resilientStore) call(ctx context.Context, f func() error) error {
 	return err
 }
 
-// acquire asks the breaker for a call: ErrBreakerOpen when it is open.
+// acquire asks the breaker for a call: errBreakerOpen when it is open.
 func (s *resilientStore) acquire() (probe bool, err error) {
 	if s.breaker == nil {
 		return false, nil
@@ -157,7 +157,7 @@ func (s *resilientStore) acquire() (probe bool, err error) {
 }
 
 // errOpen is the error of a call the breaker did not make.
-var errOpen = &opError{"", ErrStoreUnavailable, ErrBreakerOpen}
+var errOpen = &opError{"", kindBreakerOpen, errBreakerOpen}
 
 func (s *resilientStore) release(err error, probe bool) {
 	if s.breaker != nil {

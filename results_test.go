@@ -9,32 +9,33 @@ import (
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // answers counts the results an Observer is told, by result.
 type answers struct {
 	mu sync.Mutex
-	n  map[ratelimit.Result]int
+	n  map[observe.Result]int
 }
 
-func (a *answers) Decided(ratelimit.DecisionEvent)            {}
-func (a *answers) StoreFailed(error)                          {}
-func (a *answers) BreakerChanged(_, _ ratelimit.BreakerState) {}
-func (a *answers) MemoryStoreFull(bool)                       {}
-func (a *answers) KeyFellBack(string)                         {}
-func (a *answers) RedisEvictionPolicy(string, bool)           {}
-func (a *answers) Leased(bool, time.Duration)                 {}
-func (a *answers) Queued(bool)                                {}
-func (a *answers) Answered(e ratelimit.RequestEvent) {
+func (a *answers) Decided(ratelimit.DecisionEvent)          {}
+func (a *answers) StoreFailed(error)                        {}
+func (a *answers) BreakerChanged(_, _ observe.BreakerState) {}
+func (a *answers) MemoryStoreFull(bool)                     {}
+func (a *answers) KeyFellBack(string)                       {}
+func (a *answers) RedisEvictionPolicy(string, bool)         {}
+func (a *answers) Leased(bool, time.Duration)               {}
+func (a *answers) Queued(bool)                              {}
+func (a *answers) Answered(e observe.RequestEvent) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.n == nil {
-		a.n = map[ratelimit.Result]int{}
+		a.n = map[observe.Result]int{}
 	}
 	a.n[e.Result]++
 }
 
-func (a *answers) take() map[ratelimit.Result]int {
+func (a *answers) take() map[observe.Result]int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	n := a.n
@@ -48,7 +49,7 @@ func TestResults(t *testing.T) {
 	type req struct {
 		path   string
 		status int
-		result ratelimit.Result
+		result observe.Result
 	}
 	obs := &answers{}
 	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
@@ -61,7 +62,7 @@ func TestResults(t *testing.T) {
 	}
 	run := func(t *testing.T, h http.Handler, reqs []req) {
 		t.Helper()
-		want := map[ratelimit.Result]int{}
+		want := map[observe.Result]int{}
 		for i, rq := range reqs {
 			r := httptest.NewRequest("GET", rq.path, nil)
 			w := httptest.NewRecorder()
@@ -72,7 +73,7 @@ func TestResults(t *testing.T) {
 			want[rq.result]++
 		}
 		got := obs.take()
-		for _, res := range ratelimit.Results() {
+		for _, res := range observe.Results() {
 			if got[res] != want[res] {
 				t.Errorf("%s: counted %d, want %d", res, got[res], want[res])
 			}
@@ -89,11 +90,11 @@ func TestResults(t *testing.T) {
 			"/badcost": ratelimit.Middleware(l, ratelimit.WithCost(func(ratelimit.Request) int64 { return -1 })),
 		})
 		run(t, h, []req{
-			{"/limited", 200, ratelimit.ResultAllowed},
-			{"/limited", 429, ratelimit.ResultDenied},
-			{"/skipped", 200, ratelimit.ResultSkipped},
-			{"/keyless", 401, ratelimit.ResultRejected},
-			{"/badcost", 400, ratelimit.ResultRejected},
+			{"/limited", 200, observe.ResultAllowed},
+			{"/limited", 429, observe.ResultDenied},
+			{"/skipped", 200, observe.ResultSkipped},
+			{"/keyless", 401, observe.ResultRejected},
+			{"/badcost", 400, observe.ResultRejected},
 		})
 	})
 
@@ -112,12 +113,12 @@ func TestResults(t *testing.T) {
 		f.proxy.Refuse()
 		fb.proxy.Refuse()
 		run(t, h, []req{
-			{"/open", 200, ratelimit.ResultUnlimited},
-			{"/open", 200, ratelimit.ResultUnlimited},
-			{"/closed", 503, ratelimit.ResultErrorDenied},
-			{"/fallback", 200, ratelimit.ResultFallbackAllowed},
-			{"/fallback", 429, ratelimit.ResultFallbackDenied},
-			{"/fallbackclosed", 503, ratelimit.ResultErrorDenied},
+			{"/open", 200, observe.ResultUnlimited},
+			{"/open", 200, observe.ResultUnlimited},
+			{"/closed", 503, observe.ResultErrorDenied},
+			{"/fallback", 200, observe.ResultFallbackAllowed},
+			{"/fallback", 429, observe.ResultFallbackDenied},
+			{"/fallbackclosed", 503, observe.ResultErrorDenied},
 		})
 	})
 
@@ -128,7 +129,7 @@ func TestResults(t *testing.T) {
 		cancel()
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil).WithContext(ctx))
-		if got := obs.take(); w.Code != 499 || got[ratelimit.ResultCanceled] != 1 || len(got) != 1 {
+		if got := obs.take(); w.Code != 499 || got[observe.ResultCanceled] != 1 || len(got) != 1 {
 			t.Errorf("a request whose client went away: status %d, counted %v; want 499, one canceled", w.Code, got)
 		}
 	})

@@ -63,3 +63,9 @@ func init() {
 		algo.Register(a, a.model())
 	}
 }
+
+// All returns every algorithm, one value of each kind, in the order of the list above: the
+// rate-limiting algorithms, then InFlight. A rules file or a command line names an algorithm
+// by its Name; ranging over All finds it, and knows an algorithm added to this package at
+// once.
+func All() []Algorithm { return append([]Algorithm(nil), all...) }

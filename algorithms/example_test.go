@@ -196,3 +196,19 @@ func ExampleGCRA() {
 	//  500ms allowed=true remaining=0 retry-after=0s
 	//  750ms allowed=true remaining=0 retry-after=0s
 }
+
+// A rules file or a command line names an algorithm; All finds it by its Name.
+func ExampleAll() {
+	for _, a := range algorithms.All() {
+		fmt.Printf("%-24s %#v\n", a.Name(), a)
+	}
+	// Output:
+	// fixed_window             algorithms.FixedWindow{}
+	// sliding_window_log       algorithms.SlidingLog{}
+	// sliding_window_counter   algorithms.SlidingCounter{}
+	// token_bucket             algorithms.TokenBucket{}
+	// leaky_bucket             algorithms.LeakyBucket{Shaping:false}
+	// leaky_bucket_shaping     algorithms.LeakyBucket{Shaping:true}
+	// gcra                     algorithms.GCRA{}
+	// in_flight                algorithms.InFlight{}
+}

@@ -9,6 +9,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/observe"
 	ratelimitotel "github.com/a7d3e0dd/ratelimit/otel"
 )
 
@@ -22,15 +23,15 @@ func (w *discardWriter) WriteHeader(int)             {}
 // nopObserver is an Observer that does nothing: what reporting itself costs.
 type nopObserver struct{}
 
-func (nopObserver) Decided(ratelimit.DecisionEvent)            {}
-func (nopObserver) StoreFailed(error)                          {}
-func (nopObserver) BreakerChanged(_, _ ratelimit.BreakerState) {}
-func (nopObserver) Answered(ratelimit.RequestEvent)            {}
-func (nopObserver) MemoryStoreFull(bool)                       {}
-func (nopObserver) KeyFellBack(string)                         {}
-func (nopObserver) RedisEvictionPolicy(string, bool)           {}
-func (nopObserver) Leased(bool, time.Duration)                 {}
-func (nopObserver) Queued(bool)                                {}
+func (nopObserver) Decided(ratelimit.DecisionEvent)          {}
+func (nopObserver) StoreFailed(error)                        {}
+func (nopObserver) BreakerChanged(_, _ observe.BreakerState) {}
+func (nopObserver) Answered(observe.RequestEvent)            {}
+func (nopObserver) MemoryStoreFull(bool)                     {}
+func (nopObserver) KeyFellBack(string)                       {}
+func (nopObserver) RedisEvictionPolicy(string, bool)         {}
+func (nopObserver) Leased(bool, time.Duration)               {}
+func (nopObserver) Queued(bool)                              {}
 
 // BenchmarkMiddleware measures the net/http middleware with the memory store and one policy
 // that admits every request: without an observer (off), with this package's Observer over

@@ -36,7 +36,7 @@
 //	ratelimit.rules.loads              Int64Counter            {load}        ratelimit.rules.result (applied, rejected)
 //
 // ratelimit.requests counts each request a guard answered once, by the result its client saw
-// (ratelimit.Result: allowed, denied, unlimited, fallback_allowed, fallback_denied,
+// (observe.Result: allowed, denied, unlimited, fallback_allowed, fallback_denied,
 // error_denied, rejected, canceled, skipped), so it equals the responses by status.
 //
 // ratelimit.policy.decisions counts each policy's own verdict: a request checked against two

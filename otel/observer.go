@@ -3,7 +3,6 @@ package ratelimitotel
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,7 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/a7d3e0dd/ratelimit"
-	"github.com/a7d3e0dd/ratelimit/internal/observe"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // ScopeName is the name of the meter of every [Observer]: the instrumentation scope of its
@@ -21,7 +20,7 @@ const ScopeName = "github.com/a7d3e0dd/ratelimit/otel"
 
 // DefaultBuckets returns the bucket boundaries, in seconds, that ratelimit.decision.duration
 // advises: 10 µs (a fast store on loopback) to 1 s (far beyond any store deadline).
-func DefaultBuckets() []float64 { return slices.Clone(observe.Buckets) }
+func DefaultBuckets() []float64 { return observe.Buckets() }
 
 // Observer records decisions, store errors and breaker changes as OpenTelemetry metrics (see
 // the package documentation for the instruments). It is a [ratelimit.Observer], to give to
@@ -49,15 +48,15 @@ type Observer struct {
 
 	// The options of every measurement, built once: an attribute set wrapped in an option
 	// allocates when it is built, not when it is used.
-	latency  [len(observe.Sources)][]metric.RecordOption
-	errors   [len(observe.Kinds)][]metric.AddOption
-	results  [][]metric.AddOption  // by ratelimit.Result
-	to       [3][]metric.AddOption // transitions, by the ratelimit.BreakerState changed to
+	latency  [][]metric.RecordOption       // by observe.Source
+	errors   map[string][]metric.AddOption // by observe.ErrorKind
+	results  [][]metric.AddOption          // by observe.Result
+	to       [][]metric.AddOption          // transitions, by the observe.BreakerState changed to
 	policies observe.Policies[policyCounts]
 	version  atomic.Pointer[[]metric.ObserveOption] // those of the rules version last applied; nil before any
 	fellBack map[string][]metric.AddOption          // by reason
-	waited   [][]metric.RecordOption                // by ratelimit.Result
-	db       sync.Map                               // *ratelimit.StoreInfo → []metric.RecordOption of db.client.operation.duration
+	waited   [][]metric.RecordOption                // by observe.Result
+	db       sync.Map                               // *observe.StoreInfo → []metric.RecordOption of db.client.operation.duration
 	eviction atomic.Pointer[evictionObs]            // the servers' maxmemory-policy last read; nil before any
 	evicted  []metric.AddOption
 	overflow []metric.AddOption
@@ -69,8 +68,8 @@ type Observer struct {
 // the options they are observed with. Decided adds to them; the SDK reads them when it
 // collects, through the callback of ratelimit.decisions.
 type policyCounts struct {
-	n    [len(observe.Sources)][2]atomic.Int64
-	opts [len(observe.Sources)][2][]metric.ObserveOption
+	n    [][2]atomic.Int64
+	opts [][2][]metric.ObserveOption
 }
 
 var _ ratelimit.Observer = (*Observer)(nil)
@@ -88,7 +87,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 		metric.WithInt64Callback(o.observe))
 	o.duration, errs[1] = m.Float64Histogram("ratelimit.decision.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time the rate limiter took to decide, the store call included."),
-		metric.WithExplicitBucketBoundaries(observe.Buckets...))
+		metric.WithExplicitBucketBoundaries(observe.Buckets()...))
 	o.storeErrors, errs[2] = m.Int64Counter("ratelimit.store.errors", metric.WithUnit("{error}"),
 		metric.WithDescription("Failed rate-limit store calls, by error.type (unavailable, timeout, busy, oom, readonly, script, other, breaker_open)."))
 	o.breakerOpen, errs[3] = m.Int64UpDownCounter("ratelimit.breaker.open", metric.WithUnit("{breaker}"),
@@ -121,28 +120,29 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 		metric.WithExplicitBucketBoundaries(leaseBuckets...))
 	o.dbDuration, errs[15] = m.Float64Histogram("db.client.operation.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of the rate limiter's Redis calls (a check of every policy is one FCALL)."),
-		metric.WithExplicitBucketBoundaries(observe.Buckets...))
+		metric.WithExplicitBucketBoundaries(observe.Buckets()...))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
-	for i, s := range observe.Sources {
-		o.latency[i] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("ratelimit.source", s.String())))}
+	for _, s := range observe.Sources() {
+		o.latency = append(o.latency, []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("ratelimit.source", s.String())))})
 	}
-	for i, k := range observe.Kinds {
-		o.errors[i] = addOptions(attribute.String("error.type", k))
+	o.errors = map[string][]metric.AddOption{}
+	for _, k := range observe.ErrorKinds() {
+		o.errors[k] = addOptions(attribute.String("error.type", k))
 	}
-	for _, r := range ratelimit.Results() {
+	for _, r := range observe.Results() {
 		o.results = append(o.results, addOptions(attribute.String("ratelimit.result", r.String())))
 	}
-	for i := range o.to {
-		o.to[i] = addOptions(attribute.String("ratelimit.breaker.state", ratelimit.BreakerState(i).String()))
+	for _, s := range observe.BreakerStates() {
+		o.to = append(o.to, addOptions(attribute.String("ratelimit.breaker.state", s.String())))
 	}
 	o.fellBack = map[string][]metric.AddOption{}
-	for _, r := range ratelimit.KeyFallbackReasons() {
+	for _, r := range observe.KeyFallbackReasons() {
 		o.fellBack[r] = addOptions(attribute.String("ratelimit.key.fallback_reason", r))
 	}
 	o.waited = make([][]metric.RecordOption, len(o.results))
-	for _, r := range ratelimit.Results() {
+	for _, r := range observe.Results() {
 		o.waited[r] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("ratelimit.result", r.String())))}
 	}
 	o.evicted = addOptions(attribute.String("ratelimit.memory_store.action", "evicted"))
@@ -179,10 +179,13 @@ func addOptions(kvs ...attribute.KeyValue) []metric.AddOption {
 // policy's verdict.
 func (o *Observer) Decided(e ratelimit.DecisionEvent) {
 	ctx := context.Background() // a decision has no request context
-	s := observe.SourceIndex(e.Source)
+	s := int(e.Source)
+	if s >= len(o.latency) { // a source this module does not know counts as the store's
+		s = 0
+	}
 	if e.Latency > 0 {
 		o.duration.Record(ctx, e.Latency.Seconds(), o.latency[s]...)
-		if e.Source == ratelimit.SourceStore && e.Store != nil && e.Store.System == "redis" {
+		if e.Source == observe.SourceStore && e.Store != nil && e.Store.System == "redis" {
 			o.dbDuration.Record(ctx, e.Latency.Seconds(), o.dbOptions(e.Store)...)
 		}
 	}
@@ -198,11 +201,15 @@ func (o *Observer) Decided(e ratelimit.DecisionEvent) {
 
 // StoreFailed implements [ratelimit.Observer]: it counts the failure by kind.
 func (o *Observer) StoreFailed(err error) {
-	o.storeErrors.Add(context.Background(), 1, o.errors[observe.KindOf(err)]...)
+	opts, ok := o.errors[observe.ErrorKind(err)]
+	if !ok {
+		opts = o.errors["other"]
+	}
+	o.storeErrors.Add(context.Background(), 1, opts...)
 }
 
 // Answered implements [ratelimit.Observer]: it counts the request by its result.
-func (o *Observer) Answered(e ratelimit.RequestEvent) {
+func (o *Observer) Answered(e observe.RequestEvent) {
 	if int(e.Result) < len(o.results) {
 		o.requests.Add(context.Background(), 1, o.results[e.Result]...)
 		if e.Waited > 0 {
@@ -213,12 +220,12 @@ func (o *Observer) Answered(e ratelimit.RequestEvent) {
 
 // BreakerChanged implements [ratelimit.Observer]: ratelimit.breaker.open counts the breakers
 // that are not closed, and the transition is counted by the state changed to.
-func (o *Observer) BreakerChanged(from, to ratelimit.BreakerState) {
+func (o *Observer) BreakerChanged(from, to observe.BreakerState) {
 	ctx := context.Background()
 	switch {
-	case from == ratelimit.BreakerClosed && to != ratelimit.BreakerClosed:
+	case from == observe.BreakerClosed && to != observe.BreakerClosed:
 		o.breakerOpen.Add(ctx, 1)
-	case from != ratelimit.BreakerClosed && to == ratelimit.BreakerClosed:
+	case from != observe.BreakerClosed && to == observe.BreakerClosed:
 		o.breakerOpen.Add(ctx, -1)
 	}
 	if int(to) < len(o.to) {
@@ -243,8 +250,9 @@ func (o *Observer) RulesRejected(error) {
 
 // newCounts returns the counts of the policy attribute, at zero.
 func newCounts(policy string) *policyCounts {
-	p := new(policyCounts)
-	for i, s := range observe.Sources {
+	sources := observe.Sources()
+	p := &policyCounts{n: make([][2]atomic.Int64, len(sources)), opts: make([][2][]metric.ObserveOption, len(sources))}
+	for i, s := range sources {
 		for j, outcome := range [...]string{"denied", "allowed"} {
 			set := attribute.NewSet(attribute.String("ratelimit.policy", policy), attribute.String("ratelimit.decision", outcome),
 				attribute.String("ratelimit.source", s.String()))
@@ -338,7 +346,7 @@ func (o *Observer) Queued(entered bool) {
 
 // dbOptions returns the attributes of db.client.operation.duration for the store info
 // describes, built once per store.
-func (o *Observer) dbOptions(info *ratelimit.StoreInfo) []metric.RecordOption {
+func (o *Observer) dbOptions(info *observe.StoreInfo) []metric.RecordOption {
 	if v, ok := o.db.Load(info); ok {
 		return v.([]metric.RecordOption)
 	}

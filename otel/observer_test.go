@@ -15,6 +15,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/observe"
 	ratelimitotel "github.com/a7d3e0dd/ratelimit/otel"
 )
 
@@ -66,7 +67,7 @@ func TestStoreErrorsAndBreaker(t *testing.T) {
 	// The store's first dial (it reads Redis's maxmemory-policy when made) may already have
 	// opened the breaker: then both checks fail at once.
 	first, err1 := allow(l, "k")
-	if _, err := allow(l, "k"); err1 == nil || !errors.Is(err, ratelimit.ErrBreakerOpen) {
+	if _, err := allow(l, "k"); err1 == nil || observe.ErrorKind(err) != "breaker_open" {
 		t.Fatalf("checks: %+v, %v, then %v; want a failure, then ErrBreakerOpen", first, err1, err)
 	}
 	if got := m.storeErrors(t, "unavailable") + m.storeErrors(t, "breaker_open"); got != 2 {
@@ -76,7 +77,7 @@ func TestStoreErrorsAndBreaker(t *testing.T) {
 		t.Errorf("store errors timeout: %d, want 0: a refused connection is unavailable", got)
 	}
 	m.breaker(t, 1, 1, 0)
-	m.BreakerChanged(ratelimit.BreakerOpen, ratelimit.BreakerClosed) // what the store reports when a probe succeeds (see TestRedis)
+	m.BreakerChanged(observe.BreakerOpen, observe.BreakerClosed) // what the store reports when a probe succeeds (see TestRedis)
 	m.breaker(t, 0, 1, 1)
 }
 
@@ -84,7 +85,7 @@ func TestStoreErrorsAndBreaker(t *testing.T) {
 func TestStoreTimeout(t *testing.T) {
 	m := newMeter(t)
 	l := mustNew(t, ratelimit.NewRedisStore(silentRedis(t), ratelimit.WithObserver(m)), ratelimit.Policy{Limit: 10, Window: time.Minute})
-	if _, err := allow(l, "k"); !errors.Is(err, ratelimit.ErrStoreTimeout) {
+	if _, err := allow(l, "k"); observe.ErrorKind(err) != "timeout" {
 		t.Fatalf("check: %v, want ErrStoreTimeout", err)
 	}
 	for kind, want := range map[string]int64{"timeout": 1, "unavailable": 0, "breaker_open": 0} {
@@ -101,7 +102,7 @@ func TestFallback(t *testing.T) {
 	l := mustNew(t, store, ratelimit.Policy{Name: "p", Limit: 4, Window: time.Hour})
 	for i := range 3 {
 		d, err := allow(l, "k")
-		if err != nil || d.Source != ratelimit.SourceFallback {
+		if err != nil || d.Source != observe.SourceFallback {
 			t.Fatalf("request %d: %+v, %v; want a decision of the fallback", i+1, d, err)
 		}
 	}
@@ -188,14 +189,14 @@ func (c *capture) Decided(e ratelimit.DecisionEvent) {
 	c.e = e
 	c.e.Results = append([]ratelimit.PolicyResult(nil), e.Results...) // valid only during the call
 }
-func (c *capture) StoreFailed(error)                          {}
-func (c *capture) BreakerChanged(_, _ ratelimit.BreakerState) {}
-func (c *capture) Answered(ratelimit.RequestEvent)            {}
-func (c *capture) MemoryStoreFull(bool)                       {}
-func (c *capture) KeyFellBack(string)                         {}
-func (c *capture) RedisEvictionPolicy(string, bool)           {}
-func (c *capture) Leased(bool, time.Duration)                 {}
-func (c *capture) Queued(bool)                                {}
+func (c *capture) StoreFailed(error)                        {}
+func (c *capture) BreakerChanged(_, _ observe.BreakerState) {}
+func (c *capture) Answered(observe.RequestEvent)            {}
+func (c *capture) MemoryStoreFull(bool)                     {}
+func (c *capture) KeyFellBack(string)                       {}
+func (c *capture) RedisEvictionPolicy(string, bool)         {}
+func (c *capture) Leased(bool, time.Duration)               {}
+func (c *capture) Queued(bool)                              {}
 
 // Once a policy has been seen, Decided allocates nothing, with the SDK recording.
 func TestDecidedDoesNotAllocate(t *testing.T) {

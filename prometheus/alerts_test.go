@@ -46,7 +46,7 @@ func TestAlerts(t *testing.T) {
 	if _, err := allow(l, "k"); err != nil {
 		t.Fatal(err)
 	}
-	obs.StoreFailed(ratelimit.ErrStoreTimeout)
+	obs.StoreFailed(timeoutError{})
 	obs.RulesApplied("v1")
 	obs.RedisEvictionPolicy("volatile-lru", true)
 	labels := map[string][]string{}
@@ -97,3 +97,9 @@ func TestAlerts(t *testing.T) {
 		t.Errorf("alerts %v, want %v", alerts, want)
 	}
 }
+
+// timeoutError is a store failure of kind timeout (see observe.ErrorKind).
+type timeoutError struct{}
+
+func (timeoutError) Error() string     { return "timeout" }
+func (timeoutError) ErrorKind() string { return "timeout" }

@@ -9,13 +9,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/a7d3e0dd/ratelimit"
-	"github.com/a7d3e0dd/ratelimit/internal/observe"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // DefaultBuckets returns the upper bounds, in seconds, of ratelimit_decision_duration_seconds
 // unless [WithBuckets] sets others: 10 µs (a fast store on loopback) to 1 s (far beyond any
 // store deadline).
-func DefaultBuckets() []float64 { return slices.Clone(observe.Buckets) }
+func DefaultBuckets() []float64 { return observe.Buckets() }
 
 // Observer counts decisions, store errors and breaker changes as Prometheus metrics (see the
 // package documentation for their names). It is a [ratelimit.Observer], to give to stores
@@ -40,11 +40,11 @@ type Observer struct {
 	rulesVersion *prometheus.Desc
 	rulesLoads   *prometheus.CounterVec
 
-	results  []prometheus.Counter                      // by ratelimit.Result
-	waited   []prometheus.Observer                     // time in queue, by ratelimit.Result
-	latency  [len(observe.Sources)]prometheus.Observer // by source
-	errors   [len(observe.Kinds)]prometheus.Counter
-	to       [3]prometheus.Counter // transitions, by the ratelimit.BreakerState changed to
+	results  []prometheus.Counter          // by observe.Result
+	waited   []prometheus.Observer         // time in queue, by observe.Result
+	latency  []prometheus.Observer         // by observe.Source
+	errors   map[string]prometheus.Counter // by observe.ErrorKind
+	to       []prometheus.Counter          // transitions, by the observe.BreakerState changed to
 	policies observe.Policies[policyCounters]
 	version  atomic.Pointer[string]        // of the rules last applied; nil before any
 	fellBack map[string]prometheus.Counter // by reason
@@ -57,7 +57,7 @@ type Observer struct {
 
 // policyCounters are one policy's decision counters, by source and then denied (0) or
 // allowed (1).
-type policyCounters [len(observe.Sources)][2]prometheus.Counter
+type policyCounters [][2]prometheus.Counter
 
 var (
 	_ ratelimit.Observer   = (*Observer)(nil)
@@ -81,7 +81,7 @@ func WithBuckets(bounds ...float64) Option {
 // New returns an Observer, whose metrics are exported once it is registered, e.g. with
 // prometheus.MustRegister.
 func New(opts ...Option) *Observer {
-	c := config{buckets: observe.Buckets}
+	c := config{buckets: observe.Buckets()}
 	for _, opt := range opts {
 		opt(&c)
 	}
@@ -148,21 +148,22 @@ func New(opts ...Option) *Observer {
 			Help: "Rate-limit rules documents applied or rejected (the last good rules stay in use), by result.",
 		}, []string{"result"}),
 	}
-	for i, s := range observe.Sources {
-		o.latency[i] = o.duration.WithLabelValues(s.String())
+	for _, s := range observe.Sources() {
+		o.latency = append(o.latency, o.duration.WithLabelValues(s.String()))
 	}
-	for i, k := range observe.Kinds {
-		o.errors[i] = o.storeErrors.WithLabelValues(k)
+	o.errors = map[string]prometheus.Counter{}
+	for _, k := range observe.ErrorKinds() {
+		o.errors[k] = o.storeErrors.WithLabelValues(k)
 	}
-	for _, r := range ratelimit.Results() {
+	for _, r := range observe.Results() {
 		o.results = append(o.results, o.requests.WithLabelValues(r.String()))
 		o.waited = append(o.waited, o.queueTime.WithLabelValues(r.String()))
 	}
-	for i := range o.to {
-		o.to[i] = o.transitions.WithLabelValues(ratelimit.BreakerState(i).String())
+	for _, s := range observe.BreakerStates() {
+		o.to = append(o.to, o.transitions.WithLabelValues(s.String()))
 	}
 	o.fellBack = map[string]prometheus.Counter{}
-	for _, r := range ratelimit.KeyFallbackReasons() {
+	for _, r := range observe.KeyFallbackReasons() {
 		o.fellBack[r] = o.keyFallback.WithLabelValues(r)
 	}
 	o.evicted = o.memoryFull.WithLabelValues("evicted")
@@ -218,27 +219,34 @@ func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 // Decided implements [ratelimit.Observer]: it observes the decision's latency and counts each
 // policy's verdict.
 func (o *Observer) Decided(e ratelimit.DecisionEvent) {
-	s := observe.SourceIndex(e.Source)
+	s := int(e.Source)
+	if s >= len(o.latency) { // a source this module does not know counts as the store's
+		s = 0
+	}
 	if e.Latency > 0 { // 0: a store in this process, not timed
 		o.latency[s].Observe(e.Latency.Seconds())
 	}
 	for _, r := range e.Results {
 		c := o.policies.Get(r.Policy.Name)
 		if r.Allowed {
-			c[s][1].Inc()
+			(*c)[s][1].Inc()
 		} else {
-			c[s][0].Inc()
+			(*c)[s][0].Inc()
 		}
 	}
 }
 
 // StoreFailed implements [ratelimit.Observer]: it counts the failure by kind.
 func (o *Observer) StoreFailed(err error) {
-	o.errors[observe.KindOf(err)].Inc()
+	c, ok := o.errors[observe.ErrorKind(err)]
+	if !ok {
+		c = o.errors["other"]
+	}
+	c.Inc()
 }
 
 // Answered implements [ratelimit.Observer]: it counts the request by its result.
-func (o *Observer) Answered(e ratelimit.RequestEvent) {
+func (o *Observer) Answered(e observe.RequestEvent) {
 	if int(e.Result) < len(o.results) {
 		o.results[e.Result].Inc()
 		if e.Waited > 0 {
@@ -249,11 +257,11 @@ func (o *Observer) Answered(e ratelimit.RequestEvent) {
 
 // BreakerChanged implements [ratelimit.Observer]: ratelimit_breaker_open counts the breakers
 // that are not closed, and the transition is counted by the state changed to.
-func (o *Observer) BreakerChanged(from, to ratelimit.BreakerState) {
+func (o *Observer) BreakerChanged(from, to observe.BreakerState) {
 	switch {
-	case from == ratelimit.BreakerClosed && to != ratelimit.BreakerClosed:
+	case from == observe.BreakerClosed && to != observe.BreakerClosed:
 		o.breakerOpen.Inc()
-	case from != ratelimit.BreakerClosed && to == ratelimit.BreakerClosed:
+	case from != observe.BreakerClosed && to == observe.BreakerClosed:
 		o.breakerOpen.Dec()
 	}
 	if int(to) < len(o.to) {
@@ -278,12 +286,12 @@ func (o *Observer) RulesRejected(error) {
 
 // resolve returns the counters of the policy label.
 func (o *Observer) resolve(label string) *policyCounters {
-	c := new(policyCounters)
-	for i, s := range observe.Sources {
-		c[i][0] = o.decisions.WithLabelValues(label, "denied", s.String())
-		c[i][1] = o.decisions.WithLabelValues(label, "allowed", s.String())
+	var c policyCounters
+	for _, s := range observe.Sources() {
+		c = append(c, [2]prometheus.Counter{o.decisions.WithLabelValues(label, "denied", s.String()),
+			o.decisions.WithLabelValues(label, "allowed", s.String())})
 	}
-	return c
+	return &c
 }
 
 // MemoryStoreFull implements [ratelimit.Observer]: ratelimit_memory_store_full_total counts

@@ -12,6 +12,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/observe"
 	ratelimitprom "github.com/a7d3e0dd/ratelimit/prometheus"
 )
 
@@ -95,7 +96,7 @@ func TestStoreErrorsAndBreaker(t *testing.T) {
 	// The store's first dial (it reads Redis's maxmemory-policy when made) may already have
 	// opened the breaker: then both checks fail at once.
 	_, err1 := allow(l, "k")
-	if _, err := allow(l, "k"); err1 == nil || !errors.Is(err, ratelimit.ErrBreakerOpen) {
+	if _, err := allow(l, "k"); err1 == nil || observe.ErrorKind(err) != "breaker_open" {
 		t.Fatalf("checks: %v, then %v; want a failure, then ErrBreakerOpen", err1, err)
 	}
 	errs := func(kind string) float64 { return value(t, obs, "ratelimit_store_errors_total", "kind="+kind) }
@@ -118,7 +119,7 @@ func TestStoreErrorsAndBreaker(t *testing.T) {
 		}
 	}
 	breaker(1, 1, 0)
-	obs.BreakerChanged(ratelimit.BreakerOpen, ratelimit.BreakerClosed) // what the store reports when a probe succeeds (see TestRedis)
+	obs.BreakerChanged(observe.BreakerOpen, observe.BreakerClosed) // what the store reports when a probe succeeds (see TestRedis)
 	breaker(0, 1, 1)
 }
 
@@ -126,7 +127,7 @@ func TestStoreErrorsAndBreaker(t *testing.T) {
 func TestStoreTimeout(t *testing.T) {
 	obs := ratelimitprom.New()
 	l := mustNew(t, ratelimit.NewRedisStore(silentRedis(t), ratelimit.WithObserver(obs)), ratelimit.Policy{Limit: 10, Window: time.Minute})
-	if _, err := allow(l, "k"); !errors.Is(err, ratelimit.ErrStoreTimeout) {
+	if _, err := allow(l, "k"); observe.ErrorKind(err) != "timeout" {
 		t.Fatalf("check: %v, want ErrStoreTimeout", err)
 	}
 	for kind, want := range map[string]float64{"timeout": 1, "unavailable": 0, "breaker_open": 0} {
@@ -143,7 +144,7 @@ func TestFallback(t *testing.T) {
 	l := mustNew(t, store, ratelimit.Policy{Name: "p", Limit: 4, Window: time.Hour})
 	for i := range 3 {
 		d, err := allow(l, "k")
-		if err != nil || d.Source != ratelimit.SourceFallback {
+		if err != nil || d.Source != observe.SourceFallback {
 			t.Fatalf("request %d: %+v, %v; want a decision of the fallback", i+1, d, err)
 		}
 	}
@@ -225,14 +226,14 @@ func (c *capture) Decided(e ratelimit.DecisionEvent) {
 	c.e = e
 	c.e.Results = append([]ratelimit.PolicyResult(nil), e.Results...) // valid only during the call
 }
-func (c *capture) StoreFailed(error)                          {}
-func (c *capture) BreakerChanged(_, _ ratelimit.BreakerState) {}
-func (c *capture) Answered(ratelimit.RequestEvent)            {}
-func (c *capture) MemoryStoreFull(bool)                       {}
-func (c *capture) KeyFellBack(string)                         {}
-func (c *capture) RedisEvictionPolicy(string, bool)           {}
-func (c *capture) Leased(bool, time.Duration)                 {}
-func (c *capture) Queued(bool)                                {}
+func (c *capture) StoreFailed(error)                        {}
+func (c *capture) BreakerChanged(_, _ observe.BreakerState) {}
+func (c *capture) Answered(observe.RequestEvent)            {}
+func (c *capture) MemoryStoreFull(bool)                     {}
+func (c *capture) KeyFellBack(string)                       {}
+func (c *capture) RedisEvictionPolicy(string, bool)         {}
+func (c *capture) Leased(bool, time.Duration)               {}
+func (c *capture) Queued(bool)                              {}
 
 // Once a policy has been seen, Decided allocates nothing.
 func TestDecidedDoesNotAllocate(t *testing.T) {

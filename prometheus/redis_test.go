@@ -12,6 +12,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit/internal/faultproxy"
 	"github.com/a7d3e0dd/ratelimit/internal/outagespec"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/observe"
 	ratelimitprom "github.com/a7d3e0dd/ratelimit/prometheus"
 )
 
@@ -30,8 +31,8 @@ func TestRedis(t *testing.T) {
 	l := mustNew(t, store, ratelimit.Policy{Name: "one", Limit: 1, Window: time.Hour})
 	for i, want := range []struct {
 		allowed bool
-		source  ratelimit.Source
-	}{{true, ratelimit.SourceStore}, {false, ratelimit.SourceStore}, {false, ratelimit.SourceDenialCache}} {
+		source  observe.Source
+	}{{true, observe.SourceStore}, {false, observe.SourceStore}, {false, observe.SourceDenialCache}} {
 		d, err := allow(l, "k")
 		if err != nil || d.Allowed != want.allowed || d.Source != want.source {
 			t.Fatalf("request %d: allowed %v from the %v (%v); want %v from the %v", i+1, d.Allowed, d.Source, err, want.allowed, want.source)

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/a7d3e0dd/ratelimit/cmd/ratelimit/internal/simulate"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
-	"github.com/a7d3e0dd/ratelimit/internal/simulate"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }

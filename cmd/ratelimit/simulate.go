@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/a7d3e0dd/ratelimit/internal/simulate"
+	"github.com/a7d3e0dd/ratelimit/cmd/ratelimit/internal/simulate"
 )
 
 // simulateCmd runs every scenario through every algorithm over the memory store, writes one SVG

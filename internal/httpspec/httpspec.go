@@ -30,7 +30,6 @@ package httpspec
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -182,7 +181,14 @@ func epoch(sec int64) string { return strconv.FormatInt(T0.Unix()+sec, 10) }
 // brokenStore fails every call.
 type brokenStore struct{}
 
-var errStoreDown = fmt.Errorf("%w: httpspec: the store is down", ratelimit.ErrStoreUnavailable)
+var errStoreDown error = storeDown{}
+
+// storeDown is the error of a store that cannot be reached, naming its kind as a store written
+// outside the core does (see observe.ErrorKind).
+type storeDown struct{}
+
+func (storeDown) Error() string     { return "httpspec: the store is down" }
+func (storeDown) ErrorKind() string { return "unavailable" }
 
 func (brokenStore) Check(context.Context, string, []ratelimit.Policy, int64, bool, []ratelimit.PolicyResult) (time.Time, error) {
 	return time.Time{}, errStoreDown

@@ -16,6 +16,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // Run drives the outage with obs as the stores' observer; counted returns what obs has
@@ -73,7 +74,7 @@ func Run(t *testing.T, obs ratelimit.Observer, counted func(result string) float
 
 	results := map[string]float64{}
 	total := 0.0
-	for _, r := range ratelimit.Results() {
+	for _, r := range observe.Results() {
 		results[r.String()] = counted(r.String())
 		total += results[r.String()]
 	}

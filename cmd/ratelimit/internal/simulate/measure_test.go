@@ -14,9 +14,9 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/cmd/ratelimit/internal/simulate"
 	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
-	"github.com/a7d3e0dd/ratelimit/internal/simulate"
 )
 
 // TestMeasureChooser measures the figures of README's "Which algorithm?" table and prints
@@ -36,7 +36,7 @@ import (
 // It asserts nothing about them, since they depend on the machine, and it runs only when
 // asked:
 //
-//	RATELIMIT_MEASURE=1 go test -run TestMeasureChooser -v ./internal/simulate
+//	RATELIMIT_MEASURE=1 go test -run TestMeasureChooser -v ./cmd/ratelimit/internal/simulate
 func TestMeasureChooser(t *testing.T) {
 	if os.Getenv("RATELIMIT_MEASURE") != "1" {
 		t.Skip("set RATELIMIT_MEASURE=1 to measure the figures of README's algorithm table")

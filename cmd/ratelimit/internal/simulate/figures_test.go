@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a7d3e0dd/ratelimit/internal/simulate"
+	"github.com/a7d3e0dd/ratelimit/cmd/ratelimit/internal/simulate"
 )
 
 func ms(v ...int) []time.Duration {

@@ -11,11 +11,11 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/a7d3e0dd/ratelimit/internal/simulate"
+	"github.com/a7d3e0dd/ratelimit/cmd/ratelimit/internal/simulate"
 )
 
 // dir is where the pictures are checked in, from this package's directory.
-const dir = "../../docs/pictures"
+const dir = "../../../../docs/pictures"
 
 const regenerate = "go run ./cmd/ratelimit simulate -out docs/pictures"
 

@@ -1,13 +1,9 @@
 package observe
 
 import (
-	"errors"
-	"fmt"
 	"strconv"
 	"sync"
 	"testing"
-
-	"github.com/a7d3e0dd/ratelimit"
 )
 
 // Get makes a name's series once, however many goroutines ask at once, and at most
@@ -50,26 +46,5 @@ func TestPolicies(t *testing.T) {
 	p.Each(func(*string) { seen++ })
 	if seen != MaxPolicies+1 {
 		t.Errorf("Each saw %d series; want %d", seen, MaxPolicies+1)
-	}
-}
-
-func TestKindOf(t *testing.T) {
-	for _, c := range []struct {
-		err  error
-		want int
-	}{
-		{fmt.Errorf("x: %w", ratelimit.ErrStoreTimeout), KindTimeout},
-		{fmt.Errorf("x: %w", ratelimit.ErrStoreUnavailable), KindUnavailable},
-		{errors.Join(ratelimit.ErrStoreUnavailable, ratelimit.ErrBreakerOpen), KindBreakerOpen},
-		{fmt.Errorf("x: %w", ratelimit.ErrStoreBusy), KindBusy},
-		{fmt.Errorf("x: %w", ratelimit.ErrStoreOOM), KindOOM},
-		{fmt.Errorf("x: %w", ratelimit.ErrStoreReadOnly), KindReadOnly},
-		{fmt.Errorf("x: %w", ratelimit.ErrStoreScript), KindScript},
-		{fmt.Errorf("x: %w", ratelimit.ErrStoreOther), KindOther},
-		{errors.New("of no kind"), KindOther},
-	} {
-		if got := KindOf(c.err); got != c.want {
-			t.Errorf("KindOf(%v) = %s; want %s", c.err, Kinds[got], Kinds[c.want])
-		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit/algorithms"
-	"github.com/a7d3e0dd/ratelimit/internal/algo"
 )
 
 // A colour-blind-safe palette (Okabe and Ito).
@@ -266,7 +265,10 @@ func anyShapes(traces []Trace) bool {
 }
 
 // shapes reports whether alg delays the requests it admits.
-func shapes(alg algorithms.Algorithm) bool { return algo.Of(alg).Shapes() }
+func shapes(alg algorithms.Algorithm) bool {
+	lb, ok := alg.(algorithms.LeakyBucket)
+	return ok && lb.Shaping
+}
 
 // GoName is the algorithm as a user writes it, its zero fields left out: "FixedWindow{}",
 // "LeakyBucket{}", "LeakyBucket{Shaping: true}".

@@ -14,8 +14,6 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
-	"github.com/a7d3e0dd/ratelimit/internal/algo"
-	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
 )
 
 // The one policy every algorithm runs under: Limit per Window, and a burst of Burst where the
@@ -36,9 +34,9 @@ const key = "client"
 // algorithms lists them: not the in-flight limit, which bounds requests at once, not a rate.
 func Algorithms() []algorithms.Algorithm {
 	var out []algorithms.Algorithm
-	for _, v := range algo.Values() {
-		if !algo.Holds(algo.Of(v)) {
-			out = append(out, v.(algorithms.Algorithm))
+	for _, a := range algorithms.All() {
+		if _, inFlight := a.(algorithms.InFlight); !inFlight {
+			out = append(out, a)
 		}
 	}
 	return out
@@ -86,7 +84,7 @@ func Memory(clock ratelimit.Clock) ratelimit.Store {
 // [SampleEvery], from 0 to sc.Length included. A request and a sample at the same time: the
 // sample sees the request.
 func Run(ctx context.Context, sc Scenario, alg algorithms.Algorithm, newStore NewStore) (Trace, error) {
-	clock := fakeclock.New(fakeclock.T0)
+	clock := &stepClock{now: t0}
 	limiter, err := ratelimit.New(newStore(clock), Policy(alg))
 	if err != nil {
 		return Trace{}, err
@@ -96,14 +94,14 @@ func Run(ctx context.Context, sc Scenario, alg algorithms.Algorithm, newStore Ne
 	for at := time.Duration(0); at <= sc.Length; at += SampleEvery {
 		for ; next < len(sc.Arrivals) && sc.Arrivals[next] <= at; next++ {
 			arrive := sc.Arrivals[next]
-			clock.Set(fakeclock.T0.Add(arrive))
+			clock.set(t0.Add(arrive))
 			d, err := limiter.Allow(ctx, key)
 			if err != nil {
 				return Trace{}, fmt.Errorf("%s, %s at %v: %w", sc.Name, alg.Name(), arrive, err)
 			}
 			tr.Requests = append(tr.Requests, Request{At: arrive, Allowed: d.Allowed, Delay: d.Delay})
 		}
-		clock.Set(fakeclock.T0.Add(at))
+		clock.set(t0.Add(at))
 		d, err := limiter.AllowN(ctx, key, 0)
 		if err != nil {
 			return Trace{}, fmt.Errorf("%s, %s, state at %v: %w", sc.Name, alg.Name(), at, err)
@@ -124,4 +122,18 @@ func RunAll(ctx context.Context, sc Scenario, newStore NewStore) ([]Trace, error
 		traces = append(traces, tr)
 	}
 	return traces, nil
+}
+
+// t0 is where a run starts its clock: a whole hour, so every window starts at 0.
+var t0 = time.Unix(1_700_000_000-1_700_000_000%3600, 0)
+
+// stepClock is the clock of one run: it moves only when the run sets it, and a run is one
+// goroutine, so it needs no lock.
+type stepClock struct{ now time.Time }
+
+func (c *stepClock) Now() time.Time  { return c.now }
+func (c *stepClock) set(t time.Time) { c.now = t }
+func (c *stepClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.now = c.now.Add(d) // a shaping wait is the run's to model, not to spend
+	return ctx.Err()
 }
