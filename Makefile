@@ -30,14 +30,16 @@ boundaries:
 race:
 	@for m in $(MODULES); do echo "go test -race $$m"; (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
 
-# A short run of every fuzz target (of each module's top package) on top of the checked-in
+# A short run of every fuzz target (of every package of each module) on top of the checked-in
 # seed corpora.
 FUZZTIME ?= 5s
 fuzz:
 	@for m in $(MODULES); do \
-		for f in $$(cd $$m && grep -ho '^func Fuzz[A-Za-z0-9_]*' *_test.go 2>/dev/null | sed 's/^func //'); do \
-			echo "go test -fuzz=$$f -fuzztime=$(FUZZTIME) $$m"; \
-			(cd $$m && $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) .) || exit 1; \
+		for d in $$(cd $$m && $(GO) list -f '{{.Dir}}' ./...); do \
+			for f in $$(cd $$d && grep -ho '^func Fuzz[A-Za-z0-9_]*' *_test.go 2>/dev/null | sed 's/^func //'); do \
+				echo "go test -fuzz=$$f -fuzztime=$(FUZZTIME) $$d"; \
+				(cd $$d && $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) .) || exit 1; \
+			done; \
 		done; \
 	done
 

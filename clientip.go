@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"net/textproto"
 	"strings"
+
+	"github.com/a7d3e0dd/ratelimit/internal/forwarded"
 )
 
 // ipResolver finds a request's client IP address. By default it is the address of the
@@ -211,7 +213,7 @@ func (res *ipResolver) walk(r Request, client netip.Addr) (netip.Addr, error) {
 
 // fromForwarded walks the for= parameters of a Forwarded header from the right.
 func (res *ipResolver) fromForwarded(client netip.Addr, v string) (netip.Addr, error) {
-	elems, err := parseForwarded(v)
+	elems, err := forwarded.Parse(v)
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("ratelimit: client IP: %w", err)
 	}
@@ -220,7 +222,7 @@ func (res *ipResolver) fromForwarded(client netip.Addr, v string) (netip.Addr, e
 		if node == "" {
 			return netip.Addr{}, fmt.Errorf("ratelimit: client IP: a Forwarded element has no for= parameter")
 		}
-		a, err := parseForwardedNode(node)
+		a, err := forwarded.ParseNode(node)
 		if err != nil {
 			return netip.Addr{}, fmt.Errorf("ratelimit: client IP: Forwarded %w", err)
 		}

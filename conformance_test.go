@@ -7,6 +7,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/internal/redistest"
 )
 
 // step is one request of the conformance table: advance the clock, send a request of cost, and
@@ -150,30 +151,49 @@ var conformance = []conformanceCase{
 	}},
 }
 
+// TestConformance runs the table on every engine, and on the Redis store wrapped by a store
+// written outside package ratelimit, which must not change a result.
 func TestConformance(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
-		for _, tc := range conformance {
-			t.Run(tc.name, func(t *testing.T) {
-				clock.Set(t0)
-				l, err := ratelimit.New(store, tc.policy)
+	wrapped := engine{"redis wrapped outside the package", func(t *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store {
+		c := &callCounter{next: redisStore(t, redistest.Standalone(t), optionsOf[ratelimit.RedisOption](opts)...)}
+		t.Cleanup(func() {
+			if c.checks.Load() == 0 {
+				t.Error("the wrapping store saw no check")
+			}
+		})
+		return c
+	}}
+	for _, e := range append(engines[:len(engines):len(engines)], wrapped) {
+		t.Run(e.name, func(t *testing.T) {
+			clock := newFakeClock()
+			conform(t, e.store(t, ratelimit.WithClock(clock)), clock)
+		})
+	}
+}
+
+// conform runs the conformance table on store.
+func conform(t *testing.T, store ratelimit.Store, clock *fakeClock) {
+	for _, tc := range conformance {
+		t.Run(tc.name, func(t *testing.T) {
+			clock.Set(t0)
+			l, err := ratelimit.New(store, tc.policy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := keyOf(t)
+			for i, s := range tc.steps {
+				clock.Advance(s.advance)
+				d, err := l.AllowN(context.Background(), key, s.cost)
 				if err != nil {
-					t.Fatal(err)
+					t.Fatalf("step %d: %v", i, err)
 				}
-				key := keyOf(t)
-				for i, s := range tc.steps {
-					clock.Advance(s.advance)
-					d, err := l.AllowN(context.Background(), key, s.cost)
-					if err != nil {
-						t.Fatalf("step %d: %v", i, err)
-					}
-					got := step{s.advance, s.cost, d.Allowed, d.Remaining, d.RetryAfter, d.ResetAfter, d.Delay}
-					if got != s {
-						t.Errorf("step %d (+%v, cost %d):\n got allowed=%v remaining=%d retry=%v reset=%v delay=%v\nwant allowed=%v remaining=%d retry=%v reset=%v delay=%v",
-							i, s.advance, s.cost, got.allowed, got.remaining, got.retry, got.reset, got.delay,
-							s.allowed, s.remaining, s.retry, s.reset, s.delay)
-					}
+				got := step{s.advance, s.cost, d.Allowed, d.Remaining, d.RetryAfter, d.ResetAfter, d.Delay}
+				if got != s {
+					t.Errorf("step %d (+%v, cost %d):\n got allowed=%v remaining=%d retry=%v reset=%v delay=%v\nwant allowed=%v remaining=%d retry=%v reset=%v delay=%v",
+						i, s.advance, s.cost, got.allowed, got.remaining, got.retry, got.reset, got.delay,
+						s.allowed, s.remaining, s.retry, s.reset, s.delay)
 				}
-			})
-		}
-	})
+			}
+		})
+	}
 }

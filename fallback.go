@@ -17,16 +17,32 @@ import (
 type fallback struct {
 	share float64
 	store Store // a memory store on the wrapped store's clock
-	mu    sync.Mutex
-	lists map[*compiledPolicy][]Policy // a limiter's list → the same list scaled
+
+	mu sync.RWMutex
+	// lists are the scaled lists made so far, by the first policy of the list they scale
+	// (most lists are alone under their first policy); n counts them, and compiled counts the
+	// lists ever scaled (tests).
+	lists    map[*compiledPolicy][]scaledList
+	n        int
+	compiled int
 }
+
+// scaledList is a list of policies and the same list scaled to the share.
+type scaledList struct {
+	of     []*compiledPolicy
+	scaled []Policy
+}
+
+// maxScaledLists bounds the lists a fallback keeps: a Resolver can make new lists all the
+// time, and a long outage must not make them a leak. Past it, the fallback starts afresh.
+const maxScaledLists = 1024
 
 func newFallback(share float64, clock Clock, maxKeys int) *fallback {
 	opts := []MemoryOption{WithMaxKeys(maxKeys)}
 	if clock != nil {
 		opts = append(opts, WithClock(clock))
 	}
-	return &fallback{share: share, store: NewMemoryStore(opts...), lists: map[*compiledPolicy][]Policy{}}
+	return &fallback{share: share, store: NewMemoryStore(opts...), lists: map[*compiledPolicy][]scaledList{}}
 }
 
 // check decides on the local store, under the scaled policies.
@@ -42,14 +58,22 @@ func (f *fallback) check(ctx context.Context, key string, policies []Policy, cos
 	return at, err
 }
 
-// scaled returns policies with their limits scaled to the share, compiled once per list.
+// scaled returns policies with their limits scaled to the share, compiled once per list: the
+// whole list, policy by policy, so that lists that share a first policy (a check and the
+// release of its in-flight slots) do not take each other's place.
 func (f *fallback) scaled(policies []Policy) ([]Policy, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if s, ok := f.lists[policies[0].compiled]; ok && len(s) == len(policies) {
+	f.mu.RLock()
+	s := f.lookup(policies)
+	f.mu.RUnlock()
+	if s != nil {
 		return s, nil
 	}
-	s := make([]Policy, len(policies))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s := f.lookup(policies); s != nil { // scaled by another goroutine meanwhile
+		return s, nil
+	}
+	s = make([]Policy, len(policies))
 	for i, p := range policies {
 		q := Policy{Name: p.Name, Limit: f.part(p.Limit), Window: p.Window, Algorithm: p.Algorithm}
 		if p.Burst > 0 {
@@ -61,8 +85,38 @@ func (f *fallback) scaled(policies []Policy) ([]Policy, error) {
 		}
 		s[i] = c
 	}
-	f.lists[policies[0].compiled] = s
+	if f.n == maxScaledLists {
+		clear(f.lists)
+		f.n = 0
+	}
+	of := make([]*compiledPolicy, len(policies))
+	for i := range policies {
+		of[i] = policies[i].compiled
+	}
+	f.lists[of[0]] = append(f.lists[of[0]], scaledList{of, s})
+	f.n++
+	f.compiled++
 	return s, nil
+}
+
+// lookup returns the scaled list of policies, or nil. The caller holds f.mu.
+func (f *fallback) lookup(policies []Policy) []Policy {
+	for _, l := range f.lists[policies[0].compiled] {
+		if len(l.of) == len(policies) && samePolicies(l.of, policies) {
+			return l.scaled
+		}
+	}
+	return nil
+}
+
+// samePolicies reports whether policies are, one by one, the compiled policies of.
+func samePolicies(of []*compiledPolicy, policies []Policy) bool {
+	for i := range of {
+		if of[i] != policies[i].compiled {
+			return false
+		}
+	}
+	return true
 }
 
 // part is this instance's share of n: at least 1, so that a fallback never refuses everyone.

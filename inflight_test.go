@@ -409,3 +409,31 @@ func TestInFlightUnderFallback(t *testing.T) {
 		t.Fatalf("after a release under the fallback: refused; the slot did not come back")
 	}
 }
+
+// During an outage the fallback scales each policy list once: a check and the release of its
+// in-flight slots use two lists that start alike, and neither evicts the other, whichever
+// policy comes first (before, [InFlight, GCRA] recompiled on every call: 20 times for 10
+// checks and 10 releases).
+func TestFallbackScalesEachListOnce(t *testing.T) {
+	f := newFaultyRedis(t, ratelimit.WithFallback(0.5), ratelimit.WithBreaker(1, time.Minute))
+	gcra := ratelimit.Policy{Name: "rate", Limit: 1000, Window: time.Second}
+	f.proxy.Refuse()
+	for i, policies := range [][]ratelimit.Policy{{inFlight(4), gcra}, {gcra, inFlight(4)}} {
+		l := mustNew(t, f.store, policies...)
+		for range 10 {
+			c, cancel := generous()
+			d, err := l.Allow(c, "k")
+			if err != nil || !d.Allowed || d.Source != observe.SourceFallback {
+				t.Fatalf("%v: %+v, %v; want admitted by the fallback", policies, d, err)
+			}
+			if err := l.Release(c, "k", d); err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+		}
+		if got, want := ratelimit.FallbackLists(f.store), 2*(i+1); got != want {
+			t.Errorf("%v: the fallback scaled %d lists so far; want %d (each list once: the policies, the in-flight policy alone)",
+				policies, got, want)
+		}
+	}
+}

@@ -405,3 +405,25 @@ func TestRedisRing(t *testing.T) {
 		}
 	}
 }
+
+// The README's two bounds of exact arithmetic, as it states them: at 1 per hour the largest
+// burst is 312,749 (a full bucket drains within 2^50 µs), and 10^9 per second with a burst of
+// 10^9 fits the 2^53 bound; one more unit of burst is refused, naming the bound.
+func TestREADMEExactnessBounds(t *testing.T) {
+	store := ratelimit.NewMemoryStore()
+	for _, c := range []struct {
+		p    ratelimit.Policy
+		fits bool
+		says string
+	}{
+		{ratelimit.Policy{Limit: 1, Window: time.Hour, Burst: 312_749}, true, ""},
+		{ratelimit.Policy{Limit: 1, Window: time.Hour, Burst: 312_750}, false, "longer than 2^50µs (35 years) to drain"},
+		{ratelimit.Policy{Limit: 1_000_000_000, Window: time.Second, Burst: 1_000_000_000}, true, ""},
+		{ratelimit.Policy{Limit: 1_000_003, Window: 24 * time.Hour, Burst: 1_000_003}, false, "beyond exact arithmetic"},
+	} {
+		_, err := ratelimit.New(store, c.p)
+		if c.fits != (err == nil) || err != nil && !strings.Contains(err.Error(), c.says) {
+			t.Errorf("Burst %d at %d per %v: %v; want fits=%v, an error saying %q", c.p.Burst, c.p.Limit, c.p.Window, err, c.fits, c.says)
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/netip"
+
+	"github.com/a7d3e0dd/ratelimit/internal/forwarded"
 )
 
 // Hooks for the external tests of the middleware.
@@ -28,7 +30,7 @@ func DenialCacheLen(s Store) int {
 
 // ParseForwarded parses a Forwarded header; each element is {for, by, host, proto}.
 func ParseForwarded(v string) ([][4]string, error) {
-	elems, err := parseForwarded(v)
+	elems, err := forwarded.Parse(v)
 	if err != nil || len(elems) == 0 {
 		return nil, err
 	}
@@ -40,7 +42,7 @@ func ParseForwarded(v string) ([][4]string, error) {
 }
 
 // ParseForwardedNode parses the node of a for= parameter.
-var ParseForwardedNode = parseForwardedNode
+var ParseForwardedNode = forwarded.ParseNode
 
 // HTTPRequest is r seen as a Request.
 func HTTPRequest(r *http.Request) Request { return httpRequest{r} }
@@ -80,3 +82,11 @@ func RenewSlots(ctx context.Context, l *Limiter, key string, d *Decision) error 
 
 // Holds reports whether d holds in-flight slots.
 func Holds(d Decision) bool { return d.holds() }
+
+// FallbackLists returns how many policy lists the fallback of s has scaled so far.
+func FallbackLists(s Store) int {
+	rs := s.(*resilientStore)
+	rs.fallback.mu.RLock()
+	defer rs.fallback.mu.RUnlock()
+	return rs.fallback.compiled
+}

@@ -12,7 +12,9 @@ import (
 )
 
 // Policy is one rate limit: Limit requests (units of cost) per Window, enforced by an
-// Algorithm. It is a plain value, validated by [New]:
+// Algorithm. You write it as a plain value; [New] validates it and keeps a compiled copy, the
+// one a [Store] is given (so a Store written elsewhere can pass policies on, not evaluate
+// them):
 //
 //	ratelimit.Policy{Limit: 100, Window: time.Minute}                                       // GCRA
 //	ratelimit.Policy{Name: "api", Limit: 100, Window: time.Minute, Algorithm: algorithms.SlidingCounter{}}

@@ -11,19 +11,20 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/a7d3e0dd/ratelimit/internal/rediscall"
 	"github.com/a7d3e0dd/ratelimit/internal/redisscripts"
 	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 var (
-	checkScript = newScript(redisscripts.Check()).withFunction(redisscripts.Function())
-	resetScript = newScript(redisscripts.Reset())
+	checkScript = rediscall.NewScript(redisscripts.Check()).WithFunction(redisscripts.Function())
+	resetScript = rediscall.NewScript(redisscripts.Reset())
 )
 
 // redisStore keeps rate-limit state in Redis. See [NewRedisStore].
 type redisStore struct {
 	client redis.Scripter
-	calls  *caller
+	calls  *rediscall.Caller
 	prefix string
 	clock  Clock // nil: the Redis server's TIME
 	// direct reports that the client gives up at its context's deadline (go-redis with
@@ -48,7 +49,7 @@ func (s *redisStore) info() *observe.StoreInfo { return s.desc }
 // describeRedis describes a Redis store over client: its calls, and the server's address
 // where the client has one.
 func describeRedis(client redis.Scripter) *observe.StoreInfo {
-	info := &observe.StoreInfo{System: "redis", Operation: "FCALL", Procedure: checkScript.fn}
+	info := &observe.StoreInfo{System: "redis", Operation: "FCALL", Procedure: checkScript.Function()}
 	if c, ok := client.(*redis.Client); ok {
 		if host, port, err := net.SplitHostPort(c.Options().Addr); err == nil {
 			info.ServerAddress = host
@@ -87,10 +88,7 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 	if client == nil {
 		panic("ratelimit: NewRedisStore(nil): give it a go-redis client")
 	}
-	calls := &caller{client: client}
-	if p, ok := client.(pipeliner); ok {
-		calls.send = sender(p) // see redisbatch.go
-	}
+	calls := rediscall.NewCaller(client)
 	s := &redisStore{client: client, calls: calls, prefix: c.prefix, clock: c.clock, direct: honoursDeadlines(client), log: logs{c.logger}, dials: watchDials(client),
 		observer: c.res.observer, desc: describeRedis(client)}
 	s.startEviction()
@@ -100,20 +98,6 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 		s.dials.onFail.Store(&trip)
 	}
 	return r
-}
-
-// sender returns how a store sends its calls over client: through a batcher per node where
-// the client spreads keys over several servers, else through one.
-func sender(client pipeliner) func(ctx context.Context, cmd redis.Cmder) error {
-	switch c := client.(type) {
-	case masterForKey:
-		return newNodeBatchers(client, c.MasterForKey).send
-	case shardForKey:
-		return newNodeBatchers(client, func(_ context.Context, key string) (*redis.Client, error) {
-			return c.GetShardClientForKey(key)
-		}).send
-	}
-	return newBatcher(client).send
 }
 
 // honoursDeadlines reports whether client gives up at its context's deadline.
@@ -138,9 +122,9 @@ func (s *redisStore) Clock() Clock {
 	return s.clock
 }
 
-// run runs a script once (see redisonce.go) with the arguments of a [scriptCall], keeping
+// run runs a script once (see package internal/rediscall) with the arguments of a [scriptCall], keeping
 // ctx's deadline whether or not the client does.
-func (s *redisStore) run(ctx context.Context, script *script, args []any) (any, error) {
+func (s *redisStore) run(ctx context.Context, script *rediscall.Script, args []any) (any, error) {
 	mark := s.dials.mark()
 	v, err := s.runOnce(ctx, script, args)
 	if err != nil {
@@ -150,9 +134,9 @@ func (s *redisStore) run(ctx context.Context, script *script, args []any) (any, 
 }
 
 // runOnce is run, without explaining a timeout.
-func (s *redisStore) runOnce(ctx context.Context, script *script, args []any) (any, error) {
+func (s *redisStore) runOnce(ctx context.Context, script *rediscall.Script, args []any) (any, error) {
 	if s.direct {
-		return s.calls.run(ctx, script, args)
+		return s.calls.Run(ctx, script, args)
 	}
 	type reply struct {
 		v   any
@@ -160,7 +144,7 @@ func (s *redisStore) runOnce(ctx context.Context, script *script, args []any) (a
 	}
 	done := make(chan reply, 1)
 	go func() {
-		v, err := s.calls.run(ctx, script, args)
+		v, err := s.calls.Run(ctx, script, args)
 		done <- reply{v, err}
 	}()
 	select {
@@ -266,17 +250,16 @@ type scriptCall struct {
 const (
 	inlinePolicies = 3
 	inlineKeyBytes = 256
-	callHead       = 3 // the command, the function or script, the number of keys
 	checkArgs      = 4 // check.lua's ARGV before the policies'
 	policyArgs     = 5 // check.lua's ARGV per policy
-	inlineArgs     = callHead + inlinePolicies*(1+policyArgs) + checkArgs
+	inlineArgs     = rediscall.Head + inlinePolicies*(1+policyArgs) + checkArgs
 	// keyOverhead bounds what a storage key holds besides its prefix and its identity: the
 	// braces, a colon, the tag, and a hashed identity's digest in the place of a short one.
 	keyOverhead = 3 + 16 + 25
 )
 
 // newCall returns the arguments of a call of key's state under policies, with room for extra
-// more; the first callHead are left for the caller (see redisonce.go), and each key is a
+// more; the first rediscall.Head are left for the caller (see package internal/rediscall), and each key is a
 // *string.
 func (s *redisStore) newCall(key string, policies []Policy, extra int) []any {
 	n := len(policies)
@@ -285,18 +268,18 @@ func (s *redisStore) newCall(key string, policies []Policy, extra int) []any {
 		keys []string
 		buf  []byte
 	)
-	if n <= inlinePolicies && callHead+n+extra <= inlineArgs {
+	if n <= inlinePolicies && rediscall.Head+n+extra <= inlineArgs {
 		c := new(scriptCall)
-		args, keys, buf = c.args[:callHead+n], c.keys[:n], c.buf[:0]
+		args, keys, buf = c.args[:rediscall.Head+n], c.keys[:n], c.buf[:0]
 	} else {
-		args, keys = make([]any, callHead+n, callHead+n+extra), make([]string, n)
+		args, keys = make([]any, rediscall.Head+n, rediscall.Head+n+extra), make([]string, n)
 	}
 	args[2] = n
 	for i := range policies {
 		keys[i] = s.keyIn(&buf, key, &policies[i])
 		// A *string, which go-redis writes as the string, fits an interface without being
 		// copied to the heap.
-		args[callHead+i] = &keys[i]
+		args[rediscall.Head+i] = &keys[i]
 	}
 	return args
 }

@@ -7,7 +7,16 @@ import (
 )
 
 // Store keeps the state of rate limits. [NewMemoryStore] and [NewRedisStore] make the two this
-// package has; a wrapper (metrics, a fallback, a cache) is a Store around another.
+// package has; a wrapper (metrics, a cache, a circuit breaker of your own) is a Store around
+// another.
+//
+// A Store written outside this package can only wrap one of the two: the algorithms' state and
+// its arithmetic are theirs (one Go state machine and its Lua transcription, held to the same
+// results by one conformance table), and the policies a Store is given carry what [New]
+// compiled for them, which no other code can read. A wrapper passes the policies on unchanged
+// and declares Unwrap (below); the conformance table runs on the Redis store wrapped so, by a
+// store written in this module's external tests. Name the kind of your own errors with a
+// method ErrorKind() string (see observe.ErrorKind).
 //
 // Every method must return by its context's deadline: the [Guard] gives each call one.
 //

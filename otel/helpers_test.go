@@ -2,17 +2,13 @@ package ratelimitotel_test
 
 import (
 	"context"
-	"net"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/metricstest"
 	ratelimitotel "github.com/a7d3e0dd/ratelimit/otel"
 )
 
@@ -134,57 +130,10 @@ func (m meter) breaker(t testing.TB, open, opened, closed int64) {
 	}
 }
 
-func mustNew(t testing.TB, store ratelimit.Store, policies ...ratelimit.Policy) *ratelimit.Limiter {
-	t.Helper()
-	l, err := ratelimit.New(store, policies...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-// allow checks one request from key within the guard's default deadline.
-func allow(l *ratelimit.Limiter, key string) (ratelimit.Decision, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	return l.Allow(ctx, key)
-}
-
-// refusedRedis is a Redis client of an address that refuses connections.
-func refusedRedis(t testing.TB) *redis.Client {
-	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
-	t.Cleanup(func() { client.Close() })
-	return client
-}
-
-// silentRedis is a Redis client of a peer that accepts connections and never answers.
-func silentRedis(t testing.TB) *redis.Client {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c) // held open, never read
-			mu.Unlock()
-		}
-	}()
-	client := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), ContextTimeoutEnabled: true})
-	t.Cleanup(func() {
-		client.Close()
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return client
-}
+// The helpers both metrics modules' tests share.
+var (
+	mustNew      = metricstest.MustNew
+	allow        = metricstest.Allow
+	refusedRedis = metricstest.RefusedRedis
+	silentRedis  = metricstest.SilentRedis
+)

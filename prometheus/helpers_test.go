@@ -1,74 +1,22 @@
 package ratelimitprom_test
 
 import (
-	"context"
-	"net"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/redis/go-redis/v9"
 
-	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/metricstest"
 )
 
-func mustNew(t testing.TB, store ratelimit.Store, policies ...ratelimit.Policy) *ratelimit.Limiter {
-	t.Helper()
-	l, err := ratelimit.New(store, policies...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-// allow checks one request from key within the guard's default deadline.
-func allow(l *ratelimit.Limiter, key string) (ratelimit.Decision, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	return l.Allow(ctx, key)
-}
-
-// refusedRedis is a Redis client of an address that refuses connections.
-func refusedRedis(t testing.TB) *redis.Client {
-	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
-	t.Cleanup(func() { client.Close() })
-	return client
-}
-
-// silentRedis is a Redis client of a peer that accepts connections and never answers.
-func silentRedis(t testing.TB) *redis.Client {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c) // held open, never read
-			mu.Unlock()
-		}
-	}()
-	client := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), ContextTimeoutEnabled: true})
-	t.Cleanup(func() {
-		client.Close()
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return client
-}
+// The helpers both metrics modules' tests share.
+var (
+	mustNew      = metricstest.MustNew
+	allow        = metricstest.Allow
+	refusedRedis = metricstest.RefusedRedis
+	silentRedis  = metricstest.SilentRedis
+)
 
 // gather returns the metric families of o, through a pedantic registry (which also checks
 // that what o collects matches what it describes).

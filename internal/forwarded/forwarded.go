@@ -1,4 +1,6 @@
-package ratelimit
+// Package forwarded parses the Forwarded header of RFC 7239: the elements a chain of proxies
+// wrote, and the node of a for= parameter, the address of the client each proxy saw.
+package forwarded
 
 import (
 	"errors"
@@ -7,17 +9,17 @@ import (
 	"strings"
 )
 
-// forwardedElement is one element of a Forwarded header (RFC 7239 §4): what one proxy saw.
+// Element is one element of a Forwarded header (RFC 7239 §4): what one proxy saw.
 // Values are unquoted; a parameter that is absent is "".
-type forwardedElement struct {
+type Element struct {
 	For, By, Host, Proto string
 }
 
-// maxForwardedElements bounds the elements of one Forwarded header; no real chain of proxies
+// maxElements bounds the elements of one Forwarded header; no real chain of proxies
 // comes near it.
-const maxForwardedElements = 64
+const maxElements = 64
 
-// parseForwarded parses a Forwarded header value:
+// Parse parses a Forwarded header value:
 //
 //	Forwarded         = 1#forwarded-element
 //	forwarded-element = [ forwarded-pair ] *( ";" [ forwarded-pair ] )
@@ -27,9 +29,9 @@ const maxForwardedElements = 64
 // Parameter names are case-insensitive; parameters other than for, by, host and proto are
 // skipped; a parameter repeated in one element is an error (RFC 7239 §4). Whitespace is
 // allowed around ',' and ';'; empty list elements are skipped (RFC 9110 §5.6.1).
-func parseForwarded(v string) ([]forwardedElement, error) {
-	p := forwardedParser{s: v}
-	var elems []forwardedElement
+func Parse(v string) ([]Element, error) {
+	p := parser{s: v}
+	var elems []Element
 	for {
 		p.skipSpace()
 		if p.done() {
@@ -43,36 +45,36 @@ func parseForwarded(v string) ([]forwardedElement, error) {
 		if err != nil {
 			return nil, err
 		}
-		if e != (forwardedElement{}) {
-			if len(elems) == maxForwardedElements {
-				return nil, fmt.Errorf("Forwarded has more than %d elements", maxForwardedElements)
+		if e != (Element{}) {
+			if len(elems) == maxElements {
+				return nil, fmt.Errorf("Forwarded has more than %d elements", maxElements)
 			}
 			elems = append(elems, e)
 		}
 	}
 }
 
-type forwardedParser struct {
+type parser struct {
 	s string
 	i int
 }
 
-func (p *forwardedParser) done() bool { return p.i >= len(p.s) }
-func (p *forwardedParser) peek() byte { return p.s[p.i] }
+func (p *parser) done() bool { return p.i >= len(p.s) }
+func (p *parser) peek() byte { return p.s[p.i] }
 
-func (p *forwardedParser) skipSpace() {
+func (p *parser) skipSpace() {
 	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t') {
 		p.i++
 	}
 }
 
-func (p *forwardedParser) errorf(format string, args ...any) error {
+func (p *parser) errorf(format string, args ...any) error {
 	return fmt.Errorf("Forwarded: at byte %d: %s", p.i, fmt.Sprintf(format, args...))
 }
 
 // element parses pairs up to the next ',' outside quotes, or the end.
-func (p *forwardedParser) element() (forwardedElement, error) {
-	var e forwardedElement
+func (p *parser) element() (Element, error) {
+	var e Element
 	for {
 		p.skipSpace()
 		if p.done() || p.peek() == ',' {
@@ -122,7 +124,7 @@ func (p *forwardedParser) element() (forwardedElement, error) {
 }
 
 // token reads 1*tchar, or returns "".
-func (p *forwardedParser) token() string {
+func (p *parser) token() string {
 	start := p.i
 	for p.i < len(p.s) && isTokenChar(p.s[p.i]) {
 		p.i++
@@ -136,7 +138,7 @@ func isTokenChar(c byte) bool {
 }
 
 // value reads a token or a quoted-string, returning it unquoted.
-func (p *forwardedParser) value() (string, error) {
+func (p *parser) value() (string, error) {
 	if p.done() || p.peek() != '"' {
 		v := p.token()
 		if v == "" {
@@ -185,17 +187,17 @@ func unescapeQuoted(raw string) string {
 	return b.String()
 }
 
-// errUndisclosed is returned for a for= node that hides the address: "unknown" or an
+// ErrUndisclosed is returned for a for= node that hides the address: "unknown" or an
 // obfuscated identifier (RFC 7239 §6).
-var errUndisclosed = errors.New("does not disclose the client address")
+var ErrUndisclosed = errors.New("does not disclose the client address")
 
-// parseForwardedNode parses the node of a for= parameter (RFC 7239 §6):
+// ParseNode parses the node of a for= parameter (RFC 7239 §6):
 //
 //	node     = nodename [ ":" node-port ]
 //	nodename = IPv4address / "[" IPv6address "]" / "unknown" / obfnode
 //
 // It accepts an unbracketed IPv6 address without a port as well.
-func parseForwardedNode(node string) (netip.Addr, error) {
+func ParseNode(node string) (netip.Addr, error) {
 	bad := func(err error) (netip.Addr, error) {
 		return netip.Addr{}, fmt.Errorf("for=%q %w", clip(node), err)
 	}
@@ -217,7 +219,7 @@ func parseForwardedNode(node string) (netip.Addr, error) {
 		name, port, _ = strings.Cut(node, ":")
 	}
 	if strings.EqualFold(name, "unknown") || strings.HasPrefix(name, "_") {
-		return bad(errUndisclosed)
+		return bad(ErrUndisclosed)
 	}
 	if !validNodePort(port) {
 		return bad(errors.New("has an invalid port"))
@@ -252,4 +254,12 @@ func validNodePort(port string) bool {
 		}
 	}
 	return true
+}
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
 }

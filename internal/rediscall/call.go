@@ -1,4 +1,8 @@
-package ratelimit
+// Package rediscall sends a store's calls to Redis: each call exactly once, whatever the
+// client's retry settings, as a Redis Function where the server has them and a script where
+// not, loading either again when the server lost it; and, over a connection pool, batched per
+// node so that concurrent calls share round trips.
+package rediscall
 
 import (
 	"context"
@@ -14,10 +18,10 @@ import (
 // A check that charges is not idempotent, and go-redis retries a command whose reply did not
 // come in time (up to MaxRetries, 3 by default): a request would be charged once per attempt
 // the server ran. So the store sends each call once, whatever the client's retry settings, and
-// leaves what to do about a failure to the caller — the fail mode, the fallback. A call that
+// leaves what to do about a failure to the Caller — the fail mode, the fallback. A call that
 // failed may still have run: then its request was charged once, never more.
 
-// script is Lua code that the store runs once per call: as a Redis Function (FCALL) where the
+// Script is Lua code that a store runs once per call: as a Redis Function (FCALL) where the
 // server has Functions and the library defines one, else as a script by its SHA1 digest
 // (EVALSHA), and by its source when the server does not have it.
 //
@@ -25,7 +29,7 @@ import (
 // without persistence, a failover to a node that never had it): it then answers that it does
 // not know it without running anything, so loading the code and sending the call again is the
 // same call, not a retry, and callers never see the loss.
-type script struct {
+type Script struct {
 	src, sha string
 	// srcArg, shaArg and fnArg are src, sha and fn as command arguments, so that a call does
 	// not copy them to the heap.
@@ -35,14 +39,18 @@ type script struct {
 	lib, fn string
 }
 
-func newScript(src string) *script {
+// NewScript returns the script of src.
+func NewScript(src string) *Script {
 	sum := sha1.Sum([]byte(src))
 	sha := hex.EncodeToString(sum[:])
-	return &script{src: src, sha: sha, srcArg: src, shaArg: sha}
+	return &Script{src: src, sha: sha, srcArg: src, shaArg: sha}
 }
 
-// withFunction returns s, run as the function fn of the library lib where the server can.
-func (s *script) withFunction(lib, fn string) *script {
+// Function returns the name of the function s runs as, or "" for a script.
+func (s *Script) Function() string { return s.fn }
+
+// WithFunction returns s, run as the function fn of the library lib where the server can.
+func (s *Script) WithFunction(lib, fn string) *Script {
 	s.lib, s.fn, s.fnArg = lib, fn, fn
 	return s
 }
@@ -64,8 +72,37 @@ func (onceCmd) NoRetry() bool { return true }
 // maxLoads is how many times a call loads the library before it gives up.
 const maxLoads = 3
 
-// caller sends the commands of one store: its client, or its client through a batcher.
-type caller struct {
+// Head is the number of arguments of a call before its keys: the command, the function or
+// script, the number of keys.
+const Head = 3
+
+// NewCaller returns the caller of client: over a pipelining go-redis client, its calls go
+// through a batcher per node.
+func NewCaller(client redis.Scripter) *Caller {
+	c := &Caller{client: client}
+	if p, ok := client.(pipeliner); ok {
+		c.send = sender(p)
+	}
+	return c
+}
+
+// sender returns how a store sends its calls over client: through a batcher per node where
+// the client spreads keys over several servers, else through one.
+func sender(client pipeliner) func(ctx context.Context, cmd redis.Cmder) error {
+	switch c := client.(type) {
+	case masterForKey:
+		return newNodeBatchers(client, c.MasterForKey).send
+	case shardForKey:
+		return newNodeBatchers(client, func(_ context.Context, key string) (*redis.Client, error) {
+			return c.GetShardClientForKey(key)
+		}).send
+	}
+	return newBatcher(client).send
+}
+
+// Caller sends the commands of one store: its client, or its client through a batcher.
+// Make one with NewCaller.
+type Caller struct {
 	client redis.Scripter
 	send   func(ctx context.Context, cmd redis.Cmder) error
 	// scriptsOnly is set once the server turned FCALL down (Redis before 7, or an ACL that
@@ -73,10 +110,10 @@ type caller struct {
 	scriptsOnly atomic.Bool
 }
 
-// run runs s once with args, whose first callHead elements it sets (the command, the body
-// and the number of keys, see newCall) and whose keys are *string. A client that is not a
+// Run runs s once with args, whose first Head elements it sets (the command, the body and
+// the number of keys, which the caller sets at args[2]) and whose keys are *string. A client that is not a
 // go-redis client runs it through redis.Script, with its own retry policy.
-func (c *caller) run(ctx context.Context, s *script, args []any) (any, error) {
+func (c *Caller) Run(ctx context.Context, s *Script, args []any) (any, error) {
 	if _, ok := c.client.(processor); !ok {
 		return c.runScript(ctx, s, args)
 	}
@@ -97,17 +134,17 @@ func (c *caller) run(ctx context.Context, s *script, args []any) (any, error) {
 }
 
 // runScript runs s through redis.Script, for a client that is not a go-redis client.
-func (c *caller) runScript(ctx context.Context, s *script, args []any) (any, error) {
+func (c *Caller) runScript(ctx context.Context, s *Script, args []any) (any, error) {
 	n := args[2].(int)
 	keys := make([]string, n)
 	for i := range keys {
-		keys[i] = *args[callHead+i].(*string)
+		keys[i] = *args[Head+i].(*string)
 	}
-	return redis.NewScript(s.src).Run(ctx, c.client, keys, args[callHead+n:]...).Result()
+	return redis.NewScript(s.src).Run(ctx, c.client, keys, args[Head+n:]...).Result()
 }
 
 // fcall runs s as its function, loading its library first where the server lacks it.
-func (c *caller) fcall(ctx context.Context, s *script, args []any) (any, error) {
+func (c *Caller) fcall(ctx context.Context, s *Script, args []any) (any, error) {
 	cmd := s.cmd(ctx, "fcall", s.fnArg, args)
 	err := c.send(ctx, cmd)
 	// A few times at most: each time, the server lost the library again between its loading
@@ -116,7 +153,7 @@ func (c *caller) fcall(ctx context.Context, s *script, args []any) (any, error) 
 		if !isFunctionMissing(err) {
 			break
 		}
-		if err = c.load(ctx, s, *args[callHead].(*string)); err != nil {
+		if err = c.load(ctx, s, *args[Head].(*string)); err != nil {
 			break
 		}
 		cmd = s.cmd(ctx, "fcall", s.fnArg, args)
@@ -129,7 +166,7 @@ func (c *caller) fcall(ctx context.Context, s *script, args []any) (any, error) 
 }
 
 // result returns cmd's reply, and has a Cluster client find the slots again after a failure.
-func (c *caller) result(ctx context.Context, cmd onceCmd, err error) (any, error) {
+func (c *Caller) result(ctx context.Context, cmd onceCmd, err error) (any, error) {
 	if err != nil {
 		reroute(ctx, c.client, err)
 		return nil, err
@@ -150,8 +187,8 @@ type (
 
 // load loads s's library on the server of key, the call's first: FUNCTION LOAD is not routed
 // by a key, so on a Cluster or a Ring it goes to the node the call goes to. A library loaded
-// meanwhile by another caller is as good as one loaded now.
-func (c *caller) load(ctx context.Context, s *script, key string) error {
+// meanwhile by another Caller is as good as one loaded now.
+func (c *Caller) load(ctx context.Context, s *Script, key string) error {
 	var node redis.Cmdable
 	switch cl := c.client.(type) {
 	case masterForKey:
@@ -211,11 +248,11 @@ func reroute(ctx context.Context, client redis.Scripter, err error) {
 
 // cmd returns the command name (evalsha, eval or fcall) of body (a digest, a source or a
 // function's name) with args (see run).
-func (s *script) cmd(ctx context.Context, name string, body any, args []any) onceCmd {
+func (s *Script) cmd(ctx context.Context, name string, body any, args []any) onceCmd {
 	args[0], args[1] = name, body
 	cmd := redis.NewCmd(ctx, args...)
 	if args[2].(int) > 0 {
-		cmd.SetFirstKeyPos(callHead) // routes FCALL by its first key, as go-redis does EVALSHA
+		cmd.SetFirstKeyPos(Head) // routes FCALL by its first key, as go-redis does EVALSHA
 	}
 	return onceCmd{cmd}
 }

@@ -1,4 +1,4 @@
-package ratelimit
+package rediscall
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 //
 // Batching changes nothing a check does: every call is still one atomic FCALL (or EVALSHA),
 // and a pipeline is only their transport. go-redis sends a pipeline holding a NoRetry command
-// once, as it sends the command alone (see redisonce.go); on a Cluster it splits the pipeline
+// once, as it sends the command alone (see call.go); on a Cluster it splits the pipeline
 // by node and follows MOVED and ASK for each call.
 
 // onWire is how many calls or pipelines a store keeps on the wire at once before it queues:
@@ -168,7 +168,7 @@ func newNodeBatchers(client pipeliner, node func(ctx context.Context, key string
 
 // send sends cmd through the batcher of the node of its first key (see [batcher.send]).
 func (n *nodeBatchers) send(ctx context.Context, cmd redis.Cmder) error {
-	key, ok := cmd.Args()[callHead].(*string)
+	key, ok := cmd.Args()[Head].(*string)
 	if !ok {
 		return n.client.Process(ctx, cmd)
 	}

@@ -1,4 +1,4 @@
-package ratelimit
+package rediscall
 
 import (
 	"context"

@@ -1,11 +1,9 @@
-package ratelimit_test
+package forwarded
 
 import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/a7d3e0dd/ratelimit"
 )
 
 // fwd is one parsed Forwarded element: for, by, host, proto.
@@ -40,7 +38,7 @@ func TestParseForwarded(t *testing.T) {
 		{in: "for=[::1]", err: "want a value"}, // an IPv6 node must be quoted
 		{in: strings.Repeat("for=a,", 65), err: "more than 64 elements"},
 	} {
-		got, err := ratelimit.ParseForwarded(c.in)
+		got, err := parse(c.in)
 		switch {
 		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
 			t.Errorf("ParseForwarded(%q): got %q, %v; want an error containing %q", c.in, got, err, c.err)
@@ -74,7 +72,7 @@ func TestParseForwardedNode(t *testing.T) {
 		{in: "example.com", err: "is not an IP address"},
 		{in: "", err: "is not an IP address"},
 	} {
-		got, err := ratelimit.ParseForwardedNode(c.in)
+		got, err := ParseNode(c.in)
 		switch {
 		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
 			t.Errorf("node %q: got %v, %v; want an error containing %q", c.in, got, err, c.err)
@@ -86,7 +84,7 @@ func TestParseForwardedNode(t *testing.T) {
 
 // FuzzForwarded holds the Forwarded parser to its grammar: it never panics, and what it
 // parses, written back with every value quoted, parses to the same elements.
-func FuzzForwarded(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"for=192.0.2.60;proto=http;by=203.0.113.43",
 		`for="[2001:db8:cafe::17]:4711", for=unknown`,
@@ -96,7 +94,7 @@ func FuzzForwarded(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
-		elems, err := ratelimit.ParseForwarded(v)
+		elems, err := parse(v)
 		if err != nil {
 			return
 		}
@@ -115,13 +113,26 @@ func FuzzForwarded(f *testing.F) {
 				b.WriteString(`"`)
 				sep = ";"
 			}
-			if _, err := ratelimit.ParseForwardedNode(e[0]); err != nil && e[0] != "" && !strings.Contains(err.Error(), "for=") {
+			if _, err := ParseNode(e[0]); err != nil && e[0] != "" && !strings.Contains(err.Error(), "for=") {
 				t.Fatalf("node %q: error %q does not name it", e[0], err)
 			}
 		}
-		again, err := ratelimit.ParseForwarded(b.String())
+		again, err := parse(b.String())
 		if err != nil || !reflect.DeepEqual(again, elems) {
 			t.Fatalf("%q parsed to %q, written back as %q, parsed to %q, %v", v, elems, b.String(), again, err)
 		}
 	})
+}
+
+// parse parses v into the elements' for, by, host and proto, for the tables above.
+func parse(v string) ([]fwd, error) {
+	elems, err := Parse(v)
+	if err != nil || len(elems) == 0 {
+		return nil, err
+	}
+	out := make([]fwd, len(elems))
+	for i, e := range elems {
+		out[i] = fwd{e.For, e.By, e.Host, e.Proto}
+	}
+	return out, nil
 }
