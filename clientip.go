@@ -56,7 +56,7 @@ func (c ipConfig) resolver() *ipResolver {
 var peerOnly = &ipResolver{header: "X-Forwarded-For", v6bits: 64}
 
 // TrustProxies names the reverse proxies in front of the service and the header they write the
-// client's address into. It configures a guard, and through it every use of the client IP:
+// client's address into. It sets every use of the client IP by the guard:
 // [KeyByIP], and the client IP that limits a request whose key function finds no key.
 //
 //	ratelimit.TrustProxies("X-Forwarded-For", "10.0.0.0/8", "2001:db8::/32")
@@ -118,7 +118,7 @@ func parsePrefix(s string) (netip.Prefix, error) {
 
 // IPv6Prefix sets how many leading bits of an IPv6 client address form its key (default 64).
 // One subscriber usually holds a whole /64, so keying by full address would give a client 2^64
-// quotas; 128 keys by the full address. It configures a guard.
+// quotas; 128 keys by the full address.
 func IPv6Prefix(bits int) Option {
 	return func(gc *guardConfig) {
 		if bits < 1 || bits > 128 {

@@ -16,13 +16,18 @@
 // [Middleware] puts a limiter in front of a net/http handler: it takes the key from the request
 // through a [KeyFunc] (by default the client IP: the connection's address, or the address that
 // proxies named by [TrustProxies] forwarded), writes X-RateLimit-Limit, X-RateLimit-Remaining
-// and X-RateLimit-Reset on every response the limiter decided (see [Result]), answers 429 with an honest Retry-After, and hands
-// the handler its [Decision] ([DecisionFrom]):
+// and X-RateLimit-Reset on every response the limiter decided, answers 429 with an honest
+// Retry-After, and hands the handler its [Decision] ([DecisionFrom]):
 //
 //	http.ListenAndServe(":8080", ratelimit.Middleware(limiter)(mux))
 //
 // The framework adapters for Gin, Echo and Fiber (each its own module under adapters/) call the
-// same [Guard], so they behave alike. Errors carry a kind to test with errors.Is ([ErrBadKey],
-// [ErrBadCost], [ErrStoreUnavailable], [ErrStoreTimeout]); time comes from one [Clock], injected
-// into a store with [WithClock].
+// same [Guard], so they behave alike. Errors are told apart with errors.Is ([ErrNoKey],
+// [ErrBadRequest], [ErrStore]) and the kind of a store failure named by observe.ErrorKind; time
+// comes from one [Clock], injected into a store with [WithClock].
+//
+// A guard's options are of type [Option]; the stores' of types [StoreOption] (both stores),
+// [MemoryOption] and [RedisOption], so that an option given where it does not fit does not
+// compile. Package observe names what the limiter reports to an [Observer] (the result of
+// each request, the source of each decision, the breaker's states, the kinds of errors).
 package ratelimit

@@ -136,7 +136,7 @@ func busyRedis(t *testing.T) {
 		t.Errorf("breaker changes while BUSY: %v; want open", breaker)
 	}
 	if len(failures) == 0 || observe.ErrorKind(failures[0]) != "busy" || !strings.Contains(failures[0].Error(), "BUSY") {
-		t.Errorf("first failure reported: %v; want the BUSY reply, of kind ErrStoreBusy", failures)
+		t.Errorf("first failure reported: %v; want the BUSY reply, of kind busy", failures)
 	}
 	if err := probe.ScriptKill(ctx).Err(); err != nil {
 		t.Fatal(err)
@@ -177,7 +177,7 @@ func redisOutOfMemory(t *testing.T) {
 	}
 	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t))), ratelimit.Policy{Limit: 100, Window: time.Hour})
 	if _, err := l.Allow(ctx, "k"); observe.ErrorKind(err) != "oom" || !strings.Contains(err.Error(), "OOM") {
-		t.Fatalf("a check on a Redis out of memory: %v; want the OOM reply, of kind ErrStoreOOM", err)
+		t.Fatalf("a check on a Redis out of memory: %v; want the OOM reply, of kind oom", err)
 	}
 	open := ratelimit.Middleware(l, ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}))(okHandler)
 	closed := ratelimit.Middleware(l, ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}), ratelimit.FailClosed(http.StatusServiceUnavailable))(okHandler)

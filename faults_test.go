@@ -18,7 +18,7 @@ import (
 )
 
 // Redis crashes while traffic runs: requests keep being served (fail-open), the error handler
-// hears of every failure as ErrStoreUnavailable, and once Redis is back — empty, with no
+// hears of every failure as of kind unavailable, and once Redis is back — empty, with no
 // scripts — limiting resumes by itself: at once without a breaker, and after the cool-down with
 // the default one, which meanwhile answers without calling Redis. A refused connection fails at
 // once, so the deadline is generous: on a busy machine a slow but healthy Redis must not pass for

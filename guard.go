@@ -70,7 +70,7 @@ func NewGuard(l *Limiter, opts ...Option) (*Guard, error) {
 }
 
 // Check decides about request r: whether it proceeds, and what to answer if not. See
-// [Outcome]. It reports the request's [Result] to the store's [Observer], once.
+// [Outcome]. It reports the request's result (observe.Result) to the store's [Observer], once.
 func (g *Guard) Check(r Request) Outcome {
 	if g.pick != nil {
 		return g.dispatch(r)

@@ -77,7 +77,7 @@ type Router interface {
 //		ratelimit.WithKey(ratelimit.KeyJoin(ratelimit.KeyByIP(), ratelimit.KeyByRoute())),
 //		ratelimit.WithRoutes(mux))(mux))
 //
-// The adapters need none: their frameworks route before middleware runs. It configures a guard.
+// The adapters need none: their frameworks route before middleware runs.
 func WithRoutes(router Router) Option {
 	return func(gc *guardConfig) {
 		if router == nil {

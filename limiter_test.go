@@ -233,10 +233,10 @@ func TestEdgeCases(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	l := mustNew(t, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1, Window: time.Second})
 	if _, err := l.Allow(ctx, ""); !errors.Is(err, ratelimit.ErrBadRequest) {
-		t.Errorf("empty key: got %v, want ErrBadKey", err)
+		t.Errorf("empty key: got %v, want ErrBadRequest", err)
 	}
 	if _, err := l.AllowN(ctx, "k", -1); !errors.Is(err, ratelimit.ErrBadRequest) || !strings.Contains(err.Error(), "negative") {
-		t.Errorf("negative cost: got %v, want ErrBadCost naming it", err)
+		t.Errorf("negative cost: got %v, want ErrBadRequest naming it", err)
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()

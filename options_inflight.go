@@ -9,7 +9,7 @@ import (
 // ([algorithms.InFlight]) wait up to max for one, asking the store again at growing intervals
 // (5 ms, doubling to 100 ms), instead of being refused at once. A request refused by a rate
 // policy is refused at once, and the wait ends early when the client goes away (499, see
-// [Outcome]). It configures a guard whose limiter has an in-flight policy.
+// [Outcome]). It needs an in-flight policy on the guard's limiter.
 func WaitForSlot(max time.Duration) Option {
 	return func(gc *guardConfig) {
 		if max <= 0 {
@@ -23,7 +23,7 @@ func WaitForSlot(max time.Duration) Option {
 // InFlightStatus answers status, 503 Service Unavailable or 429 Too Many Requests (the
 // default), to a request refused because its in-flight policy has no free slot: 503 says the
 // service is busy rather than that the client asks too often. A refusal by a rate policy stays
-// 429. It configures a guard whose limiter has an in-flight policy.
+// 429. It needs an in-flight policy on the guard's limiter.
 func InFlightStatus(status int) Option {
 	return func(gc *guardConfig) {
 		if status != http.StatusServiceUnavailable && status != http.StatusTooManyRequests {

@@ -9,7 +9,7 @@ import (
 // or "pro" — in place of the limiter's: tier names the tier of a request (from a header your
 // gateway sets, a JWT claim, a value an authentication middleware stored), and tiers holds
 // the policies of each. A request whose tier is "" or not in tiers gets the limiter's own
-// policies. It configures a guard.
+// policies.
 //
 //	ratelimit.Middleware(l, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")),
 //		ratelimit.WithTiers(planOf, map[string][]ratelimit.Policy{
@@ -62,7 +62,7 @@ const (
 )
 
 // WithResolver gives each request the policies that r.Resolve returns for its key, in place of
-// the limiter's: dynamic limits from the application's own data. It configures a guard.
+// the limiter's: dynamic limits from the application's own data.
 //
 //	ratelimit.WithResolver(ratelimit.Resolver{Resolve: func(r ratelimit.Request, key string) ([]ratelimit.Policy, error) {
 //		return plans.PoliciesOf(r.Context(), key) // a database row, cached by the guard

@@ -55,10 +55,10 @@ func TestRedisCheckSentOnce(t *testing.T) {
 					ratelimit.WithTimeout(2*time.Second), ratelimit.WithErrorHandler(func(_ ratelimit.Request, err error) { failed = err }))(okHandler)
 				h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
 				if observe.ErrorKind(failed) != "timeout" {
-					t.Fatalf("the middleware with every reply held past ReadTimeout reported %v; want an error of kind ErrStoreTimeout", failed)
+					t.Fatalf("the middleware with every reply held past ReadTimeout reported %v; want an error of kind timeout", failed)
 				}
 			} else if _, err := l.Allow(context.Background(), "k"); observe.ErrorKind(err) != "timeout" {
-				t.Fatalf("Allow with every reply held past ReadTimeout: %v; want an error of kind ErrStoreTimeout", err)
+				t.Fatalf("Allow with every reply held past ReadTimeout: %v; want an error of kind timeout", err)
 			}
 			if n := sent() - before; n != 1 {
 				t.Errorf("the check was sent to Redis %d times; want once", n)
@@ -132,7 +132,7 @@ func TestRedisCallKeepsDeadline(t *testing.T) {
 					t.Errorf("%s with a 50 ms deadline returned after %v", call.name, took)
 				}
 				if observe.ErrorKind(err) != "timeout" {
-					t.Errorf("%s past its deadline: %v; want an error of kind ErrStoreTimeout", call.name, err)
+					t.Errorf("%s past its deadline: %v; want an error of kind timeout", call.name, err)
 				}
 			}
 		})

@@ -113,20 +113,24 @@ func TestStorageKey(t *testing.T) {
 	}
 }
 
-// Errors have kinds: a store that fails with an error of no kind is ErrStoreOther, one that
-// does not answer in time ErrStoreTimeout (and still context.DeadlineExceeded); both are
-// ErrStore.
+// Errors have kinds: a store that fails with an error of no kind is of kind other, one that
+// names its kind (an ErrorKind method) keeps it, one that does not answer in time is of kind
+// timeout (and still context.DeadlineExceeded); all are ErrStore.
 func TestErrorKinds(t *testing.T) {
 	policy := ratelimit.Policy{Limit: 1, Window: time.Second}
 	down := mustNew(t, failingStore{ratelimit.NewMemoryStore()}, policy)
-	if _, err := down.Allow(ctx, "k"); observe.ErrorKind(err) != "other" || !errors.Is(err, ratelimit.ErrStore) ||
-		observe.ErrorKind(err) == "timeout" || observe.ErrorKind(err) != "other" {
-		t.Errorf("failing store: %v (kind %q), want ErrStoreOther only", err, observe.ErrorKind(err))
+	if _, err := down.Allow(ctx, "k"); observe.ErrorKind(err) != "other" || !errors.Is(err, ratelimit.ErrStore) {
+		t.Errorf("failing store: %v (kind %q), want a store error of kind other", err, observe.ErrorKind(err))
+	}
+	named := mustNew(t, &unreachableStore{}, policy) // its errors say they are of kind unavailable
+	if _, err := named.Allow(ctx, "k"); observe.ErrorKind(err) != "unavailable" || !errors.Is(err, ratelimit.ErrStore) ||
+		!errors.Is(err, errRefused) {
+		t.Errorf("a store naming its kind: %v (kind %q), want a store error of kind unavailable, wrapping the store's", err, observe.ErrorKind(err))
 	}
 	slow := mustNew(t, blockingStore{ratelimit.NewMemoryStore()}, policy)
 	tctx, cancel := context.WithTimeout(ctx, time.Millisecond)
 	defer cancel()
 	if _, err := slow.Allow(tctx, "k"); observe.ErrorKind(err) != "timeout" || !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("store past its deadline: %v, want ErrStoreTimeout and DeadlineExceeded", err)
+		t.Errorf("store past its deadline: %v, want one of kind timeout and DeadlineExceeded", err)
 	}
 }

@@ -68,7 +68,7 @@ func TestStoreErrorsAndBreaker(t *testing.T) {
 	// opened the breaker: then both checks fail at once.
 	first, err1 := allow(l, "k")
 	if _, err := allow(l, "k"); err1 == nil || observe.ErrorKind(err) != "breaker_open" {
-		t.Fatalf("checks: %+v, %v, then %v; want a failure, then ErrBreakerOpen", first, err1, err)
+		t.Fatalf("checks: %+v, %v, then %v; want a failure, then one of kind breaker_open", first, err1, err)
 	}
 	if got := m.storeErrors(t, "unavailable") + m.storeErrors(t, "breaker_open"); got != 2 {
 		t.Errorf("store errors unavailable + breaker_open: %d, want 2", got)
@@ -86,7 +86,7 @@ func TestStoreTimeout(t *testing.T) {
 	m := newMeter(t)
 	l := mustNew(t, ratelimit.NewRedisStore(silentRedis(t), ratelimit.WithObserver(m)), ratelimit.Policy{Limit: 10, Window: time.Minute})
 	if _, err := allow(l, "k"); observe.ErrorKind(err) != "timeout" {
-		t.Fatalf("check: %v, want ErrStoreTimeout", err)
+		t.Fatalf("check: %v, want one of kind timeout", err)
 	}
 	for kind, want := range map[string]int64{"timeout": 1, "unavailable": 0, "breaker_open": 0} {
 		if got := m.storeErrors(t, kind); got != want {

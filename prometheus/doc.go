@@ -37,10 +37,9 @@
 // ratelimit_decision_duration_seconds is how long the limiter took to decide, the store call
 // included, in buckets from 10 µs to 1 s (see [WithBuckets]).
 //
-// ratelimit_store_errors_total counts failed store calls by kind: "breaker_open" for a call the
-// circuit breaker did not make ([ratelimit.ErrBreakerOpen]), "timeout"
-// ([ratelimit.ErrStoreTimeout]), and "unavailable" for every other failure
-// ([ratelimit.ErrStoreUnavailable]).
+// ratelimit_store_errors_total counts failed store calls by kind, as observe.ErrorKind names
+// them: "unavailable", "timeout", "breaker_open" (a call the circuit breaker did not make),
+// "busy", "oom", "readonly", "script", "other" (see observe.ErrorKinds).
 //
 // ratelimit_breaker_open is the number of open circuit breakers among the stores that report
 // to this Observer: 1 while the breaker of a single store is open, 0 when it is closed.

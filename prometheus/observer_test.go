@@ -97,7 +97,7 @@ func TestStoreErrorsAndBreaker(t *testing.T) {
 	// opened the breaker: then both checks fail at once.
 	_, err1 := allow(l, "k")
 	if _, err := allow(l, "k"); err1 == nil || observe.ErrorKind(err) != "breaker_open" {
-		t.Fatalf("checks: %v, then %v; want a failure, then ErrBreakerOpen", err1, err)
+		t.Fatalf("checks: %v, then %v; want a failure, then one of kind breaker_open", err1, err)
 	}
 	errs := func(kind string) float64 { return value(t, obs, "ratelimit_store_errors_total", "kind="+kind) }
 	if got := errs("unavailable") + errs("breaker_open"); got != 2 {
@@ -128,7 +128,7 @@ func TestStoreTimeout(t *testing.T) {
 	obs := ratelimitprom.New()
 	l := mustNew(t, ratelimit.NewRedisStore(silentRedis(t), ratelimit.WithObserver(obs)), ratelimit.Policy{Limit: 10, Window: time.Minute})
 	if _, err := allow(l, "k"); observe.ErrorKind(err) != "timeout" {
-		t.Fatalf("check: %v, want ErrStoreTimeout", err)
+		t.Fatalf("check: %v, want one of kind timeout", err)
 	}
 	for kind, want := range map[string]float64{"timeout": 1, "unavailable": 0, "breaker_open": 0} {
 		if got := value(t, obs, "ratelimit_store_errors_total", "kind="+kind); got != want {
