@@ -14,7 +14,7 @@ import (
 
 // errBreakerOpen is the cause of a store call that was not made: the store's circuit breaker
 // is open (see [WithBreaker]). Such an error is of kind breaker_open.
-var errBreakerOpen = errors.New("ratelimit: circuit breaker open")
+var errBreakerOpen = errors.New("ratelimit: circuit breaker open: the store is treated as unavailable until a probe succeeds")
 
 // firstProbe is how long an open breaker waits before its first probe; each probe that fails
 // doubles the wait, up to the breaker's cool-down. A store that is back is used again within
