@@ -6,8 +6,9 @@
 //	ratelimit push -redis URL FILE                       validate a rules file, store it in Redis, wait for the fleet
 //	ratelimit version -redis URL                         the rules stored in Redis: version, file, time
 //	ratelimit status -redis URL                          the stored version and what each instance runs
-//	ratelimit inspect -redis ADDR -rule NAME IDENTITY    what an identity has left under a rule
-//	ratelimit reset -redis ADDR -rule NAME IDENTITY      forget what an identity has used under a rule
+//	ratelimit inspect -redis URL -rule NAME IDENTITY     what an identity has left under a rule
+//	ratelimit inspect -redis URL -policy SPEC IDENTITY   ... under a middleware's limits
+//	ratelimit reset -redis URL -rule NAME IDENTITY       forget what an identity has used under a rule
 //	ratelimit simulate [-out dir]                        draw every algorithm under the same traffic
 //
 // Install it with
@@ -19,14 +20,20 @@
 //
 // # Redis
 //
-// -redis is a URL, redis://[user:password@]host:port[/db] or rediss:// for TLS (go-redis
-// parses it), or host:port. Several comma-separated host:port are the seed nodes of a Redis
-// Cluster (-cluster makes one address, or a URL with addr= parameters, a Cluster's), or the
-// Sentinels watching the master -sentinel-master. -redis-user, -password (or else the environment
-// variable REDIS_PASSWORD), -db and -tls override the URL's. The rules live at -key,
+// -redis is a URL, redis://[user:password@]host:port[/db] or rediss:// for TLS, which go-redis
+// parses (redis.ParseURL), or host:port. Several comma-separated host:port, or a URL with
+// addr= parameters (redis.ParseClusterURL), are the seed nodes of a Redis Cluster; -cluster
+// makes one address a Cluster's. With -sentinel-master NAME, or a URL with master_name=NAME
+// (redis.ParseFailoverURL), -redis names the Sentinels that watch the master NAME: the URL's
+// user and password are then the Sentinels', its username= and password= parameters the
+// master's. -redis-user, -password (or else the environment variable REDIS_PASSWORD), -db,
+// -sentinel-user, -sentinel-password (or else REDIS_SENTINEL_PASSWORD) and -tls fill what a
+// URL leaves out; a flag that says other than the URL is a usage error. -tls-ca FILE verifies
+// the server with a CA of your own, -tls-insecure not at all. The rules live at -key,
 // rules.DefaultRedisKey ("rl:rules") by default, in the format package rules documents (see
-// rules.Push). -timeout (10s) bounds the whole command: every dial, read and write within it.
-// Every error names the Redis it was talking to, without its password.
+// rules.Push). -timeout (10s) bounds the whole command: every dial, read, write and wait for a
+// connection, and nothing is retried. Every error names the Redis it was talking to, without
+// its password.
 //
 // # Identities
 //
@@ -35,7 +42,8 @@
 // "12:ip:192.0.2.1|17:route:/search/{q}". Rather than write that, give the parts with -ip,
 // -route, -method, -api-key, -header "Name: value" and -user, and the command makes the
 // identity with the rule's own key function. "ratelimit inspect -h" shows what each part of a
-// key makes.
+// key makes. A middleware's limits have no rule: -policy, once for each policy of the list as
+// the application's ratelimit.Policy has it, and -keyed-by (ip by default) make one.
 //
 // # Rules keyed by user
 //

@@ -68,6 +68,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"push", "-h"}, 0, "-password", ""},
 		{[]string{"version", "-redis", "localhost:6379", "extra"}, 2, "", `unexpected arguments ["extra"]`},
 		{[]string{"version", "-h"}, 0, "usage: ratelimit version", ""},
+		{[]string{"version", "-redis", "localhost:6379", "-db", "-1"}, 2, "", `invalid value "-1" for flag -db: "-1" is not a database number`},
+		{[]string{"version", "-redis", "redis://ops:s3cret@localhost:6379/2", "-db", "3"}, 2, "", "ratelimit version: -db 3 and the URL's database 2 differ: give one (see ratelimit version -h)"},
 		{[]string{"inspect", "-redis", "localhost:6379", "x"}, 2, "", "-rule is required"},
 		{[]string{"inspect", "-redis", "localhost:6379", "-rule", "api"}, 2, "", "give the IDENTITY, or the parts of the rule's key"},
 		{[]string{"inspect", "-redis", "localhost:6379", "-rule", "api", "-ip", "192.0.2.1", "ip:192.0.2.1"}, 2, "", "not both"},

@@ -3,48 +3,108 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
 )
 
-// inspect and reset work for a middleware's limits, with no rules file: the policies given
-// on the command line as the application has them find the state the middleware keeps.
-func TestInspectResetMiddleware(t *testing.T) {
-	client := redistest.Standalone(t)
-	addr, prefix := redistest.Addr(t), redistest.Prefix(t)
-	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix))
-	l, err := ratelimit.New(store,
-		ratelimit.Policy{Name: "burst", Limit: 3, Window: time.Minute, Algorithm: algorithms.SlidingLog{}},
-		ratelimit.Policy{Limit: 100, Window: time.Hour}) // unnamed: GCRA, named as New names it
+// middlewarePolicies are the application's middleware limits in the tests, and policyFlags
+// the same as inspect and reset take them.
+var (
+	middlewarePolicies = []ratelimit.Policy{
+		{Name: "burst", Limit: 3, Window: time.Minute, Algorithm: algorithms.SlidingLog{}},
+		{Limit: 100, Window: time.Hour}, // unnamed: GCRA, named as New names it
+	}
+	middlewarePolicyFlags = []string{"-policy", "name=burst,limit=3,window=1m,algorithm=sliding_window_log", "-policy", "limit=100,window=1h"}
+)
+
+// middlewareRoundTrip is the round trip of a middleware's limit: it drives the core's
+// middleware, keyed by API key, over client with a prefix of the test's own until it denies;
+// then inspect, with connect (the flags that reach the same Redis), must show the limit used
+// up and the storage keys the middleware wrote; reset must delete them, and the middleware
+// allow the next request.
+func middlewareRoundTrip(t *testing.T, client redis.UniversalClient, connect ...string) {
+	t.Helper()
+	prefix := redistest.Prefix(t)
+	l, err := ratelimit.New(ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix)), middlewarePolicies...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := ratelimit.Middleware(l)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	send := func() int {
+	h := ratelimit.Middleware(l, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	request := func() *http.Request {
 		r := httptest.NewRequest("GET", "/", nil)
-		r.RemoteAddr = "203.0.113.7:1234"
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		return w.Code
+		r.Header.Set("X-API-Key", "k1")
+		return r
 	}
-	for range 3 {
-		send()
+	if code := send(h, 3, request); code != http.StatusOK {
+		t.Fatalf("the 3rd request in a minute: %d, want 200", code)
 	}
-	if code := send(); code != http.StatusTooManyRequests {
+	if code := send(h, 1, request); code != http.StatusTooManyRequests {
 		t.Fatalf("the 4th request in a minute: %d, want 429", code)
 	}
-	flags := []string{"-redis", addr, "-prefix", prefix, "-ip", "203.0.113.7",
-		"-policy", "name=burst,limit=3,window=1m,algorithm=sliding_window_log", "-policy", "limit=100,window=1h"}
-	r := cli(t, append([]string{"inspect"}, flags...)...)
-	r.want(t, 0, "rule      middleware (the command line's -policy)", "")
-	row(t, r.stdout, "burst", "3 per 1m", "0", "denied")
-	cli(t, append([]string{"reset"}, flags...)...).want(t, 0, "", "")
-	if code := send(); code != http.StatusOK {
+	const identity = "hdr:x-api-key:k1"
+	keys := make([]string, len(middlewarePolicies))
+	for i, p := range middlewarePolicies {
+		keys[i] = ratelimit.StorageKey(prefix, identity, p)
+	}
+	exist := func() int64 {
+		n, err := client.Exists(t.Context(), keys...).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := exist(); n != int64(len(keys)) {
+		t.Fatalf("%d of the storage keys %q exist after the traffic; want all", n, keys)
+	}
+
+	flags := slices.Concat(connect, []string{"-prefix", prefix, "-keyed-by", "api_key", "-api-key", "k1"}, middlewarePolicyFlags)
+	inspect := cli(t, append([]string{"inspect"}, flags...)...)
+	inspect.want(t, 0, "rule      middleware (the command line's -policy)\nkey       api_key\nidentity  "+identity+"\n", "")
+	row(t, inspect.stdout, "burst", "3 per 1m", "0", "denied")
+	row(t, inspect.stdout, "gcra-100-per-1h", "100 per 1h", "97", "allowed")
+	for _, k := range keys {
+		if !strings.Contains(inspect.stdout, k) {
+			t.Errorf("inspect does not name the storage key %s:\n%s", k, inspect.stdout)
+		}
+	}
+	reset := cli(t, append([]string{"reset"}, flags...)...)
+	reset.want(t, 0, "identity  "+identity+"\n", "")
+	if !strings.Contains(timeless(reset.stdout), "burst 0 of 3 "+keys[0]+"\n") {
+		t.Errorf("reset does not say it reset burst, 0 of 3 remaining, at %s:\n%s", keys[0], reset.stdout)
+	}
+	if n := exist(); n != 0 {
+		t.Errorf("%d of the storage keys %q exist after reset; want none", n, keys)
+	}
+	if code := send(h, 1, request); code != http.StatusOK {
 		t.Errorf("after reset, the middleware answered %d; want 200", code)
 	}
-	cli(t, "inspect", "-redis", addr, "-policy", "limit=x", "1.2.3.4").want(t, 2, "", `limit "x" is not a whole number`)
+}
+
+// inspect and reset work for a middleware's limits, with no rules file: the policies given
+// on the command line as the application has them find the state the middleware keeps.
+func TestInspectResetMiddleware(t *testing.T) {
+	onRedis(t, func(t *testing.T, client redis.UniversalClient, addr string) {
+		middlewareRoundTrip(t, client, "-redis", addr)
+	})
+	addr := redistest.Addr(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-policy", "limit=x", "1.2.3.4"}, `limit "x" is not a whole number`},
+		{[]string{"-policy", "limit=5,window=1m,shadow=true", "1.2.3.4"}, `"shadow=true" is not name=, limit=, window=, burst= or algorithm=`},
+		{[]string{"-policy", "limit=5,window=1m,algorithm=nope", "1.2.3.4"}, `unknown algorithm "nope"`},
+		{[]string{"-policy", "limit=5,window=1m", "-keyed-by", "session", "1.2.3.4"}, `unknown key "session"`},
+		{[]string{"-policy", "limit=5,window=1m", "-rule", "api", "1.2.3.4"}, "give -rule or -policy, not both"},
+	} {
+		cli(t, append([]string{"inspect", "-redis", addr}, tc.args...)...).want(t, 2, "", tc.want)
+	}
 }

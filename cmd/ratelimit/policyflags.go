@@ -15,6 +15,15 @@ import (
 // that the rest is as for a rule: the state's keys depend on each policy's name, algorithm
 // and window, and on the store's -prefix.
 
+// middlewareHelp explains, in the usage of inspect and reset, how to give a middleware's limits.
+const middlewareHelp = `A middleware's limits have no rule: give each of its policies with -policy, as the
+application's ratelimit.Policy has them (name=, limit=, window=, burst=, and algorithm=, the
+Name of an algorithm of package algorithms, gcra when it names none; an unnamed policy is
+named as ratelimit.New names it), one -policy for each window of a list, and the key the
+middleware is limited by with -keyed-by (ip by default, as ratelimit.Middleware's). The
+state's storage keys depend on each policy's name, algorithm and window, and on -prefix.
+`
+
 // middlewareRule is the name of the rule that -policy makes.
 const middlewareRule = "middleware"
 

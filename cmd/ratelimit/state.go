@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -39,9 +40,9 @@ func addStateFlags(fs *flags) *stateFlags {
 	s := &stateFlags{redis: addRedisFlags(fs.FlagSet)}
 	fs.StringVar(&s.prefix, "prefix", defaultPrefix, "the storage `prefix` of the application's store (ratelimit.WithPrefix)")
 	fs.StringVar(&s.file, "file", "", "take the rule from this rules `file`, not from the rules in Redis (-key)")
-	fs.StringVar(&s.rule, "rule", "", "the `name` of the rule (required)")
+	fs.StringVar(&s.rule, "rule", "", "the `name` of the rule (or -policy)")
 	fs.Var(&s.limits, "policy", "a policy of a middleware limit, `name=api,limit=100,window=1m,algorithm=gcra` (burst= too; the name and algorithm as the application's Policy has them, GCRA when it names none); repeat it for each window of a list; instead of -rule")
-	fs.StringVar(&s.limits.keyedBy, "keyed-by", "ip", "what the middleware limit is keyed by, as a rules file writes a key: ip, api_key, user, route, method, header:<Name>, or [ip, route]")
+	fs.StringVar(&s.limits.keyedBy, "keyed-by", "ip", "the `key` of the middleware limit (with -policy), as a rules file writes a key: ip, api_key, user, route, method, header:<Name>, or [ip, route]")
 	s.parts = addPartFlags(fs.FlagSet)
 	return s
 }
@@ -61,7 +62,7 @@ type state struct {
 // and calls f with them. It returns the exit code: 2 after a usage error, 1 when anything
 // fails.
 func stateCmd(name, about string, args []string, stdout, stderr io.Writer, f func(ctx context.Context, st *state, now ratelimit.Decision) error) int {
-	fs := newFlags(name, stateSynopsis, about+"\n"+identityHelp, stdout, stderr)
+	fs := newFlags(name, stateSynopsis, about+"\n"+middlewareHelp+"\n"+identityHelp, stdout, stderr)
 	s := addStateFlags(fs)
 	others, code, ok := fs.parse(args, "IDENTITY", 0, 1)
 	if !ok {
@@ -100,7 +101,11 @@ func stateCmd(name, about string, args []string, stdout, stderr io.Writer, f fun
 	} else if st.identity, err = s.parts.identity(&st.rule); err != nil {
 		return fs.usageError("%v", err)
 	}
-	if st.limiter, err = ratelimit.New(ratelimit.NewRedisStore(client, ratelimit.WithPrefix(s.prefix)), st.rule.Policies...); err != nil {
+	// The store logs nothing: the command reports the error its call ends with, once (the
+	// store's breaker would log it too, and its check of maxmemory-policy is the application's
+	// concern).
+	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(s.prefix), ratelimit.WithLogger(slog.New(slog.DiscardHandler)))
+	if st.limiter, err = ratelimit.New(store, st.rule.Policies...); err != nil {
 		return fs.fail(err)
 	}
 	// A check of cost 0 charges nothing: it reads the state as it is (Peek reports the state
@@ -164,11 +169,11 @@ func (st *state) header(w io.Writer) {
 
 // inspectCmd shows what an identity has left under a rule's policies.
 func inspectCmd(args []string, stdout, stderr io.Writer) int {
-	return stateCmd("inspect", `Shows what IDENTITY has left under each policy of the rule -rule, as the application's
-limiter sees it: the rule's policies (from the rules in Redis, or -file) over the Redis
-store with the application's -prefix. For each policy: its limit, what remains now, when it
-is whole again, and whether a next request of cost 1 would be allowed (Limiter.Peek), with
-its storage key. Nothing is charged.
+	return stateCmd("inspect", `Shows what IDENTITY has left under each policy of the rule -rule, or of the -policy flags,
+as the application's limiter sees it: the policies (of the rules in Redis, of -file, or of
+-policy) over the Redis store with the application's -prefix. For each policy: its limit,
+what remains now, when it is whole again, and whether a next request of cost 1 would be
+allowed (Limiter.Peek), with its storage key. Nothing is charged.
 `, args, stdout, stderr, func(ctx context.Context, st *state, now ratelimit.Decision) error {
 		next, err := st.limiter.Peek(ctx, st.identity)
 		if err != nil {
@@ -194,10 +199,10 @@ its storage key. Nothing is charged.
 
 // resetCmd forgets what an identity has used under a rule's policies.
 func resetCmd(args []string, stdout, stderr io.Writer) int {
-	return stateCmd("reset", `Forgets what IDENTITY has used under each policy of the rule -rule (Limiter.Reset): its
-next request finds every policy whole. It prints, for each policy, what remained before and
-the storage key it deleted. The rule comes from the rules in Redis, or -file; the store is
-Redis with the application's -prefix.
+	return stateCmd("reset", `Forgets what IDENTITY has used under each policy of the rule -rule, or of the -policy
+flags (Limiter.Reset): its next request finds every policy whole. It prints, for each
+policy, what remained before and the storage key it deleted. The rule comes from the rules
+in Redis, or -file; the store is Redis with the application's -prefix.
 `, args, stdout, stderr, func(ctx context.Context, st *state, before ratelimit.Decision) error {
 		if err := st.limiter.Reset(ctx, st.identity); err != nil {
 			return err
