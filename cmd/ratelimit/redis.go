@@ -68,6 +68,8 @@ type redisFlags struct {
 	tlsCA                          string
 	key                            string
 	timeout                        time.Duration
+
+	opts *redis.UniversalOptions // what check made of the flags
 }
 
 // addRedisFlags defines the Redis flags on fs.
@@ -101,7 +103,8 @@ func (r *redisFlags) check() error {
 	case r.master != "" && r.cluster:
 		return errors.New("-sentinel-master and -cluster: a Sentinel watches a master, not a Cluster; give one")
 	}
-	_, err := r.options()
+	var err error
+	r.opts, err = r.options()
 	return err
 }
 
@@ -161,6 +164,8 @@ func (r *redisFlags) target() (o *redis.UniversalOptions, u *url.URL, err error)
 	switch {
 	case master != "" && r.master != "" && master != r.master:
 		return nil, nil, fmt.Errorf("-sentinel-master %q and the URL's master_name %q differ: give one", r.master, master)
+	case master != "" && r.cluster:
+		return nil, nil, errors.New("-cluster and the URL's master_name: a Sentinel watches a master, not a Cluster; give one")
 	case master != "" || r.master != "":
 		f, err := redis.ParseFailoverURL(r.addrs)
 		if err != nil {
@@ -294,11 +299,10 @@ func (d *dbFlag) Set(s string) error {
 // and a context that ends at -timeout. Close the client and cancel the context when done.
 // check must have passed.
 func (r *redisFlags) client() (redis.UniversalClient, context.Context, context.CancelFunc) {
-	o, err := r.options()
-	if err != nil {
-		panic(err) // check said otherwise
+	if r.opts == nil {
+		panic("ratelimit: redisFlags.client before check") // a command's mistake, not the user's
 	}
-	client := redis.NewUniversalClient(o)
+	client := redis.NewUniversalClient(r.opts)
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	return client, ctx, cancel
 }

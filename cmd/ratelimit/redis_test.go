@@ -142,6 +142,7 @@ func TestRedisFlagErrors(t *testing.T) {
 		{[]string{"-redis", "redis://ops:s3cret@h:1", "-password", "other"}, "-password and the URL's password differ"},
 		{[]string{"-redis", "redis://:s3cret@h:1?master_name=m", "-sentinel-password", "other"}, "-sentinel-password and the URL's Sentinel password differ"},
 		{[]string{"-redis", "redis://h:1?master_name=a", "-sentinel-master", "b"}, `-sentinel-master "b" and the URL's master_name "a" differ`},
+		{[]string{"-redis", "redis://h:1?master_name=m", "-cluster"}, "-cluster and the URL's master_name"},
 		{[]string{"-redis", "redis://h:1", "-tls"}, "-tls and a redis:// URL: write rediss://"},
 		{[]string{"-redis", "redis://h:1", "-tls-insecure"}, "-tls-insecure and a redis:// URL"},
 		{[]string{"-redis", "h:1", "-tls-ca", "/nonexistent/ca.pem"}, "-tls-ca: open /nonexistent/ca.pem"},
