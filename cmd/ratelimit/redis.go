@@ -19,7 +19,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/observe"
 	"github.com/a7d3e0dd/ratelimit/rules"
 )
 
@@ -322,7 +322,7 @@ func (r *redisFlags) where() string {
 // failed returns err of a call to Redis, naming the Redis, and the timeout when it ran out.
 func (r *redisFlags) failed(err error) error {
 	var ne net.Error
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ratelimit.ErrStoreTimeout) ||
+	if errors.Is(err, context.DeadlineExceeded) || observe.ErrorKind(err) == "timeout" ||
 		errors.Is(err, redis.ErrPoolTimeout) || errors.As(err, &ne) && ne.Timeout() {
 		return r.scrub(fmt.Errorf("redis %s: %w: no answer within -timeout %v", r.where(), err, r.timeout))
 	}

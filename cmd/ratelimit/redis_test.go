@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,8 +10,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/a7d3e0dd/ratelimit"
 )
 
 // redisFlagsOf parses the Redis flags args as a command does.
@@ -188,12 +187,12 @@ func TestRedisWhere(t *testing.T) {
 	}
 
 	r := redisFlagsOf(t, "-redis", "redis://ops:s3cret@127.0.0.1:6379/2", "-timeout", "300ms")
-	err := r.failed(fmt.Errorf("AUTH s3cret: %w", ratelimit.ErrStoreTimeout))
-	want := "redis redis://ops:xxxxx@127.0.0.1:6379/2: AUTH xxxxx: ratelimit: store timeout: no answer within -timeout 300ms"
+	err := r.failed(fmt.Errorf("AUTH s3cret: %w", context.DeadlineExceeded))
+	want := "redis redis://ops:xxxxx@127.0.0.1:6379/2: AUTH xxxxx: context deadline exceeded: no answer within -timeout 300ms"
 	if err.Error() != want {
 		t.Errorf("failed: got %q, want %q", err, want)
 	}
-	if !errors.Is(err, ratelimit.ErrStoreTimeout) {
+	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("failed(%v) no longer wraps its cause", err)
 	}
 }
