@@ -28,16 +28,19 @@ type denialShard struct {
 	entries map[denialKey]*denial
 }
 
-// denialKey is an identity under one limiter's policy list.
+// denialKey is an identity under one limiter's policy list: its first policy (compiled once
+// per list) and length. Two lists may share both (a list and another that starts alike), so a
+// denial also holds its whole list, and answers only for that list.
 type denialKey struct {
 	id  string
-	set *compiledPolicy // the list's first policy: compiled once per list
+	set *compiledPolicy
 	n   int
 }
 
 // denial is what the store answered, and when.
 type denial struct {
-	at      time.Time // when the store denied, on the cache's clock
+	of      []*compiledPolicy // the list it was denied under
+	at      time.Time         // when the store denied, on the cache's clock
 	until   time.Time // when the store's Retry-After ends
 	cost    int64
 	results []PolicyResult
@@ -70,7 +73,7 @@ func (c *denialCache) answer(id string, policies []Policy, cost int64, now time.
 	sh := c.shard(id)
 	sh.mu.Lock()
 	d := sh.entries[keyOfDenial(id, policies)]
-	if d == nil || cost < d.cost {
+	if d == nil || cost < d.cost || !samePolicies(d.of, policies) {
 		sh.mu.Unlock()
 		return false, false
 	}
@@ -106,7 +109,7 @@ func (c *denialCache) settle(id string, policies []Policy, cost int64, clock Clo
 	defer sh.mu.Unlock()
 	k := keyOfDenial(id, policies)
 	d := sh.entries[k]
-	if d == nil {
+	if d == nil || !samePolicies(d.of, policies) {
 		return
 	}
 	if err == nil && exhausted(policies, out) {
@@ -145,7 +148,11 @@ func (c *denialCache) remember(id string, policies []Policy, cost int64, clock C
 		return false
 	}
 	now := clock.Now()
-	d := &denial{at: now, until: now.Add(wait), cost: cost, results: append([]PolicyResult(nil), out...)}
+	of := make([]*compiledPolicy, len(policies))
+	for i := range policies {
+		of[i] = policies[i].compiled
+	}
+	d := &denial{of: of, at: now, until: now.Add(wait), cost: cost, results: append([]PolicyResult(nil), out...)}
 	sh := c.shard(id)
 	sh.mu.Lock()
 	if len(sh.entries) >= c.max {

@@ -102,7 +102,7 @@ func (f *fallback) scaled(policies []Policy) ([]Policy, error) {
 // lookup returns the scaled list of policies, or nil. The caller holds f.mu.
 func (f *fallback) lookup(policies []Policy) []Policy {
 	for _, l := range f.lists[policies[0].compiled] {
-		if len(l.of) == len(policies) && samePolicies(l.of, policies) {
+		if samePolicies(l.of, policies) {
 			return l.scaled
 		}
 	}
@@ -111,6 +111,9 @@ func (f *fallback) lookup(policies []Policy) []Policy {
 
 // samePolicies reports whether policies are, one by one, the compiled policies of.
 func samePolicies(of []*compiledPolicy, policies []Policy) bool {
+	if len(of) != len(policies) {
+		return false
+	}
 	for i := range of {
 		if of[i] != policies[i].compiled {
 			return false

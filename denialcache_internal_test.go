@@ -1,0 +1,43 @@
+package ratelimit
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// A denial answers only for the policy list it was denied under: another list that starts with
+// the same policy and is as long (a list and a variant of it) goes to the store.
+func TestDenialCacheAnswersItsOwnList(t *testing.T) {
+	compile := func(p Policy) Policy {
+		c, err := p.compile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a := compile(Policy{Name: "a", Limit: 1, Window: time.Minute})
+	b := compile(Policy{Name: "b", Limit: 10, Window: time.Hour})
+	c := compile(Policy{Name: "c", Limit: 1000, Window: time.Hour})
+	clock := &stoppedClock{now: time.Unix(1_700_000_000, 0)}
+	cache := newDenialCache(64)
+	denied := []PolicyResult{{Policy: a, RetryAfter: 30 * time.Second}, {Policy: b, Allowed: true, Remaining: 9}}
+	if !cache.remember("k", []Policy{a, b}, 1, clock, denied) {
+		t.Fatal("a denial with a Retry-After was not remembered")
+	}
+	out := make([]PolicyResult, 2)
+	if hit, _ := cache.answer("k", []Policy{a, b}, 1, clock.now, out); !hit || out[0].Policy.Name != "a" {
+		t.Fatalf("the same list: hit %v, %+v; want the cached denial", hit, out)
+	}
+	if hit, _ := cache.answer("k", []Policy{a, c}, 1, clock.now, out); hit {
+		t.Fatalf("another list starting alike was answered from the cache: %+v", out)
+	}
+}
+
+// stoppedClock is a clock that never moves.
+type stoppedClock struct{ now time.Time }
+
+func (c *stoppedClock) Now() time.Time { return c.now }
+func (c *stoppedClock) Sleep(ctx context.Context, d time.Duration) error {
+	return ctx.Err()
+}
