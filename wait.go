@@ -1,0 +1,63 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Wait blocks until key is admitted for one unit of cost, then returns its decision; it is
+// shorthand for WaitN(ctx, key, 1).
+func (l *Limiter) Wait(ctx context.Context, key string) (Decision, error) {
+	return l.WaitN(ctx, key, 1)
+}
+
+// WaitN blocks until key is admitted for cost, or ctx ends: the way code that is not an HTTP
+// handler — a worker calling an API limited across the fleet, a queue consumer, a batch job —
+// takes its turn in a quota shared by every instance. Each attempt is one atomic check that
+// charges only when it admits, so a wait never charges twice; a denied attempt sleeps, on the
+// store's clock, until its Retry-After and asks again (another instance may have taken the
+// turn meanwhile). Under a shaping policy (algorithms.LeakyBucket{Shaping: true}) the
+// admission reserves the request's slot, and WaitN sleeps its Delay before returning.
+//
+// WaitN returns at once, without waiting, when the wait would outlast ctx's deadline: its
+// error then wraps context.DeadlineExceeded, and the decision says how long it would have
+// been. A cost no policy can ever admit (RetryAfter [Never]) is an error at once, wrapping
+// [ErrBadRequest]. A store failure is returned as AllowN returns it: WaitN does not fail open.
+// While an in-flight policy denies, WaitN asks again at growing intervals (5 ms, doubling to
+// 100 ms) rather than at its Retry-After, since a slot comes back when a request ends.
+func (l *Limiter) WaitN(ctx context.Context, key string, cost int64) (Decision, error) {
+	clock := clockOf(l.store)
+	step := slotPollFirst
+	for {
+		d, err := l.AllowN(ctx, key, cost)
+		if err != nil {
+			return d, err
+		}
+		wait := d.RetryAfter
+		if d.Allowed {
+			wait = d.Delay // the slot a shaping policy reserved
+		}
+		switch {
+		case wait == Never:
+			return d, &opError{opWaitN, ErrBadRequest, fmt.Errorf("a cost of %d exceeds the capacity of policy %q: no wait admits it", cost, d.Policy.Name)}
+		case !d.Allowed && waitsForSlots(&d):
+			wait = min(wait, step)
+			step = min(2*step, slotPollMax)
+		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait { // deadlines are the system clock's
+			return d, &opError{opWaitN, nil, fmt.Errorf("admitted in %v at the earliest, after the context's deadline: %w", wait, context.DeadlineExceeded)}
+		}
+		if wait > 0 {
+			if err := clock.Sleep(ctx, wait); err != nil {
+				return d, &opError{opWaitN, nil, err}
+			}
+		}
+		if d.Allowed {
+			return d, nil
+		}
+	}
+}
+
+// opWaitN is what WaitN names in its errors.
+const opWaitN = "wait"
