@@ -41,7 +41,7 @@ type denialKey struct {
 type denial struct {
 	of      []*compiledPolicy // the list it was denied under
 	at      time.Time         // when the store denied, on the cache's clock
-	until   time.Time // when the store's Retry-After ends
+	until   time.Time         // when the store's Retry-After ends
 	cost    int64
 	results []PolicyResult
 	// refreshing is set while one request asks the store again, its denial over: the others
