@@ -1,0 +1,183 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Transport is an http.RoundTripper that limits the requests an http.Client sends: a client
+// of a third-party API limited to 100 requests a second across your fleet takes its turn in
+// one quota shared by every instance.
+//
+//	client := &http.Client{Transport: &ratelimit.Transport{Limiter: limiter}}
+//
+// Each request waits for its turn ([Limiter.WaitN] under the key Key returns, bounded by the
+// request's context), then goes out through Base. The server's own answers are honoured: a
+// 429 or 503 with Retry-After, or RateLimit fields (the IETF draft's) that say the quota is
+// spent, hold back every later request of that key until then — the response itself is
+// returned to the caller as it came, never retried. A request whose turn would come after its
+// context's deadline fails at once, unsent, with an error wrapping context.DeadlineExceeded.
+type Transport struct {
+	// Limiter decides each request. Required.
+	Limiter *Limiter
+	// Key returns the identity a request is limited by, and held back by when the server says
+	// to wait. nil: the request's host ("api.example.com:443" as URL.Host writes it).
+	Key func(*http.Request) string
+	// Cost returns the cost of a request. nil: 1.
+	Cost func(*http.Request) int64
+	// Base sends the requests. nil: http.DefaultTransport.
+	Base http.RoundTripper
+
+	mu   sync.Mutex
+	held map[string]time.Time // key → until when the server said to wait
+}
+
+// maxHeld bounds the keys a Transport holds back at once: a client of many hosts cannot make
+// it grow beyond.
+const maxHeld = 10_000
+
+// RoundTrip waits for r's turn, sends it, and reads what the server says of its limits.
+func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if t.Limiter == nil {
+		return nil, fmt.Errorf("ratelimit: Transport without a Limiter")
+	}
+	key := r.URL.Host
+	if t.Key != nil {
+		key = t.Key(r)
+	}
+	cost := int64(1)
+	if t.Cost != nil {
+		cost = t.Cost(r)
+	}
+	ctx := r.Context()
+	clock := clockOf(t.Limiter.store)
+	if until, ok := t.heldUntil(key); ok {
+		wait := until.Sub(clock.Now())
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+			return nil, &opError{opWaitN, nil, fmt.Errorf("the server said to wait %v for %s, past the request's deadline: %w", wait.Round(time.Millisecond), key, context.DeadlineExceeded)}
+		}
+		if wait > 0 {
+			if err := clock.Sleep(ctx, wait); err != nil {
+				return nil, &opError{opWaitN, nil, err}
+			}
+		}
+	}
+	if _, err := t.Limiter.WaitN(ctx, key, cost); err != nil {
+		return nil, err
+	}
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	resp, err := base.RoundTrip(r)
+	if err == nil {
+		if wait, ok := serverWait(resp); ok {
+			now := clock.Now()
+			t.hold(key, now.Add(wait), now)
+		}
+	}
+	return resp, err
+}
+
+// heldUntil returns until when the server said key's requests must wait, if it did.
+func (t *Transport) heldUntil(key string) (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	until, ok := t.held[key]
+	return until, ok
+}
+
+// hold holds key's requests back until until; now is the time on the limiter's clock.
+func (t *Transport) hold(key string, until, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.held == nil {
+		t.held = map[string]time.Time{}
+	}
+	if len(t.held) >= maxHeld {
+		for k, u := range t.held { // drop what is over, else one key: it only sends a request early
+			if u.Before(now) || len(t.held) >= maxHeld {
+				delete(t.held, k)
+			}
+		}
+	}
+	if until.After(t.held[key]) {
+		t.held[key] = until
+	}
+}
+
+// maxServerWait bounds what a server can make a client wait: a bogus Retry-After of years does
+// not stop a client for good.
+const maxServerWait = time.Hour
+
+// serverWait returns how long the server of resp says to wait before the next request: its
+// Retry-After on a 429 or 503, else the time until the quota of the IETF RateLimit field comes
+// back when it says none is left.
+func serverWait(resp *http.Response) (time.Duration, bool) {
+	var wait time.Duration
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		wait, _ = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	if w, ok := rateLimitSpent(resp.Header.Values("RateLimit")); ok {
+		wait = max(wait, w)
+	}
+	if wait <= 0 {
+		return 0, false
+	}
+	return min(wait, maxServerWait), true
+}
+
+// retryAfter parses a Retry-After value: delay-seconds or an HTTP-date (RFC 9110 §10.2.3).
+func retryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if s < 0 {
+			return 0, false
+		}
+		return time.Duration(min(s, int64(maxServerWait/time.Second))) * time.Second, true
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return at.Sub(now), true
+	}
+	return 0, false
+}
+
+// rateLimitSpent reads the IETF RateLimit field ("name";r=<remaining>;t=<seconds>, one item
+// per policy, comma-separated) and returns the longest t of an item with r=0.
+func rateLimitSpent(values []string) (time.Duration, bool) {
+	var wait time.Duration
+	found := false
+	for _, v := range values {
+		for item := range strings.SplitSeq(v, ",") {
+			var r, tt int64 = -1, -1
+			for param := range strings.SplitSeq(item, ";") {
+				k, val, ok := strings.Cut(strings.TrimSpace(param), "=")
+				if !ok {
+					continue
+				}
+				n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
+				if err != nil || n < 0 {
+					continue
+				}
+				switch k {
+				case "r":
+					r = n
+				case "t":
+					tt = min(n, int64(maxServerWait/time.Second))
+				}
+			}
+			if r == 0 && tt > 0 {
+				wait, found = max(wait, time.Duration(tt)*time.Second), true
+			}
+		}
+	}
+	return wait, found
+}

@@ -1,0 +1,148 @@
+package ratelimit_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+)
+
+// sleepingClock is a fake clock that a Sleep moves forward: a test of waits runs in no time.
+type sleepingClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *sleepingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *sleepingClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+	return ctx.Err()
+}
+
+// api is a test server that counts its requests and answers what answer says.
+func api(t *testing.T, answer func(n int64, w http.ResponseWriter)) (*httptest.Server, *atomic.Int64) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		answer(n.Add(1), w)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+func get(t *testing.T, c *http.Client, url string, timeout time.Duration) (*http.Response, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(req)
+	if err == nil {
+		resp.Body.Close()
+	}
+	return resp, err
+}
+
+// The client's requests take their turns in the limiter's quota: the third of 2 per minute
+// waits its turn, and one whose turn comes after its deadline fails at once, unsent.
+func TestTransportLimits(t *testing.T) {
+	clock := &sleepingClock{now: t0}
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), ratelimit.Policy{Limit: 2, Window: time.Minute, Algorithm: algorithms.FixedWindow{}})
+	srv, n := api(t, func(int64, http.ResponseWriter) {})
+	c := &http.Client{Transport: &ratelimit.Transport{Limiter: l}}
+	for i := range 2 {
+		if _, err := get(t, c, srv.URL, time.Second); err != nil {
+			t.Fatalf("request %d: %v", i+1, err)
+		}
+	}
+	if _, err := get(t, c, srv.URL, time.Second); !errors.Is(err, context.DeadlineExceeded) || n.Load() != 2 {
+		t.Fatalf("a third request within the minute, 1 s to wait: %v, %d sent; want DeadlineExceeded, unsent", err, n.Load())
+	}
+	start := clock.Now()
+	if _, err := get(t, c, srv.URL, time.Hour); err != nil || n.Load() != 3 {
+		t.Fatalf("a third request with time to wait: %v, %d sent", err, n.Load())
+	}
+	if waited := clock.Now().Sub(start); waited != time.Minute {
+		t.Errorf("it waited %v; want the minute to end", waited)
+	}
+}
+
+// What the server says is honoured: after a 429 with Retry-After, or RateLimit fields with
+// nothing left, the key's next request waits until then, or fails at once if it cannot; the
+// answers themselves come back to the caller, never retried.
+func TestTransportHonoursTheServer(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		answer func(w http.ResponseWriter)
+		wait   time.Duration
+	}{
+		{"429 Retry-After seconds", func(w http.ResponseWriter) {
+			w.Header().Set("Retry-After", "120")
+			w.WriteHeader(http.StatusTooManyRequests)
+		}, 2 * time.Minute},
+		{"503 Retry-After date", func(w http.ResponseWriter) {
+			w.Header().Set("Retry-After", time.Now().Add(90*time.Second).UTC().Format(http.TimeFormat))
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}, 90 * time.Second},
+		{"RateLimit r=0", func(w http.ResponseWriter) {
+			w.Header().Set("RateLimit", `"hourly";r=7;t=3000, "burst";r=0;t=30`)
+		}, 30 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clock := &sleepingClock{now: t0}
+			l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), ratelimit.Policy{Limit: 1000, Window: time.Second})
+			srv, n := api(t, func(n int64, w http.ResponseWriter) {
+				if n == 1 {
+					c.answer(w)
+				}
+			})
+			client := &http.Client{Transport: &ratelimit.Transport{Limiter: l}}
+			first, err := get(t, client, srv.URL, time.Second)
+			if err != nil || n.Load() != 1 {
+				t.Fatalf("first request: %v, %v", first, err)
+			}
+			if _, err := get(t, client, srv.URL, time.Second); !errors.Is(err, context.DeadlineExceeded) || n.Load() != 1 {
+				t.Fatalf("a request the server said to hold back, 1 s to wait: %v, %d sent", err, n.Load())
+			}
+			start := clock.Now()
+			if _, err := get(t, client, srv.URL, time.Hour); err != nil || n.Load() != 2 {
+				t.Fatalf("with time to wait: %v, %d sent", err, n.Load())
+			}
+			if waited := clock.Now().Sub(start); waited < c.wait-2*time.Second || waited > c.wait {
+				t.Errorf("it waited %v; want about %v", waited, c.wait)
+			}
+		})
+	}
+}
+
+// A host's limit is its own: the default key is the request's host.
+func TestTransportKeysByHost(t *testing.T) {
+	clock := &sleepingClock{now: t0}
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), ratelimit.Policy{Limit: 1, Window: time.Hour})
+	a, na := api(t, func(int64, http.ResponseWriter) {})
+	b, nb := api(t, func(int64, http.ResponseWriter) {})
+	c := &http.Client{Transport: &ratelimit.Transport{Limiter: l}}
+	for _, url := range []string{a.URL, b.URL} {
+		if _, err := get(t, c, url, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := get(t, c, a.URL, time.Second); err == nil || na.Load() != 1 || nb.Load() != 1 {
+		t.Fatalf("each host's first request passes and its second waits: %v, %d, %d", err, na.Load(), nb.Load())
+	}
+}
