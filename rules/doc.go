@@ -20,8 +20,9 @@
 //	    policies:                    # required: 1 to 32
 //	      - name: per-second         # optional: ratelimit.New names it from its parameters
 //	        algorithm: gcra          # optional (default gcra), see below
-//	        limit: 10                # required
-//	        window: 1s               # required: a Go duration, such as 1s, 1m, 1h30m
+//	        limit: 10                # required, unless rate says it
+//	        window: 1s               # required, unless rate says it: a Go duration, such as 1s, 1m, 1h30m
+//	      - rate: 100/min            # the limit and the window in one: 10/s, 5000/h, 20/10s, 1000/day
 //	        burst: 20                # optional: 0 or absent means limit
 //	        shadow: false            # optional: evaluate and report, never enforce
 //

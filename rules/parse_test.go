@@ -187,3 +187,35 @@ func TestErrorsList(t *testing.T) {
 		t.Errorf("the first error is %+v; want line 2, column 11, field rules[0].name", e)
 	}
 }
+
+// A policy's limit and window can be written as a rate, as ratelimit.ParsePolicy reads it;
+// a bad rate, or a rate beside a limit or a window, is an error naming the field.
+func TestRates(t *testing.T) {
+	set, err := Parse("r.yaml", []byte(`version: "1"
+rules:
+  - name: api
+    key: ip
+    policies:
+      - {name: per-minute, rate: 100/min}
+      - {name: burst, rate: 20/10s, algorithm: sliding_window_log}
+      - {name: daily, limit: 1000, window: 24h}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := set.Rules()[0].Policies
+	if ps[0].Limit != 100 || ps[0].Window != time.Minute || ps[1].Limit != 20 || ps[1].Window != 10*time.Second || ps[2].Limit != 1000 {
+		t.Fatalf("policies %+v", ps)
+	}
+	for doc, want := range map[string]string{
+		`{name: a, rate: 100/fortnight}`:       `rules[0].policies[0].rate: rate "100/fortnight": window "fortnight" is not a unit`,
+		`{name: a, rate: 100/min, limit: 5}`:   "rules[0].policies[0].rate: give rate, or limit and window, not both",
+		`{name: a, rate: 100/min, window: 1h}`: "give rate, or limit and window, not both",
+		`{name: a, window: 1h}`:                "rules[0].policies[0].limit: required (or rate)",
+	} {
+		_, err := Parse("r.yaml", []byte("version: \"1\"\nrules:\n  - name: api\n    key: ip\n    policies:\n      - "+doc+"\n"))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want an error containing %q", doc, err, want)
+		}
+	}
+}

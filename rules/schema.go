@@ -16,7 +16,7 @@ var (
 	documentFields = []string{"version", "rules"}
 	ruleFields     = []string{"name", "match", "key", "tier", "cost", "fail", "policies"}
 	matchFields    = []string{"pattern"}
-	policyFields   = []string{"name", "algorithm", "limit", "window", "burst", "shadow"}
+	policyFields   = []string{"name", "algorithm", "rate", "limit", "window", "burst", "shadow"}
 )
 
 // written is where a rule's values were written, for the checks that compare rules.
@@ -229,15 +229,31 @@ func (c *checker) policy(n *yaml.Node, path string) (p ratelimit.Policy, f map[s
 			}
 		}
 	}
-	if v := f["limit"]; present(v) {
-		p.Limit, _ = c.integer(v, path+".limit")
+	if v := f["rate"]; present(v) {
+		// "100/min": the limit and the window in one, read as ratelimit.ParsePolicy reads it.
+		switch {
+		case present(f["limit"]) || present(f["window"]):
+			c.add(v, path+".rate", "give rate, or limit and window, not both")
+		default:
+			if text, ok := c.text(v, path+".rate"); ok {
+				if r, err := ratelimit.ParsePolicy(text); err != nil {
+					c.add(v, path+".rate", "%s", strings.TrimPrefix(err.Error(), "ratelimit: "))
+				} else {
+					p.Limit, p.Window = r.Limit, r.Window
+				}
+			}
+		}
 	} else {
-		c.missing(n, v, path+".limit")
-	}
-	if v := f["window"]; present(v) {
-		p.Window, _ = c.duration(v, path+".window")
-	} else {
-		c.missing(n, v, path+".window")
+		if v := f["limit"]; present(v) {
+			p.Limit, _ = c.integer(v, path+".limit")
+		} else {
+			c.missingOr(n, v, path+".limit", "rate")
+		}
+		if v := f["window"]; present(v) {
+			p.Window, _ = c.duration(v, path+".window")
+		} else {
+			c.missingOr(n, v, path+".window", "rate")
+		}
 	}
 	if v := f["burst"]; present(v) {
 		p.Burst, _ = c.integer(v, path+".burst")
@@ -304,6 +320,15 @@ func (c *checker) missing(m, v *yaml.Node, path string) {
 		return
 	}
 	c.add(deref(m), path, "required")
+}
+
+// missingOr reports a required field absent or empty, which another field could replace.
+func (c *checker) missingOr(m, v *yaml.Node, path, other string) {
+	if v != nil {
+		c.add(deref(v), path, "required, and empty")
+		return
+	}
+	c.add(deref(m), path, "required (or %s)", other)
 }
 
 // text reads a string.

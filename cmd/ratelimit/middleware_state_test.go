@@ -22,7 +22,7 @@ var (
 		{Name: "burst", Limit: 3, Window: time.Minute, Algorithm: algorithms.SlidingLog{}},
 		{Limit: 100, Window: time.Hour}, // unnamed: GCRA, named as New names it
 	}
-	middlewarePolicyFlags = []string{"-policy", "name=burst,limit=3,window=1m,algorithm=sliding_window_log", "-policy", "limit=100,window=1h"}
+	middlewarePolicyFlags = []string{"-policy", "name=burst,limit=3,window=1m,algorithm=sliding_window_log", "-policy", "rate=100/h"}
 )
 
 // middlewareRoundTrip is the round trip of a middleware's limit: it drives the core's
@@ -100,7 +100,7 @@ func TestInspectResetMiddleware(t *testing.T) {
 		want string
 	}{
 		{[]string{"-policy", "limit=x", "1.2.3.4"}, `limit "x" is not a whole number`},
-		{[]string{"-policy", "limit=5,window=1m,shadow=true", "1.2.3.4"}, `"shadow=true" is not name=, limit=, window=, burst= or algorithm=`},
+		{[]string{"-policy", "limit=5,window=1m,shadow=true", "1.2.3.4"}, `"shadow=true" is not name=, rate=, limit=, window=, burst= or algorithm=`},
 		{[]string{"-policy", "limit=5,window=1m,algorithm=nope", "1.2.3.4"}, `unknown algorithm "nope"`},
 		{[]string{"-policy", "limit=5,window=1m", "-keyed-by", "session", "1.2.3.4"}, `unknown key "session"`},
 		{[]string{"-policy", "limit=5,window=1m", "-rule", "api", "1.2.3.4"}, "give -rule or -policy, not both"},

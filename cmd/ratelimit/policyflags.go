@@ -17,8 +17,9 @@ import (
 
 // middlewareHelp explains, in the usage of inspect and reset, how to give a middleware's limits.
 const middlewareHelp = `A middleware's limits have no rule: give each of its policies with -policy, as the
-application's ratelimit.Policy has them (name=, limit=, window=, burst=, and algorithm=, the
-Name of an algorithm of package algorithms, gcra when it names none; an unnamed policy is
+application's ratelimit.Policy has them (name=; rate=, such as 100/min, or limit= and window=;
+burst=; and algorithm=, the Name of an algorithm of package algorithms, gcra when it names
+none; an unnamed policy is
 named as ratelimit.New names it), one -policy for each window of a list, and the key the
 middleware is limited by with -keyed-by (ip by default, as ratelimit.Middleware's). The
 state's storage keys depend on each policy's name, algorithm and window, and on -prefix.
@@ -42,7 +43,7 @@ func (p *policyFlags) Set(s string) error {
 }
 
 // policyFields are the fields of a -policy, and whether each is a number.
-var policyFields = map[string]bool{"name": false, "limit": true, "window": false, "burst": true, "algorithm": false}
+var policyFields = map[string]bool{"name": false, "rate": false, "limit": true, "window": false, "burst": true, "algorithm": false}
 
 // set returns the rules of the -policy flags: one rule, middlewareRule, keyed by -keyed-by.
 func (p *policyFlags) set() (*rules.Set, error) {
@@ -54,7 +55,7 @@ func (p *policyFlags) set() (*rules.Set, error) {
 			numeric, known := policyFields[k]
 			switch {
 			case !ok || !known:
-				return nil, fmt.Errorf("-policy %q: %q is not name=, limit=, window=, burst= or algorithm=", spec, field)
+				return nil, fmt.Errorf("-policy %q: %q is not name=, rate=, limit=, window=, burst= or algorithm=", spec, field)
 			case numeric:
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil {

@@ -41,7 +41,7 @@ func addStateFlags(fs *flags) *stateFlags {
 	fs.StringVar(&s.prefix, "prefix", defaultPrefix, "the storage `prefix` of the application's store (ratelimit.WithPrefix)")
 	fs.StringVar(&s.file, "file", "", "take the rule from this rules `file`, not from the rules in Redis (-key)")
 	fs.StringVar(&s.rule, "rule", "", "the `name` of the rule (or -policy)")
-	fs.Var(&s.limits, "policy", "a policy of a middleware limit, `name=api,limit=100,window=1m,algorithm=gcra` (burst= too; the name and algorithm as the application's Policy has them, GCRA when it names none); repeat it for each window of a list; instead of -rule")
+	fs.Var(&s.limits, "policy", "a policy of a middleware limit, `name=api,rate=100/min,algorithm=gcra` (or limit= and window=; burst= too; the name and algorithm as the application's Policy has them, GCRA when it names none); repeat it for each window of a list; instead of -rule")
 	fs.StringVar(&s.limits.keyedBy, "keyed-by", "ip", "the `key` of the middleware limit (with -policy), as a rules file writes a key: ip, api_key, user, route, method, header:<Name>, or [ip, route]")
 	s.parts = addPartFlags(fs.FlagSet)
 	return s
