@@ -4,7 +4,8 @@
 // ratelimit limiter and guard.
 //
 // It is a module of its own, so that only its users download its YAML parser
-// (gopkg.in/yaml.v3); JSON is read with the standard library.
+// (go.yaml.in/yaml/v3, the maintained successor of gopkg.in/yaml.v3); JSON is read with the
+// standard library.
 //
 // # The document
 //

@@ -6,7 +6,7 @@ require (
 	github.com/a7d3e0dd/ratelimit v0.1.0
 	github.com/fsnotify/fsnotify v1.9.0
 	github.com/redis/go-redis/v9 v9.22.0
-	gopkg.in/yaml.v3 v3.0.1
+	go.yaml.in/yaml/v3 v3.0.4
 )
 
 require (

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Bounds on what one file can make [Parse] hold.
@@ -174,7 +174,7 @@ func (c *checker) decodeJSON(data []byte) *yaml.Node {
 	return n
 }
 
-// yamlLine is how gopkg.in/yaml.v3 places a syntax error.
+// yamlLine is how the YAML parser places a syntax error.
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // yamlParserProblems are the problems of yaml.v3's parser (the scanner's are others). For

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // The fields of each mapping of the schema; any other field is an error.

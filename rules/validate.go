@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/a7d3e0dd/ratelimit"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // coreFields maps the field a ratelimit.New error names ("Limit is 0; ...") to the field of
