@@ -66,7 +66,7 @@ func installCheck(root string, mods []module, version string) error {
 	if err != nil {
 		return err
 	}
-	lines := regexp.MustCompile(`(?m)^go (?:get|install) ` + regexp.QuoteMeta(core) + `\S*`).FindAllString(string(readme), -1)
+	lines := regexp.MustCompile(`(?m)^go (?:get|install) `+regexp.QuoteMeta(core)+`\S*`).FindAllString(string(readme), -1)
 	if len(lines) == 0 {
 		return fmt.Errorf("the README has no install line")
 	}
