@@ -5,7 +5,7 @@ MODULES := .
 endif
 GO ?= go
 
-.PHONY: test fmt vet boundaries race fuzz bench gobench example stress
+.PHONY: test fmt vet boundaries race fuzz bench gobench example stress release release-check
 
 test: fmt vet boundaries race fuzz
 
@@ -67,3 +67,20 @@ stress:
 		wait $$a; ra=$$?; wait $$b; rb=$$?; \
 		if [ $$ra -ne 0 ] || [ $$rb -ne 0 ]; then echo "round $$i failed: see $$dir"; exit 1; fi; \
 	done; echo "stress: 3 rounds passed"
+
+# A release of every module (internal/release): make release-check VERSION=v0.1.0 sets the
+# modules' requirements on each other, the workspaces and the README's install lines to
+# VERSION in a copy of the tree, and checks in a fresh module outside the workspace that every
+# install line of the README resolves, builds and installs (our modules from a proxy of files
+# made from the tree). make release VERSION=v0.1.0 does the same in the repository, commits it
+# and tags every module in dependency order (v0.1.0, adapters/gin/v0.1.0, ...), then checks
+# the tagged tree. Push with git push origin HEAD --tags.
+release-check:
+	@test -n "$(VERSION)" || { echo "usage: make release-check VERSION=vX.Y.Z"; exit 2; }
+	$(GO) run ./internal/release -check $(VERSION)
+
+release:
+	@test -n "$(VERSION)" || { echo "usage: make release VERSION=vX.Y.Z"; exit 2; }
+	@test -z "$$(git status --porcelain)" || { echo "release: commit or stash your changes first"; exit 1; }
+	$(MAKE) --no-print-directory test
+	$(GO) run ./internal/release -tag -check $(VERSION)

@@ -1,0 +1,173 @@
+// Package fiberv3limit rate-limits Fiber v3 routes with [github.com/a7d3e0dd/ratelimit]: the
+// same checks, headers and responses as [ratelimit.Middleware], as a Fiber handler. (Fiber v2
+// has its own adapter, github.com/a7d3e0dd/ratelimit/adapters/fiber.)
+//
+//	app.Use(fiberv3limit.New(limiter))
+//	app.Post("/login", fiberv3limit.New(limiter, ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 5, Window: time.Minute})), login)
+//
+// The second line is a per-route limit; options are the core's ([ratelimit.Option]). The
+// handler reads the limiter's decision with [Decision] (kept in c.Locals under a key of its
+// own; a per-route limit's replaces the app's):
+//
+//	if d, ok := fiberv3limit.Decision(c); ok { log.Printf("%d left", d.Remaining) }
+//
+// Key functions read the request straight from fasthttp: Request.Value is c.Locals, else the
+// value of c.Context() (for [ratelimit.KeyByUser]); Request.Route is the pattern of a route's
+// handler, "" in app.Use or group middleware, which runs before Fiber matches the route; the
+// client IP follows the core's rules ([ratelimit.KeyByIP]), not Fiber's TrustProxy and
+// ProxyHeader settings. Request.Path is valid until the handler returns; header values are
+// copied.
+//
+// Request.Context is c.Context(), the context an app sets with c.SetContext (Fiber v2's
+// UserContext). fasthttp does not tell a handler that its client went away, so a shaping wait
+// (algorithms.LeakyBucket{Shaping: true}) runs to its end, bounded by the policy's burst, even
+// for a client that has gone or an app shutting down.
+package fiberv3limit
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/netip"
+	"reflect"
+	"strings"
+
+	"github.com/gofiber/fiber/v3"
+
+	"github.com/a7d3e0dd/ratelimit"
+)
+
+type decisionKey struct{} // the c.Locals key of the decision the middleware hands its handler
+
+// New returns a Fiber handler that limits requests with l, configured by opts. It panics if
+// an option is invalid, when the app is being set up; [FromGuard] with [ratelimit.NewGuard]
+// returns the error instead. It never panics on a request.
+func New(l *ratelimit.Limiter, opts ...ratelimit.Option) fiber.Handler {
+	g, err := ratelimit.NewGuard(l, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return FromGuard(g)
+}
+
+// FromGuard returns a Fiber handler that limits requests with g. A refused request is
+// answered and the next handler is not called. With [ratelimit.CountIf], an error the next
+// handlers return is answered by the app's ErrorHandler (as Fiber's logger does) before its
+// status is counted, and not returned.
+func FromGuard(g *ratelimit.Guard) fiber.Handler {
+	return func(c fiber.Ctx) error {
+		o := g.Check(asRequest(c))
+		o.Headers(c.Set)
+		if !o.Proceed {
+			return c.Status(o.Status).Send(o.Body)
+		}
+		if o.Decision.Limit > 0 { // the limiter decided: not skipped, not failed open
+			d := o.Decision
+			if dc, ok := c.(*fiber.DefaultCtx); ok {
+				dc.Locals(decisionKey{}, &d) // not through the interface, whose variadic call allocates
+			} else {
+				c.Locals(decisionKey{}, &d)
+			}
+		}
+		if o.Pending {
+			defer func() {
+				if o.Pending { // a handler panicked: the request's slots come back all the same
+					g.Done(&o, fiber.StatusInternalServerError)
+				}
+			}()
+		}
+		err := c.Next()
+		if !o.Pending {
+			return err
+		}
+		// Answer an error now, as Fiber's logger does, so the status counted is the one sent.
+		if err != nil && c.App().ErrorHandler(c, err) != nil {
+			_ = c.SendStatus(fiber.StatusInternalServerError)
+		}
+		g.Done(&o, c.Response().StatusCode())
+		return nil
+	}
+}
+
+// Decision returns the decision the middleware made for the request of c, or false when no
+// limiter decided (the request was skipped, or the store failed and it failed open).
+func Decision(c fiber.Ctx) (ratelimit.Decision, bool) {
+	if d, ok := c.Locals(decisionKey{}).(*ratelimit.Decision); ok {
+		return *d, true
+	}
+	return ratelimit.Decision{}, false
+}
+
+// asRequest returns c as a [ratelimit.Request]. fiber.Ctx is an interface, two words, which
+// an interface holds only behind an allocation; the app's own *fiber.DefaultCtx (every app but
+// one of fiber.NewWithCustomCtx) is one pointer, stored in the interface as itself.
+func asRequest(c fiber.Ctx) ratelimit.Request {
+	if dc, ok := c.(*fiber.DefaultCtx); ok {
+		return request[*fiber.DefaultCtx]{dc}
+	}
+	return request[fiber.Ctx]{c}
+}
+
+// request is a Fiber request seen as a [ratelimit.Request].
+type request[C fiber.Ctx] struct{ c C }
+
+// Context returns c.Context(), not the fasthttp.RequestCtx (c.RequestCtx()): that is no stdlib
+// context (a deadline derived from it costs a goroutine), and is recycled when the handler
+// returns; nor c itself, recycled too.
+func (r request[C]) Context() context.Context { return r.c.Context() }
+func (r request[C]) Method() string           { return r.c.Method() }
+func (r request[C]) Path() string             { return r.c.Path() }
+
+// Value returns c.Locals(key), else the value of c.Context().
+func (r request[C]) Value(key any) any {
+	if v := r.c.Locals(key); v != nil {
+		return v
+	}
+	return r.c.Context().Value(key)
+}
+
+// Route returns the pattern of the route whose handler runs, or "" in middleware of app.Use or
+// a group, whose Path is only a prefix: keying by it would put every route in one quota.
+// Fiber v3 tells the two apart by no exported means: c.IsMiddleware is true in a route's own
+// middleware too, c.Matched stays true in app.Use middleware a route's handler passes on to
+// with c.Next, and Route.Method is the request's method on either.
+func (r request[C]) Route() string {
+	rt := r.c.Route()
+	if useField != nil && reflect.ValueOf(rt).Elem().FieldByIndex(useField).Bool() {
+		return ""
+	}
+	return rt.Path
+}
+
+// useField locates fiber.Route's unexported flag of app.Use and group middleware, or is nil.
+var useField = func() []int {
+	f, ok := reflect.TypeOf(fiber.Route{}).FieldByName("use")
+	if !ok || f.Type.Kind() != reflect.Bool {
+		return nil
+	}
+	return f.Index
+}()
+
+// Header joins the field lines of the header with ", ", copied: fasthttp reuses its buffer.
+// The Host header is the request's host, which fasthttp keeps apart.
+func (r request[C]) Header(name string) string {
+	if strings.EqualFold(name, "Host") {
+		return string(r.c.Request().Host())
+	}
+	lines := r.c.Request().Header.PeekAll(name)
+	if len(lines) == 1 {
+		return string(lines[0])
+	}
+	return string(bytes.Join(lines, []byte(", ")))
+}
+
+// RemoteAddr formats the peer's address with one allocation, an IPv4 address in 4-byte form.
+func (r request[C]) RemoteAddr() string {
+	addr := r.c.RequestCtx().RemoteAddr()
+	if a, ok := addr.(*net.TCPAddr); ok {
+		ap := a.AddrPort()
+		var buf [64]byte
+		return string(netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).AppendTo(buf[:0]))
+	}
+	return addr.String()
+}

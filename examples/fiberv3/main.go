@@ -1,0 +1,84 @@
+// Command fiberv3 is a rate-limited Fiber v3 server. Every route is limited per client IP
+// address by two policies at once: 5 requests per 10 seconds ("burst", exact) and 100 per hour
+// ("hourly"); POST /login has a stricter limit of its own on top: 3 per minute ("login").
+//
+//	go run ./fiberv3                                         # limits in memory
+//	REDIS_URL=redis://localhost:6379/0 go run ./fiberv3      # limits shared by every instance
+//
+// Then send a few requests; the sixth within 10 seconds is refused, and so is the fourth login
+// within a minute:
+//
+//	for i in 1 2 3 4 5 6; do curl -s -o /dev/null -D - localhost:8080/ | grep -iE '^(HTTP|x-ratelimit|retry|ratelimit)'; done
+//	for i in 1 2 3 4; do curl -s -o /dev/null -w '%{http_code}\n' -X POST localhost:8080/login; done
+//
+// Environment:
+//
+//	ADDR              address to listen on (default :8080)
+//	REDIS_URL         redis://[user:password@]host:port/db; the memory store when unset
+//	RATELIMIT_PREFIX  prefix of the keys in Redis (default "rl:")
+//
+// The client is the connection's address: no proxy header is trusted, and Fiber's own
+// TrustProxy and ProxyHeader settings play no part. Behind a reverse proxy, add
+// ratelimit.TrustProxies("X-Forwarded-For", "<the proxies' CIDR>") to the options. If Redis
+// fails, requests pass (fail-open) and the error is logged. Every page tells how many requests
+// its client has left: the handler reads the limiter's decision.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/gofiber/fiber/v3"
+	"github.com/gofiber/fiber/v3/middleware/recover"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/adapters/fiberv3"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/examples/internal/exampleserver"
+)
+
+func main() { exampleserver.Main("fiberv3", run) }
+
+// run serves until ctx ends.
+func run(ctx context.Context, log *slog.Logger) error {
+	store, closeStore, err := exampleserver.Store(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+
+	limiter, err := ratelimit.New(store,
+		ratelimit.Policy{Name: "burst", Limit: 5, Window: 10 * time.Second, Algorithm: algorithms.SlidingLog{}},
+		ratelimit.Policy{Name: "hourly", Limit: 100, Window: time.Hour, Algorithm: algorithms.SlidingCounter{}},
+	)
+	if err != nil {
+		return err
+	}
+	headers := ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders)
+
+	app := fiber.New(fiber.Config{ReadTimeout: 5 * time.Second})
+	app.Use(recover.New())
+	app.Use(fiberv3limit.New(limiter, ratelimit.WithKey(ratelimit.KeyByIP()), headers))
+	app.Post("/login", fiberv3limit.New(limiter,
+		ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 3, Window: time.Minute, Algorithm: algorithms.SlidingLog{}}),
+		ratelimit.WithKey(ratelimit.KeyByIP()), headers,
+	), func(c fiber.Ctx) error {
+		return c.SendString("welcome\n")
+	})
+	app.Use(func(c fiber.Ctx) error {
+		msg := fmt.Sprintf("hello from %s\n", c.Path())
+		if d, ok := fiberv3limit.Decision(c); ok {
+			msg += fmt.Sprintf("%d requests left under %q\n", d.Remaining, d.Policy.Name)
+		}
+		return c.SendString(msg)
+	})
+
+	// Fiber v3 takes the startup message's setting when it starts listening, not in fiber.Config.
+	serve := func(ln net.Listener) error {
+		return app.Listener(ln, fiber.ListenConfig{DisableStartupMessage: true})
+	}
+	return exampleserver.Serve(ctx, log, serve, app.ShutdownWithContext)
+}
