@@ -3,6 +3,7 @@ package grpclimit_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/adapters/grpc"
@@ -83,5 +85,70 @@ func TestNoPeer(t *testing.T) {
 		return nil, nil
 	}); err != nil || !ran {
 		t.Errorf("keyed by route: %v, handler ran with the decision: %v", err, ran)
+	}
+}
+
+// A peer on a Unix socket (a sidecar proxy, say) has no IP address: its x-forwarded-for is
+// read when TrustProxies names "unix", and a call without one has no client IP
+// (InvalidArgument), never the socket's quota; without "unix", no call through the socket
+// has a client IP.
+func TestUnixSocketPeer(t *testing.T) {
+	sock := t.TempDir() + "/grpc.sock"
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Skipf("no Unix sockets: %v", err)
+	}
+	var (
+		mu   sync.Mutex
+		keys []string
+	)
+	record := func(r ratelimit.Request) (string, error) {
+		key, err := ratelimit.KeyByIP()(r)
+		mu.Lock()
+		keys = append(keys, key)
+		mu.Unlock()
+		return key, err
+	}
+	l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1, Window: time.Minute})
+	trusted := mustGuard(l, ratelimit.WithKey(record), ratelimit.TrustProxies("X-Forwarded-For", "unix"),
+		ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}))
+	untrusted := mustGuard(l, ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}))
+	byMethod := ratelimit.Switch(func(r ratelimit.Request) *ratelimit.Guard {
+		if strings.HasPrefix(r.Route(), "/spec.Items/Login") {
+			return untrusted
+		}
+		return trusted
+	})
+	srv := grpc.NewServer(interceptors(byMethod)...)
+	s := &testServer{}
+	srv.RegisterService(serviceDesc(), s)
+	go srv.Serve(ln)
+	defer srv.Stop()
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, m := range modes {
+		mu.Lock()
+		keys = nil
+		mu.Unlock()
+		got := []codes.Code{
+			call(t, conn, "Get", m.stream, "", "x-forwarded-for", "203.0.113.9").code,
+			call(t, conn, "Get", m.stream, "", "x-forwarded-for", "203.0.113.9").code,
+			call(t, conn, "Get", m.stream, "").code,
+			call(t, conn, "Login", m.stream, "", "x-forwarded-for", "203.0.113.9").code,
+		}
+		if want := "[OK ResourceExhausted InvalidArgument InvalidArgument]"; fmt.Sprint(got) != want {
+			t.Errorf("%s: %v, want %s", m.name, got, want)
+		}
+		mu.Lock()
+		if want := "[ip:203.0.113.9 ip:203.0.113.9 ]"; fmt.Sprint(keys) != want {
+			t.Errorf("%s: keys %q, want %s", m.name, keys, want)
+		}
+		mu.Unlock()
+		if err := l.Reset(context.Background(), "ip:203.0.113.9"); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
