@@ -16,8 +16,8 @@
 //
 //   - Route and Path are the full method, "/pkg.Service/Method", so [ratelimit.KeyByRoute]
 //     gives each method its quota; Method is "POST", the HTTP/2 method of every call.
-//   - Header reads the incoming metadata, whose keys are lower-case: [ratelimit.KeyByHeader]
-//     ("X-API-Key") reads x-api-key; several values are joined by ", ", as several field
+//   - Header reads the incoming metadata, whose keys are lower-case: KeyByHeader("X-API-Key")
+//     ([ratelimit.KeyByHeader]) reads x-api-key; several values are joined by ", ", as several field
 //     lines of an HTTP header are. Header("Host") is the call's :authority.
 //   - RemoteAddr is the peer's address ([google.golang.org/grpc/peer.FromContext]).
 //   - Value is the call's context value, so an authentication interceptor chained before the

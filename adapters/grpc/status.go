@@ -39,6 +39,10 @@ var headerKeys = map[string]string{
 // seconds ("" when there are none); nil when there are no fields (the call was skipped, or
 // the store failed and the call failed open).
 func headers(o *ratelimit.Outcome) (md metadata.MD, retryAfter string) {
+	var (
+		vals *[8]string // one array for every value: each key's is a slice of one
+		n    int
+	)
 	o.Headers(func(name, value string) {
 		key, known := headerKeys[name]
 		if !known {
@@ -48,9 +52,15 @@ func headers(o *ratelimit.Outcome) (md metadata.MD, retryAfter string) {
 			return
 		}
 		if md == nil {
-			md = make(metadata.MD, 4)
+			md, vals = make(metadata.MD, 4), new([8]string)
 		}
-		md[key] = []string{value}
+		if n < len(vals) {
+			vals[n] = value
+			md[key] = vals[n : n+1 : n+1]
+			n++
+		} else {
+			md[key] = []string{value}
+		}
 		if key == "retry-after" {
 			retryAfter = value
 		}
