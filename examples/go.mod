@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/a7d3e0dd/ratelimit v0.1.0
 	github.com/a7d3e0dd/ratelimit/adapters/echo v0.1.0
+	github.com/a7d3e0dd/ratelimit/adapters/echov5 v0.1.0
 	github.com/a7d3e0dd/ratelimit/adapters/fiber v0.1.0
 	github.com/a7d3e0dd/ratelimit/adapters/fiberv3 v0.1.0
 	github.com/a7d3e0dd/ratelimit/adapters/gin v0.1.0
@@ -14,6 +15,7 @@ require (
 	github.com/gofiber/fiber/v2 v2.52.15
 	github.com/gofiber/fiber/v3 v3.1.0
 	github.com/labstack/echo/v4 v4.13.4
+	github.com/labstack/echo/v5 v5.4.4
 	github.com/redis/go-redis/v9 v9.22.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c
 	google.golang.org/grpc v1.85.0
@@ -66,7 +68,7 @@ require (
 	golang.org/x/sync v0.23.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
-	golang.org/x/time v0.11.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
 	golang.org/x/tools v0.49.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
