@@ -1,19 +1,24 @@
 module github.com/a7d3e0dd/ratelimit/examples
 
-go 1.25.0
+go 1.26.0
 
 require (
 	github.com/a7d3e0dd/ratelimit v0.1.0
 	github.com/a7d3e0dd/ratelimit/adapters/echo v0.1.0
+	github.com/a7d3e0dd/ratelimit/adapters/echov5 v0.1.0
 	github.com/a7d3e0dd/ratelimit/adapters/fiber v0.1.0
 	github.com/a7d3e0dd/ratelimit/adapters/fiberv3 v0.1.0
 	github.com/a7d3e0dd/ratelimit/adapters/gin v0.1.0
+	github.com/a7d3e0dd/ratelimit/adapters/grpc v0.1.0
 	github.com/a7d3e0dd/ratelimit/rules v0.1.0
 	github.com/gin-gonic/gin v1.11.0
 	github.com/gofiber/fiber/v2 v2.52.15
 	github.com/gofiber/fiber/v3 v3.1.0
 	github.com/labstack/echo/v4 v4.13.4
+	github.com/labstack/echo/v5 v5.4.4
 	github.com/redis/go-redis/v9 v9.22.0
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c
+	google.golang.org/grpc v1.85.0
 )
 
 require (
@@ -57,14 +62,14 @@ require (
 	go.uber.org/atomic v1.11.0 // indirect
 	go.uber.org/mock v0.5.0 // indirect
 	golang.org/x/arch v0.20.0 // indirect
-	golang.org/x/crypto v0.48.0 // indirect
-	golang.org/x/mod v0.32.0 // indirect
-	golang.org/x/net v0.50.0 // indirect
-	golang.org/x/sync v0.19.0 // indirect
-	golang.org/x/sys v0.41.0 // indirect
-	golang.org/x/text v0.34.0 // indirect
-	golang.org/x/time v0.11.0 // indirect
-	golang.org/x/tools v0.41.0 // indirect
-	google.golang.org/protobuf v1.36.9 // indirect
+	golang.org/x/crypto v0.57.0 // indirect
+	golang.org/x/mod v0.41.0 // indirect
+	golang.org/x/net v0.60.0 // indirect
+	golang.org/x/sync v0.23.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
+	golang.org/x/tools v0.49.0 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

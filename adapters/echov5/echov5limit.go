@@ -1,0 +1,197 @@
+// Package echov5limit rate-limits Echo v5 routes with [github.com/a7d3e0dd/ratelimit]: the same
+// checks, headers and responses as [ratelimit.Middleware], as Echo middleware. (Echo v4 has its
+// own adapter, github.com/a7d3e0dd/ratelimit/adapters/echo.)
+//
+//	e.Use(echov5limit.New(limiter))
+//
+// Options are the core's ([ratelimit.Option]). A per-route limit is route middleware:
+//
+//	e.POST("/login", login, echov5limit.New(limiter, ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 5, Window: time.Minute})))
+//
+// The handler reads the limiter's decision (remaining quota, binding policy) with [Decision]:
+//
+//	if d, ok := echov5limit.Decision(c); ok { c.Logger().Info("quota", "remaining", d.Remaining) }
+//
+// The middleware stores it with c.Set under the key "github.com/a7d3e0dd/ratelimit/adapters/echov5.decision";
+// leave that key alone. A per-route limit's decision replaces the server's.
+//
+// Key functions see the values of c.Set as [ratelimit.Request.Value] (for
+// [ratelimit.KeyByUser]), and Echo's matched route ([echo.Context.Path]) as
+// [ratelimit.Request.Route]: the pattern of the route the router chose, also for a
+// RouteNotFound route (a group middleware's catch-all, "/api/*") and for a path whose route
+// lacks the request's method (405); "" when no route matched (Echo answers 404), so that
+// [ratelimit.KeyByRoute] gives unknown paths no quotas of their own. They resolve the client IP
+// with the core's rules ([ratelimit.KeyByIP]), not Echo's RealIP or IPExtractor.
+package echov5limit
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"net/http"
+	"net/textproto"
+	"strings"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/a7d3e0dd/ratelimit"
+)
+
+// decisionKey is the c.Set key of the decision the middleware hands its handler.
+const decisionKey = "github.com/a7d3e0dd/ratelimit/adapters/echov5.decision"
+
+// New returns Echo middleware that limits requests with l, configured by opts. It panics if an
+// option is invalid, when the server is being set up; [FromGuard] with [ratelimit.NewGuard]
+// returns the error instead. It never panics on a request.
+func New(l *ratelimit.Limiter, opts ...ratelimit.Option) echo.MiddlewareFunc {
+	g, err := ratelimit.NewGuard(l, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return FromGuard(g)
+}
+
+// FromGuard returns Echo middleware that limits requests with g. A refused request is answered
+// and the next handler is not called. With [ratelimit.CountIf], an error the handler returns is
+// answered by the server's HTTPErrorHandler (as Echo's RequestLogger with HandleError does)
+// before its status is counted, and is still returned.
+func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c *echo.Context) error {
+			o := g.Check(request{c})
+			o.Write(c.Response())
+			if !o.Proceed {
+				return nil
+			}
+			if o.Decision.Limit > 0 { // the limiter decided: not skipped, not failed open
+				d := o.Decision
+				c.Set(decisionKey, &d)
+			}
+			if !o.Pending {
+				return next(c)
+			}
+			// A writer in front of Echo's Response may pass the status on to it only after the
+			// route's handler and middleware return (Echo's HEAD for a GET route, with
+			// RouterConfig.AutoHandleHEAD): then the status is recorded on its way in.
+			w := c.Response()
+			var rec *statusRecorder
+			if _, ok := w.(*echo.Response); !ok {
+				rec = &statusRecorder{ResponseWriter: w}
+				c.SetResponse(rec)
+			}
+			defer func() {
+				if rec != nil {
+					c.SetResponse(w)
+				}
+				if o.Pending { // the handler panicked: the request's slots come back all the same
+					g.Done(&o, http.StatusInternalServerError)
+				}
+			}()
+			err := next(c)
+			unanswered := err
+			if err != nil {
+				if e := c.Echo(); e != nil && e.HTTPErrorHandler != nil {
+					e.HTTPErrorHandler(c, err)
+					unanswered = nil
+				}
+			}
+			g.Done(&o, status(c, rec, unanswered))
+			return err
+		}
+	}
+}
+
+// status returns the status of the response to c: the one written (as rec recorded it, else
+// as Echo's Response has it), else the one an error handler would write for err, an error no
+// error handler has answered (a Context without its Echo), else 200.
+func status(c *echo.Context, rec *statusRecorder, err error) int {
+	if rec != nil && rec.status != 0 {
+		return rec.status
+	}
+	_, s := echo.ResolveResponseStatus(c.Response(), err)
+	return s
+}
+
+// statusRecorder records the first status written through it. It unwraps to the writer it
+// wraps, for [echo.UnwrapResponse] and [http.ResponseController].
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusRecorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush and Hijack serve handlers that assert http.Flusher or http.Hijacker, as Echo's
+// Response does.
+func (w *statusRecorder) Flush() { _ = http.NewResponseController(w.ResponseWriter).Flush() }
+
+func (w *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(w.ResponseWriter).Hijack()
+}
+
+// Decision returns the decision the middleware made for the request of c: the remaining quota,
+// the binding policy, every policy's result. It reports false when no limiter decided (the
+// request was skipped, or the store failed and the request failed open).
+func Decision(c *echo.Context) (ratelimit.Decision, bool) {
+	if d, ok := c.Get(decisionKey).(*ratelimit.Decision); ok {
+		return *d, true
+	}
+	return ratelimit.Decision{}, false
+}
+
+// request is an Echo request seen as a [ratelimit.Request]. It holds one pointer, so
+// converting it to the interface does not allocate.
+type request struct{ c *echo.Context }
+
+func (r request) Context() context.Context  { return r.c.Request().Context() }
+func (r request) Method() string            { return r.c.Request().Method }
+func (r request) Path() string              { return r.c.Request().URL.Path }
+func (r request) RemoteAddr() string        { return r.c.Request().RemoteAddr }
+func (r request) Header(name string) string { return header(r.c.Request(), name) }
+
+// Value returns what c.Set stored under a string key, else the request context's value.
+func (r request) Value(key any) any {
+	if k, ok := key.(string); ok {
+		if v := r.c.Get(k); v != nil {
+			return v
+		}
+	}
+	return r.c.Request().Context().Value(key)
+}
+
+// header joins the field lines of the named header of r with ", ", without allocating for
+// one line. The Host header is r.Host: net/http moves it out of the header map.
+func header(r *http.Request, name string) string {
+	name = textproto.CanonicalMIMEHeaderKey(name)
+	if name == "Host" {
+		return r.Host
+	}
+	switch v := r.Header[name]; len(v) {
+	case 0:
+		return ""
+	case 1:
+		return v[0]
+	default:
+		return strings.Join(v, ", ")
+	}
+}
+
+// Route returns the matched route's pattern, or "" when no route matched. Echo v5's router
+// sets [echo.Context.Path] to "" for a request it matched to nothing (where Echo before v4.10.1
+// left the raw path), and to the pattern of the route it chose otherwise: a RouteNotFound
+// route's, or for a 405 that of the route the path matched.
+func (r request) Route() string { return r.c.Path() }

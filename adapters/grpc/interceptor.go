@@ -1,0 +1,123 @@
+package grpclimit
+
+import (
+	"context"
+	"net/http"
+
+	"google.golang.org/grpc"
+
+	"github.com/a7d3e0dd/ratelimit"
+)
+
+// UnaryServerInterceptor returns a unary server interceptor that limits calls with l,
+// configured by opts. It panics if an option is invalid, when the server is being set up;
+// [FromGuard] with [ratelimit.NewGuard] returns the error instead. It never panics on a call.
+func UnaryServerInterceptor(l *ratelimit.Limiter, opts ...ratelimit.Option) grpc.UnaryServerInterceptor {
+	return unary(mustGuard(l, opts))
+}
+
+// StreamServerInterceptor returns a stream server interceptor that limits calls with l,
+// configured by opts: a stream is checked once, when it starts. It panics if an option is
+// invalid, as [UnaryServerInterceptor] does.
+//
+// Two interceptors made from the same limiter share their quotas, which live in the limiter's
+// store: a client's unary and streaming calls draw on one quota. [FromGuard] makes both from
+// one guard.
+func StreamServerInterceptor(l *ratelimit.Limiter, opts ...ratelimit.Option) grpc.StreamServerInterceptor {
+	return stream(mustGuard(l, opts))
+}
+
+// FromGuard returns the unary and the stream server interceptors that limit calls with g: a
+// guard made by [ratelimit.NewGuard] or [ratelimit.Switch], or one that a rules engine keeps
+// up to date. Both check every call with g, so they share its configuration and its quotas:
+//
+//	unary, stream := grpclimit.FromGuard(g)
+//	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream))
+func FromGuard(g *ratelimit.Guard) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
+	return unary(g), stream(g)
+}
+
+// mustGuard returns the guard of l and opts; it panics if an option is invalid.
+func mustGuard(l *ratelimit.Limiter, opts []ratelimit.Option) *ratelimit.Guard {
+	g, err := ratelimit.NewGuard(l, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return g
+}
+
+// unary returns the unary interceptor of g.
+func unary(g *ratelimit.Guard) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		o := g.Check(&request{ctx: ctx, method: info.FullMethod})
+		md, retryAfter := headers(&o)
+		if md != nil {
+			_ = grpc.SetHeader(ctx, md) // fails only outside a gRPC server: nothing to send then
+		}
+		if !o.Proceed {
+			st, trailer := refusal(&o, retryAfter)
+			if trailer != nil {
+				_ = grpc.SetTrailer(ctx, trailer)
+			}
+			return nil, st.Err()
+		}
+		if o.Decision.Limit > 0 { // the limiter decided: not skipped, not failed open
+			ctx = &decisionContext{Context: ctx, d: o.Decision}
+		}
+		if !o.Pending {
+			return handler(ctx, req)
+		}
+		defer done(g, &o) // the handler panicked: its slots come back all the same
+		resp, err := handler(ctx, req)
+		g.Done(&o, HTTPStatus(codeOf(err)))
+		return resp, err
+	}
+}
+
+// stream returns the stream interceptor of g. The call is checked when the stream starts,
+// and completed ([ratelimit.Guard.Done]) when the handler returns: an in-flight slot is held
+// for as long as the stream lasts.
+func stream(g *ratelimit.Guard) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		ctx := ss.Context()
+		o := g.Check(&request{ctx: ctx, method: info.FullMethod})
+		md, retryAfter := headers(&o)
+		if md != nil {
+			_ = ss.SetHeader(md) // fails only once headers were sent, which nothing did yet
+		}
+		if !o.Proceed {
+			st, trailer := refusal(&o, retryAfter)
+			if trailer != nil {
+				ss.SetTrailer(trailer)
+			}
+			return st.Err()
+		}
+		if o.Decision.Limit > 0 {
+			ss = &decidedStream{ServerStream: ss, ctx: &decisionContext{Context: ctx, d: o.Decision}}
+		}
+		if !o.Pending {
+			return handler(srv, ss)
+		}
+		defer done(g, &o)
+		err := handler(srv, ss)
+		g.Done(&o, HTTPStatus(codeOf(err)))
+		return err
+	}
+}
+
+// done completes an outcome still pending after its handler: the handler panicked, and a
+// recovering interceptor in front of this one may keep the server up.
+func done(g *ratelimit.Guard, o *ratelimit.Outcome) {
+	if o.Pending {
+		g.Done(o, http.StatusInternalServerError)
+	}
+}
+
+// decidedStream is a stream whose context carries the limiter's decision.
+type decidedStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+// Context returns the stream's context, with the decision (see [Decision]).
+func (s *decidedStream) Context() context.Context { return s.ctx }

@@ -1,0 +1,81 @@
+// Command echov5 is a rate-limited Echo v5 server. Every route is limited per client IP address
+// by two policies at once: 5 requests per 10 seconds ("burst", exact) and 100 per hour
+// ("hourly"); POST /login has a stricter limit of its own on top: 3 per minute ("login").
+// It is the server of ../echo, on Echo v5 with the echov5limit adapter.
+//
+//	go run ./echov5                                         # limits in memory
+//	REDIS_URL=redis://localhost:6379/0 go run ./echov5      # limits shared by every instance
+//
+// Then send a few requests; the sixth within 10 seconds is refused, and so is the fourth login
+// within a minute:
+//
+//	for i in 1 2 3 4 5 6; do curl -s -o /dev/null -D - localhost:8080/ | grep -iE '^(HTTP|x-ratelimit|retry|ratelimit)'; done
+//	for i in 1 2 3 4; do curl -s -o /dev/null -w '%{http_code}\n' -X POST localhost:8080/login; done
+//
+// Environment:
+//
+//	ADDR              address to listen on (default :8080)
+//	REDIS_URL         redis://[user:password@]host:port/db; the memory store when unset
+//	RATELIMIT_PREFIX  prefix of the keys in Redis (default "rl:")
+//
+// The client is the connection's address: no proxy header is trusted, and Echo's own
+// IPExtractor plays no part. Behind a reverse proxy, add ratelimit.TrustProxies("X-Forwarded-For",
+// "<the proxies' CIDR>") to the options. If Redis fails, requests pass (fail-open) and the
+// error is logged. Every page tells how many requests its client has left: the handler reads
+// the limiter's decision.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v5"
+	"github.com/labstack/echo/v5/middleware"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/adapters/echov5"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/examples/internal/exampleserver"
+)
+
+func main() { exampleserver.Main("echov5", run) }
+
+// run serves until ctx ends.
+func run(ctx context.Context, log *slog.Logger) error {
+	store, closeStore, err := exampleserver.Store(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+
+	limiter, err := ratelimit.New(store,
+		ratelimit.Policy{Name: "burst", Limit: 5, Window: 10 * time.Second, Algorithm: algorithms.SlidingLog{}},
+		ratelimit.Policy{Name: "hourly", Limit: 100, Window: time.Hour, Algorithm: algorithms.SlidingCounter{}},
+	)
+	if err != nil {
+		return err
+	}
+	headers := ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders)
+
+	e := echo.NewWithConfig(echo.Config{Logger: log}) // Echo v5 logs with log/slog
+	e.Use(middleware.Recover())
+	e.Use(echov5limit.New(limiter, ratelimit.WithKey(ratelimit.KeyByIP()), headers))
+	e.POST("/login", func(c *echo.Context) error {
+		return c.String(http.StatusOK, "welcome\n")
+	}, echov5limit.New(limiter,
+		ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 3, Window: time.Minute, Algorithm: algorithms.SlidingLog{}}),
+		ratelimit.WithKey(ratelimit.KeyByIP()), headers,
+	))
+	e.Any("/*", func(c *echo.Context) error {
+		msg := fmt.Sprintf("hello from %s\n", c.Request().URL.Path)
+		if d, ok := echov5limit.Decision(c); ok {
+			msg += fmt.Sprintf("%d requests left under %q\n", d.Remaining, d.Policy.Name)
+		}
+		return c.String(http.StatusOK, msg)
+	})
+
+	return exampleserver.ServeHTTP(ctx, log, e)
+}
