@@ -34,6 +34,9 @@ type Decision struct {
 	// Delay is how long the request must wait for its slot before it proceeds (leaky bucket
 	// shaping); 0 otherwise.
 	Delay time.Duration
+	// EffectiveWindow is the longest time within which the binding policy admits no more than
+	// Remaining (see PolicyResult.EffectiveWindow).
+	EffectiveWindow time.Duration
 	// Policy is the binding policy.
 	Policy Policy
 	// Source is what decided: the store, or while it was unavailable the local fallback, or
@@ -69,6 +72,12 @@ type PolicyResult struct {
 	// Delay is the wait for the request's slot under a shaping policy.
 	Delay time.Duration
 
+	// EffectiveWindow is the longest time within which this policy admits no more than
+	// Remaining: were Remaining spent now, one unit more would fit after it. It is the t of the
+	// IETF RateLimit field (draft -11; see [IETFDraftHeaders]). 0 for in-flight slots, which
+	// come back when requests end, not with time.
+	EffectiveWindow time.Duration
+
 	source observe.Source // set by the layers in front of a store
 }
 
@@ -89,7 +98,7 @@ func micros(us int64) time.Duration {
 
 // set fills in r's verdict from an algorithm's result.
 func (r *PolicyResult) set(a *algo.Result) {
-	r.setMicros(a.Allowed, a.Remaining, a.ResetAfter, a.RetryAfter, a.Delay)
+	r.setMicros(a.Allowed, a.Remaining, a.ResetAfter, a.RetryAfter, a.Delay, a.Next)
 }
 
 // neverAllowed makes r the verdict on a cost above the policy's capacity.
@@ -98,9 +107,9 @@ func (r *PolicyResult) neverAllowed() {
 }
 
 // setMicros fills in r's verdict from microseconds (RetryAfter -1: never).
-func (r *PolicyResult) setMicros(allowed bool, remaining, resetAfter, retryAfter, delay int64) {
+func (r *PolicyResult) setMicros(allowed bool, remaining, resetAfter, retryAfter, delay, next int64) {
 	r.Allowed, r.Remaining = allowed, remaining
-	r.ResetAfter, r.RetryAfter, r.Delay = micros(resetAfter), micros(retryAfter), micros(delay)
+	r.ResetAfter, r.RetryAfter, r.Delay, r.EffectiveWindow = micros(resetAfter), micros(retryAfter), micros(delay), micros(next)
 }
 
 // longer reports whether retry a waits longer than b, Never being the longest.
@@ -151,5 +160,6 @@ func (d *Decision) decide(policies []Policy, raw []PolicyResult, at time.Time) {
 	if bind >= 0 {
 		p := &policies[bind]
 		d.Policy, d.Limit, d.Remaining, d.ResetAfter = *p, p.capacity(), raw[bind].Remaining, raw[bind].ResetAfter
+		d.EffectiveWindow = raw[bind].EffectiveWindow
 	}
 }

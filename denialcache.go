@@ -85,6 +85,9 @@ func (c *denialCache) answer(id string, policies []Policy, cost int64, now time.
 	elapsed := now.Sub(d.at)
 	for i, r := range d.results {
 		r.ResetAfter = max(r.ResetAfter-elapsed, 0)
+		if r.EffectiveWindow > 0 {
+			r.EffectiveWindow = max(r.EffectiveWindow-elapsed, time.Microsecond)
+		}
 		if r.RetryAfter > 0 {
 			r.RetryAfter = max(r.RetryAfter-elapsed, time.Microsecond)
 		}

@@ -180,12 +180,12 @@ func agreeAcross(t *testing.T, client redis.UniversalClient, rng *rand.Rand, con
 			lastMem, lastRed, lastBy = a, b, c
 		}
 		if a.Allowed != b.Allowed || a.Remaining != b.Remaining || a.RetryAfter != b.RetryAfter ||
-			a.ResetAfter != b.ResetAfter || a.Delay != b.Delay {
-			t.Fatalf("step %d (cost %d, configuration %d): memory and Redis disagree\nmemory: allowed=%v remaining=%d retry=%v reset=%v delay=%v\n redis: allowed=%v remaining=%d retry=%v reset=%v delay=%v",
-				i, cost, c, a.Allowed, a.Remaining, a.RetryAfter, a.ResetAfter, a.Delay, b.Allowed, b.Remaining, b.RetryAfter, b.ResetAfter, b.Delay)
+			a.ResetAfter != b.ResetAfter || a.Delay != b.Delay || a.EffectiveWindow != b.EffectiveWindow {
+			t.Fatalf("step %d (cost %d, configuration %d): memory and Redis disagree\nmemory: allowed=%v remaining=%d retry=%v reset=%v delay=%v window=%v\n redis: allowed=%v remaining=%d retry=%v reset=%v delay=%v window=%v",
+				i, cost, c, a.Allowed, a.Remaining, a.RetryAfter, a.ResetAfter, a.Delay, a.EffectiveWindow, b.Allowed, b.Remaining, b.RetryAfter, b.ResetAfter, b.Delay, b.EffectiveWindow)
 		}
 		for j, ra := range a.Results() {
-			if rb := b.Results()[j]; ra.Allowed != rb.Allowed || ra.Remaining != rb.Remaining || ra.RetryAfter != rb.RetryAfter || ra.ResetAfter != rb.ResetAfter {
+			if rb := b.Results()[j]; ra.Allowed != rb.Allowed || ra.Remaining != rb.Remaining || ra.RetryAfter != rb.RetryAfter || ra.ResetAfter != rb.ResetAfter || ra.EffectiveWindow != rb.EffectiveWindow {
 				t.Fatalf("step %d (cost %d): policy %q: memory and Redis disagree\nmemory: %+v\n redis: %+v", i, cost, ra.Policy.Name, ra, rb)
 			}
 		}

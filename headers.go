@@ -16,17 +16,27 @@ const (
 	// seconds rounded up, when the binding policy is fully reset, on the store's clock). They
 	// are the default.
 	XRateLimitHeaders HeaderStyle = 1 << iota
-	// IETFDraftHeaders are the fields of the IETF draft "RateLimit header fields for HTTP"
-	// (draft-ietf-httpapi-ratelimit-headers-10): RateLimit-Policy lists every policy as
-	// `"name";q=<limit>;w=<window in seconds>`, and RateLimit describes the binding one as
-	// `"name";r=<remaining>;t=<seconds until reset>`.
+	// IETFDraftHeaders are the fields of the IETF draft "RateLimit header fields for HTTP" as
+	// its latest version, draft-ietf-httpapi-ratelimit-headers-11, defines them:
+	// RateLimit-Policy lists every policy as `"name";q=<limit>;w=<window in seconds>`, and
+	// RateLimit describes the binding one as `"name";r=<remaining>;t=<effective window>`:
+	// within the next t seconds the client can use no more than r, and using r now, one more
+	// unit comes after t (Decision.EffectiveWindow, rounded up like Retry-After, so on a denial
+	// of cost 1, t equals Retry-After). The README maps t for each algorithm. t is left out
+	// when the binding policy is an in-flight limit, whose slots come back when requests end.
 	IETFDraftHeaders
 	// ShadowHeaders add X-RateLimit-Shadow, naming the shadow policies (see Policy.Shadow) that
 	// would have denied the request, e.g. "strict, burst"; it is absent when none would have.
 	// A shadow policy never changes the response otherwise.
 	ShadowHeaders
+	// IETFDraft10Headers are the same fields as draft-ietf-httpapi-ratelimit-headers-10
+	// defines them, for clients that parse that version: t is the seconds until the binding
+	// policy is fully reset (Decision.ResetAfter, rounded up). A guard writes one version of
+	// the fields: give this style or IETFDraftHeaders, not both.
+	IETFDraft10Headers
 
-	allHeaderStyles = XRateLimitHeaders | IETFDraftHeaders | ShadowHeaders
+	ietfHeaders     = IETFDraftHeaders | IETFDraft10Headers
+	allHeaderStyles = XRateLimitHeaders | ietfHeaders | ShadowHeaders
 )
 
 // describe fills in what the headers of a decided outcome need.
@@ -44,7 +54,11 @@ func (g *Guard) describe(o *Outcome, l *Limiter) {
 	if g.headers&XRateLimitHeaders != 0 {
 		o.resetAt = resetEpoch(d.at, d.ResetAfter)
 	}
-	if g.headers&IETFDraftHeaders != 0 {
+	switch {
+	case g.headers&IETFDraftHeaders != 0:
+		o.resetIn = ceilSeconds(d.EffectiveWindow) // 0, and no t, for in-flight slots
+		o.policies = l.header
+	case g.headers&IETFDraft10Headers != 0:
 		o.resetIn = ceilSeconds(d.ResetAfter)
 		o.policies = l.header
 	}
@@ -129,14 +143,16 @@ func (o *Outcome) headerValues() headerValues {
 		b = strconv.AppendInt(b, o.resetAt, 10)
 		add(fieldReset)
 	}
-	if o.style&IETFDraftHeaders != 0 {
+	if o.style&ietfHeaders != 0 {
 		add(fieldPolicy) // static: empty in b
 		b = append(b, '"')
 		b = append(b, o.Decision.Policy.Name...)
 		b = append(b, `";r=`...)
 		b = strconv.AppendInt(b, o.Decision.Remaining, 10)
-		b = append(b, ";t="...)
-		b = strconv.AppendInt(b, o.resetIn, 10)
+		if o.resetIn > 0 || o.style&IETFDraft10Headers != 0 {
+			b = append(b, ";t="...)
+			b = strconv.AppendInt(b, o.resetIn, 10)
+		}
 		add(fieldRateLimit)
 	}
 	if o.retry > 0 {

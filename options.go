@@ -268,6 +268,10 @@ func WithHeaders(styles ...HeaderStyle) Option {
 			}
 			all |= s
 		}
+		if all&ietfHeaders == ietfHeaders {
+			gc.errorf("WithHeaders: IETFDraftHeaders and IETFDraft10Headers are two versions of the same fields; give one")
+			return
+		}
 		gc.headers = all
 	}
 }

@@ -173,6 +173,9 @@ func (s *redisStore) Check(ctx context.Context, key string, policies []Policy, c
 	return time.Time{}, fmt.Errorf("ratelimit: redis check: %w", err)
 }
 
+// rowWidth is the number of integers of one policy's row in check.lua's reply.
+const rowWidth = 6
+
 // decodeCheck writes the rows of check.lua's reply v to out, one per policy, and returns the
 // time of the check.
 func decodeCheck(v any, out []PolicyResult) (time.Time, error) {
@@ -180,22 +183,22 @@ func decodeCheck(v any, out []PolicyResult) (time.Time, error) {
 	if !ok {
 		return time.Time{}, fmt.Errorf("%w: redis check: reply is a %T, not an array", errBadReply, v)
 	}
-	if len(reply) != 5*len(out)+1 {
-		return time.Time{}, fmt.Errorf("%w: redis check: got %d integers, want %d", errBadReply, len(reply), 5*len(out)+1)
+	if len(reply) != rowWidth*len(out)+1 {
+		return time.Time{}, fmt.Errorf("%w: redis check: got %d integers, want %d", errBadReply, len(reply), rowWidth*len(out)+1)
 	}
-	var row [5]int64
+	var row [rowWidth]int64
 	for i := range out {
 		for j := range row {
-			n, ok := reply[5*i+j].(int64)
+			n, ok := reply[rowWidth*i+j].(int64)
 			if !ok {
-				return time.Time{}, fmt.Errorf("%w: redis check: reply element %d is a %T, not an integer", errBadReply, 5*i+j, reply[5*i+j])
+				return time.Time{}, fmt.Errorf("%w: redis check: reply element %d is a %T, not an integer", errBadReply, rowWidth*i+j, reply[rowWidth*i+j])
 			}
 			row[j] = n
 		}
 		if row[0] != 0 && row[0] != 1 {
 			return time.Time{}, fmt.Errorf("%w: redis check: bad allowed flag %d", errBadReply, row[0])
 		}
-		out[i].setMicros(row[0] == 1, row[1], row[2], row[3], row[4])
+		out[i].setMicros(row[0] == 1, row[1], row[2], row[3], row[4], row[5])
 	}
 	at, ok := reply[len(reply)-1].(int64)
 	if !ok {

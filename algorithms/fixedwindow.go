@@ -8,8 +8,8 @@ import "github.com/a7d3e0dd/ratelimit/internal/algo"
 //
 // State: A = the window's index (now / Window), B = the cost admitted in it.
 // Remaining is Limit minus the cost admitted in the current window (0 when a lowered limit is
-// below it); ResetAfter and RetryAfter are the time to the window's end. Should the clock go
-// back, the state's window stays current.
+// below it); ResetAfter, RetryAfter and Next are the time to the window's end. Should the
+// clock go back, the state's window stays current.
 //
 // A policy whose Limit changes (same Name and Window) keeps the current window's count as it
 // is: raised, the count has the new room left; lowered below the count, it refuses every
@@ -39,6 +39,8 @@ func (fixedWindow) Check(p *algo.Params, s *algo.State, now, cost int64, r *algo
 		*s = algo.State{Init: true, A: k}
 	}
 	end := (k+1)*p.Window - now
+	// Whatever the window has left is all it admits until it ends.
+	r.Next = end
 	r.Allowed = cost == 0 || s.B+cost <= p.Limit // cost 0 reads, even over a lowered limit
 	used := s.B
 	switch {

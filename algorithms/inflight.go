@@ -35,6 +35,13 @@ type inFlight struct{ slidingLog }
 
 func (inFlight) Code() string { return "if" }
 
+// Check is the sliding log's, without Next: a slot comes back when its request ends, which
+// no time foretells.
+func (m inFlight) Check(p *algo.Params, s *algo.State, now, cost int64, r *algo.Result) {
+	m.slidingLog.Check(p, s, now, cost, r)
+	r.Next = 0
+}
+
 // Renew moves a charge of cost slots taken at time at to now: it gives them back as Refund
 // does, then takes them again, whatever the others hold (the request is running).
 func (m inFlight) Renew(p *algo.Params, s *algo.State, now, cost, at int64) int64 {

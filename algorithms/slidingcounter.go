@@ -18,7 +18,8 @@ import (
 //
 // State: A = the current window's index, B = its cost, C = the previous window's cost.
 // Remaining is Limit minus the estimate, rounded down; ResetAfter is the time until both
-// windows hold nothing; RetryAfter is the time until the estimate leaves room for the cost.
+// windows hold nothing; RetryAfter is the time until the estimate leaves room for the cost;
+// Next is the time until it leaves room for one more unit once Remaining is spent.
 // Should the clock go back, the state's window stays current.
 //
 // A policy whose Limit changes (same Name and Window) keeps both counts, so the estimate is
@@ -66,26 +67,32 @@ func (slidingCounter) Check(p *algo.Params, s *algo.State, now, cost int64, r *a
 	case cost > p.Limit:
 		r.RetryAfter = algo.Never
 	default:
-		var at float64
-		if room := p.Limit - s.B - cost; room >= 0 {
-			// Later in this window, as the previous window's weight falls.
-			at = float64(k*p.Window) + math.Ceil(w-float64(room)*w/float64(s.C))
-		} else {
-			// In the next window, where this window's cost is the previous one.
-			at = float64((k + 1) * p.Window)
-			if e := w - float64(p.Limit-cost)*w/float64(s.B); e > 0 {
-				at += math.Ceil(e)
-			}
-		}
-		r.RetryAfter = int64(at) - now
+		r.RetryAfter = counterRoom(p, k, s.B, s.C, cost) - now
 	}
 	r.Remaining = max(int64(math.Floor(float64(p.Limit)-est)), 0)
+	r.Next = counterRoom(p, k, cur+r.Remaining, s.C, 1) - now
 	switch {
 	case cur > 0:
 		r.ResetAfter = (k+2)*p.Window - now
 	case s.C > 0:
 		r.ResetAfter = (k+1)*p.Window - now
 	}
+}
+
+// counterRoom is when, in window k holding cur with prev in the one before, the estimate
+// leaves room for cost, which it does not now: later in this window as the previous window's
+// weight falls, or in the next, where cur is the previous window's cost. cost is at most
+// Limit.
+func counterRoom(p *algo.Params, k, cur, prev, cost int64) int64 {
+	w := float64(p.Window)
+	if room := p.Limit - cur - cost; room >= 0 {
+		return int64(float64(k*p.Window) + math.Ceil(w-float64(room)*w/float64(prev)))
+	}
+	at := float64((k + 1) * p.Window)
+	if e := w - float64(p.Limit-cost)*w/float64(cur); e > 0 {
+		at += math.Ceil(e)
+	}
+	return int64(at)
 }
 
 func (slidingCounter) Charge(p *algo.Params, s *algo.State, now, cost int64) int64 {

@@ -15,7 +15,8 @@ import (
 // clock go back, new units are logged at the newest time, so the order holds.
 // Remaining is Limit minus the units in the log (0 when a lowered limit is below them);
 // ResetAfter is the time until the newest unit leaves the window; RetryAfter is the time until
-// enough units leave it for this request.
+// enough units leave it for this request; Next is the time until the oldest unit leaves it
+// (the first unit more, once Remaining is spent), a Window when the log is empty.
 //
 // A policy whose Limit changes (same Name and Window) keeps the log as it is: each unit counts
 // until Window after it was admitted, under any limit. A log that holds more units than a
@@ -76,6 +77,13 @@ func (slidingLog) Check(p *algo.Params, s *algo.State, now, cost int64, r *algo.
 	r.Remaining = max(p.Limit-used, 0)
 	if used > 0 {
 		r.ResetAfter = newest + p.Window - now
+	}
+	// Were Remaining spent now, the log would hold used+Remaining units, the last ones at
+	// max(now, newest): one more fits when unit number used+Remaining−Limit leaves.
+	if i := used + r.Remaining - p.Limit; i < n {
+		r.Next = s.Log[i] + p.Window - now
+	} else {
+		r.Next = max(now, newest) + p.Window - now
 	}
 }
 

@@ -12,7 +12,8 @@ import (
 // moves the TAT one emission interval Window/Limit ahead; a request is admitted when the TAT
 // it would move to is at most Burst intervals ahead of now. Remaining tokens, the room left in
 // a leaky bucket and GCRA's remaining requests are all the distance from the TAT to that
-// horizon, in intervals.
+// horizon, in intervals. Next, the time until one unit more than Remaining fits, is at most
+// one interval.
 //
 // The TAT is held exactly: A microseconds and B/C of one, where the interval is Num/Den
 // microseconds in lowest terms and C is the Den it was written under (0 < B < C, or B = C = 0
@@ -128,16 +129,25 @@ func (m *tat) Check(p *algo.Params, s *algo.State, now, cost int64, r *algo.Resu
 			r.Delay = ceilTo(t, now)
 		}
 	default:
-		next := plus(p, t, cost) // after horizon: wait until the horizon moves there
-		r.RetryAfter = next.us - horizon.us
-		if next.fr > horizon.fr {
-			r.RetryAfter++
-		}
+		r.RetryAfter = past(plus(p, t, cost), horizon) // wait until the horizon moves there
 	}
 	if before(after, horizon) {
 		r.Remaining = intervalsBetween(p, after, horizon)
 	}
 	r.ResetAfter = ceilTo(after, now)
+	// Were Remaining spent now, the TAT would be Remaining intervals further; one unit more
+	// fits when the horizon has moved an interval past it. Two steps: each product stays
+	// below Burst×Num.
+	r.Next = past(plus(p, plus(p, after, r.Remaining), 1), horizon)
+}
+
+// past is the time from b to a in whole microseconds, rounded up; a must be after b.
+func past(a, b instant) int64 {
+	d := a.us - b.us
+	if a.fr > b.fr {
+		d++
+	}
+	return d
 }
 
 func (m *tat) Charge(p *algo.Params, s *algo.State, now, cost int64) int64 {

@@ -189,6 +189,56 @@ func specCases() []specCase {
 			},
 		},
 		{
+			name: "IETF draft -11: t is the effective window (GCRA)",
+			build: func(e *env) config {
+				return opts(e.limiter(ratelimit.Policy{Name: "steady", Limit: 10, Window: time.Minute}),
+					ratelimit.WithHeaders(ratelimit.IETFDraftHeaders))
+			},
+			steps: []step{
+				{want: ok(steady(`"steady";r=9;t=6`))},
+				{want: ok(steady(`"steady";r=8;t=6`))},
+				{advance: 2 * time.Second, want: ok(steady(`"steady";r=7;t=4`))},
+			},
+		},
+		{
+			name: "IETF draft -10 on request: t is the time until the quota is reset (GCRA)",
+			build: func(e *env) config {
+				return opts(e.limiter(ratelimit.Policy{Name: "steady", Limit: 10, Window: time.Minute}),
+					ratelimit.WithHeaders(ratelimit.IETFDraft10Headers))
+			},
+			steps: []step{
+				{want: ok(steady(`"steady";r=9;t=6`))},
+				{want: ok(steady(`"steady";r=8;t=12`))},
+				{advance: 2 * time.Second, want: ok(steady(`"steady";r=7;t=16`))},
+			},
+		},
+		{
+			name: "IETF draft -11 of a sliding log",
+			build: func(e *env) config {
+				p := ratelimit.Policy{Name: "log", Limit: 3, Window: time.Minute, Algorithm: algorithms.SlidingLog{}}
+				return opts(e.limiter(p), ratelimit.WithHeaders(ratelimit.IETFDraftHeaders))
+			},
+			steps: []step{
+				{want: ok(logged(`"log";r=2;t=60`))},
+				{advance: 20 * time.Second, want: ok(logged(`"log";r=1;t=40`))},
+				{advance: 20 * time.Second, want: ok(logged(`"log";r=0;t=20`))},
+				{want: deny(logged(`"log";r=0;t=20`), "20", 20*time.Second, retryIn(20))},
+			},
+		},
+		{
+			name: "IETF draft -10 of a sliding log",
+			build: func(e *env) config {
+				p := ratelimit.Policy{Name: "log", Limit: 3, Window: time.Minute, Algorithm: algorithms.SlidingLog{}}
+				return opts(e.limiter(p), ratelimit.WithHeaders(ratelimit.IETFDraft10Headers))
+			},
+			steps: []step{
+				{want: ok(logged(`"log";r=2;t=60`))},
+				{advance: 20 * time.Second, want: ok(logged(`"log";r=1;t=60`))},
+				{advance: 20 * time.Second, want: ok(logged(`"log";r=0;t=60`))},
+				{want: deny(logged(`"log";r=0;t=60`), "20", 20*time.Second, retryIn(20))},
+			},
+		},
+		{
 			name: "shadow policies named in x-ratelimit-shadow",
 			build: func(e *env) config {
 				return opts(e.limiter(fixed("minute", 3, time.Minute), ratelimit.Policy{Name: "strict", Limit: 1, Window: time.Minute, Algorithm: algorithms.FixedWindow{}, Shadow: true}),
@@ -684,6 +734,16 @@ func tooCostly() []specCase {
 func threePolicies(h map[string]string, rateLimit string) map[string]string {
 	h = with(h, "ratelimit-policy", `"second";q=1;w=1, "minute";q=2;w=60, "gcra-100-per-1h";q=100;w=3600`)
 	return with(h, "ratelimit", rateLimit)
+}
+
+// steady is the IETF draft fields of the one policy "steady", 10 per minute, and rateLimit.
+func steady(rateLimit string) map[string]string {
+	return with(with(nil, "ratelimit-policy", `"steady";q=10;w=60`), "ratelimit", rateLimit)
+}
+
+// logged is the IETF draft fields of the one sliding log "log", 3 per minute, and rateLimit.
+func logged(rateLimit string) map[string]string {
+	return with(with(nil, "ratelimit-policy", `"log";q=3;w=60`), "ratelimit", rateLimit)
 }
 
 // withIETF adds the IETF draft fields of the "burst" and "sustained" policies to h.

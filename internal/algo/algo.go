@@ -79,6 +79,11 @@ type Result struct {
 	RetryAfter int64
 	// Delay is the time the request must wait for its slot (shaping only).
 	Delay int64
+	// Next is the time until the policy would admit one unit of cost more than Remaining,
+	// were Remaining spent now: the longest time within which no more than Remaining can be
+	// admitted (the effective window of the IETF RateLimit field's t, draft -11). 0 for the
+	// in-flight slots, which come back when requests end, not with time.
+	Next int64
 }
 
 // Model is one algorithm as the engines run it.

@@ -197,6 +197,61 @@ var cases = append([]specCase{
 		},
 	},
 	{
+		// Draft -11's t is the effective window: within t seconds no more than r. At 10 per
+		// minute (one unit every 6 s), the next unit is never more than 6 s away, however
+		// long the bucket takes to refill (draft -10's t, the case below).
+		name: "IETF draft -11: t is the effective window (GCRA)",
+		build: func(e *env) Config {
+			return opts(e.limiter(ratelimit.Policy{Name: "steady", Limit: 10, Window: time.Minute}),
+				ratelimit.WithHeaders(ratelimit.IETFDraftHeaders))
+		},
+		steps: []step{
+			{want: want{status: 200, handled: true, header: steady(`"steady";r=9;t=6`)}},
+			{want: want{status: 200, handled: true, header: steady(`"steady";r=8;t=6`)}},
+			{advance: 2 * time.Second, want: want{status: 200, handled: true, header: steady(`"steady";r=7;t=4`)}},
+		},
+	},
+	{
+		name: "IETF draft -10 on request: t is the time until the quota is reset (GCRA)",
+		build: func(e *env) Config {
+			return opts(e.limiter(ratelimit.Policy{Name: "steady", Limit: 10, Window: time.Minute}),
+				ratelimit.WithHeaders(ratelimit.IETFDraft10Headers))
+		},
+		steps: []step{
+			{want: want{status: 200, handled: true, header: steady(`"steady";r=9;t=6`)}},
+			{want: want{status: 200, handled: true, header: steady(`"steady";r=8;t=12`)}},
+			{advance: 2 * time.Second, want: want{status: 200, handled: true, header: steady(`"steady";r=7;t=16`)}},
+		},
+	},
+	{
+		// A sliding log's effective window ends when its oldest request leaves the window;
+		// draft -10's t when its newest does. On a denial, t and Retry-After name one moment.
+		name: "IETF draft -11 of a sliding log",
+		build: func(e *env) Config {
+			p := ratelimit.Policy{Name: "log", Limit: 3, Window: time.Minute, Algorithm: algorithms.SlidingLog{}}
+			return opts(e.limiter(p), ratelimit.WithHeaders(ratelimit.IETFDraftHeaders))
+		},
+		steps: []step{
+			{want: want{status: 200, handled: true, header: logged(`"log";r=2;t=60`)}},
+			{advance: 20 * time.Second, want: want{status: 200, handled: true, header: logged(`"log";r=1;t=40`)}},
+			{advance: 20 * time.Second, want: want{status: 200, handled: true, header: logged(`"log";r=0;t=20`)}},
+			{want: want{status: 429, header: denied(logged(`"log";r=0;t=20`), "20", plain), body: retryIn(20)}},
+		},
+	},
+	{
+		name: "IETF draft -10 of a sliding log",
+		build: func(e *env) Config {
+			p := ratelimit.Policy{Name: "log", Limit: 3, Window: time.Minute, Algorithm: algorithms.SlidingLog{}}
+			return opts(e.limiter(p), ratelimit.WithHeaders(ratelimit.IETFDraft10Headers))
+		},
+		steps: []step{
+			{want: want{status: 200, handled: true, header: logged(`"log";r=2;t=60`)}},
+			{advance: 20 * time.Second, want: want{status: 200, handled: true, header: logged(`"log";r=1;t=60`)}},
+			{advance: 20 * time.Second, want: want{status: 200, handled: true, header: logged(`"log";r=0;t=60`)}},
+			{want: want{status: 429, header: denied(logged(`"log";r=0;t=60`), "20", plain), body: retryIn(20)}},
+		},
+	},
+	{
 		name: "no rate-limit headers, Retry-After all the same",
 		build: func(e *env) Config {
 			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.WithHeaders())
@@ -683,6 +738,16 @@ func tooCostly() []specCase {
 func threePolicies(h map[string]string, rateLimit string) map[string]string {
 	h = with(h, "Ratelimit-Policy", `"second";q=1;w=1, "minute";q=2;w=60, "gcra-100-per-1h";q=100;w=3600`)
 	return with(h, "Ratelimit", rateLimit)
+}
+
+// steady is the IETF draft fields of the one policy "steady", 10 per minute, and rateLimit.
+func steady(rateLimit string) map[string]string {
+	return with(with(nil, "Ratelimit-Policy", `"steady";q=10;w=60`), "Ratelimit", rateLimit)
+}
+
+// logged is the IETF draft fields of the one sliding log "log", 3 per minute, and rateLimit.
+func logged(rateLimit string) map[string]string {
+	return with(with(nil, "Ratelimit-Policy", `"log";q=3;w=60`), "Ratelimit", rateLimit)
 }
 
 // withIETF adds the IETF draft fields of the "burst" and "sustained" policies to h.

@@ -14,8 +14,9 @@
 --           policy i: algorithm code, limit, window in microseconds, burst (0: the limit),
 --           shadow ("1": evaluated and charged with what it admits, never deciding; "0")
 --
--- Reply: 5 integers per policy, in order: allowed (1 or 0), remaining, reset after (µs),
--- retry after (µs; -1 never), delay (µs); then the time of the check (µs). Every policy is
+-- Reply: 6 integers per policy, in order: allowed (1 or 0), remaining, reset after (µs),
+-- retry after (µs; -1 never), delay (µs), next (µs; 0 for in-flight slots); then the time of
+-- the check (µs). Every policy is
 -- evaluated before any is charged, so a denied request consumes nothing.
 -- pending holds the writes of a check until every policy has allowed it: write, key, v1..v6
 -- per policy (see preamble.lua). It is one table for every call, which the library outlives.
@@ -50,18 +51,19 @@ local function check(KEYS, ARGV)
     return {}
   end
 
-  -- A table built of six elements has room for them; one that grows reallocates on the way.
+  -- A table built of seven elements has room for them; one that grows reallocates on the way.
   local reply = {}
-  if #KEYS == 1 then reply = {0, 0, 0, 0, 0, 0} end
+  if #KEYS == 1 then reply = {0, 0, 0, 0, 0, 0, 0} end
   local all, n, w = true, 0, 0
   for i = 1, #KEYS do
     local a = 5 * i
     local fn = algorithms[ARGV[a]]
     if not fn then return redis.error_reply('ratelimit: unknown algorithm code ' .. tostring(ARGV[a])) end
-    local ok, remaining, reset, retry, delay, write, v1, v2, v3, v4, v5, v6 =
+    local ok, remaining, reset, retry, delay, next, write, v1, v2, v3, v4, v5, v6 =
       fn(KEYS[i], now, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), cost)
-    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] = ok, remaining, reset, retry, delay
-    n = n + 5
+    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5], reply[n + 6] =
+      ok, remaining, reset, retry, delay, next
+    n = n + 6
     -- A shadow policy never decides, and is charged only with what it admits.
     local shadow = ARGV[a + 4] == '1'
     if not shadow and ok == 0 then all = false end

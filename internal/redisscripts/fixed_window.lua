@@ -21,7 +21,7 @@ algorithms.fw = function(key, now, limit, window, burst, cost)
     retry = to_end
   end
   if after > 0 then reset = to_end end
-  return allowed and 1 or 0, math.max(limit - after, 0), reset, retry, 0, write_fw, k, after, to_end
+  return allowed and 1 or 0, math.max(limit - after, 0), reset, retry, 0, to_end, write_fw, k, after, to_end
 end
 
 refunds.fw = function(key, now, limit, window, burst, cost, at)

@@ -1,8 +1,8 @@
 -- in_flight.lua: algorithms['if'], the Lua form of algorithms.InFlight: the sliding log's, with
--- the window as the lease, and a renewal. The sliding log is looked up when called, so the
--- order the files load in does not matter.
+-- the window as the lease, no next (a slot comes back when its request ends), and a renewal.
+-- The sliding log is looked up when called, so the order the files load in does not matter.
 algorithms['if'] = function(key, now, limit, window, burst, cost)
-  return algorithms.sl(key, now, limit, window, burst, cost)
+  return algorithms.sl(key, now, limit, window, burst, cost, true)
 end
 
 refunds['if'] = function(key, now, limit, window, burst, cost, at)
@@ -13,6 +13,6 @@ end
 -- their request is still running.
 renews['if'] = function(key, now, limit, window, burst, cost, at)
   refunds.sl(key, now, limit, window, burst, cost, at)
-  local _, _, _, _, _, write, v1, v2, v3, v4, v5, v6 = algorithms.sl(key, now, limit, window, burst, cost)
+  local _, _, _, _, _, _, write, v1, v2, v3, v4, v5, v6 = algorithms.sl(key, now, limit, window, burst, cost, true)
   write(key, v1, v2, v3, v4, v5, v6)
 end

@@ -4,8 +4,8 @@
 --
 -- An algorithm function is called as
 --   fn(key, now, limit, window, burst, cost)
--- and returns the five integers of its reply row — allowed (1/0), remaining, reset after, retry
--- after (-1: never), delay — then a function write and up to six values v1..v6: write(key, v1,
+-- and returns the six integers of its reply row — allowed (1/0), remaining, reset after, retry
+-- after (-1: never), delay, next — then a function write and up to six values v1..v6: write(key, v1,
 -- ..., v6) writes the charged state, called only when every policy of the list allowed the
 -- request and it is charged. (Values, not a closure or a table: a call allocates nothing for
 -- them.)

@@ -128,7 +128,7 @@ func TestEveryAlgorithmRunsThroughCheck(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: check: %v", code, err)
 		}
-		if want := []int64{1, 7}; len(got) != 6 || got[0] != want[0] || got[1] != want[1] || got[5] != now {
+		if want := []int64{1, 7}; len(got) != 7 || got[0] != want[0] || got[1] != want[1] || got[6] != now {
 			t.Errorf("%s: a charge of 3 of 10: %v; want allowed, 7 remaining, the time %d last", code, got, now)
 		}
 		reply, err := script.Run(ctx, c, []string{key}, checkArgs(now, 3, "2", now, code, 10, 1_000_000, 0)...).Slice()

@@ -5,6 +5,20 @@ local function write_sc(key, k, after, prev, ttl)
   set_ints(key, {k, after, prev}, ttl)
 end
 
+-- room_at is when, in window k holding cur with prev in the one before, the estimate leaves
+-- room for cost, which it does not now: later in this window as the previous window's weight
+-- falls, or in the next, where cur is the previous window's cost (the Go counterRoom).
+local function room_at(k, window, limit, cur, prev, cost)
+  local room = limit - cur - cost
+  if room >= 0 then
+    return k * window + ceil(window - room * window / prev)
+  end
+  local at = (k + 1) * window
+  local e = window - (limit - cost) * window / cur
+  if e > 0 then at = at + ceil(e) end
+  return at
+end
+
 algorithms.sc = function(key, now, limit, window, burst, cost)
   local k = floor(now / window)
   local cur, prev = 0, 0
@@ -28,16 +42,7 @@ algorithms.sc = function(key, now, limit, window, burst, cost)
   elseif cost > limit then
     retry = -1
   else
-    local at
-    local room = limit - cur - cost
-    if room >= 0 then
-      at = k * window + ceil(window - room * window / prev)
-    else
-      at = (k + 1) * window
-      local e = window - (limit - cost) * window / cur
-      if e > 0 then at = at + ceil(e) end
-    end
-    retry = at - now
+    retry = room_at(k, window, limit, cur, prev, cost) - now
   end
   local remaining = floor(limit - est)
   if remaining < 0 then remaining = 0 end
@@ -46,7 +51,8 @@ algorithms.sc = function(key, now, limit, window, burst, cost)
   elseif prev > 0 then
     reset = (k + 1) * window - now
   end
-  return allowed and 1 or 0, remaining, reset, retry, 0, write_sc, k, after, prev, (k + 2) * window - now
+  local next = room_at(k, window, limit, after + remaining, prev, 1) - now
+  return allowed and 1 or 0, remaining, reset, retry, 0, next, write_sc, k, after, prev, (k + 2) * window - now
 end
 
 refunds.sc = function(key, now, limit, window, burst, cost, at)

@@ -24,7 +24,8 @@ local function write_sl(key, now, window, at, n, cost, may_clash)
   redis.call('PEXPIRE', key, ttl_ms(at + window - now))
 end
 
-algorithms.sl = function(key, now, limit, window, burst, cost)
+-- With timeless true it is algorithms['if'], whose next is 0 (see in_flight.lua).
+algorithms.sl = function(key, now, limit, window, burst, cost, timeless)
   local since = '(' .. int(now - window)
   local n = redis.call('ZCOUNT', key, since, '+inf')
   local allowed = cost == 0 or n + cost <= limit -- cost 0 reads, even over a lowered limit
@@ -43,7 +44,17 @@ algorithms.sl = function(key, now, limit, window, burst, cost)
     retry = tonumber(redis.call('ZRANGEBYSCORE', key, since, '+inf', 'WITHSCORES', 'LIMIT', i, 1)[2]) + window - now
   end
   if used > 0 then reset = newest + window - now end
-  return allowed and 1 or 0, math.max(limit - used, 0), reset, retry, 0, write_sl, now, window, at, n, cost, may_clash
+  local remaining = math.max(limit - used, 0)
+  -- next: were remaining spent now, the log would hold used + remaining members, the last ones
+  -- at `at`; one more fits when member number used + remaining - limit leaves (from 0).
+  local next, i = 0, used + remaining - limit
+  if timeless then -- a slot comes back when its request ends
+  elseif i < n then
+    next = tonumber(redis.call('ZRANGEBYSCORE', key, since, '+inf', 'WITHSCORES', 'LIMIT', i, 1)[2]) + window - now
+  else
+    next = at + window - now
+  end
+  return allowed and 1 or 0, remaining, reset, retry, 0, next, write_sl, now, window, at, n, cost, may_clash
 end
 
 refunds.sl = function(key, now, limit, window, burst, cost, at)

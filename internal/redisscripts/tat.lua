@@ -29,6 +29,13 @@ local function ceil_to(us, fr, now)
   return us - now
 end
 
+-- past is the time from (bus, bfr) to (aus, afr), which is after it, in whole microseconds,
+-- rounded up.
+local function past(aus, afr, bus, bfr)
+  if afr > bfr then return aus - bus + 1 end
+  return aus - bus
+end
+
 -- read returns the stored TAT of key, nil when absent. A fraction of another denominator
 -- (written under another limit) rounds the TAT up to the next whole microsecond, as the Go
 -- instantOf does.
@@ -73,15 +80,19 @@ local function tat_check(key, now, limit, window, burst, cost, shaping)
       allowed, aus, afr = true, nus, nfr
       if shaping and cost > 0 then delay = ceil_to(tus, tfr, now) end
     else
-      retry = nus - hus
-      if nfr > hfr then retry = retry + 1 end
+      retry = past(nus, nfr, hus, hfr)
     end
   end
   local remaining = 0
   if before(aus, afr, hus, hfr) then
     remaining = idiv((hus - aus) * den + hfr - afr, num)
   end
-  return allowed and 1 or 0, remaining, ceil_to(aus, afr, now), retry, delay, store, aus, afr, den, now
+  -- next: one unit more than remaining fits when the horizon has moved an interval past the
+  -- TAT remaining would leave (two steps, as in Go: each product stays below burst × num)
+  local rus, rfr = plus(num, den, aus, afr, remaining)
+  rus, rfr = plus(num, den, rus, rfr, 1)
+  return allowed and 1 or 0, remaining, ceil_to(aus, afr, now), retry, delay, past(rus, rfr, hus, hfr),
+    store, aus, afr, den, now
 end
 
 local function tat_refund(key, now, limit, window, burst, cost, at)

@@ -51,14 +51,14 @@ func (s *protoStore) Check(ctx context.Context, key string, policies []ratelimit
 	if err != nil {
 		return time.Time{}, fmt.Errorf("rueidis store: check: %w", err)
 	}
-	if len(reply) != 5*len(policies)+1 {
-		return time.Time{}, fmt.Errorf("rueidis store: check: got %d integers, want %d", len(reply), 5*len(policies)+1)
+	if len(reply) != 6*len(policies)+1 {
+		return time.Time{}, fmt.Errorf("rueidis store: check: got %d integers, want %d", len(reply), 6*len(policies)+1)
 	}
-	var row [5]int64
+	var row [6]int64
 	for i := range policies {
 		for j := range row {
-			if row[j], err = reply[5*i+j].AsInt64(); err != nil {
-				return time.Time{}, fmt.Errorf("rueidis store: check: reply element %d: %w", 5*i+j, err)
+			if row[j], err = reply[6*i+j].AsInt64(); err != nil {
+				return time.Time{}, fmt.Errorf("rueidis store: check: reply element %d: %w", 6*i+j, err)
 			}
 		}
 		out[i].Allowed, out[i].Remaining = row[0] == 1, row[1]
