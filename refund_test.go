@@ -1,6 +1,8 @@
 package ratelimit_test
 
 import (
+	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -112,6 +114,43 @@ func TestRefundPartial(t *testing.T) {
 					t.Fatalf("only %d admitted: the refund gave back too little", admitted)
 				}
 			})
+		}
+	})
+}
+
+// TestRefundCancelsAReservation: under a shaping policy an admission reserves a slot in the
+// queue (Decision.Delay), and refunding it before its turn gives the slot back to the queue,
+// less the time since it was taken, as the README's "Reservations" says.
+func TestRefundCancelsAReservation(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
+		ctx := context.Background()
+		l := mustNew(t, store, ratelimit.Policy{Name: "queue", Limit: 1, Window: time.Second, Burst: 5, Algorithm: algorithms.LeakyBucket{Shaping: true}})
+		key := t.Name()
+		var delays []time.Duration
+		var second ratelimit.Decision
+		for i := range 3 {
+			d, err := l.Allow(ctx, key)
+			if err != nil || !d.Allowed {
+				t.Fatalf("request %d: %+v, %v; want admitted", i, d, err)
+			}
+			if i == 1 {
+				second = d
+			}
+			delays = append(delays, d.Delay)
+		}
+		if want := []time.Duration{0, time.Second, 2 * time.Second}; !slices.Equal(delays, want) {
+			t.Fatalf("delays %v, want %v", delays, want)
+		}
+		clock.Advance(100 * time.Millisecond)
+		if err := l.Refund(ctx, key, second); err != nil {
+			t.Fatal(err)
+		}
+		// The queue ended at 3 s; the refund moves it back by the slot less the 100 ms since it
+		// was taken (a refund never gives back what time has), to 2.1 s: the next request
+		// waits 2 s, not the 2.9 s it would have.
+		d, err := l.Allow(ctx, key)
+		if err != nil || !d.Allowed || d.Delay != 2*time.Second {
+			t.Fatalf("after cancelling the reservation of 1 s: %+v, %v; want admitted with delay 2s", d, err)
 		}
 	})
 }
