@@ -1,6 +1,7 @@
 package algorithms
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -107,8 +108,44 @@ func changeLimit(rng *rand.Rand, m algo.Model, p algo.Params) algo.Params {
 // still denies, by RetryAfter admits.
 func exactWait(m algo.Model) bool { return m.Code() != "sc" }
 
+// checkNext holds r.Next to its definition, from the state ns that checking cost left: with
+// the request charged when allowed, and Remaining spent at once, one unit more is admitted
+// after Next and (exactWait) not a microsecond sooner. The in-flight slots have no Next. It
+// returns what is wrong, or "".
+func checkNext(m algo.Model, p algo.Params, ns algo.State, now, cost int64, r algo.Result) string {
+	if algo.Holds(m) {
+		if r.Next != 0 {
+			return fmt.Sprintf("in-flight Next %d, want 0", r.Next)
+		}
+		return ""
+	}
+	if r.Next <= 0 {
+		return fmt.Sprintf("Next %d, want a positive time", r.Next)
+	}
+	s := cloneState(ns)
+	if r.Allowed && cost > 0 {
+		s, _ = charge(m, p, s, now, cost)
+	}
+	if r.Remaining > 0 {
+		spent, s2 := check(m, p, s, now, r.Remaining)
+		if !spent.Allowed {
+			return fmt.Sprintf("its Remaining %d is refused at once: %+v", r.Remaining, spent)
+		}
+		s, _ = charge(m, p, s2, now, r.Remaining)
+	}
+	if later, _ := check(m, p, cloneState(s), now+r.Next, 1); !later.Allowed {
+		return fmt.Sprintf("Remaining spent, one more is refused Next=%d later: %+v", r.Next, later)
+	}
+	if exactWait(m) {
+		if early, _ := check(m, p, cloneState(s), now+r.Next-1, 1); early.Allowed {
+			return fmt.Sprintf("Remaining spent, one more is admitted 1µs before Next=%d: %+v", r.Next, early)
+		}
+	}
+	return ""
+}
+
 // TestInvariantsRandom runs random requests against random parameters (a fixed seed) and
-// checks every decision's invariants, the exact wait of a denial, the lifetime of every charge
+// checks every decision's invariants, the exact wait of a denial, its Next, the lifetime of every charge
 // and the bounds of every refund. Now and then the limit and burst change, the window staying,
 // and the state written under the old ones is read under the new: the invariants still hold.
 func TestInvariantsRandom(t *testing.T) {
@@ -118,7 +155,7 @@ func TestInvariantsRandom(t *testing.T) {
 	if testing.Short() {
 		runs = 300
 	}
-	var tested, refused, waits, charges, refunds int
+	var tested, refused, waits, nexts, charges, refunds int
 	for run := 0; run < runs; run++ {
 		n := ms[run%len(ms)]
 		m := n.m
@@ -166,6 +203,12 @@ func TestInvariantsRandom(t *testing.T) {
 					}
 				}
 			}
+			if now >= latest {
+				nexts++
+				if msg := checkNext(m, p, ns, now, cost, r); msg != "" {
+					fail("cost %d: %+v: %s", cost, r, msg)
+				}
+			}
 			s = ns
 			if !r.Allowed || cost == 0 || rng.IntN(5) == 0 {
 				continue
@@ -210,7 +253,7 @@ func TestInvariantsRandom(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d random parameter sets run, %d refused by Validate; %d denials' waits, %d charges' lifetimes, %d refunds checked", tested, refused, waits, charges, refunds)
+	t.Logf("%d random parameter sets run, %d refused by Validate; %d denials' waits, %d Nexts, %d charges' lifetimes, %d refunds checked", tested, refused, waits, nexts, charges, refunds)
 	if tested < runs/2 {
 		t.Errorf("only %d of %d random parameter sets were accepted", tested, runs)
 	}

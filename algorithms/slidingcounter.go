@@ -82,17 +82,42 @@ func (slidingCounter) Check(p *algo.Params, s *algo.State, now, cost int64, r *a
 // counterRoom is when, in window k holding cur with prev in the one before, the estimate
 // leaves room for cost, which it does not now: later in this window as the previous window's
 // weight falls, or in the next, where cur is the previous window's cost. cost is at most
-// Limit.
+// Limit. The time is solved for in float64, then moved on, a microsecond at a time, until
+// the estimate Check computes then admits cost: with counts near 2^40 the solution can fall
+// a rounding error short, and a wait must never end on a refusal.
 func counterRoom(p *algo.Params, k, cur, prev, cost int64) int64 {
 	w := float64(p.Window)
+	var at int64
 	if room := p.Limit - cur - cost; room >= 0 {
-		return int64(float64(k*p.Window) + math.Ceil(w-float64(room)*w/float64(prev)))
+		at = int64(float64(k*p.Window) + math.Ceil(w-float64(room)*w/float64(prev)))
+	} else {
+		f := float64((k + 1) * p.Window)
+		if e := w - float64(p.Limit-cost)*w/float64(cur); e > 0 {
+			f += math.Ceil(e)
+		}
+		at = int64(f)
 	}
-	at := float64((k + 1) * p.Window)
-	if e := w - float64(p.Limit-cost)*w/float64(cur); e > 0 {
-		at += math.Ceil(e)
+	for i := 0; i < maxRoomSteps && !counterFits(p, k, cur, prev, cost, at); i++ {
+		at++
 	}
-	return int64(at)
+	return at
+}
+
+// maxRoomSteps bounds the microseconds counterRoom moves on: one has always been enough.
+const maxRoomSteps = 16
+
+// counterFits reports whether, at time at, in window k or a later one, the estimate of a
+// state holding cur in window k and prev in the one before admits cost, computed as Check
+// computes it.
+func counterFits(p *algo.Params, k, cur, prev, cost, at int64) bool {
+	var est float64
+	switch algo.FloorDiv(at, p.Window) {
+	case k:
+		est = float64(prev)*float64(p.Window-(at-k*p.Window))/float64(p.Window) + float64(cur)
+	case k + 1:
+		est = float64(cur)*float64(p.Window-(at-(k+1)*p.Window))/float64(p.Window) + 0
+	}
+	return est+float64(cost) <= float64(p.Limit)
 }
 
 func (slidingCounter) Charge(p *algo.Params, s *algo.State, now, cost int64) int64 {

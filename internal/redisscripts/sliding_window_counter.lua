@@ -5,17 +5,36 @@ local function write_sc(key, k, after, prev, ttl)
   set_ints(key, {k, after, prev}, ttl)
 end
 
+-- fits is the Go counterFits: whether, at time at, the estimate of a state holding cur in
+-- window k and prev in the one before admits cost, computed as the check computes it.
+local function fits(k, window, limit, cur, prev, cost, at)
+  local est = 0
+  local ka = floor(at / window)
+  if ka == k then
+    est = prev * (window - (at - k * window)) / window + cur
+  elseif ka == k + 1 then
+    est = cur * (window - (at - (k + 1) * window)) / window + 0
+  end
+  return est + cost <= limit
+end
+
 -- room_at is when, in window k holding cur with prev in the one before, the estimate leaves
--- room for cost, which it does not now: later in this window as the previous window's weight
--- falls, or in the next, where cur is the previous window's cost (the Go counterRoom).
+-- room for cost, which it does not now (the Go counterRoom): solved for, then moved on a
+-- microsecond at a time, at most 16, until the estimate admits cost.
 local function room_at(k, window, limit, cur, prev, cost)
+  local at
   local room = limit - cur - cost
   if room >= 0 then
-    return k * window + ceil(window - room * window / prev)
+    at = k * window + ceil(window - room * window / prev)
+  else
+    at = (k + 1) * window
+    local e = window - (limit - cost) * window / cur
+    if e > 0 then at = at + ceil(e) end
   end
-  local at = (k + 1) * window
-  local e = window - (limit - cost) * window / cur
-  if e > 0 then at = at + ceil(e) end
+  local i = 0
+  while i < 16 and not fits(k, window, limit, cur, prev, cost, at) do
+    at, i = at + 1, i + 1
+  end
   return at
 end
 
