@@ -73,6 +73,9 @@ func New(store Store, policies ...Policy) (*Limiter, error) {
 	if _, ok := capability[renewer](store); l.slots && !ok {
 		return nil, fmt.Errorf("%w: an in-flight policy needs a store that holds slots (declares Renew), such as NewMemoryStore or NewRedisStore", errInvalidPolicy)
 	}
+	if leased := countLeased(l.policies); leased > 0 && leased < len(l.policies) {
+		return nil, fmt.Errorf("%w: %d of the %d policies set Lease; a list leases quota only when every policy of it does", errInvalidPolicy, leased, len(l.policies))
+	}
 	if !enforced {
 		return nil, fmt.Errorf("%w: every policy has Shadow set; a limiter needs one it enforces", errInvalidPolicy)
 	}

@@ -18,7 +18,8 @@ func StoreLen(s Store) int { return s.(*memoryStore).len() }
 
 // DenialCacheLen returns how many denials the denial cache of s holds.
 func DenialCacheLen(s Store) int {
-	c := s.(*resilientStore).denials
+	rs, _ := capability[*resilientStore](s)
+	c := rs.denials
 	n := 0
 	for i := range c.shards {
 		c.shards[i].mu.Lock()
@@ -85,7 +86,7 @@ func Holds(d Decision) bool { return d.holds() }
 
 // FallbackLists returns how many policy lists the fallback of s has scaled so far.
 func FallbackLists(s Store) int {
-	rs := s.(*resilientStore)
+	rs, _ := capability[*resilientStore](s)
 	rs.fallback.mu.RLock()
 	defer rs.fallback.mu.RUnlock()
 	return rs.fallback.compiled

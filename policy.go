@@ -56,6 +56,18 @@ type Policy struct {
 	// enforcing it would decide. Keep its Name when enforcing it, and its count carries over,
 	// even if its Limit changes too.
 	Shadow bool
+	// Lease lets an instance that sees one identity at a high rate serve it from a lease of
+	// quota: it takes several units from the store in one atomic call (charged there, so the
+	// fleet's total stays exact), hands them out locally, and gives back what it did not use
+	// when the lease ends, after Lease at the latest. The units follow the identity's rate
+	// on this instance and shrink as the quota runs out; a request they cannot cover goes to
+	// the store. 0, the default, leases nothing. Only a FixedWindow policy leases (a lease
+	// ends with the window it was charged in, so its units are never spent in the next; a
+	// meter or a sliding window would admit more than its limit when units charged at one
+	// time are spent a little later), Lease must be shorter than Window, and a list leases
+	// only when every policy of it sets Lease. Tens of milliseconds keep the headers true
+	// within a lease: see the README's "Hot identities".
+	Lease time.Duration
 
 	compiled *compiledPolicy // set by New: what every check needs, computed once
 }
@@ -137,6 +149,14 @@ func (p Policy) validate(m algo.Model) error {
 		return bad("Name must be a lower-case token of at most 64 bytes: a-z first, then a-z, 0-9, '_', '-', '.'")
 	case !m.UsesBurst() && p.Burst != 0 && p.Burst != p.Limit:
 		return bad("Burst is %d, but %s does not use a burst; leave it 0", p.Burst, p.Algorithm.Name())
+	case p.Lease < 0:
+		return bad("Lease is %v; it must be positive, or 0 for none", p.Lease)
+	case p.Lease > 0 && m.Code() != "fw":
+		return bad("Lease is set, but only a fixed_window policy can lease quota exactly; %s would admit more than its limit when leased units are spent after they were charged", p.Algorithm.Name())
+	case p.Lease > 0 && p.Shadow:
+		return bad("Lease is set on a shadow policy; a shadow policy never leases")
+	case p.Lease >= p.Window:
+		return bad("Lease is %v; it must be shorter than the Window (%v): tens of milliseconds", p.Lease, p.Window)
 	}
 	if err := m.Validate(algo.NewParams(p.Limit, p.Window.Microseconds(), p.Burst)); err != nil {
 		return bad("%v", err)

@@ -97,7 +97,7 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 		trip := rs.breaker.trip // a failed dial opens the breaker before its call returns
 		s.dials.onFail.Store(&trip)
 	}
-	return r
+	return leasing(r, c)
 }
 
 // honoursDeadlines reports whether client gives up at its context's deadline.

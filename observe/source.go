@@ -1,7 +1,7 @@
 package observe
 
-// Source is what made a decision: the store, or, when the store could not be asked, a layer
-// in front of it (see ratelimit.WithDenialCache and ratelimit.WithFallback).
+// Source is what made a decision: the store, or, when the store was not asked, a layer in
+// front of it (see ratelimit.WithDenialCache, ratelimit.WithFallback and Policy.Lease).
 type Source uint8
 
 const (
@@ -13,13 +13,20 @@ const (
 	// SourceFallback is a decision of the local fallback, made while the store was
 	// unavailable.
 	SourceFallback
+	// SourceLease is a decision made from a lease of quota this instance holds for a hot
+	// identity (ratelimit.Policy.Lease): an admission from the leased units, or a denial the
+	// store made, answered until its Retry-After.
+	SourceLease
 
 	numSources = iota
 )
 
-// String returns "store", "denial_cache" or "fallback": the label the metrics modules use.
+// String returns "store", "denial_cache", "fallback" or "lease": the label the metrics modules
+// use.
 func (s Source) String() string {
 	switch s {
+	case SourceLease:
+		return "lease"
 	case SourceDenialCache:
 		return "denial_cache"
 	case SourceFallback:

@@ -19,7 +19,7 @@
 //
 //	name                               instrument              unit          attributes
 //	ratelimit.requests                 Int64Counter            {request}     ratelimit.result
-//	ratelimit.policy.decisions         Int64ObservableCounter  {decision}    ratelimit.policy, ratelimit.decision (allowed, denied), ratelimit.source (store, denial_cache, fallback)
+//	ratelimit.policy.decisions         Int64ObservableCounter  {decision}    ratelimit.policy, ratelimit.decision (allowed, denied), ratelimit.source (store, denial_cache, fallback, lease)
 //	ratelimit.decision.duration        Float64Histogram        s             ratelimit.source
 //	db.client.operation.duration       Float64Histogram        s             db.system.name (redis), db.operation.name (FCALL), db.stored_procedure.name, server.address, server.port
 //	ratelimit.store.errors             Int64Counter            {error}       error.type (unavailable, timeout, busy, oom, readonly, script, other, breaker_open)

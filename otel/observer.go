@@ -83,7 +83,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	o.policies.New = newCounts // before the callback is registered
 	var errs [16]error
 	o.decisions, errs[0] = m.Int64ObservableCounter("ratelimit.policy.decisions", metric.WithUnit("{decision}"),
-		metric.WithDescription("Verdicts of each rate-limit policy, by outcome and by what decided (store, denial_cache, fallback)."),
+		metric.WithDescription("Verdicts of each rate-limit policy, by outcome and by what decided (store, denial_cache, fallback, lease)."),
 		metric.WithInt64Callback(o.observe))
 	o.duration, errs[1] = m.Float64Histogram("ratelimit.decision.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time the rate limiter took to decide, the store call included."),

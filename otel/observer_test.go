@@ -43,8 +43,8 @@ func TestDecisions(t *testing.T) {
 		}
 	}
 	decisions := m.metric(t, "ratelimit.policy.decisions")
-	if s := decisions.Data.(metricdata.Sum[int64]); !s.IsMonotonic || s.Temporality != metricdata.CumulativeTemporality || len(s.DataPoints) != 12 {
-		t.Errorf("ratelimit.decisions: monotonic %v, %v, with %d series; want a cumulative counter with 12: 2 policies, 3 sources, 2 outcomes",
+	if s := decisions.Data.(metricdata.Sum[int64]); !s.IsMonotonic || s.Temporality != metricdata.CumulativeTemporality || len(s.DataPoints) != 16 {
+		t.Errorf("ratelimit.decisions: monotonic %v, %v, with %d series; want a cumulative counter with 16: 2 policies, 4 sources, 2 outcomes",
 			s.IsMonotonic, s.Temporality, len(s.DataPoints))
 	}
 	if decisions.Unit != "{decision}" {
@@ -140,8 +140,8 @@ func TestPolicyAttributeBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := len(m.metric(t, "ratelimit.policy.decisions").Data.(metricdata.Sum[int64]).DataPoints); n != (256+1)*6 {
-		t.Errorf("%d decision series, want %d: 256 policies and _other, 6 each", n, (256+1)*6)
+	if n := len(m.metric(t, "ratelimit.policy.decisions").Data.(metricdata.Sum[int64]).DataPoints); n != (256+1)*8 {
+		t.Errorf("%d decision series, want %d: 256 policies and _other, 8 each", n, (256+1)*8)
 	}
 	if got := m.decisions(t, "_other", "allowed", "store"); got != 3 {
 		t.Errorf("decisions of the policies beyond the bound: %d, want 3", got)

@@ -11,7 +11,7 @@
 // # Metrics
 //
 //	name                                  type       labels
-//	ratelimit_decisions_total             counter    policy, outcome (allowed, denied), source (store, denial_cache, fallback)
+//	ratelimit_decisions_total             counter    policy, outcome (allowed, denied), source (store, denial_cache, fallback, lease)
 //	ratelimit_decision_duration_seconds   histogram  source
 //	ratelimit_store_errors_total          counter    kind (timeout, unavailable, breaker_open)
 //	ratelimit_breaker_open                gauge      (none)

@@ -92,7 +92,7 @@ func New(opts ...Option) *Observer {
 		}, []string{"result"}),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ratelimit_decisions_total",
-			Help: "Verdicts of each rate-limit policy, by outcome and by what decided (store, denial_cache, fallback).",
+			Help: "Verdicts of each rate-limit policy, by outcome and by what decided (store, denial_cache, fallback, lease).",
 		}, []string{"policy", "outcome", "source"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "ratelimit_decision_duration_seconds",

@@ -32,19 +32,23 @@ func TestDecisions(t *testing.T) {
 		}
 	}
 	want := `
-# HELP ratelimit_decisions_total Verdicts of each rate-limit policy, by outcome and by what decided (store, denial_cache, fallback).
+# HELP ratelimit_decisions_total Verdicts of each rate-limit policy, by outcome and by what decided (store, denial_cache, fallback, lease).
 # TYPE ratelimit_decisions_total counter
 ratelimit_decisions_total{outcome="allowed",policy="burst",source="denial_cache"} 0
 ratelimit_decisions_total{outcome="allowed",policy="burst",source="fallback"} 0
+ratelimit_decisions_total{outcome="allowed",policy="burst",source="lease"} 0
 ratelimit_decisions_total{outcome="allowed",policy="burst",source="store"} 3
 ratelimit_decisions_total{outcome="denied",policy="burst",source="denial_cache"} 0
 ratelimit_decisions_total{outcome="denied",policy="burst",source="fallback"} 0
+ratelimit_decisions_total{outcome="denied",policy="burst",source="lease"} 0
 ratelimit_decisions_total{outcome="denied",policy="burst",source="store"} 1
 ratelimit_decisions_total{outcome="allowed",policy="hourly",source="denial_cache"} 0
 ratelimit_decisions_total{outcome="allowed",policy="hourly",source="fallback"} 0
+ratelimit_decisions_total{outcome="allowed",policy="hourly",source="lease"} 0
 ratelimit_decisions_total{outcome="allowed",policy="hourly",source="store"} 4
 ratelimit_decisions_total{outcome="denied",policy="hourly",source="denial_cache"} 0
 ratelimit_decisions_total{outcome="denied",policy="hourly",source="fallback"} 0
+ratelimit_decisions_total{outcome="denied",policy="hourly",source="lease"} 0
 ratelimit_decisions_total{outcome="denied",policy="hourly",source="store"} 0
 `
 	if err := testutil.CollectAndCompare(obs, strings.NewReader(want), "ratelimit_decisions_total"); err != nil {
@@ -177,8 +181,8 @@ func TestPolicyLabelBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := testutil.CollectAndCount(obs, "ratelimit_decisions_total"); n != (256+1)*6 {
-		t.Errorf("%d decision series, want %d: 256 policies and _other, 6 each", n, (256+1)*6)
+	if n := testutil.CollectAndCount(obs, "ratelimit_decisions_total"); n != (256+1)*8 {
+		t.Errorf("%d decision series, want %d: 256 policies and _other, 8 each", n, (256+1)*8)
 	}
 	if got := value(t, obs, "ratelimit_decisions_total", "outcome=allowed,policy=_other,source=store"); got != 3 {
 		t.Errorf("decisions of the policies beyond the bound: %v, want 3", got)

@@ -60,20 +60,35 @@ func Contract(t *testing.T) {
 	})
 
 	t.Run("Redis shared by two instances", func(t *testing.T) {
-		env := []string{"REDIS_URL=redis://" + redistest.Addr(t) + "/0", "RATELIMIT_PREFIX=" + redistest.Prefix(t)}
-		a, b := Start(t, bin, env...), Start(t, bin, env...)
-		for _, inst := range []*Instance{a, b} {
-			if !strings.Contains(inst.Log(), "using the Redis store") {
-				t.Fatalf("the instance does not say it uses Redis:\n%s", inst.Log())
+		// A check that misses the guard's 100 ms deadline passes unlimited, without rate-limit
+		// headers (fail-open). On a machine loaded enough for that, the run says nothing of
+		// the shared count: it is run again, on fresh keys, up to three times.
+		for attempt := 1; ; attempt++ {
+			env := []string{"REDIS_URL=redis://" + redistest.Addr(t) + "/0", "RATELIMIT_PREFIX=" + redistest.Prefix(t) + fmt.Sprint(attempt) + ":"}
+			a, b := Start(t, bin, env...), Start(t, bin, env...)
+			for _, inst := range []*Instance{a, b} {
+				if !strings.Contains(inst.Log(), "using the Redis store") {
+					t.Fatalf("the instance does not say it uses Redis:\n%s", inst.Log())
+				}
 			}
-		}
-		var got []int
-		for i := range burst + 1 {
-			url := []string{a.URL, b.URL}[i%2]
-			got = append(got, Statuses(t, 1, http.MethodGet, url+"/items/"+fmt.Sprint(i))...)
-		}
-		if want := "[200 200 200 200 200 429]"; fmt.Sprint(got) != want {
-			t.Errorf("alternating between the instances: got %v, want %s", got, want)
+			var got []int
+			unlimited := 0
+			for i := range burst + 1 {
+				url := []string{a.URL, b.URL}[i%2]
+				resp := Do(t, http.MethodGet, url+"/items/"+fmt.Sprint(i))
+				got = append(got, resp.StatusCode)
+				if resp.StatusCode == http.StatusOK && resp.Header.Get("X-RateLimit-Limit") == "" {
+					unlimited++
+				}
+			}
+			if unlimited > 0 && attempt < 3 {
+				t.Logf("attempt %d: %d requests passed unlimited (Redis answered after the deadline): again", attempt, unlimited)
+				continue
+			}
+			if want := "[200 200 200 200 200 429]"; fmt.Sprint(got) != want {
+				t.Errorf("alternating between the instances: got %v (%d unlimited), want %s\n%s\n%s", got, unlimited, want, a.Log(), b.Log())
+			}
+			return
 		}
 	})
 

@@ -1,0 +1,390 @@
+package ratelimit
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit/observe"
+)
+
+// leasingStore is the layer of the Redis store that serves hot identities from leases of
+// quota (Policy.Lease). A list whose policies lease is checked here first: an identity this
+// instance has seen at least twice within a lease's time takes a lease of k units, one atomic
+// check of cost k that charges them in the store, and its next requests are admitted from it
+// without a call. The lease ends when it is spent, after its Lease, or with the window it was
+// charged in, whichever comes first; what was not used is then refunded. A denial of the
+// identity is answered here until its Retry-After, which a fixed window makes exact. Every
+// other list, and every call but a charging check, goes straight to the store below.
+type leasingStore struct {
+	next  Store
+	clock Clock
+	log   logs
+
+	mu      sync.Mutex
+	entries map[leaseKey]*leaseEntry
+}
+
+// maxLeaseEntries bounds the identities the layer tracks at once: when it is full of
+// identities seen within their lease's time, a new one goes to the store uncached.
+const maxLeaseEntries = 4096
+
+// leaseKey names one identity under one policy list.
+type leaseKey struct {
+	id  string
+	set *compiledPolicy
+	n   int
+}
+
+// leaseEntry is what the layer knows of one identity under one list. Its mutex guards it.
+type leaseEntry struct {
+	mu    sync.Mutex
+	of    []*compiledPolicy
+	lease time.Duration // the list's Lease
+
+	// How much this identity asks of this instance: units asked since tick, and in the tick
+	// before it (ticks are one lease long).
+	tick             time.Time
+	asked, askedLast int64
+	// remaining is the least Remaining of the list the store last reported: the next lease
+	// takes at most an eighth of it, leaving the rest to the other instances.
+	remaining int64
+
+	// The lease: units charged at at, used of them handed out, until when.
+	gen         uint64
+	active      bool
+	at, until   time.Time
+	units, used int64
+	base        []PolicyResult // the results of the charge that took the lease
+
+	// taking is closed when the call that takes a lease returns; nil when none is under way.
+	taking chan struct{}
+
+	// A denial of cost deniedCost or more, answered here until deniedUntil.
+	deniedAt, deniedUntil time.Time
+	deniedCost            int64
+	denial                []PolicyResult
+}
+
+var _ Store = (*leasingStore)(nil)
+
+// leasing wraps s in the leasing layer.
+func leasing(s Store, c *storeConfig) Store {
+	return &leasingStore{next: s, clock: clockOf(s), log: logs{c.logger}, entries: map[leaseKey]*leaseEntry{}}
+}
+
+// Unwrap declares the store below: every capability is its.
+func (s *leasingStore) Unwrap() Store { return s.next }
+
+// leaseOf returns the lease time of a list: its policies all set Lease (New sees to it), and
+// the shortest is the list's. 0: the list does not lease.
+func leaseOf(policies []Policy) time.Duration {
+	if len(policies) == 0 || policies[0].Lease <= 0 {
+		return 0
+	}
+	d := policies[0].Lease
+	for i := range policies[1:] {
+		d = min(d, policies[i+1].Lease)
+	}
+	return d
+}
+
+// countLeased is how many of the policies set Lease.
+func countLeased(policies []Policy) int {
+	n := 0
+	for i := range policies {
+		if policies[i].Lease > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *leasingStore) Check(ctx context.Context, key string, policies []Policy, cost int64, charge bool, out []PolicyResult) (time.Time, error) {
+	lease := leaseOf(policies)
+	if lease == 0 || !charge || cost <= 0 {
+		return s.next.Check(ctx, key, policies, cost, charge, out)
+	}
+	e := s.entry(key, policies, lease)
+	if e == nil {
+		return s.next.Check(ctx, key, policies, cost, charge, out)
+	}
+	e.mu.Lock()
+	e.count(s.clock.Now(), cost)
+	e.mu.Unlock()
+	for {
+		now := s.clock.Now()
+		e.mu.Lock()
+		if e.active && !now.Before(e.until) {
+			s.end(e, key, policies)
+		}
+		if e.active {
+			if e.used+cost <= e.units {
+				e.used += cost
+				at := e.at
+				e.serve(now, out)
+				e.mu.Unlock()
+				return at, nil
+			}
+			s.end(e, key, policies) // spent: what is left is too little for this request
+		}
+		if now.Before(e.deniedUntil) && cost >= e.deniedCost {
+			at := e.deniedAt
+			e.answerDenial(now, out)
+			e.mu.Unlock()
+			return at, nil
+		}
+		if ch := e.taking; ch != nil { // another request is taking a lease: wait for it
+			e.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return time.Time{}, ctx.Err()
+			}
+		}
+		if e.asked+e.askedLast <= cost { // not hot: this request alone in a lease's time
+			e.mu.Unlock()
+			return s.next.Check(ctx, key, policies, cost, charge, out)
+		}
+		k := e.size(cost)
+		ch := make(chan struct{})
+		e.taking = ch
+		e.mu.Unlock()
+		at, err := s.take(ctx, e, key, policies, cost, k, lease, out)
+		e.mu.Lock()
+		e.taking = nil
+		close(ch)
+		e.mu.Unlock()
+		return at, err
+	}
+}
+
+// take asks the store for a lease of k units, of which the request takes cost, and fills
+// out with the request's results. A lease the store refuses is asked again for the request
+// alone; a request the store refuses is answered here until its Retry-After.
+func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, policies []Policy, cost, k int64, lease time.Duration, out []PolicyResult) (time.Time, error) {
+	at, err := s.next.Check(ctx, key, policies, k, true, out)
+	if err == nil && k > cost && !allAllowed(out) {
+		e.mu.Lock()
+		e.remaining = leastRemaining(out)
+		e.mu.Unlock()
+		k = cost
+		at, err = s.next.Check(ctx, key, policies, k, true, out)
+	}
+	if err != nil {
+		return at, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.remaining = leastRemaining(out)
+	if !allAllowed(out) {
+		e.deniedAt, e.deniedCost = at, cost
+		e.deniedUntil = at.Add(longestWait(out))
+		e.denial = append(e.denial[:0], out...)
+		return at, nil
+	}
+	if k == cost {
+		return at, nil // a request of its own: nothing is left to lease
+	}
+	end := lease
+	for i := range out {
+		end = min(end, out[i].ResetAfter) // a fixed window's end: the lease ends with it
+	}
+	e.gen++
+	e.active, e.at, e.until, e.units, e.used = true, at, at.Add(end), k, cost
+	e.base = append(e.base[:0], out...)
+	e.serve(at, out)
+	for i := range out {
+		out[i].source = observe.SourceStore // the store decided this one
+	}
+	gen := e.gen
+	time.AfterFunc(end, func() { // the lease ends even if no request comes to end it
+		e.mu.Lock()
+		if e.gen == gen && e.active {
+			s.end(e, key, policies)
+		}
+		e.mu.Unlock()
+	})
+	return at, nil
+}
+
+// end ends e's lease and refunds what it did not use. The caller holds e.mu.
+func (s *leasingStore) end(e *leaseEntry, key string, policies []Policy) {
+	e.active = false
+	unused, at := e.units-e.used, e.at
+	if unused <= 0 {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), leaseRefundTimeout)
+		defer cancel()
+		if err := s.next.Refund(ctx, key, policies, unused, at); err != nil {
+			// The units stay charged until their window ends: fewer admitted, never more.
+			s.log.get().Warn("ratelimit: a lease's unused units could not be given back; they stay charged until their window ends",
+				"units", unused, "error", err)
+		}
+	}()
+}
+
+// leaseRefundTimeout bounds the refund of a lease's unused units.
+const leaseRefundTimeout = time.Second
+
+// count adds a request of cost at now to what the identity asked.
+func (e *leaseEntry) count(now time.Time, cost int64) {
+	switch since := now.Sub(e.tick); {
+	case since >= 2*e.lease:
+		e.tick, e.asked, e.askedLast = now, 0, 0
+	case since >= e.lease:
+		e.tick, e.askedLast, e.asked = now, e.asked, 0
+	}
+	e.asked += cost
+}
+
+// size is the units of the next lease: twice what the identity asked in the last tick, at
+// least cost, at most an eighth of the quota the store last reported left.
+func (e *leaseEntry) size(cost int64) int64 {
+	k := 2 * max(e.asked, e.askedLast)
+	if e.remaining > 0 {
+		k = min(k, e.remaining/8)
+	}
+	return max(k, cost)
+}
+
+// serve fills out with the results of a request admitted from the lease at now: what the
+// store reported when the lease was taken, with the lease's unused units added back and the
+// time since taken off. The caller holds e.mu.
+func (e *leaseEntry) serve(now time.Time, out []PolicyResult) {
+	elapsed := now.Sub(e.at)
+	left := e.units - e.used
+	for i, b := range e.base {
+		r := &out[i]
+		r.Allowed, r.Remaining, r.RetryAfter, r.Delay = true, b.Remaining+left, 0, 0
+		r.ResetAfter = max(b.ResetAfter-elapsed, time.Microsecond)
+		r.EffectiveWindow = max(b.EffectiveWindow-elapsed, time.Microsecond)
+		r.source = observe.SourceLease
+	}
+}
+
+// answerDenial fills out with the denial answered at deniedAt, as it stands at now.
+func (e *leaseEntry) answerDenial(now time.Time, out []PolicyResult) {
+	elapsed := now.Sub(e.deniedAt)
+	for i, d := range e.denial {
+		d.ResetAfter = max(d.ResetAfter-elapsed, 0)
+		if d.RetryAfter > 0 {
+			d.RetryAfter = max(d.RetryAfter-elapsed, time.Microsecond)
+		}
+		if d.EffectiveWindow > 0 {
+			d.EffectiveWindow = max(d.EffectiveWindow-elapsed, time.Microsecond)
+		}
+		d.source = observe.SourceLease
+		out[i] = d
+	}
+}
+
+// entry returns the entry of key under policies, made if need be, or nil when the layer is
+// full of identities in use.
+func (s *leasingStore) entry(key string, policies []Policy, lease time.Duration) *leaseEntry {
+	k := leaseKey{id: key, set: policies[0].compiled, n: len(policies)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entries[k]; e != nil && e.isFor(policies) {
+		return e
+	}
+	if len(s.entries) >= maxLeaseEntries {
+		s.sweep()
+		if len(s.entries) >= maxLeaseEntries {
+			return nil
+		}
+	}
+	e := &leaseEntry{of: make([]*compiledPolicy, len(policies)), lease: lease}
+	for i := range policies {
+		e.of[i] = policies[i].compiled
+	}
+	s.entries[k] = e
+	return e
+}
+
+// isFor reports whether e is the entry of exactly this list.
+func (e *leaseEntry) isFor(policies []Policy) bool { return samePolicies(e.of, policies) }
+
+// sweep forgets the entries with no lease, no denial and nothing asked for two of their
+// lease's time. The caller holds s.mu.
+func (s *leasingStore) sweep() {
+	now := s.clock.Now()
+	for k, e := range s.entries {
+		e.mu.Lock()
+		idle := !e.active && e.taking == nil && !now.Before(e.deniedUntil) && now.Sub(e.tick) >= 2*e.lease
+		e.mu.Unlock()
+		if idle {
+			delete(s.entries, k)
+		}
+	}
+}
+
+func (s *leasingStore) Refund(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) error {
+	if leaseOf(policies) > 0 {
+		if e := s.lookup(key, policies); e != nil {
+			e.mu.Lock()
+			if e.active && e.at.Equal(at) {
+				e.used = max(e.used-cost, 0) // back into the lease, which refunds it if unused
+				e.mu.Unlock()
+				return nil
+			}
+			e.mu.Unlock()
+		}
+	}
+	return s.next.Refund(ctx, key, policies, cost, at)
+}
+
+func (s *leasingStore) Reset(ctx context.Context, key string, policies []Policy) error {
+	if e := s.lookup(key, policies); e != nil {
+		e.mu.Lock()
+		e.active, e.deniedUntil = false, time.Time{} // the store forgets the charge itself
+		e.mu.Unlock()
+	}
+	return s.next.Reset(ctx, key, policies)
+}
+
+// lookup returns the entry of key under policies, or nil.
+func (s *leasingStore) lookup(key string, policies []Policy) *leaseEntry {
+	if len(policies) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entries[leaseKey{id: key, set: policies[0].compiled, n: len(policies)}]; e != nil && e.isFor(policies) {
+		return e
+	}
+	return nil
+}
+
+// allAllowed reports whether every enforced policy allowed the request.
+func allAllowed(out []PolicyResult) bool {
+	for i := range out {
+		if !out[i].Allowed {
+			return false
+		}
+	}
+	return true
+}
+
+// leastRemaining is the least Remaining of the results.
+func leastRemaining(out []PolicyResult) int64 {
+	r := out[0].Remaining
+	for i := range out[1:] {
+		r = min(r, out[i+1].Remaining)
+	}
+	return r
+}
+
+// longestWait is the longest RetryAfter of the denying results (a fixed window's is exact).
+func longestWait(out []PolicyResult) time.Duration {
+	var d time.Duration
+	for i := range out {
+		if !out[i].Allowed {
+			d = max(d, out[i].RetryAfter)
+		}
+	}
+	return d
+}

@@ -1,0 +1,208 @@
+package ratelimit_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/observe"
+)
+
+// callCount is a go-redis hook that counts the commands a client sends.
+type callCount struct{ n atomic.Int64 }
+
+func (c *callCount) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *callCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (c *callCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// TestLeasesKeepTheFleetExact: four instances, 64 goroutines each, on one identity of a
+// leasing fixed window (40,000 a second, leases of 20 ms), asking 51,200 a second between
+// them. On a clock the test moves 5 ms at a time (every goroutine asks once per step), the
+// fleet admits at most the limit in every window, the instances call Redis for at most one
+// check in 20, most admissions come from leases, and when the leases end their unused units
+// are given back: Redis's count is then what was admitted.
+func TestLeasesKeepTheFleetExact(t *testing.T) {
+	for _, e := range []struct {
+		name   string
+		client func(t *testing.T) redis.UniversalClient
+	}{
+		{"redis", func(t *testing.T) redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: redistest.Addr(t)}) }},
+		{"cluster", func(t *testing.T) redis.UniversalClient {
+			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.Cluster(t).Options().Addrs})
+		}},
+	} {
+		t.Run(e.name, func(t *testing.T) {
+			const (
+				instances, goroutines = 4, 64
+				limit                 = 40_000
+				step                  = 5 * time.Millisecond
+				windows               = 2
+			)
+			policy := ratelimit.Policy{Name: "hot", Limit: limit, Window: time.Second, Algorithm: algorithms.FixedWindow{}, Lease: 20 * time.Millisecond}
+			clock := newFakeClock()
+			prefix := redistest.Prefix(t)
+			ctx := context.Background()
+			calls := &callCount{}
+			limiters := make([]*ratelimit.Limiter, instances)
+			for i := range limiters {
+				c := e.client(t)
+				t.Cleanup(func() { _ = c.Close() })
+				c.AddHook(calls)
+				limiters[i] = mustNew(t, ratelimit.NewRedisStore(c, ratelimit.WithClock(clock), ratelimit.WithPrefix(prefix)), policy)
+			}
+			var admitted [windows]atomic.Int64
+			var checks, leased atomic.Int64
+			for w := range windows {
+				for range time.Second / step {
+					var wg sync.WaitGroup
+					for _, l := range limiters {
+						for range goroutines {
+							wg.Add(1)
+							go func() {
+								defer wg.Done()
+								d, err := l.Allow(ctx, "tenant")
+								if err != nil {
+									t.Error(err)
+									return
+								}
+								checks.Add(1)
+								if d.Allowed {
+									admitted[w].Add(1)
+									if d.Source == observe.SourceLease {
+										leased.Add(1)
+									}
+								}
+							}()
+						}
+					}
+					wg.Wait()
+					clock.Advance(step)
+				}
+			}
+			n := checks.Load()
+			for w := range windows {
+				if got := admitted[w].Load(); got > limit || got < limit*9/10 {
+					t.Errorf("window %d: %d admitted; want at most %d, and near it (the demand is above it)", w, got, limit)
+				}
+			}
+			if c := calls.n.Load(); c*20 > n {
+				t.Errorf("%d Redis calls for %d checks; want at most one in 20", c, n)
+			}
+			if l := leased.Load(); l*2 < admitted[0].Load()+admitted[1].Load() {
+				t.Errorf("%d admissions from leases of %d; want most", l, admitted[0].Load()+admitted[1].Load())
+			}
+			t.Logf("%d checks, %d Redis calls, admitted %d and %d, %d from leases", n, calls.n.Load(), admitted[0].Load(), admitted[1].Load(), leased.Load())
+
+			// A third window, half used: when the leases end, what they did not hand out goes
+			// back, and the count in Redis is what the fleet admitted.
+			var third atomic.Int64
+			for range 3 {
+				var wg sync.WaitGroup
+				for _, l := range limiters {
+					for range goroutines {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							if d, err := l.Allow(ctx, "tenant"); err == nil && d.Allowed {
+								third.Add(1)
+							}
+						}()
+					}
+				}
+				wg.Wait()
+				clock.Advance(step)
+			}
+			plain := mustNew(t, ratelimit.NewRedisStore(e.client(t), ratelimit.WithClock(clock), ratelimit.WithPrefix(prefix)),
+				ratelimit.Policy{Name: "hot", Limit: limit, Window: time.Second, Algorithm: algorithms.FixedWindow{}})
+			var left int64
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				d, err := plain.AllowN(ctx, "tenant", 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if left = d.Remaining; left == limit-third.Load() {
+					break
+				}
+			}
+			if left != limit-third.Load() {
+				t.Errorf("after the leases ended, Redis has %d left of %d; want %d: the %d admitted, the unused units given back", left, limit, limit-third.Load(), third.Load())
+			}
+		})
+	}
+}
+
+// TestLeaseIsRefused: New says why a policy cannot lease.
+func TestLeaseIsRefused(t *testing.T) {
+	store := ratelimit.NewMemoryStore()
+	fw := ratelimit.Policy{Name: "a", Limit: 10, Window: time.Second, Algorithm: algorithms.FixedWindow{}, Lease: 20 * time.Millisecond}
+	for _, c := range []struct {
+		policies []ratelimit.Policy
+		want     string
+	}{
+		{[]ratelimit.Policy{{Limit: 10, Window: time.Second, Lease: 20 * time.Millisecond}}, "only a fixed_window policy can lease"},
+		{[]ratelimit.Policy{{Limit: 10, Window: time.Second, Algorithm: algorithms.FixedWindow{}, Lease: time.Second}}, "must be shorter than the Window"},
+		{[]ratelimit.Policy{{Limit: 10, Window: time.Second, Algorithm: algorithms.FixedWindow{}, Lease: -1}}, "must be positive"},
+		{[]ratelimit.Policy{fw, {Name: "b", Limit: 100, Window: time.Minute, Algorithm: algorithms.FixedWindow{}}}, "1 of the 2 policies set Lease"},
+	} {
+		if _, err := ratelimit.New(store, c.policies...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("New(%+v): %v; want an error saying %q", c.policies, err, c.want)
+		}
+	}
+	if _, err := ratelimit.New(store, fw, ratelimit.Policy{Name: "b", Limit: 100, Window: time.Minute, Algorithm: algorithms.FixedWindow{}, Lease: 50 * time.Millisecond}); err != nil {
+		t.Errorf("two leasing fixed windows: %v", err)
+	}
+}
+
+// TestLeaseEndsWithItsWindow: units leased in one fixed window are never spent in the next.
+// A hot identity takes a lease 10 ms before its window ends, with 50 ms of Lease left; the
+// next window still admits exactly its limit.
+func TestLeaseEndsWithItsWindow(t *testing.T) {
+	clock := newFakeClock()
+	ctx := context.Background()
+	l := mustNew(t, ratelimit.NewRedisStore(redistest.Standalone(t), ratelimit.WithClock(clock), ratelimit.WithPrefix(redistest.Prefix(t))),
+		ratelimit.Policy{Name: "w", Limit: 100, Window: time.Second, Algorithm: algorithms.FixedWindow{}, Lease: 50 * time.Millisecond})
+	clock.Advance(990 * time.Millisecond)
+	leased := false
+	for range 3 { // the second takes a lease of 4 units: 2 are left when the window ends
+		d, err := l.Allow(ctx, "k")
+		if err != nil || !d.Allowed {
+			t.Fatalf("%+v, %v", d, err)
+		}
+		leased = leased || d.Source == observe.SourceLease
+	}
+	if !leased {
+		t.Fatal("three requests at once took no lease")
+	}
+	clock.Advance(10 * time.Millisecond) // the next window
+	admitted := 0
+	for range 200 {
+		d, err := l.Allow(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			admitted++
+		}
+	}
+	if admitted != 100 {
+		t.Errorf("the next window admitted %d; want its limit, 100, and no unit leased before it", admitted)
+	}
+}
