@@ -44,7 +44,9 @@ func TestLeasesKeepTheFleetExact(t *testing.T) {
 		name   string
 		client func(t *testing.T) redis.UniversalClient
 	}{
-		{"redis", func(t *testing.T) redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: redistest.Addr(t)}) }},
+		{"redis", func(t *testing.T) redis.UniversalClient {
+			return redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
+		}},
 		{"cluster", func(t *testing.T) redis.UniversalClient {
 			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.Cluster(t).Options().Addrs})
 		}},
