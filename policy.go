@@ -77,7 +77,7 @@ type compiledPolicy struct {
 	tag       string
 	params    algo.Params
 	model     algo.Model
-	redisArgs []any // the policy's ARGV in check.lua
+	redisArgs []any // the policy's ARGV in check.lua: one string, "code:limit:window:burst:shadow"
 	holds     bool  // an in-flight limit: its charges are slots, held until given back
 }
 
@@ -120,7 +120,8 @@ func (p Policy) compile() (Policy, error) {
 	if p.Shadow {
 		shadow = 1
 	}
-	c.redisArgs = []any{m.Code(), c.params.Limit, c.params.Window, c.params.Burst, shadow}
+	c.redisArgs = []any{m.Code() + ":" + strconv.FormatInt(c.params.Limit, 10) + ":" + strconv.FormatInt(c.params.Window, 10) +
+		":" + strconv.FormatInt(c.params.Burst, 10) + ":" + strconv.Itoa(shadow)}
 	p.compiled = c
 	return p, nil
 }

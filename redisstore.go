@@ -254,7 +254,7 @@ const (
 	inlinePolicies = 3
 	inlineKeyBytes = 256
 	checkArgs      = 4 // check.lua's ARGV before the policies'
-	policyArgs     = 5 // check.lua's ARGV per policy
+	policyArgs     = 1 // check.lua's ARGV per policy
 	inlineArgs     = rediscall.Head + inlinePolicies*(1+policyArgs) + checkArgs
 	// keyOverhead bounds what a storage key holds besides its prefix and its identity: the
 	// braces, a colon, the tag, and a hashed identity's digest in the place of a short one.

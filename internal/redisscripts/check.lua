@@ -10,9 +10,10 @@
 --           "2" to refund a charge of cost made at ARGV[4] (the reply is then empty), "3" to
 --           renew it (in-flight slots; the reply is then the time of the renewal alone)
 -- ARGV[4]   with "2" or "3": the time of the charge (the last integer of its reply); else "0"
--- ARGV[5i], ARGV[5i+1], ARGV[5i+2], ARGV[5i+3], ARGV[5i+4]
---           policy i: algorithm code, limit, window in microseconds, burst (0: the limit),
---           shadow ("1": evaluated and charged with what it admits, never deciding; "0")
+-- ARGV[4+i] policy i, one string "code:limit:window:burst:shadow": algorithm code, limit,
+--           window in microseconds, burst (0: the limit), shadow ("1": evaluated and charged
+--           with what it admits, never deciding; "0"). A policy's string is the same on every
+--           call, so the library parses it once (see spec_of).
 --
 -- Reply: 6 integers per policy, in order: allowed (1 or 0), remaining, reset after (µs),
 -- retry after (µs; -1 never), delay (µs), next (µs; 0 for in-flight slots); then the time of
@@ -22,50 +23,97 @@
 -- per policy (see preamble.lua). It is one table for every call, which the library outlives.
 local pending = {}
 
+-- specs maps a policy's ARGV string to what it says, parsed once: {check, limit, window, burst,
+-- shadow, code}. The library outlives a call, so a service's few policies are parsed on their
+-- first call only; the table is emptied when it holds too many (a bound, never reached by a
+-- sane configuration). Under EVALSHA the library is defined afresh by each call.
+local specs, nspecs = {}, 0
+
+-- spec_of returns the parsed policy of ARGV string s, or nil and an error reply.
+local function spec_of(s)
+  local p = specs[s]
+  if p then return p end
+  if type(s) ~= 'string' then return nil, redis.error_reply('ratelimit: missing policy argument') end
+  local code, limit, window, burst, shadow = string.match(s, '^([^:]*):(%d+):(%d+):(%d+):([01])$')
+  if not code then return nil, redis.error_reply('ratelimit: malformed policy argument ' .. s) end
+  local fn = algorithms[code]
+  if not fn then return nil, redis.error_reply('ratelimit: unknown algorithm code ' .. code) end
+  p = {fn, tonumber(limit), tonumber(window), tonumber(burst), shadow == '1', code}
+  if nspecs >= 1000 then specs, nspecs = {}, 0 end
+  specs[s], nspecs = p, nspecs + 1
+  return p
+end
+
+-- replies holds a reply table per policy count, reused: the library outlives a call, and Redis
+-- reads the reply before the next call. Every call writes every element of its reply.
+local replies = {}
+
 local function check(KEYS, ARGV)
   -- The library outlives a call (a Redis Function): every call starts afresh.
   floor, ceil, min_ttl_ms = math.floor, math.ceil, 1
-  local now = tonumber(ARGV[1])
-  if now == 0 then
+  local now = ARGV[1]
+  if now == '0' then
     local t = redis.call('TIME')
     now = tonumber(t[1]) * 1000000 + tonumber(t[2])
   else
+    now = tonumber(now)
     min_ttl_ms = 60000 -- see preamble.lua
   end
-  local cost = tonumber(ARGV[2])
-  local charge = ARGV[3] == '1'
+  local cost = ARGV[2]
+  if cost == '1' then cost = 1 else cost = tonumber(cost) end
+  local mode = ARGV[3]
+  local nk = #KEYS
 
-  if ARGV[3] == '2' or ARGV[3] == '3' then
+  if mode == '2' or mode == '3' then
     local at, fns = tonumber(ARGV[4]), refunds
-    if ARGV[3] == '3' then fns = renews end
-    for i = 1, #KEYS do -- every code is known before anything is written
-      local code = ARGV[5 * i]
-      if not algorithms[code] then return redis.error_reply('ratelimit: unknown algorithm code ' .. tostring(code)) end
-      if not fns[code] then return redis.error_reply('ratelimit: algorithm code ' .. code .. ' holds no lease to renew') end
+    if mode == '3' then fns = renews end
+    for i = 1, nk do -- every code is known before anything is written
+      local p, err = spec_of(ARGV[4 + i])
+      if not p then return err end
+      if not fns[p[6]] then return redis.error_reply('ratelimit: algorithm code ' .. p[6] .. ' holds no lease to renew') end
     end
-    for i = 1, #KEYS do
-      local a = 5 * i
-      fns[ARGV[a]](KEYS[i], now, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), cost, at)
+    for i = 1, nk do
+      local p = specs[ARGV[4 + i]] or spec_of(ARGV[4 + i])
+      fns[p[6]](KEYS[i], now, p[2], p[3], p[4], cost, at)
     end
-    if ARGV[3] == '3' then return {now} end
+    if mode == '3' then return {now} end
     return {}
   end
 
-  -- A table built of seven elements has room for them; one that grows reallocates on the way.
-  local reply = {}
-  if #KEYS == 1 then reply = {0, 0, 0, 0, 0, 0, 0} end
-  local all, n, w = true, 0, 0
-  for i = 1, #KEYS do
-    local a = 5 * i
-    local fn = algorithms[ARGV[a]]
-    if not fn then return redis.error_reply('ratelimit: unknown algorithm code ' .. tostring(ARGV[a])) end
+  local charge = mode == '1' and cost > 0
+  if nk == 1 then -- one policy: no pending write to keep
+    local p, err = spec_of(ARGV[5])
+    if not p then return err end
     local ok, remaining, reset, retry, delay, next, write, v1, v2, v3, v4, v5, v6 =
-      fn(KEYS[i], now, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), cost)
+      p[1](KEYS[1], now, p[2], p[3], p[4], cost)
+    -- A shadow policy never decides, and is charged only with what it admits.
+    if charge and ok == 1 then write(KEYS[1], v1, v2, v3, v4, v5, v6) end
+    local reply = replies[1]
+    if not reply then reply = {0, 0, 0, 0, 0, 0, 0}; replies[1] = reply end
+    reply[1], reply[2], reply[3], reply[4], reply[5], reply[6], reply[7] =
+      ok, remaining, reset, retry, delay, next, now
+    return reply
+  end
+
+  for i = 1, nk do -- every code is known before any algorithm runs
+    local p, err = spec_of(ARGV[4 + i])
+    if not p then return err end
+  end
+  local reply = replies[nk]
+  if not reply then
+    reply = {}
+    if nk <= 16 then replies[nk] = reply end
+  end
+  local all, n, w = true, 0, 0
+  for i = 1, nk do
+    local p = specs[ARGV[4 + i]] or spec_of(ARGV[4 + i])
+    local ok, remaining, reset, retry, delay, next, write, v1, v2, v3, v4, v5, v6 =
+      p[1](KEYS[i], now, p[2], p[3], p[4], cost)
     reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5], reply[n + 6] =
       ok, remaining, reset, retry, delay, next
     n = n + 6
     -- A shadow policy never decides, and is charged only with what it admits.
-    local shadow = ARGV[a + 4] == '1'
+    local shadow = p[5]
     if not shadow and ok == 0 then all = false end
     if not shadow or ok == 1 then
       pending[w + 1], pending[w + 2], pending[w + 3], pending[w + 4] = write, KEYS[i], v1, v2
@@ -73,7 +121,7 @@ local function check(KEYS, ARGV)
       w = w + 8
     end
   end
-  if all and charge and cost > 0 then
+  if all and charge then
     for j = 1, w, 8 do
       pending[j](pending[j + 1], pending[j + 2], pending[j + 3], pending[j + 4], pending[j + 5], pending[j + 6], pending[j + 7])
     end

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"reflect"
 	"slices"
@@ -111,7 +112,12 @@ func TestScriptsLoad(t *testing.T) {
 
 // checkArgs returns the ARGV of check.lua for one enforced policy.
 func checkArgs(clockUS int64, cost int64, mode string, at int64, code string, limit, window, burst int64) []any {
-	return []any{clockUS, cost, mode, at, code, limit, window, burst, 0}
+	return []any{clockUS, cost, mode, at, policyArg(code, limit, window, burst)}
+}
+
+// policyArg returns the ARGV string of one enforced policy.
+func policyArg(code string, limit, window, burst int64) string {
+	return fmt.Sprintf("%s:%d:%d:%d:0", code, limit, window, burst)
 }
 
 const now = int64(1_700_000_000_000_000)
@@ -167,7 +173,7 @@ func TestUnknownCode(t *testing.T) {
 	}
 	// A known code in front of the unknown one: the error still comes, and nothing is charged.
 	key1, key2 := redistest.Prefix(t)+"{a}1", redistest.Prefix(t)+"{a}2"
-	args := append(checkArgs(now, 1, "1", 0, "gc", 10, 1_000_000, 0), "zq", 10, 1_000_000, 0)
+	args := append(checkArgs(now, 1, "1", 0, "gc", 10, 1_000_000, 0), policyArg("zq", 10, 1_000_000, 0))
 	_, err := c.Eval(ctx, src, []string{key1, key2}, args...).Result()
 	if err == nil || !strings.Contains(err.Error(), "unknown algorithm code zq") {
 		t.Errorf("second policy unknown: %v; want an error naming zq", err)

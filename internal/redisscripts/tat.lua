@@ -36,12 +36,10 @@ local function past(aus, afr, bus, bfr)
   return aus - bus
 end
 
--- read returns the stored TAT of key, nil when absent. A fraction of another denominator
--- (written under another limit) rounds the TAT up to the next whole microsecond, as the Go
--- instantOf does.
-local function read(key, den)
-  local v = redis.call('GET', key)
-  if not v then return nil end
+-- parse_tat returns the TAT of key's stored value v. A fraction of another denominator (written
+-- under another limit) rounds the TAT up to the next whole microsecond, as the Go instantOf
+-- does. read returns the stored TAT of key, nil when absent.
+local function parse_tat(key, v, den)
   local us = tonumber(v) -- the common state, a whole microsecond, without parsing
   if us and us == floor(us) then return us, 0 end
   local s = parse_ints(key, v, nil)
@@ -51,6 +49,12 @@ local function read(key, den)
   end
   if s[3] ~= den then return s[1] + 1, 0 end
   return s[1], s[2]
+end
+
+local function read(key, den)
+  local v = redis.call('GET', key)
+  if not v then return nil end
+  return parse_tat(key, v, den)
 end
 
 -- load returns the TAT of key, or now when it has passed (the bucket is full).
@@ -66,8 +70,39 @@ local function store(key, us, fr, den, now)
   redis.call('SET', key, v, 'PX', ttl_ms(ceil_to(us, fr, now)))
 end
 
+-- whole_check is tat_check where the interval is a whole number of microseconds (den = 1): every
+-- fraction is then 0 (a fraction stored under another limit rounds up, as read does), and each
+-- step of tat_check reduces to the integer arithmetic below, step for step.
+local function whole_check(key, now, capacity, num, cost, shaping)
+  local tus = now
+  local v = redis.call('GET', key)
+  if v then
+    local us = parse_tat(key, v, 1) -- a fraction written under another limit rounds up
+    if us > now then tus = us end
+  end
+  local hus = now + capacity * num -- the latest TAT the bucket can hold
+  local allowed, retry, delay = 0, 0, 0
+  local aus = tus
+  if cost > capacity then
+    retry = -1
+  else
+    local nus = tus + cost * num
+    if cost == 0 or nus <= hus then
+      allowed, aus = 1, nus
+      if shaping and cost > 0 then delay = tus - now end
+    else
+      retry = nus - hus
+    end
+  end
+  local remaining = 0
+  if aus < hus then remaining = idiv(hus - aus, num) end
+  return allowed, remaining, aus - now, retry, delay, aus + remaining * num + num - hus,
+    store, aus, 0, 1, now
+end
+
 local function tat_check(key, now, limit, window, burst, cost, shaping)
   local capacity, num, den = rate(limit, window, burst)
+  if den == 1 then return whole_check(key, now, capacity, num, cost, shaping) end
   local tus, tfr = load(key, now, den)
   local hus, hfr = plus(num, den, now, 0, capacity) -- the latest TAT the bucket can hold
   local allowed, retry, delay = false, 0, 0

@@ -146,8 +146,8 @@ func str(buf *[]byte, n int64) string {
 	return unsafe.String(&b[start], len(b)-start)
 }
 
-// policyArgs returns p's five ARGV of check.lua: the algorithm's code, the limit, the window
-// in µs, the burst (0: the limit) and the shadow flag.
+// policyArgs returns p's ARGV of check.lua: one string, "code:limit:window:burst:shadow" (the
+// algorithm's code, the limit, the window in µs, the burst (0: the limit) and the shadow flag).
 func policyArgs(p ratelimit.Policy) ([]string, error) {
 	code, err := codeOf(&p)
 	if err != nil {
@@ -157,8 +157,8 @@ func policyArgs(p ratelimit.Policy) ([]string, error) {
 	if p.Shadow {
 		shadow = "1"
 	}
-	return []string{code, strconv.FormatInt(p.Limit, 10), strconv.FormatInt(p.Window.Microseconds(), 10),
-		strconv.FormatInt(p.Burst, 10), shadow}, nil
+	return []string{code + ":" + strconv.FormatInt(p.Limit, 10) + ":" + strconv.FormatInt(p.Window.Microseconds(), 10) + ":" +
+		strconv.FormatInt(p.Burst, 10) + ":" + shadow}, nil
 }
 
 // codeOf returns the code of p's algorithm (nil: GCRA, as ratelimit.New fills it in).

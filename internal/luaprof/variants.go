@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+const tgs = `
+local function entry(K, A)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local v = redis.call('GET', K[1])
+  redis.call('SET', K[1], now + 10000, 'PX', 10)
+  return 1
+end`
+
+func loop(name, setup, body string, k int) variant {
+	src := fmt.Sprintf(`
+local function entry(K, A)
+  %s
+  for i = 1, %d do
+    %s
+  end
+  return 1
+end`, setup, k, body)
+	return variant{name: name, src: src, keys: []string{"rl:{ip:203.0.7.12}:gcAAAAAA"}, args: []any{0}, loop: k}
+}
+
+// stub replaces the GCRA check by constants: what check.lua costs around it.
+const stub = `
+algorithms.gc = function(key, now, limit, window, burst, cost)
+  return 1, 5, 10, 0, 0, 10, function() end, 1, 2, 3, 4, 5, 6
+end
+`
+
+func variants() []variant {
+	k1, a1 := checkArgs(0, 1)
+	k3, a3 := checkArgs(0, 3)
+	ki, ai := checkArgs(1_700_000_000_000_000, 1)
+	_, a0 := checkArgs(0, 1)
+	a0[2] = 0 // mode 0
+	ret1 := "local function entry(K, A) return 1 end"
+	lib := current()
+	stubbed := strings.Replace(lib, checkLua(), stub+checkLua(), 1)
+	const N = 20000
+	var vs []variant
+	if *oldDir != "" { // the library of another checkout, whose ARGV has five strings per policy
+		old := libFrom(*oldDir)
+		vs = append(vs,
+			variant{name: "A old, 1 policy", src: old, keys: k1, args: a1},
+			variant{name: "A old, 3 policies", src: old, keys: k3, args: a3},
+			variant{name: "A old, 1 policy, injected", src: old, keys: ki, args: ai})
+	}
+	vs = append(vs, []variant{
+		{name: "A new, 1 policy", src: lib, keys: k1, args: packed(a1)},
+		{name: "A new, 3 policies", src: lib, keys: k3, args: packed(a3)},
+		{name: "A new, 1 policy, injected", src: lib, keys: ki, args: packed(ai)},
+		{name: "A floor TIME+GET+SET PX", src: tgs, keys: k1, args: a1},
+		{name: "A return 1", src: ret1, keys: k1, args: packed(a1)},
+		{name: "return 1 (1 key, 9 args)", src: ret1, keys: k1, args: a1},
+		{name: "return 1 (3 keys, 19 args)", src: ret1, keys: k3, args: a3},
+		{name: "TIME+GET+SET PX", src: tgs, keys: k1, args: a1},
+		{name: "current, 1 policy, mode 0", src: lib, keys: k1, args: packed(a0)},
+		{name: "dispatch only (gc stubbed), 1 policy", src: stubbed, keys: k1, args: packed(a1)},
+		{name: "dispatch only (gc stubbed), 3 policies", src: stubbed, keys: k3, args: packed(a3)},
+		loop("L empty loop", "local x = 1.7e15", "x = x + 1", N),
+		loop("L string.format('%d', x)", "local x = 1.7e15; local f = string.format", "local s = f('%d', x + i)", N),
+		loop("L tostring(x)", "local x = 1.7e15", "local s = tostring(x + i)", N),
+		loop("L redis.call TIME", "", "local t = redis.call('TIME')", N),
+		loop("L TIME + tonumber", "", "local t = redis.call('TIME'); local now = tonumber(t[1]) * 1000000 + tonumber(t[2])", N),
+		loop("L GET (present)", "redis.call('SET', K[1], '1700000000000000')", "local v = redis.call('GET', K[1])", N),
+		loop("L GET + tonumber", "redis.call('SET', K[1], '1700000000000000')", "local v = tonumber(redis.call('GET', K[1]))", N),
+		loop("L SET num PX", "local x = 1.7e15", "redis.call('SET', K[1], x + i, 'PX', 100000)", N),
+		loop("L SET str PX", "local x = '1700000000000000'", "redis.call('SET', K[1], x, 'PX', 100000)", N),
+		loop("L SET str PX str", "local x = '1700000000000000'", "redis.call('SET', K[1], x, 'PX', '100000')", N),
+		loop("L SET num", "local x = 1.7e15", "redis.call('SET', K[1], x + i)", N),
+		loop("L SET num + PEXPIRE", "local x = 1.7e15", "redis.call('SET', K[1], x + i); redis.call('PEXPIRE', K[1], 100000)", N),
+		loop("L PSETEX str str", "local x = '1700000000000000'", "redis.call('PSETEX', K[1], '100000', x)", N),
+		loop("L fmt + SET str PX str", "local x = 1.7e15; local f = string.format", "redis.call('SET', K[1], f('%d', x + i), 'PX', '100000')", N),
+		loop("L fmt + PSETEX str cached", "local x = 1.7e15; local f = string.format; local c = {}", "local ms = 100000 + (i % 100); local m = c[ms]; if not m then m = f('%d', ms); c[ms] = m end; redis.call('PSETEX', K[1], m, f('%d', x + i))", N),
+		loop("L SET num PX num (current)", "local x = 1.7e15", "redis.call('SET', K[1], x + i, 'PX', 100000 + (i % 100))", N),
+		loop("L table {0x7}", "", "local t = {0, 0, 0, 0, 0, 0, 0}", N),
+		loop("L tonumber(A[i]) x9", "", "for j = 1, 9 do local n = tonumber(A[j]) end", N),
+		loop("L math.floor x10", "local floor = math.floor; local x = 1.5", "for j = 1, 10 do x = floor(x + 0.5) end", N),
+		loop("L string compare x10", "local a = A[1]", "for j = 1, 10 do local b = a == '1' end", N),
+	}...)
+	return vs
+}
