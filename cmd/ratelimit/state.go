@@ -101,10 +101,13 @@ func stateCmd(name, about string, args []string, stdout, stderr io.Writer, f fun
 	} else if st.identity, err = s.parts.identity(&st.rule); err != nil {
 		return fs.usageError("%v", err)
 	}
-	// The store logs nothing: the command reports the error its call ends with, once (the
-	// store's breaker would log it too, and its check of maxmemory-policy is the application's
-	// concern).
-	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(s.prefix), ratelimit.WithLogger(slog.New(slog.DiscardHandler)))
+	// The store logs nothing: the command reports the error its call ends with, once (its
+	// check of maxmemory-policy is the application's concern). No circuit breaker: a command
+	// makes a call or two, and each must report what Redis said; the store's eviction check,
+	// dialling first, could otherwise open it, and a refused connection would read "circuit
+	// breaker open".
+	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(s.prefix), ratelimit.WithLogger(slog.New(slog.DiscardHandler)),
+		ratelimit.WithBreaker(0, 0))
 	if st.limiter, err = ratelimit.New(store, st.rule.Policies...); err != nil {
 		return fs.fail(err)
 	}
