@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit/observe"
@@ -20,6 +21,9 @@ type leasingStore struct {
 	next  Store
 	clock Clock
 	log   logs
+	// A failed refund is logged at most once a second: the second of the last line, and the
+	// failures not logged since.
+	lastLog, notLogged atomic.Int64
 
 	mu      sync.Mutex
 	entries map[leaseKey]*leaseEntry
@@ -221,8 +225,13 @@ func (s *leasingStore) end(e *leaseEntry, key string, policies []Policy) {
 		defer cancel()
 		if err := s.next.Refund(ctx, key, policies, unused, at); err != nil {
 			// The units stay charged until their window ends: fewer admitted, never more.
+			now, last := time.Now().Unix(), s.lastLog.Load()
+			if now == last || !s.lastLog.CompareAndSwap(last, now) {
+				s.notLogged.Add(1)
+				return
+			}
 			s.log.get().Warn("ratelimit: a lease's unused units could not be given back; they stay charged until their window ends",
-				"units", unused, "error", err)
+				"units", unused, "error", err, "not_logged_since", s.notLogged.Swap(0))
 		}
 	}()
 }

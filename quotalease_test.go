@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -206,5 +207,33 @@ func TestLeaseEndsWithItsWindow(t *testing.T) {
 	}
 	if admitted != 100 {
 		t.Errorf("the next window admitted %d; want its limit, 100, and no unit leased before it", admitted)
+	}
+}
+
+// TestLeaseRefundFailureIsLogged: when Redis is gone as a lease ends, its unused units cannot
+// be given back; the store says so in a warning (at most one a second), with the cause.
+func TestLeaseRefundFailureIsLogged(t *testing.T) {
+	addr := redistest.Private(t)
+	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	var buf syncBuffer
+	clock := newFakeClock()
+	ctx := context.Background()
+	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithClock(clock), ratelimit.WithBreaker(0, 0),
+		ratelimit.WithLogger(slog.New(slog.NewTextHandler(&buf, nil)))),
+		ratelimit.Policy{Name: "w", Limit: 100, Window: time.Second, Algorithm: algorithms.FixedWindow{}, Lease: 50 * time.Millisecond})
+	for range 2 { // the second takes a lease, and leaves units unused
+		if d, err := l.Allow(ctx, "k"); err != nil || !d.Allowed {
+			t.Fatalf("%+v, %v", d, err)
+		}
+	}
+	_ = redis.NewClient(&redis.Options{Addr: addr}).Shutdown(ctx).Err() // the server exits
+	clock.Advance(60 * time.Millisecond)
+	_, _ = l.Allow(ctx, "k") // ends the lease; its refund fails
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(buf.String(), "could not be given back") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := buf.String(); !strings.Contains(got, "a lease's unused units could not be given back") || !strings.Contains(got, "connection refused") {
+		t.Errorf("logged %q; want the failed refund and its cause", got)
 	}
 }
