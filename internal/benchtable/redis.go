@@ -10,16 +10,13 @@ import (
 )
 
 // p50 calls call from one goroutine for d, cycling through keys, and returns the median
-// latency in microseconds, and the CPU time this process spent per call meanwhile (user and
-// system: the client's share of a call, its system calls included), in microseconds.
-func p50(ctx context.Context, call caller, keys []string, d time.Duration) (lat, cpu float64, err error) {
-	cpu0 := processCPU()
+// latency in microseconds.
+func p50(ctx context.Context, call caller, keys []string, d time.Duration) (float64, error) {
 	samples, err := loadgen.Latencies(ctx, loadgen.Call(call), keys, d, nil)
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
-	cpu = (processCPU() - cpu0).Seconds() * 1e6 / float64(len(samples))
-	return loadgen.P50(samples), cpu, nil
+	return loadgen.P50(samples), nil
 }
 
 // rate calls call from the given number of goroutines for d and returns the calls completed
