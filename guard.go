@@ -35,6 +35,7 @@ type Guard struct {
 	pick     func(Request) *Guard                 // a Switch: the guard of each request
 	clock    Clock
 	local    bool        // the store answers without I/O: no deadline
+	bounds   *timeouts   // the deadlines of store calls
 	clientIP *ipResolver // the client IP of a request, through the trusted proxies
 	log      logs        // the store's logger
 	// fallbacks are the reasons of falling back to the client IP logged so far.
@@ -58,7 +59,7 @@ func NewGuard(l *Limiter, opts ...Option) (*Guard, error) {
 	}
 	g := &Guard{
 		guardConfig: *c, limiter: l, observer: observerOf(l.store), clock: clockOf(l.store), local: isLocal(l.store),
-		clientIP: c.ip.resolver(), log: loggerOf(l.store), shapes: c.mayShape(l),
+		clientIP: c.ip.resolver(), log: loggerOf(l.store), shapes: c.mayShape(l), bounds: newTimeouts(c.timeout),
 	}
 	g.errs = nil
 	if g.onError == nil {
@@ -279,12 +280,13 @@ func (g *Guard) Done(o *Outcome, status int) {
 	}
 }
 
-// deadline bounds a store call: by the guard's timeout, unless the store answers without I/O.
+// deadline bounds a store call: by the guard's timeout (see [timeouts]), unless the store
+// answers without I/O.
 func (g *Guard) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
 	if g.local {
-		return ctx, func() {}
+		return ctx, noCancel
 	}
-	return context.WithTimeout(ctx, g.timeout)
+	return g.bounds.bound(ctx)
 }
 
 // timedOut says so when err is the guard's deadline.

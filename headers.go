@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 )
 
 // HeaderStyle is a set of rate-limit headers a [Guard] writes (see [WithHeaders]).
@@ -123,8 +124,9 @@ type headerValues struct {
 }
 
 // headerValues formats the outcome's headers. The numbers go into one string, so a response
-// costs one allocation for all its header values.
-func (o *Outcome) headerValues() headerValues {
+// costs one allocation for all its header values, or none when they fit in into: the caller's
+// buffer, which nothing may write again (its bytes become the strings); nil for none.
+func (o *Outcome) headerValues(into []byte) headerValues {
 	var (
 		hv   headerValues
 		buf  [256]byte
@@ -162,7 +164,13 @@ func (o *Outcome) headerValues() headerValues {
 	if o.shadow != "" {
 		add(fieldShadow) // static: empty in b
 	}
-	s := string(b)
+	var s string
+	if len(b) > 0 && len(b) <= cap(into) {
+		into = append(into[:0], b...)
+		s = unsafe.String(&into[0], len(into))
+	} else {
+		s = string(b)
+	}
 	start := 0
 	for i := 0; i < hv.n; i++ {
 		switch hv.fields[i] {
@@ -184,7 +192,7 @@ func (o *Outcome) headerValues() headerValues {
 // X-Content-Type-Options: nosniff. It is for frameworks whose response is not an
 // [net/http.ResponseWriter] (Fiber); the others call Write.
 func (o *Outcome) Headers(set func(name, value string)) {
-	hv := o.headerValues()
+	hv := o.headerValues(nil)
 	for i := 0; i < hv.n; i++ {
 		set(fieldNames[hv.fields[i]], hv.values[i])
 	}
@@ -196,9 +204,10 @@ func (o *Outcome) Headers(set func(name, value string)) {
 
 // writeHeaders sets the outcome's rate-limit headers in h, replacing earlier values. Each
 // value is a one-element slice of vals (which has room for numFields), or, when vals is nil,
-// of one array made for all of them: the header map holds no slice of its own.
-func (o *Outcome) writeHeaders(h http.Header, vals []string) {
-	hv := o.headerValues()
+// of one array made for all of them: the header map holds no slice of its own. The values'
+// bytes go into buf where they fit (see headerValues).
+func (o *Outcome) writeHeaders(h http.Header, vals []string, buf []byte) {
+	hv := o.headerValues(buf)
 	if hv.n == 0 {
 		return
 	}

@@ -212,7 +212,9 @@ func FailClosed(status int) Option {
 
 // WithTimeout bounds every store call (default 100 ms); past it, the call counts as failed,
 // of kind timeout (see [FailClosed]). A store that answers without I/O (the memory store) is
-// not timed.
+// not timed. The calls of requests whose context cannot end (as a request made without one)
+// share their deadlines, each rounded up to the next 32nd of d (1 ms at most), so that they
+// share timers.
 func WithTimeout(d time.Duration) Option {
 	return func(gc *guardConfig) {
 		if d <= 0 {

@@ -62,12 +62,12 @@ type Outcome struct {
 func (o *Outcome) Write(w http.ResponseWriter) {
 	h := w.Header()
 	if o.Proceed {
-		o.writeHeaders(h, nil)
+		o.writeHeaders(h, nil, nil)
 		return
 	}
 	// One array for every header of the refusal: the rate-limit headers, then those of its body.
 	vals := new([numFields + 2]string)
-	o.writeHeaders(h, vals[:numFields])
+	o.writeHeaders(h, vals[:numFields], nil)
 	if o.ContentType != "" {
 		vals[numFields], vals[numFields+1] = o.ContentType, "nosniff"
 		h["Content-Type"] = vals[numFields : numFields+1 : numFields+1]

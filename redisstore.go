@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -125,34 +128,114 @@ func (s *redisStore) Clock() Clock {
 // run runs a script once (see package internal/rediscall) with the arguments of a [scriptCall], keeping
 // ctx's deadline whether or not the client does.
 func (s *redisStore) run(ctx context.Context, script *rediscall.Script, args []any) (any, error) {
-	mark := s.dials.mark()
-	v, err := s.runOnce(ctx, script, args)
-	if err != nil {
-		err = s.dials.explain(err, mark)
-	}
-	return v, err
+	r := s.call(ctx, script, args, false)
+	return r.v, r.err
 }
 
-// runOnce is run, without explaining a timeout.
-func (s *redisStore) runOnce(ctx context.Context, script *rediscall.Script, args []any) (any, error) {
-	if s.direct {
-		return s.calls.Run(ctx, script, args)
+// runInts is run for check.lua, whose reply is an array of integers.
+func (s *redisStore) runInts(ctx context.Context, args []any) ([]int64, error) {
+	r := s.call(ctx, checkScript, args, true)
+	if r.err != nil && badReply(r.err) {
+		r.err = fmt.Errorf("%w: %w", errBadReply, r.err)
 	}
-	type reply struct {
-		v   any
-		err error
+	return r.ints, r.err
+}
+
+// reply is what a call of a script returned: v, or ints for a call of runInts.
+type reply struct {
+	v    any
+	ints []int64
+	err  error
+}
+
+// call is run and runInts: it explains a timeout (see [dialWatch]).
+func (s *redisStore) call(ctx context.Context, script *rediscall.Script, args []any, ints bool) reply {
+	mark := s.dials.mark()
+	r := s.callOnce(ctx, script, args, ints)
+	if r.err != nil {
+		r.err = s.dials.explain(r.err, mark)
 	}
-	done := make(chan reply, 1)
-	go func() {
-		v, err := s.calls.Run(ctx, script, args)
-		done <- reply{v, err}
-	}()
+	return r
+}
+
+// callOnce is call, without explaining a timeout. A client that gives up at ctx's deadline
+// is called directly, and so is any client when ctx can neither end nor be canceled (its
+// Done is nil): there is no deadline to keep. Otherwise the call runs in a goroutine of its
+// own, abandoned when ctx ends (its reply is dropped when it comes).
+func (s *redisStore) callOnce(ctx context.Context, script *rediscall.Script, args []any, ints bool) reply {
+	if s.direct || ctx.Done() == nil {
+		return s.send(ctx, script, args, ints)
+	}
+	h := handoffs.Get().(*handoff)
+	h.s, h.ctx, h.script, h.args, h.ints = s, ctx, script, args, ints
+	go h.run()
 	select {
-	case r := <-done:
-		return r.v, r.err
+	case <-h.done:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		if h.state.CompareAndSwap(calling, left) {
+			return reply{err: ctx.Err()} // the goroutine recycles h
+		}
+		<-h.done // the reply came meanwhile
 	}
+	r := h.r
+	h.recycle()
+	return r
+}
+
+// handoff is a call that runs in a goroutine of its own (see callOnce), reused: a call costs
+// the goroutine alone.
+type handoff struct {
+	s      *redisStore
+	ctx    context.Context
+	script *rediscall.Script
+	args   []any
+	ints   bool
+	r      reply
+	state  atomic.Int32  // calling, left or answered
+	done   chan struct{} // buffered: answered
+}
+
+// A handoff's states: the goroutine answers, or the caller leaves at ctx's end, whichever
+// comes first.
+const (
+	calling int32 = iota
+	left
+	answered
+)
+
+var handoffs = sync.Pool{New: func() any { return &handoff{done: make(chan struct{}, 1)} }}
+
+// run makes the call, and hands over its reply, or recycles h when its caller left. It touches
+// h no more once it has told the caller.
+func (h *handoff) run() {
+	h.r = h.s.send(h.ctx, h.script, h.args, h.ints)
+	if h.state.CompareAndSwap(calling, answered) {
+		h.done <- struct{}{}
+		return
+	}
+	h.recycle()
+}
+
+// recycle puts h back in the pool, holding nothing of its call.
+func (h *handoff) recycle() {
+	*h = handoff{done: h.done}
+	handoffs.Put(h)
+}
+
+// send makes the call (see package internal/rediscall).
+func (s *redisStore) send(ctx context.Context, script *rediscall.Script, args []any, ints bool) reply {
+	if ints {
+		n, err := s.calls.RunInts(ctx, script, args)
+		return reply{ints: n, err: err}
+	}
+	v, err := s.calls.Run(ctx, script, args)
+	return reply{v: v, err: err}
+}
+
+// badReply reports an error of go-redis reading a reply of another shape than check.lua's.
+func badReply(err error) bool {
+	var reply redis.Error
+	return !errors.As(err, &reply) && strings.HasPrefix(err.Error(), "redis: can't parse")
 }
 
 // Check implements [Store].
@@ -166,9 +249,9 @@ func (s *redisStore) Check(ctx context.Context, key string, policies []Policy, c
 		return time.Time{}, err
 	}
 	s.checkEviction()
-	v, err := s.run(ctx, checkScript, args)
+	reply, err := s.runInts(ctx, args)
 	if err == nil {
-		return decodeCheck(v, out[:len(policies)])
+		return decodeCheck(reply, out[:len(policies)])
 	}
 	return time.Time{}, fmt.Errorf("ratelimit: redis check: %w", err)
 }
@@ -176,42 +259,27 @@ func (s *redisStore) Check(ctx context.Context, key string, policies []Policy, c
 // rowWidth is the number of integers of one policy's row in check.lua's reply.
 const rowWidth = 6
 
-// decodeCheck writes the rows of check.lua's reply v to out, one per policy, and returns the
+// decodeCheck writes the rows of check.lua's reply to out, one per policy, and returns the
 // time of the check.
-func decodeCheck(v any, out []PolicyResult) (time.Time, error) {
-	reply, ok := v.([]any)
-	if !ok {
-		return time.Time{}, fmt.Errorf("%w: redis check: reply is a %T, not an array", errBadReply, v)
-	}
+func decodeCheck(reply []int64, out []PolicyResult) (time.Time, error) {
 	if len(reply) != rowWidth*len(out)+1 {
 		return time.Time{}, fmt.Errorf("%w: redis check: got %d integers, want %d", errBadReply, len(reply), rowWidth*len(out)+1)
 	}
-	var row [rowWidth]int64
 	for i := range out {
-		for j := range row {
-			n, ok := reply[rowWidth*i+j].(int64)
-			if !ok {
-				return time.Time{}, fmt.Errorf("%w: redis check: reply element %d is a %T, not an integer", errBadReply, rowWidth*i+j, reply[rowWidth*i+j])
-			}
-			row[j] = n
-		}
+		row := reply[rowWidth*i : rowWidth*(i+1)]
 		if row[0] != 0 && row[0] != 1 {
 			return time.Time{}, fmt.Errorf("%w: redis check: bad allowed flag %d", errBadReply, row[0])
 		}
 		out[i].setMicros(row[0] == 1, row[1], row[2], row[3], row[4], row[5])
 	}
-	at, ok := reply[len(reply)-1].(int64)
-	if !ok {
-		return time.Time{}, fmt.Errorf("%w: redis check: reply element %d is a %T, not an integer", errBadReply, len(reply)-1, reply[len(reply)-1])
-	}
-	return time.UnixMicro(at), nil
+	return time.UnixMicro(reply[len(reply)-1]), nil
 }
 
 // Refund implements [Store].
 func (s *redisStore) Refund(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) error {
 	args, err := s.scriptArgs(key, policies, cost, 2, at.UnixMicro())
 	if err == nil {
-		_, err = s.run(ctx, checkScript, args)
+		_, err = s.runInts(ctx, args)
 	}
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("ratelimit: redis refund: %w", err)
@@ -228,11 +296,7 @@ func (s *redisStore) Renew(ctx context.Context, key string, policies []Policy, c
 	if err != nil {
 		return time.Time{}, err
 	}
-	v, err := s.run(ctx, checkScript, args)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("ratelimit: redis renew: %w", err)
-	}
-	reply, err := int64s(v)
+	reply, err := s.runInts(ctx, args)
 	if err == nil && len(reply) != 1 {
 		err = fmt.Errorf("%w: got %d integers, want 1", errBadReply, len(reply))
 	}
@@ -324,21 +388,4 @@ func (s *redisStore) Reset(ctx context.Context, key string, policies []Policy) e
 		return fmt.Errorf("ratelimit: redis reset: %w", err)
 	}
 	return nil
-}
-
-// int64s decodes a reply that must be an array of integers.
-func int64s(v any) ([]int64, error) {
-	arr, ok := v.([]any)
-	if !ok {
-		return nil, fmt.Errorf("%w: reply is a %T, not an array", errBadReply, v)
-	}
-	out := make([]int64, len(arr))
-	for i, e := range arr {
-		n, ok := e.(int64)
-		if !ok {
-			return nil, fmt.Errorf("%w: reply element %d is a %T, not an integer", errBadReply, i, e)
-		}
-		out[i] = n
-	}
-	return out, nil
 }

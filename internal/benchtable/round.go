@@ -120,6 +120,9 @@ func (e *env) measure(ctx context.Context, s subject, f figures) error {
 		return err
 	}
 	f["lat."+s.name], f["tput."+s.name], f["allocs."+s.name] = lat, tput, n
+	// What the call's latency holds besides its Redis time: the client, the network, and
+	// Redis reading the call and writing its reply (which commandstats does not count).
+	f["rest."+s.name] = lat - srv
 	f["srv."+s.name], f["srv64."+s.name] = srv, srv64
 	e.breakdown[s.name] = stats
 	return nil

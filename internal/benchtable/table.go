@@ -74,6 +74,11 @@ var table = []section{
 	}},
 	{"3  p50 latency, one goroutine",
 		redisRows("lat", "µs", ratioAtMost(1.1), nil)},
+	{"3  where it goes: the p50 less the call's Redis time from one goroutine (in 1): the client, the network, Redis reading and answering", []row{
+		{"trivial EVALSHA (floor)", "rest.evalsha", "µs", "", nil},
+		{"GCRA check, 1 policy", "rest.gcra1", "µs", "rest.evalsha", nil},
+		{"GCRA check, 3 policies", "rest.gcra3", "µs", "rest.evalsha", nil},
+	}},
 	{"4  client allocations per call", append(redisRows("allocs", "allocs", ratioAtMost(1), nil),
 		row{"GCRA check, 1 policy, client without ContextTimeoutEnabled", "allocs.gcra1.plain", "allocs", "allocs.evalsha", nil},
 		row{"net/http: EVALSHA, then the handler (floor)", "allocs.mw.floor", "allocs", "", nil},

@@ -9,6 +9,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 
@@ -69,6 +70,12 @@ type onceCmd struct{ *redis.Cmd }
 // NoRetry tells go-redis not to send the command again.
 func (onceCmd) NoRetry() bool { return true }
 
+// onceInts is an onceCmd whose reply is an array of integers.
+type onceInts struct{ *redis.IntSliceCmd }
+
+// NoRetry tells go-redis not to send the command again.
+func (onceInts) NoRetry() bool { return true }
+
 // maxLoads is how many times a call loads the library before it gives up.
 const maxLoads = 3
 
@@ -117,20 +124,65 @@ func (c *Caller) Run(ctx context.Context, s *Script, args []any) (any, error) {
 	if _, ok := c.client.(processor); !ok {
 		return c.runScript(ctx, s, args)
 	}
+	cmd, err := c.run(ctx, s, args, false)
+	if err != nil {
+		return nil, err
+	}
+	return cmd.(onceCmd).Val(), nil
+}
+
+// RunInts is Run for a script whose reply is an array of integers, which it returns. go-redis
+// reads such a reply into one slice, where Run's reply boxes every integer past 255 in an
+// interface of its own.
+func (c *Caller) RunInts(ctx context.Context, s *Script, args []any) ([]int64, error) {
+	if _, ok := c.client.(processor); !ok {
+		v, err := c.runScript(ctx, s, args)
+		if err != nil {
+			return nil, err
+		}
+		return int64s(v)
+	}
+	cmd, err := c.run(ctx, s, args, true)
+	if err != nil {
+		return nil, err
+	}
+	return cmd.(onceInts).Val(), nil
+}
+
+// run is Run and RunInts over a go-redis client: it returns the command that answered, an
+// onceInts when ints is set, else an onceCmd.
+func (c *Caller) run(ctx context.Context, s *Script, args []any, ints bool) (redis.Cmder, error) {
 	if s.fn != "" && !c.scriptsOnly.Load() {
-		v, err := c.fcall(ctx, s, args)
+		cmd, err := c.fcall(ctx, s, args, ints)
 		if !refused(err) {
-			return v, err
+			return cmd, err
 		}
 		c.scriptsOnly.Store(true)
 	}
-	cmd := s.cmd(ctx, "evalsha", s.shaArg, args)
+	cmd := s.cmd(ctx, evalshaArg, s.shaArg, args, ints)
 	err := c.send(ctx, cmd)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		cmd = s.cmd(ctx, "eval", s.srcArg, args)
+		cmd = s.cmd(ctx, evalArg, s.srcArg, args, ints)
 		err = c.send(ctx, cmd)
 	}
-	return c.result(ctx, cmd, err)
+	return cmd, c.result(ctx, err)
+}
+
+// int64s decodes a reply that must be an array of integers.
+func int64s(v any) ([]int64, error) {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("reply is a %T, not an array", v)
+	}
+	out := make([]int64, len(arr))
+	for i, e := range arr {
+		n, ok := e.(int64)
+		if !ok {
+			return nil, fmt.Errorf("reply element %d is a %T, not an integer", i, e)
+		}
+		out[i] = n
+	}
+	return out, nil
 }
 
 // runScript runs s through redis.Script, for a client that is not a go-redis client.
@@ -144,8 +196,8 @@ func (c *Caller) runScript(ctx context.Context, s *Script, args []any) (any, err
 }
 
 // fcall runs s as its function, loading its library first where the server lacks it.
-func (c *Caller) fcall(ctx context.Context, s *Script, args []any) (any, error) {
-	cmd := s.cmd(ctx, "fcall", s.fnArg, args)
+func (c *Caller) fcall(ctx context.Context, s *Script, args []any, ints bool) (redis.Cmder, error) {
+	cmd := s.cmd(ctx, fcallArg, s.fnArg, args, ints)
 	err := c.send(ctx, cmd)
 	// A few times at most: each time, the server lost the library again between its loading
 	// and the call (FUNCTION FLUSH run over and over).
@@ -156,22 +208,22 @@ func (c *Caller) fcall(ctx context.Context, s *Script, args []any) (any, error) 
 		if err = c.load(ctx, s, *args[Head].(*string)); err != nil {
 			break
 		}
-		cmd = s.cmd(ctx, "fcall", s.fnArg, args)
+		cmd = s.cmd(ctx, fcallArg, s.fnArg, args, ints)
 		err = c.send(ctx, cmd)
 	}
 	if refused(err) {
 		return nil, err
 	}
-	return c.result(ctx, cmd, err)
+	return cmd, c.result(ctx, err)
 }
 
-// result returns cmd's reply, and has a Cluster client find the slots again after a failure.
-func (c *Caller) result(ctx context.Context, cmd onceCmd, err error) (any, error) {
+// result returns the error of a call, and has a Cluster client find the slots again after a
+// failure.
+func (c *Caller) result(ctx context.Context, err error) error {
 	if err != nil {
 		reroute(ctx, c.client, err)
-		return nil, err
 	}
-	return cmd.Val(), nil
+	return err
 }
 
 // nodeFinder is a client of several servers that tells which one serves a key: the Cluster
@@ -246,13 +298,24 @@ func reroute(ctx context.Context, client redis.Scripter, err error) {
 	}
 }
 
+// The command names as arguments, which a call does not copy to the heap.
+var fcallArg, evalshaArg, evalArg any = "fcall", "evalsha", "eval"
+
 // cmd returns the command name (evalsha, eval or fcall) of body (a digest, a source or a
-// function's name) with args (see run).
-func (s *Script) cmd(ctx context.Context, name string, body any, args []any) onceCmd {
+// function's name) with args (see run): an onceInts when ints is set, else an onceCmd.
+func (s *Script) cmd(ctx context.Context, name, body any, args []any, ints bool) redis.Cmder {
 	args[0], args[1] = name, body
+	route := args[2].(int) > 0 // routes FCALL by its first key, as go-redis does EVALSHA
+	if ints {
+		cmd := redis.NewIntSliceCmd(ctx, args...)
+		if route {
+			cmd.SetFirstKeyPos(Head)
+		}
+		return onceInts{cmd}
+	}
 	cmd := redis.NewCmd(ctx, args...)
-	if args[2].(int) > 0 {
-		cmd.SetFirstKeyPos(Head) // routes FCALL by its first key, as go-redis does EVALSHA
+	if route {
+		cmd.SetFirstKeyPos(Head)
 	}
 	return onceCmd{cmd}
 }
