@@ -429,7 +429,7 @@ func TestResilienceOptionsInvalid(t *testing.T) {
 			ratelimit.NewRedisStore(client, tc.o)
 		}()
 	}
-	ratelimit.NewRedisStore(client, ratelimit.WithBreaker(0, 0))   // no breaker: valid
+	ratelimit.NewRedisStore(client, ratelimit.WithBreaker(0, 0))  // no breaker: valid
 	ratelimit.NewRedisStore(client, ratelimit.WithDenialCache(0)) // no denial cache: valid
 }
 
