@@ -14,9 +14,9 @@ import (
 //
 // It caches only what it can answer as the store would: a denial by a policy whose model says
 // its Retry-After is exact (algo.Model.ExactWait: nothing but time admits the same cost
-// sooner, or a larger one; not the sliding counter, whose wait is an upper bound, nor an
-// in-flight limit, whose slots come back when requests end) and that does not opt out
-// (Policy.NoDenialCache). Such a denial is answered until the latest Retry-After of those
+// sooner, or a larger one; not the sliding counter, whose wait is an upper bound) and that
+// does not opt out (Policy.NoDenialCache), in a list without an in-flight limit (its slots
+// come back when requests end, and its result would go stale). Such a denial is answered until the latest Retry-After of those
 // policies, counted from the time read before the store was asked, which is no later than the
 // store's own; and only for the policy list it was denied under and a cost at least the one
 // denied. It never admits, so it never admits what the store would deny. What can end a

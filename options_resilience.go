@@ -58,16 +58,17 @@ func WithBreaker(failures int, cooldown time.Duration) RedisOption {
 // The cache answers locally, until its Retry-After ends, an identity Redis has denied, when
 // that Retry-After is exact: nothing but time would admit the request sooner. That is a denial
 // by a fixed window, a sliding log, GCRA, a token bucket or a leaky bucket; not by a sliding
-// counter (its Retry-After is an upper bound) nor an in-flight limit (slots come back when
-// requests end), and not by a policy with [Policy.NoDenialCache]. A hot denied identity then
+// counter (its Retry-After is an upper bound) nor by a policy with [Policy.NoDenialCache],
+// and never for a list with an in-flight limit (slots come back when requests end). A hot denied identity then
 // costs Redis nothing until its Retry-After, and then one call (one request at a time asks
 // again while the others are still answered from the cache); the answers keep their headers,
 // Retry-After counting down, and have Source observe.SourceDenialCache. A denial answers only
 // the policy list it was denied under and a request of the same cost or more (a larger cost
 // is denied at least as long). It never admits, so it never admits what Redis would deny.
 //
-// A refund or a reset through this process forgets the identity's denials at once, and a
-// changed limit is another policy list. One made by another instance (a refund, a reset, a
+// A refund or a reset through this process forgets the identity's denials at once, an
+// admission of it drops them (their Remaining would be stale), and a changed limit is
+// another policy list. One made by another instance (a refund, a reset, a
 // limit it runs differently) is seen when the cached denial ends: until then this instance
 // denies the identity longer than needed, never admits more. When full, the cache drops
 // ended denials, else an identity's, which only sends its next request to Redis.
