@@ -9,39 +9,49 @@ import (
 )
 
 // denialCache remembers identities the store denied until a known time, and answers their
-// requests itself until then: a flood from one identity costs the store about two calls per
-// Retry-After (the admission, and the next denial) instead of one per request. It only ever denies, and only what the store
-// denied for at least as long — a request of the same cost or more, before the store's own
-// Retry-After has passed — so it never admits what the store would deny. A refund or a reset
-// made through this process forgets the identity at once; one made by another instance is
-// seen when the cached denial ends.
+// requests itself until then: a flood from one identity costs the store one call per
+// Retry-After (the one that asks again when the denial ends) instead of one per request.
 //
-// Memory is bounded: at most max entries, each holding the denied policies' results.
+// It caches only what it can answer as the store would: a denial by a policy whose model says
+// its Retry-After is exact (algo.Model.ExactWait: nothing but time admits the same cost
+// sooner, or a larger one; not the sliding counter, whose wait is an upper bound) and that
+// does not opt out (Policy.NoDenialCache), in a list without an in-flight limit (its slots
+// come back when requests end, and its result would go stale). Such a denial is answered until the latest Retry-After of those
+// policies, counted from the time read before the store was asked, which is no later than the
+// store's own; and only for the policy list it was denied under and a cost at least the one
+// denied. It never admits, so it never admits what the store would deny. What can end a
+// denial sooner is a refund, a reset or a charge under other limits of the same state: made
+// through this process, each forgets the identity at once (a limit changed here is another
+// compiled list, which the cache does not answer); made by another instance, it is seen when
+// the cached denial ends, so that denial may have lasted longer than needed.
+//
+// Memory is bounded: at most max denials per shard, each holding the policies' results.
 type denialCache struct {
 	seed   maphash.Seed
-	shards [16]denialShard
-	max    int // entries per shard
+	shards [denialShards]denialShard
+	max    int // denials per shard
 }
+
+const denialShards = 16
+
+// maxListsPerIdentity bounds the policy lists one identity has denials under (one per
+// limiter that checks it: a few at most).
+const maxListsPerIdentity = 4
 
 type denialShard struct {
 	mu      sync.Mutex
-	entries map[denialKey]*denial
-}
-
-// denialKey is an identity under one limiter's policy list: its first policy (compiled once
-// per list) and length. Two lists may share both (a list and another that starts alike), so a
-// denial also holds its whole list, and answers only for that list.
-type denialKey struct {
-	id  string
-	set *compiledPolicy
-	n   int
+	entries map[string][]*denial // by identity, one per policy list
+	n       int                  // denials held
+	// epoch counts the forgets of the shard: a check whose denial comes back after a refund
+	// or a reset of its identity began is not remembered (see answer and remember).
+	epoch uint64
 }
 
 // denial is what the store answered, and when.
 type denial struct {
 	of      []*compiledPolicy // the list it was denied under
-	at      time.Time         // when the store denied, on the cache's clock
-	until   time.Time         // when the store's Retry-After ends
+	at      int64             // when the store was asked, on the cache's clock, in Unix µs
+	until   int64             // at plus the Retry-After of the policies the cache may answer for
 	cost    int64
 	results []PolicyResult
 	// refreshing is set while one request asks the store again, its denial over: the others
@@ -49,40 +59,54 @@ type denial struct {
 	refreshing bool
 }
 
+// defaultDenialCache is the Redis store's denial cache unless WithDenialCache says otherwise.
+const defaultDenialCache = 10_000
+
 func newDenialCache(entries int) *denialCache {
-	c := &denialCache{seed: maphash.MakeSeed(), max: max(1, entries/16)}
+	c := &denialCache{seed: maphash.MakeSeed(), max: max(1, entries/denialShards)}
 	for i := range c.shards {
-		c.shards[i].entries = map[denialKey]*denial{}
+		c.shards[i].entries = map[string][]*denial{}
 	}
 	return c
 }
 
 func (c *denialCache) shard(id string) *denialShard {
-	return &c.shards[maphash.String(c.seed, id)%uint64(len(c.shards))]
+	return &c.shards[maphash.String(c.seed, id)%denialShards]
 }
 
-func keyOfDenial(id string, policies []Policy) denialKey {
-	return denialKey{id: id, set: policies[0].compiled, n: len(policies)}
+// find returns the denial of id under policies, and its index among the identity's; nil when
+// there is none. The caller holds sh.mu.
+func (sh *denialShard) find(id string, policies []Policy) (*denial, int) {
+	for i, d := range sh.entries[id] {
+		if samePolicies(d.of, policies) {
+			return d, i
+		}
+	}
+	return nil, -1
 }
 
 // answer fills out with the cached denial of a request of cost from id, as the store would
 // answer it at now, and reports whether it did. When the denial is over, the first request
 // to come goes to the store (refresh: settle must follow its answer) and the others are still
-// denied from the cache until it has.
-func (c *denialCache) answer(id string, policies []Policy, cost int64, now time.Time, out []PolicyResult) (hit, refresh bool) {
+// denied from the cache until it has. On a miss it returns the shard's epoch, for remember or
+// settle.
+func (c *denialCache) answer(id string, policies []Policy, cost int64, now time.Time, out []PolicyResult) (hit, refresh bool, epoch uint64) {
 	sh := c.shard(id)
 	sh.mu.Lock()
-	d := sh.entries[keyOfDenial(id, policies)]
-	if d == nil || cost < d.cost || !samePolicies(d.of, policies) {
+	epoch = sh.epoch
+	// In whole µs, as the store computes: with the store's clock, the answer is the store's.
+	us := now.UnixMicro()
+	d, _ := sh.find(id, policies)
+	if d == nil || cost < d.cost || us < d.at { // an injected clock went back: ask the store
 		sh.mu.Unlock()
-		return false, false
+		return false, false, epoch
 	}
-	if !now.Before(d.until) && !d.refreshing {
+	if us >= d.until && !d.refreshing {
 		d.refreshing = true
 		sh.mu.Unlock()
-		return false, true
+		return false, true, epoch
 	}
-	elapsed := now.Sub(d.at)
+	elapsed := time.Duration(us-d.at) * time.Microsecond
 	for i, r := range d.results {
 		r.ResetAfter = max(r.ResetAfter-elapsed, 0)
 		if r.EffectiveWindow > 0 {
@@ -95,31 +119,29 @@ func (c *denialCache) answer(id string, policies []Policy, cost int64, now time.
 		out[i] = r
 	}
 	sh.mu.Unlock()
-	return true, false
+	return true, false, epoch
 }
 
-// settle records the store's answer to a request that refreshed a denial (see answer), or
-// err when the store failed: a new denial replaces the old; an admission that left nothing
-// keeps the entry, so that the next request alone asks the store again; otherwise the
-// identity is forgotten.
-func (c *denialCache) settle(id string, policies []Policy, cost int64, clock Clock, out []PolicyResult, err error) {
-	if err == nil && c.remember(id, policies, cost, clock, out) {
+// settle records the store's answer to a request that refreshed a denial (see answer), asked
+// at time at in epoch, or err when the store failed: a new denial replaces the old; an
+// admission that left nothing keeps the entry, so that the next request alone asks the store
+// again; otherwise the denial is forgotten.
+func (c *denialCache) settle(id string, policies []Policy, cost int64, at time.Time, epoch uint64, out []PolicyResult, err error) {
+	if err == nil && c.remember(id, policies, cost, at, epoch, out) {
 		return
 	}
-	now := clock.Now()
 	sh := c.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	k := keyOfDenial(id, policies)
-	d := sh.entries[k]
-	if d == nil || !samePolicies(d.of, policies) {
+	d, i := sh.find(id, policies)
+	if d == nil {
 		return
 	}
 	if err == nil && exhausted(policies, out) {
-		d.refreshing, d.until = false, now
+		d.refreshing, d.at, d.until = false, at.UnixMicro(), at.UnixMicro()
 		return
 	}
-	delete(sh.entries, k)
+	sh.drop(id, i)
 }
 
 // exhausted reports whether an admitted request left an enforced policy nothing.
@@ -132,65 +154,136 @@ func exhausted(policies []Policy, out []PolicyResult) bool {
 	return false
 }
 
-// remember records the store's answer to a request of cost from id, when it is a denial with a
-// Retry-After, and reports whether it did. It reads the clock only then: an admission costs a
-// loop over its results and nothing more.
-func (c *denialCache) remember(id string, policies []Policy, cost int64, clock Clock, out []PolicyResult) bool {
+// remember records the store's answer to a request of cost from id, asked at time at in the
+// shard's epoch (see answer), when it is a denial the cache may answer (see denialCache) and
+// no refund or reset of the identity began since, and reports whether it did. An admission
+// costs a loop over its results and nothing more.
+func (c *denialCache) remember(id string, policies []Policy, cost int64, at time.Time, epoch uint64, out []PolicyResult) bool {
 	var wait time.Duration
 	for i := range out {
-		if out[i].Allowed || policies[i].Shadow {
-			continue
+		p := &policies[i]
+		if p.holds() {
+			return false // its slots come back when requests end: its result would go stale
 		}
-		// An in-flight slot comes back when a request ends, which no RetryAfter foretells.
-		if out[i].RetryAfter == Never || out[i].RetryAfter <= 0 || policies[i].holds() {
-			return false
+		if out[i].Allowed || p.Shadow || !p.compiled.cached || out[i].RetryAfter == Never {
+			continue // it decides nothing, or its denial may end before its Retry-After
 		}
 		wait = max(wait, out[i].RetryAfter)
 	}
-	if wait == 0 {
+	if wait <= 0 {
 		return false
 	}
-	now := clock.Now()
 	of := make([]*compiledPolicy, len(policies))
 	for i := range policies {
 		of[i] = policies[i].compiled
 	}
-	d := &denial{of: of, at: now, until: now.Add(wait), cost: cost, results: append([]PolicyResult(nil), out...)}
+	us := at.UnixMicro()
+	d := &denial{of: of, at: us, until: us + wait.Microseconds(), cost: cost, results: append([]PolicyResult(nil), out...)}
 	sh := c.shard(id)
 	sh.mu.Lock()
-	if len(sh.entries) >= c.max {
-		sh.makeRoom(now)
+	defer sh.mu.Unlock()
+	if sh.epoch != epoch {
+		return false // a refund or a reset began while the store was asked
 	}
-	sh.entries[keyOfDenial(id, policies)] = d
-	sh.mu.Unlock()
+	if old, i := sh.find(id, policies); old != nil {
+		sh.entries[id][i] = d
+		return true
+	}
+	if sh.n >= c.max {
+		sh.makeRoom(us)
+	}
+	list := sh.entries[id]
+	if len(list) >= maxListsPerIdentity {
+		sh.drop(id, 0) // the oldest list
+		list = sh.entries[id]
+	}
+	sh.entries[id] = append(list, d)
+	sh.n++
 	return true
 }
 
-// forget drops what is cached of id under the policies.
-func (c *denialCache) forget(id string, policies []Policy) {
+// allAdmitted reports whether every enforced policy admitted a request.
+func allAdmitted(policies []Policy, out []PolicyResult) bool {
+	for i := range out {
+		if !out[i].Allowed && !policies[i].Shadow {
+			return false
+		}
+	}
+	return true
+}
+
+// charged drops the denials of id when a request of id was admitted and charged (a cheaper
+// one than a denial's, or under another list): the identity is still denied as long, but the
+// denials' results (Remaining, the Retry-After of a larger cost) are no longer the store's.
+// A refreshing denial is left to settle.
+func (c *denialCache) charged(id string) {
 	sh := c.shard(id)
 	sh.mu.Lock()
-	delete(sh.entries, keyOfDenial(id, policies))
+	defer sh.mu.Unlock()
+	list := sh.entries[id]
+	for i := len(list) - 1; i >= 0; i-- {
+		if !list[i].refreshing {
+			sh.drop(id, i)
+			list = sh.entries[id]
+		}
+	}
+}
+
+// forget drops every denial of id, under any policy list: a refund or a reset of some of its
+// policies may end a denial under any list that holds one of them.
+func (c *denialCache) forget(id string) {
+	sh := c.shard(id)
+	sh.mu.Lock()
+	sh.n -= len(sh.entries[id])
+	delete(sh.entries, id)
+	sh.epoch++
 	sh.mu.Unlock()
 }
 
-// makeRoom drops the ended denials among a sample, or else one entry: forgetting a denial only
-// sends the identity's next request to the store. The caller holds sh.mu.
-func (sh *denialShard) makeRoom(now time.Time) {
+// drop forgets the i-th denial of id. The caller holds sh.mu.
+func (sh *denialShard) drop(id string, i int) {
+	list := sh.entries[id]
+	if len(list) == 1 {
+		delete(sh.entries, id)
+	} else {
+		sh.entries[id] = append(list[:i:i], list[i+1:]...)
+	}
+	sh.n--
+}
+
+// makeRoom drops the ended denials among a sample of identities, or else one identity's:
+// forgetting a denial only sends the identity's next request to the store. The caller holds
+// sh.mu.
+func (sh *denialShard) makeRoom(now int64) {
 	const sample = 16
 	seen, freed := 0, false
-	var victim denialKey
-	for k, d := range sh.entries { // map iteration starts at a random entry
-		if !now.Before(d.until) {
-			delete(sh.entries, k)
-			freed = true
+	var victim string
+	for id, list := range sh.entries { // map iteration starts at a random entry
+		for i := len(list) - 1; i >= 0; i-- {
+			if now >= list[i].until && !list[i].refreshing {
+				sh.drop(id, i)
+				list = sh.entries[id]
+				freed = true
+			}
 		}
-		victim = k
+		victim = id
 		if seen++; seen >= sample {
 			break
 		}
 	}
 	if !freed && seen > 0 {
+		sh.n -= len(sh.entries[victim])
 		delete(sh.entries, victim)
 	}
+}
+
+// len returns how many denials the cache holds.
+func (c *denialCache) len() int {
+	n := 0
+	for i := range c.shards {
+		c.shards[i].mu.Lock()
+		n += c.shards[i].n
+		c.shards[i].mu.Unlock()
+	}
+	return n
 }

@@ -22,14 +22,14 @@ func TestDenialCacheAnswersItsOwnList(t *testing.T) {
 	clock := &stoppedClock{now: time.Unix(1_700_000_000, 0)}
 	cache := newDenialCache(64)
 	denied := []PolicyResult{{Policy: a, RetryAfter: 30 * time.Second}, {Policy: b, Allowed: true, Remaining: 9}}
-	if !cache.remember("k", []Policy{a, b}, 1, clock, denied) {
+	if !cache.remember("k", []Policy{a, b}, 1, clock.now, 0, denied) {
 		t.Fatal("a denial with a Retry-After was not remembered")
 	}
 	out := make([]PolicyResult, 2)
-	if hit, _ := cache.answer("k", []Policy{a, b}, 1, clock.now, out); !hit || out[0].Policy.Name != "a" {
+	if hit, _, _ := cache.answer("k", []Policy{a, b}, 1, clock.now, out); !hit || out[0].Policy.Name != "a" {
 		t.Fatalf("the same list: hit %v, %+v; want the cached denial", hit, out)
 	}
-	if hit, _ := cache.answer("k", []Policy{a, c}, 1, clock.now, out); hit {
+	if hit, _, _ := cache.answer("k", []Policy{a, c}, 1, clock.now, out); hit {
 		t.Fatalf("another list starting alike was answered from the cache: %+v", out)
 	}
 }

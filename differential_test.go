@@ -12,6 +12,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // The Go transitions (memory store) and the Lua ones (Redis) agree on every decision of long
@@ -43,6 +44,44 @@ func TestEnginesAgreeOnRandomTraffic(t *testing.T) {
 				agreeAcross(t, client, rng, configs, 300)
 			})
 		}
+	}
+}
+
+// The Redis store's denial cache, on by default, changes no admission or denial of random
+// traffic (peeks, refunds, costs beyond capacity, a clock that goes back, a shadow policy, a
+// limit changing between requests), and answers no more than the store would; it answers
+// nothing for the sliding counter, whose Retry-After is not exact, nor for an in-flight limit.
+func TestDenialCacheAgreesWithTheStore(t *testing.T) {
+	client := redistest.Standalone(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, alg := range allAlgorithms {
+		hits := 0
+		for trial := 0; trial < 2; trial++ {
+			p := randomPolicy(rng, alg, trial%2 == 1)
+			shadow := randomPolicy(rng, allAlgorithms[rng.IntN(len(allAlgorithms))], false)
+			shadow.Name, shadow.Shadow = "shadow", true
+			other := randomPolicy(rng, allAlgorithms[rng.IntN(len(allAlgorithms))], false)
+			other.Name = "other"
+			p.Name = "changing"
+			for _, configs := range [][][]ratelimit.Policy{
+				{{p}},
+				{{p, shadow}},
+				{{p, other}},
+				{{p}, {otherLimit(rng, p)}, {otherLimit(rng, p)}},
+			} {
+				t.Run(fmt.Sprintf("%s/%d-per-%v-burst-%d/%d", alg.Name(), p.Limit, p.Window, p.Burst, len(configs[0])+len(configs)), func(t *testing.T) {
+					n := agreeOn(t, client, rng, configs, 300, true)
+					if len(configs[0]) == 1 {
+						hits += n
+					}
+				})
+			}
+		}
+		exact := alg != (algorithms.SlidingCounter{}) && alg != (algorithms.InFlight{}) // in-flight: never cached
+		if exact && hits == 0 || !exact && hits != 0 {
+			t.Errorf("%s: the denial cache answered %d requests of its policy alone", alg.Name(), hits)
+		}
+		t.Logf("%s: %d answers of the denial cache", alg.Name(), hits)
 	}
 }
 
@@ -121,13 +160,28 @@ func agree(t *testing.T, client redis.UniversalClient, rng *rand.Rand, p ratelim
 // agreeAcross is agree over several configurations of one key: each request goes through the
 // limiter of a configuration picked at random, over one memory store and one Redis store, and
 // a refund through the limiter that made the decision. The first policy of the first
-// configuration sets the scale of costs and steps.
+// configuration sets the scale of costs and steps. The Redis store has no denial cache: every
+// decision is the script's.
 func agreeAcross(t *testing.T, client redis.UniversalClient, rng *rand.Rand, configs [][]ratelimit.Policy, steps int) {
+	t.Helper()
+	agreeOn(t, client, rng, configs, steps, false)
+}
+
+// agreeOn is agreeAcross, with the Redis store's denial cache when cached is set: the two
+// engines must then still agree on every admission and denial, and an answer of the cache
+// must say no more than the store would (a Retry-After and a Remaining no greater than the
+// memory store's: exact for the cost it saw denied, a lower bound for a larger one). It returns
+// how many answers came from the cache.
+func agreeOn(t *testing.T, client redis.UniversalClient, rng *rand.Rand, configs [][]ratelimit.Policy, steps int, cached bool) (hits int) {
 	t.Helper()
 	clock := newFakeClock()
 	clock.Advance(time.Duration(rng.Int64N(int64(time.Hour))))
 	memStore := ratelimit.NewMemoryStore(ratelimit.WithClock(clock))
-	redStore := redisStore(t, client, ratelimit.WithClock(clock))
+	opts := []ratelimit.RedisOption{ratelimit.WithClock(clock)}
+	if !cached {
+		opts = append(opts, ratelimit.WithDenialCache(0))
+	}
+	redStore := redisStore(t, client, opts...)
 	mems, reds := make([]*ratelimit.Limiter, len(configs)), make([]*ratelimit.Limiter, len(configs))
 	for i, policies := range configs {
 		mems[i], reds[i] = mustNew(t, memStore, policies...), mustNew(t, redStore, policies...)
@@ -179,6 +233,14 @@ func agreeAcross(t *testing.T, client redis.UniversalClient, rng *rand.Rand, con
 		if rng.IntN(2) == 0 {
 			lastMem, lastRed, lastBy = a, b, c
 		}
+		if b.Source == observe.SourceDenialCache {
+			hits++
+			if a.Allowed || b.Allowed || b.RetryAfter <= 0 || b.RetryAfter > a.RetryAfter || b.Remaining > a.Remaining {
+				t.Fatalf("step %d (cost %d, configuration %d): the denial cache answered what the store would not\nmemory: allowed=%v remaining=%d retry=%v\n cache: allowed=%v remaining=%d retry=%v",
+					i, cost, c, a.Allowed, a.Remaining, a.RetryAfter, b.Allowed, b.Remaining, b.RetryAfter)
+			}
+			continue
+		}
 		if a.Allowed != b.Allowed || a.Remaining != b.Remaining || a.RetryAfter != b.RetryAfter ||
 			a.ResetAfter != b.ResetAfter || a.Delay != b.Delay || a.EffectiveWindow != b.EffectiveWindow {
 			t.Fatalf("step %d (cost %d, configuration %d): memory and Redis disagree\nmemory: allowed=%v remaining=%d retry=%v reset=%v delay=%v window=%v\n redis: allowed=%v remaining=%d retry=%v reset=%v delay=%v window=%v",
@@ -190,6 +252,7 @@ func agreeAcross(t *testing.T, client redis.UniversalClient, rng *rand.Rand, con
 			}
 		}
 	}
+	return hits
 }
 
 // valid reports whether New accepts p.

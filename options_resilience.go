@@ -52,17 +52,30 @@ func WithBreaker(failures int, cooldown time.Duration) RedisOption {
 	})
 }
 
-// WithDenialCache answers locally, until its Retry-After ends, an identity the store has
-// denied: a flood from one client costs Redis about two calls per Retry-After per instance
-// (one request at a time asks again when the denial ends), and every flooded response still
-// has exact headers. It never admits what the store would deny. It
-// holds at most entries denials, dropping one when full (which only sends that identity's
-// next request to the store). A refund or reset made by this process is seen at once; one made
-// by another instance when the cached denial ends.
+// WithDenialCache sets the size of the Redis store's denial cache, which is on by default
+// with room for 10,000 denials; WithDenialCache(0) turns it off.
+//
+// The cache answers locally, until its Retry-After ends, an identity Redis has denied, when
+// that Retry-After is exact: nothing but time would admit the request sooner. That is a denial
+// by a fixed window, a sliding log, GCRA, a token bucket or a leaky bucket; not by a sliding
+// counter (its Retry-After is an upper bound) nor by a policy with [Policy.NoDenialCache],
+// and never for a list with an in-flight limit (slots come back when requests end). A hot denied identity then
+// costs Redis nothing until its Retry-After, and then one call (one request at a time asks
+// again while the others are still answered from the cache); the answers keep their headers,
+// Retry-After counting down, and have Source observe.SourceDenialCache. A denial answers only
+// the policy list it was denied under and a request of the same cost or more (a larger cost
+// is denied at least as long). It never admits, so it never admits what Redis would deny.
+//
+// A refund or a reset through this process forgets the identity's denials at once, an
+// admission of it drops them (their Remaining would be stale), and a changed limit is
+// another policy list. One made by another instance (a refund, a reset, a
+// limit it runs differently) is seen when the cached denial ends: until then this instance
+// denies the identity longer than needed, never admits more. When full, the cache drops
+// ended denials, else an identity's, which only sends its next request to Redis.
 func WithDenialCache(entries int) RedisOption {
 	return redisOption(func(sc *storeConfig) {
-		if entries < 1 {
-			sc.errorf("WithDenialCache(%d): it needs room for at least one entry", entries)
+		if entries < 0 {
+			sc.errorf("WithDenialCache(%d): the size is a number of denials, 0 to turn the cache off", entries)
 			return
 		}
 		sc.res.denials = entries

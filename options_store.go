@@ -51,6 +51,7 @@ func newStoreConfig(local bool) *storeConfig {
 	sc := &storeConfig{prefix: defaultPrefix, maxKeys: defaultMaxKeys, local: local}
 	if !local {
 		sc.res.breakerFailures, sc.res.breakerCooldown = defaultBreakerFailures, defaultBreakerCooldown
+		sc.res.denials = defaultDenialCache
 	}
 	return sc
 }

@@ -69,6 +69,13 @@ type Policy struct {
 	// within a lease: see the README's "Hot identities".
 	Lease time.Duration
 
+	// NoDenialCache keeps the policy's denials out of the Redis store's denial cache (see
+	// [WithDenialCache]): a request it denies asks Redis every time, as when the state it
+	// counts is refunded or reset elsewhere than through this process and the denial should
+	// end then. A request that another policy of the list denies too is still answered from
+	// the cache until that policy's Retry-After. The memory store has no denial cache.
+	NoDenialCache bool
+
 	compiled *compiledPolicy // set by New: what every check needs, computed once
 }
 
@@ -79,6 +86,9 @@ type compiledPolicy struct {
 	model     algo.Model
 	redisArgs []any // the policy's ARGV in check.lua: one string, "code:limit:window:burst:shadow"
 	holds     bool  // an in-flight limit: its charges are slots, held until given back
+	// cached: a denial of this policy may be answered by the denial cache until its
+	// Retry-After, which its model says is exact, and NoDenialCache is not set.
+	cached bool
 }
 
 // holds reports whether p is an in-flight limit, whose charges are slots held until the
@@ -115,6 +125,7 @@ func (p Policy) compile() (Policy, error) {
 		return p, err
 	}
 	c := &compiledPolicy{model: m, params: algo.NewParams(p.Limit, p.Window.Microseconds(), p.Burst), holds: algo.Holds(m)}
+	c.cached = m.ExactWait() && !c.holds && !p.NoDenialCache
 	c.tag = computeTag(&p, m.Code())
 	shadow := 0
 	if p.Shadow {

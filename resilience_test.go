@@ -416,7 +416,7 @@ func TestResilienceOptionsInvalid(t *testing.T) {
 		{"WithFallback(0)", ratelimit.WithFallback(0)},
 		{"WithFallback(1.5)", ratelimit.WithFallback(1.5)},
 		{"WithFallback(NaN)", ratelimit.WithFallback(math.NaN())},
-		{"WithDenialCache(0)", ratelimit.WithDenialCache(0)},
+		{"WithDenialCache(-1)", ratelimit.WithDenialCache(-1)},
 		{"WithObserver(nil)", ratelimit.WithObserver(nil)},
 	} {
 		func() {
@@ -429,7 +429,8 @@ func TestResilienceOptionsInvalid(t *testing.T) {
 			ratelimit.NewRedisStore(client, tc.o)
 		}()
 	}
-	ratelimit.NewRedisStore(client, ratelimit.WithBreaker(0, 0)) // no breaker: valid
+	ratelimit.NewRedisStore(client, ratelimit.WithBreaker(0, 0))  // no breaker: valid
+	ratelimit.NewRedisStore(client, ratelimit.WithDenialCache(0)) // no denial cache: valid
 }
 
 // Outages end with the goroutines back to what they were: nothing leaks per failed call.

@@ -53,11 +53,15 @@ func (s *resilientStore) Observer() Observer { return s.observer }
 // its breaker is open; a failure is reported and, with a fallback, decided locally.
 func (s *resilientStore) Check(ctx context.Context, key string, policies []Policy, cost int64, charge bool, out []PolicyResult) (time.Time, error) {
 	refresh := false
+	var (
+		asked time.Time // when the store was asked, for the denial cache: no later than the store's time
+		epoch uint64
+	)
 	if s.denials != nil && cost > 0 {
-		now := s.clock.Now()
+		asked = s.clock.Now()
 		var hit bool
-		if hit, refresh = s.denials.answer(key, policies, cost, now, out); hit {
-			return now, nil
+		if hit, refresh, epoch = s.denials.answer(key, policies, cost, asked, out); hit {
+			return asked, nil
 		}
 	}
 	var at time.Time
@@ -66,10 +70,14 @@ func (s *resilientStore) Check(ctx context.Context, key string, policies []Polic
 		at, err = s.next.Check(ctx, key, policies, cost, charge, out)
 		s.release(err, probe)
 	}
-	if refresh {
-		s.denials.settle(key, policies, cost, s.clock, out, err)
-	} else if err == nil && s.denials != nil && cost > 0 {
-		s.denials.remember(key, policies, cost, s.clock, out)
+	switch {
+	case refresh:
+		s.denials.settle(key, policies, cost, asked, epoch, out, err)
+	case err != nil || s.denials == nil || cost == 0:
+	case charge && allAdmitted(policies, out):
+		s.denials.charged(key)
+	default:
+		s.denials.remember(key, policies, cost, asked, epoch, out)
 	}
 	if err != nil {
 		if !s.report(ctx, err) || s.fallback == nil {
@@ -82,10 +90,14 @@ func (s *resilientStore) Check(ctx context.Context, key string, policies []Polic
 	return at, nil
 }
 
-// Refund implements [Store]: through the breaker, and forgetting a cached denial.
+// Refund implements [Store]: through the breaker, and forgetting the identity's cached
+// denials (under every policy list: a refund of some policies may end a denial of any list
+// that holds one of them). It forgets them again once the store has refunded, for a denial
+// remembered from a check that raced with the refund.
 func (s *resilientStore) Refund(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) error {
 	if s.denials != nil {
-		s.denials.forget(key, policies)
+		s.denials.forget(key)
+		defer s.denials.forget(key)
 	}
 	return s.call(ctx, func() error { return s.next.Refund(ctx, key, policies, cost, at) })
 }
@@ -121,7 +133,8 @@ func (s *resilientStore) local(policies []Policy) (Store, []Policy) {
 // fallback's state too.
 func (s *resilientStore) Reset(ctx context.Context, key string, policies []Policy) error {
 	if s.denials != nil {
-		s.denials.forget(key, policies)
+		s.denials.forget(key)
+		defer s.denials.forget(key)
 	}
 	if s.fallback != nil {
 		if scaled, err := s.fallback.scaled(policies); err == nil {

@@ -27,6 +27,7 @@ type fixedWindow struct{}
 func (fixedWindow) Code() string               { return "fw" }
 func (fixedWindow) UsesBurst() bool            { return false }
 func (fixedWindow) Shapes() bool               { return false }
+func (fixedWindow) ExactWait() bool            { return true }
 func (fixedWindow) Validate(algo.Params) error { return nil }
 
 func (fixedWindow) Check(p *algo.Params, s *algo.State, now, cost int64, r *algo.Result) {

@@ -35,6 +35,9 @@ type inFlight struct{ slidingLog }
 
 func (inFlight) Code() string { return "if" }
 
+// ExactWait is false: a slot comes back when its request ends, which no RetryAfter foretells.
+func (inFlight) ExactWait() bool { return false }
+
 // Check is the sliding log's, without Next: a slot comes back when its request ends, which
 // no time foretells.
 func (m inFlight) Check(p *algo.Params, s *algo.State, now, cost int64, r *algo.Result) {

@@ -105,8 +105,10 @@ func changeLimit(rng *rand.Rand, m algo.Model, p algo.Params) algo.Params {
 }
 
 // exactWait reports whether the model's RetryAfter is the exact wait: advancing by RetryAfter-1
-// still denies, by RetryAfter admits.
-func exactWait(m algo.Model) bool { return m.Code() != "sc" }
+// still denies, by RetryAfter admits. It is what the model says (the denial cache relies on
+// it), and the test holds it to that; the in-flight limit's wait is exact too as far as time
+// goes (it says no because a slot also comes back when its request ends).
+func exactWait(m algo.Model) bool { return m.ExactWait() || algo.Holds(m) }
 
 // checkNext holds r.Next to its definition, from the state ns that checking cost left: with
 // the request charged when allowed, and Remaining spent at once, one unit more is admitted

@@ -38,9 +38,15 @@ func (SlidingCounter) model() algo.Model { return slidingCounter{} }
 // slidingCounter is the model of [SlidingCounter].
 type slidingCounter struct{}
 
-func (slidingCounter) Code() string               { return "sc" }
-func (slidingCounter) UsesBurst() bool            { return false }
-func (slidingCounter) Shapes() bool               { return false }
+func (slidingCounter) Code() string    { return "sc" }
+func (slidingCounter) UsesBurst() bool { return false }
+func (slidingCounter) Shapes() bool    { return false }
+
+// ExactWait is false: RetryAfter solves the estimate for the time it leaves room in exact
+// arithmetic, but the estimate is compared in float64, whose rounding can leave room sooner
+// (by up to about a millisecond in windows of months, and by far more when the limit is
+// near 2^40, where a small estimate vanishes beside it). RetryAfter is an upper bound.
+func (slidingCounter) ExactWait() bool            { return false }
 func (slidingCounter) Validate(algo.Params) error { return nil }
 
 func (slidingCounter) Check(p *algo.Params, s *algo.State, now, cost int64, r *algo.Result) {

@@ -34,6 +34,7 @@ type slidingLog struct{}
 func (slidingLog) Code() string    { return "sl" }
 func (slidingLog) UsesBurst() bool { return false }
 func (slidingLog) Shapes() bool    { return false }
+func (slidingLog) ExactWait() bool { return true }
 func (slidingLog) Validate(p algo.Params) error {
 	if p.Limit > maxLogLimit {
 		return fmt.Errorf("Limit is %d, but the sliding log keeps one entry per unit of cost, written in one step, and allows at most %d; use SlidingCounter (approximate, two counters) or GCRA (exact, one value)", p.Limit, maxLogLimit)

@@ -43,6 +43,7 @@ var (
 func (m *tat) Code() string    { return m.code }
 func (m *tat) UsesBurst() bool { return true }
 func (m *tat) Shapes() bool    { return m.shaping }
+func (m *tat) ExactWait() bool { return true }
 
 // maxSpan is the longest a full bucket may take to drain, in microseconds (35 years): TATs
 // stay below 2^53 until the year 2220.

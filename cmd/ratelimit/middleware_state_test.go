@@ -33,7 +33,9 @@ var (
 func middlewareRoundTrip(t *testing.T, client redis.UniversalClient, connect ...string) {
 	t.Helper()
 	prefix := redistest.Prefix(t)
-	l, err := ratelimit.New(ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix)), middlewarePolicies...)
+	// Without the denial cache: a reset by another process is seen by an application that
+	// cached the denial only when its Retry-After ends (see README, "The ratelimit command").
+	l, err := ratelimit.New(ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithDenialCache(0)), middlewarePolicies...)
 	if err != nil {
 		t.Fatal(err)
 	}

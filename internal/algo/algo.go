@@ -109,6 +109,12 @@ type Model interface {
 	UsesBurst() bool
 	// Shapes reports whether an admitted request may have to wait for its slot (Delay).
 	Shapes() bool
+	// ExactWait reports whether a denial's RetryAfter is the exact wait: the same cost (or a
+	// larger one) is denied at every instant before it, by time alone, and admitted at it.
+	// Only a refund, a reset or a charge under other parameters of the same state can admit
+	// it sooner. A store may then answer the request again itself until then (the denial
+	// cache). TestInvariantsRandom in package algorithms holds every model that says so to it.
+	ExactWait() bool
 	// Validate reports why p is beyond what the algorithm can compute exactly, or nil.
 	Validate(p Params) error
 	// Check evaluates a request, writes its verdict to r and normalises s; see the type

@@ -1,0 +1,154 @@
+package ratelimit_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/observe"
+)
+
+// count is how many decisions of source the observer was told of.
+func (r *recorder) count(source observe.Source) int {
+	s, _, _ := r.snapshot()
+	return s[source]
+}
+
+// denyAll sends n requests of key, advancing the clock by step before each, and fails unless
+// each is denied by the source want.
+func denyAll(t *testing.T, f *faultyRedis, l *ratelimit.Limiter, key string, n int, step time.Duration, want observe.Source) {
+	t.Helper()
+	for i := range n {
+		f.clock.Advance(step)
+		if d := allow(t, l, key, 1); d.Allowed || d.Source != want {
+			t.Fatalf("request %d of %s: allowed %v by %v; want denied by %v", i+1, key, d.Allowed, d.Source, want)
+		}
+	}
+}
+
+// The Redis store has a denial cache by default: a hot denied identity costs Redis no call
+// until its Retry-After, then one (which Redis admits); every answer until then says it came
+// from the cache, to the decision and to the observer.
+func TestDenialCacheByDefault(t *testing.T) {
+	for _, alg := range []algorithms.Algorithm{algorithms.GCRA{}, algorithms.FixedWindow{}, algorithms.SlidingLog{}, algorithms.TokenBucket{}, algorithms.LeakyBucket{}} {
+		t.Run(alg.Name(), func(t *testing.T) {
+			f := newFaultyRedis(t) // no WithDenialCache
+			l := mustNew(t, f.store, ratelimit.Policy{Limit: 2, Window: time.Minute, Algorithm: alg})
+			allow(t, l, "hot", 1)
+			allow(t, l, "hot", 1)
+			first := allow(t, l, "hot", 1)
+			if first.Allowed || first.Source != observe.SourceStore || first.RetryAfter <= 0 {
+				t.Fatalf("third request of 2/min: %+v; want denied by Redis", first)
+			}
+			before, seen := f.sent(), f.obs.count(observe.SourceDenialCache)
+			const n = 1000
+			step := (first.RetryAfter - time.Microsecond) / n
+			denyAll(t, f, l, "hot", n, step, observe.SourceDenialCache)
+			f.clock.Advance(first.RetryAfter - n*step - time.Microsecond) // 1 µs before it ends
+			denyAll(t, f, l, "hot", 1, 0, observe.SourceDenialCache)
+			if calls := f.sent() - before; calls != 0 {
+				t.Fatalf("%d requests of a denied identity before its Retry-After made %d calls to Redis; want 0", n+1, calls)
+			}
+			if got := f.obs.count(observe.SourceDenialCache) - seen; got != n+1 {
+				t.Errorf("the observer saw %d decisions of the denial cache; want %d", got, n+1)
+			}
+			f.clock.Advance(time.Microsecond)
+			if d := allow(t, l, "hot", 1); !d.Allowed || d.Source != observe.SourceStore {
+				t.Fatalf("at the Retry-After: %+v; want admitted by Redis", d)
+			}
+			if calls := f.sent() - before; calls != 1 {
+				t.Fatalf("at the Retry-After, %d calls to Redis; want 1", calls)
+			}
+		})
+	}
+}
+
+// What is not exact is not cached: a denial of the sliding counter (its Retry-After is an
+// upper bound), of a policy that opts out (Policy.NoDenialCache), of a list that holds
+// in-flight slots, and every denial once WithDenialCache(0) turned the cache off, each call
+// Redis every time.
+func TestDenialCacheOnlyWhereExact(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		opts     []ratelimit.RedisOption
+		policies []ratelimit.Policy
+	}{
+		{"sliding counter", nil, []ratelimit.Policy{{Limit: 2, Window: time.Minute, Algorithm: algorithms.SlidingCounter{}}}},
+		{"NoDenialCache", nil, []ratelimit.Policy{{Limit: 2, Window: time.Minute, NoDenialCache: true}}},
+		{"in-flight beside", nil, []ratelimit.Policy{{Name: "rate", Limit: 2, Window: time.Minute}, {Name: "slots", Limit: 10, Window: time.Minute, Algorithm: algorithms.InFlight{}}}},
+		{"WithDenialCache(0)", []ratelimit.RedisOption{ratelimit.WithDenialCache(0)}, []ratelimit.Policy{{Limit: 2, Window: time.Minute}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFaultyRedis(t, tc.opts...)
+			l := mustNew(t, f.store, tc.policies...)
+			allow(t, l, "k", 2)
+			before := f.sent()
+			denyAll(t, f, l, "k", 10, time.Second, observe.SourceStore)
+			if calls := f.sent() - before; calls != 10 {
+				t.Fatalf("10 denied requests made %d calls to Redis; want 10", calls)
+			}
+		})
+	}
+	// A policy that opts out still rides on another's denial: the request is denied as long.
+	f := newFaultyRedis(t)
+	l := mustNew(t, f.store, ratelimit.Policy{Name: "cached", Limit: 2, Window: time.Minute},
+		ratelimit.Policy{Name: "asks", Limit: 2, Window: time.Minute, NoDenialCache: true})
+	allow(t, l, "k", 2)
+	before := f.sent()
+	denyAll(t, f, l, "k", 1, 0, observe.SourceStore)
+	denyAll(t, f, l, "k", 10, time.Second, observe.SourceDenialCache)
+	if calls := f.sent() - before; calls != 1 {
+		t.Fatalf("denied by both policies: %d calls to Redis; want 1", calls)
+	}
+}
+
+// A refund or a reset through this process ends the identity's cached denials at once, under
+// every policy list that shares a policy with it (here a refund through another limiter); a
+// limit changed in this process is another list, which the cache does not answer.
+func TestDenialCacheInvalidated(t *testing.T) {
+	f := newFaultyRedis(t)
+	p := ratelimit.Policy{Name: "api", Limit: 1, Window: time.Hour, Algorithm: algorithms.FixedWindow{}}
+	wide := mustNew(t, f.store, p, ratelimit.Policy{Name: "daily", Limit: 100, Window: 24 * time.Hour})
+	narrow := mustNew(t, f.store, p)
+
+	charged := allow(t, narrow, "k", 1)
+	denyAll(t, f, wide, "k", 1, 0, observe.SourceStore)
+	denyAll(t, f, wide, "k", 1, time.Second, observe.SourceDenialCache)
+	if err := narrow.Refund(ctx, "k", charged); err != nil {
+		t.Fatal(err)
+	}
+	if d := allow(t, wide, "k", 1); !d.Allowed || d.Source != observe.SourceStore {
+		t.Fatalf("after a refund through another limiter: %+v; want admitted by Redis", d)
+	}
+
+	denyAll(t, f, wide, "k", 1, 0, observe.SourceStore)
+	denyAll(t, f, wide, "k", 1, time.Second, observe.SourceDenialCache)
+	if err := wide.Reset(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if d := allow(t, wide, "k", 1); !d.Allowed || d.Source != observe.SourceStore {
+		t.Fatalf("after a reset: %+v; want admitted by Redis", d)
+	}
+
+	denyAll(t, f, wide, "k", 1, 0, observe.SourceStore)
+	raised := p
+	raised.Limit = 5
+	if d := allow(t, mustNew(t, f.store, raised), "k", 1); !d.Allowed || d.Source != observe.SourceStore {
+		t.Fatalf("under a raised limit: %+v; want admitted by Redis", d)
+	}
+}
+
+// While Redis is down, a client Redis denied until T is still denied until T, by the cache,
+// rather than let through by the fail mode; the identities Redis had not denied fail.
+func TestDenialCacheOutlivesAnOutage(t *testing.T) {
+	f := newFaultyRedis(t)
+	l := mustNew(t, f.store, ratelimit.Policy{Limit: 1, Window: time.Hour})
+	allow(t, l, "denied", 1)
+	denyAll(t, f, l, "denied", 1, 0, observe.SourceStore)
+	f.proxy.Refuse()
+	denyAll(t, f, l, "denied", 10, time.Minute, observe.SourceDenialCache)
+	if _, err := l.Allow(ctx, "other"); err == nil {
+		t.Fatal("another identity while Redis refuses connections: no error")
+	}
+}
