@@ -62,6 +62,7 @@ type PolicyResult struct {
 	Policy Policy
 	// Allowed reports whether this policy admitted the request.
 	Allowed bool
+	source  observe.Source // set by the layers in front of a store (beside Allowed: one word)
 	// Remaining is how many more requests of cost 1 this policy would admit now.
 	Remaining int64
 	// ResetAfter is the time until this policy is fully reset.
@@ -77,8 +78,6 @@ type PolicyResult struct {
 	// IETF RateLimit field (draft -11; see [IETFDraftHeaders]). 0 for in-flight slots, which
 	// come back when requests end, not with time.
 	EffectiveWindow time.Duration
-
-	source observe.Source // set by the layers in front of a store
 }
 
 // Results returns every policy's result, in the limiter's policy order.

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit/observe"
@@ -30,6 +31,9 @@ type denialCache struct {
 	seed   maphash.Seed
 	shards [denialShards]denialShard
 	max    int // denials per shard
+	// live is set while the store hears the fleet's refunds and resets (see forgets.go): only
+	// then is a new denial remembered.
+	live atomic.Bool
 }
 
 const denialShards = 16
@@ -159,6 +163,9 @@ func exhausted(policies []Policy, out []PolicyResult) bool {
 // no refund or reset of the identity began since, and reports whether it did. An admission
 // costs a loop over its results and nothing more.
 func (c *denialCache) remember(id string, policies []Policy, cost int64, at time.Time, epoch uint64, out []PolicyResult) bool {
+	if !c.live.Load() {
+		return false // a refund or a reset elsewhere could go unheard
+	}
 	var wait time.Duration
 	for i := range out {
 		p := &policies[i]
@@ -230,7 +237,8 @@ func (c *denialCache) charged(id string) {
 }
 
 // forget drops every denial of id, under any policy list: a refund or a reset of some of its
-// policies may end a denial under any list that holds one of them.
+// policies may end a denial under any list that holds one of them. It implements [forgetter]:
+// id is the identity as storage keys hold it (see storedIdentity), as everywhere in the cache.
 func (c *denialCache) forget(id string) {
 	sh := c.shard(id)
 	sh.mu.Lock()
@@ -238,6 +246,22 @@ func (c *denialCache) forget(id string) {
 	delete(sh.entries, id)
 	sh.epoch++
 	sh.mu.Unlock()
+}
+
+// subscribed implements [forgetter]: when the store hears announcements again, every denial is
+// forgotten (one may have been missed) before new ones are remembered.
+func (c *denialCache) subscribed(on bool) {
+	if on {
+		for i := range c.shards {
+			sh := &c.shards[i]
+			sh.mu.Lock()
+			clear(sh.entries)
+			sh.n = 0
+			sh.epoch++
+			sh.mu.Unlock()
+		}
+	}
+	c.live.Store(on)
 }
 
 // drop forgets the i-th denial of id. The caller holds sh.mu.

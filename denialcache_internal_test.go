@@ -21,6 +21,7 @@ func TestDenialCacheAnswersItsOwnList(t *testing.T) {
 	c := compile(Policy{Name: "c", Limit: 1000, Window: time.Hour})
 	clock := &stoppedClock{now: time.Unix(1_700_000_000, 0)}
 	cache := newDenialCache(64)
+	cache.live.Store(true) // as when the store hears refunds and resets
 	denied := []PolicyResult{{Policy: a, RetryAfter: 30 * time.Second}, {Policy: b, Allowed: true, Remaining: 9}}
 	if !cache.remember("k", []Policy{a, b}, 1, clock.now, 0, denied) {
 		t.Fatal("a denial with a Retry-After was not remembered")

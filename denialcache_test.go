@@ -4,8 +4,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/internal/redistest"
 	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
@@ -151,4 +154,93 @@ func TestDenialCacheOutlivesAnOutage(t *testing.T) {
 	if _, err := l.Allow(ctx, "other"); err == nil {
 		t.Fatal("another identity while Redis refuses connections: no error")
 	}
+}
+
+// A refund or a reset made by another instance, or by the ratelimit command, ends the
+// denials this instance caches a message later: Redis announces each to every instance that
+// caches denials (see forgets.go), on one server and across a Cluster's nodes, for an
+// identity written as it is and for one the keys hold as a digest.
+func TestDenialCacheHearsTheFleet(t *testing.T) {
+	for _, e := range []struct {
+		name   string
+		client func(t *testing.T) redis.UniversalClient
+	}{
+		{"redis", func(t *testing.T) redis.UniversalClient {
+			return redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
+		}},
+		{"cluster", func(t *testing.T) redis.UniversalClient {
+			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.Cluster(t).Options().Addrs})
+		}},
+	} {
+		for _, id := range []string{"user:7", "an identity of spaces, {braces} and more than sixty-four bytes, held as a digest"} {
+			form := "plain"
+			if len(id) > 64 {
+				form = "digest"
+			}
+			t.Run(e.name+"/"+form, func(t *testing.T) {
+				clock, prefix := newFakeClock(), redistest.Prefix(t)
+				instance := func() ratelimit.Store {
+					c := e.client(t)
+					t.Cleanup(func() { _ = c.Close() })
+					s := ratelimit.NewRedisStore(c, ratelimit.WithClock(clock), ratelimit.WithPrefix(prefix))
+					waitHearing(t, s)
+					return s
+				}
+				a, b := instance(), instance()
+				p := ratelimit.Policy{Limit: 2, Window: time.Hour, Algorithm: algorithms.FixedWindow{}}
+				la, lb := mustNew(t, a, p), mustNew(t, b, p)
+				denied := func() {
+					t.Helper()
+					if d := allow(t, la, id, 1); d.Allowed || d.Source != observe.SourceStore {
+						t.Fatalf("%+v; want denied by Redis", d)
+					}
+					if d := allow(t, la, id, 1); d.Allowed || d.Source != observe.SourceDenialCache {
+						t.Fatalf("%+v; want denied by the cache", d)
+					}
+				}
+				forgotten := func(what string) {
+					t.Helper()
+					waitFor(t, what+" to reach the other instance", func() bool { return ratelimit.DenialCacheLen(a) == 0 })
+					if d := allow(t, la, id, 1); !d.Allowed || d.Source != observe.SourceStore {
+						t.Fatalf("after %s by the other instance: %+v; want admitted by Redis", what, d)
+					}
+				}
+
+				charged := allow(t, lb, id, 1)
+				allow(t, la, id, 1)
+				denied()
+				if err := lb.Refund(ctx, id, charged); err != nil {
+					t.Fatal(err)
+				}
+				forgotten("a refund")
+
+				denied()
+				if err := lb.Reset(ctx, id); err != nil {
+					t.Fatal(err)
+				}
+				forgotten("a reset")
+			})
+		}
+	}
+}
+
+// When the subscription breaks, the cache remembers no new denial until it is back, and then
+// forgets every denial it held (announcements may have been missed meanwhile).
+func TestDenialCacheDeafForgets(t *testing.T) {
+	f := newFaultyRedis(t, ratelimit.WithBreaker(0, 0))
+	l := mustNew(t, f.store, ratelimit.Policy{Limit: 1, Window: time.Hour})
+	allow(t, l, "k", 1)
+	denyAll(t, f, l, "k", 1, 0, observe.SourceStore)
+	denyAll(t, f, l, "k", 1, time.Second, observe.SourceDenialCache)
+	f.proxy.Refuse()
+	waitFor(t, "the cache to notice the broken subscription", func() bool { return !ratelimit.DenialCacheHears(f.store) })
+	if err := f.proxy.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the subscription to be back", func() bool { return ratelimit.DenialCacheHears(f.store) })
+	if n := ratelimit.DenialCacheLen(f.store); n != 0 {
+		t.Fatalf("the cache holds %d denials after its subscription came back; want 0", n)
+	}
+	denyAll(t, f, l, "k", 1, 0, observe.SourceStore)
+	denyAll(t, f, l, "k", 1, time.Second, observe.SourceDenialCache)
 }

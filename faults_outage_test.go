@@ -313,8 +313,10 @@ func failoverUnderTraffic(t *testing.T, client redis.UniversalClient, key string
 	counted := limit - d.Remaining
 	t.Logf("%d admitted by the primary before it died; during the failover %v; the new primary counts %d: %d admissions lost",
 		byStore, during, counted, int64(byStore+1)-counted)
-	if counted < 1 || counted > int64(byStore+1) {
-		t.Errorf("the new primary counts %d of %d admissions", counted, byStore+1)
+	// A check whose reply came after its 100 ms (a busy machine) was decided by the fallback,
+	// but Redis had counted it: the 200 checks before the kill all may count.
+	if counted < 1 || counted > 200+1 {
+		t.Errorf("the new primary counts %d of at most %d admissions", counted, 200+1)
 	}
 	if _, _, b := obs.snapshot(); len(b) < 2 || b[0] != observe.BreakerOpen || b[len(b)-1] != observe.BreakerClosed {
 		t.Errorf("breaker changes: %v; want it to open during the failover and close after", b)

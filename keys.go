@@ -59,15 +59,31 @@ func plainIdentity(id string) bool {
 func appendKey(b []byte, prefix, id, tag string) []byte {
 	b = append(b, prefix...)
 	b = append(b, '{')
-	if plainIdentity(id) {
-		b = append(b, id...)
-	} else {
-		sum := sha256.Sum256([]byte(id))
-		b = append(b, '#')
-		b = base64.RawURLEncoding.AppendEncode(b, sum[:18])
-	}
+	b = appendStoredIdentity(b, id)
 	b = append(b, '}', ':')
 	return append(b, tag...)
+}
+
+// appendStoredIdentity appends identity id as storage keys hold it between their braces: as it
+// is when it is plain, else '#' and its SHA-256 digest.
+func appendStoredIdentity(b []byte, id string) []byte {
+	if plainIdentity(id) {
+		return append(b, id...)
+	}
+	sum := sha256.Sum256([]byte(id))
+	b = append(b, '#')
+	return base64.RawURLEncoding.AppendEncode(b, sum[:18])
+}
+
+// storedIdentity returns identity id as storage keys hold it between their braces, which is
+// how the scripts name an identity when they announce a refund or a reset (see forgetChannel).
+// A plain identity is returned as it is, without allocating.
+func storedIdentity(id string) string {
+	if plainIdentity(id) {
+		return id
+	}
+	var buf [32]byte
+	return string(appendStoredIdentity(buf[:0], id))
 }
 
 // tag returns the short code that names p's state in storage keys.

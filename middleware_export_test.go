@@ -16,6 +16,19 @@ var SystemClock = defaultClock
 // StoreLen returns the number of keys a memory store holds.
 func StoreLen(s Store) int { return s.(*memoryStore).len() }
 
+// HasDenialCache reports whether s has a denial cache.
+func HasDenialCache(s Store) bool {
+	rs, _ := capability[*resilientStore](s)
+	return rs != nil && rs.denials != nil
+}
+
+// DenialCacheHears reports whether the denial cache of s hears the fleet's refunds and
+// resets, and so caches denials.
+func DenialCacheHears(s Store) bool {
+	rs, _ := capability[*resilientStore](s)
+	return rs != nil && rs.denials != nil && rs.denials.live.Load()
+}
+
 // DenialCacheLen returns how many denials the denial cache of s holds.
 func DenialCacheLen(s Store) int {
 	if rs, _ := capability[*resilientStore](s); rs != nil && rs.denials != nil {

@@ -56,6 +56,15 @@ type Policy struct {
 	// enforcing it would decide. Keep its Name when enforcing it, and its count carries over,
 	// even if its Limit changes too.
 	Shadow bool
+	// NoDenialCache keeps the policy's denials out of the Redis store's denial cache (see
+	// [WithDenialCache]): a request it denies asks Redis every time. The cache needs it only
+	// when something other than this library gives back what the policy counts (a script of
+	// your own that writes its keys): refunds and resets made by any instance, or by the
+	// ratelimit command, end cached denials everywhere. A request that another policy of the
+	// list denies too is still answered from the cache until that policy's Retry-After. The
+	// memory store has no denial cache.
+	NoDenialCache bool
+
 	// Lease lets an instance that sees one identity at a high rate serve it from a lease of
 	// quota: it takes several units from the store in one atomic call (charged there, so the
 	// fleet's total stays exact), hands them out locally, and gives back what it did not use
@@ -68,13 +77,6 @@ type Policy struct {
 	// only when every policy of it sets Lease. Tens of milliseconds keep the headers true
 	// within a lease: see the README's "Hot identities".
 	Lease time.Duration
-
-	// NoDenialCache keeps the policy's denials out of the Redis store's denial cache (see
-	// [WithDenialCache]): a request it denies asks Redis every time, as when the state it
-	// counts is refunded or reset elsewhere than through this process and the denial should
-	// end then. A request that another policy of the list denies too is still answered from
-	// the cache until that policy's Retry-After. The memory store has no denial cache.
-	NoDenialCache bool
 
 	compiled *compiledPolicy // set by New: what every check needs, computed once
 }

@@ -25,6 +25,10 @@ type leasingStore struct {
 	// failures not logged since.
 	lastLog, notLogged atomic.Int64
 
+	// heard reports whether a denial may be answered here until its Retry-After: while the
+	// store hears the fleet's refunds and resets (see forgets.go). Nil: never.
+	heard func() bool
+
 	mu      sync.Mutex
 	entries map[leaseKey]*leaseEntry
 }
@@ -42,9 +46,10 @@ type leaseKey struct {
 
 // leaseEntry is what the layer knows of one identity under one list. Its mutex guards it.
 type leaseEntry struct {
-	mu    sync.Mutex
-	of    []*compiledPolicy
-	lease time.Duration // the list's Lease
+	mu     sync.Mutex
+	stored string // the identity as storage keys hold it (see storedIdentity)
+	of     []*compiledPolicy
+	lease  time.Duration // the list's Lease
 
 	// How much this identity asks of this instance: units asked since tick, and in the tick
 	// before it (ticks are one lease long).
@@ -73,7 +78,7 @@ type leaseEntry struct {
 var _ Store = (*leasingStore)(nil)
 
 // leasing wraps s in the leasing layer.
-func leasing(s Store, c *storeConfig) Store {
+func leasing(s Store, c *storeConfig) *leasingStore {
 	return &leasingStore{next: s, clock: clockOf(s), log: logs{c.logger}, entries: map[leaseKey]*leaseEntry{}}
 }
 
@@ -183,9 +188,11 @@ func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, poli
 	defer e.mu.Unlock()
 	e.remaining = leastRemaining(out)
 	if !allAllowed(out) {
-		e.deniedAt, e.deniedCost = at, cost
-		e.deniedUntil = at.Add(longestWait(out))
-		e.denial = append(e.denial[:0], out...)
+		if s.heard != nil && s.heard() {
+			e.deniedAt, e.deniedCost = at, cost
+			e.deniedUntil = at.Add(longestWait(out))
+			e.denial = append(e.denial[:0], out...)
+		}
 		return at, nil
 	}
 	if k == cost {
@@ -306,7 +313,7 @@ func (s *leasingStore) entry(key string, policies []Policy, lease time.Duration)
 			return nil
 		}
 	}
-	e := &leaseEntry{of: make([]*compiledPolicy, len(policies)), lease: lease}
+	e := &leaseEntry{stored: storedIdentity(key), of: make([]*compiledPolicy, len(policies)), lease: lease}
 	for i := range policies {
 		e.of[i] = policies[i].compiled
 	}
@@ -353,6 +360,35 @@ func (s *leasingStore) Reset(ctx context.Context, key string, policies []Policy)
 		e.mu.Unlock()
 	}
 	return s.next.Reset(ctx, key, policies)
+}
+
+// forget implements [forgetter]: a refund or a reset of the identity, made anywhere, ends the
+// denials answered here.
+func (s *leasingStore) forget(stored string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.entries {
+		if e.stored == stored {
+			e.mu.Lock()
+			e.deniedUntil = time.Time{}
+			e.mu.Unlock()
+		}
+	}
+}
+
+// subscribed implements [forgetter]: when announcements are heard again, every denial answered
+// here ends (one may have been missed); heard stops new ones meanwhile.
+func (s *leasingStore) subscribed(on bool) {
+	if !on {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.entries {
+		e.mu.Lock()
+		e.deniedUntil = time.Time{}
+		e.mu.Unlock()
+	}
 }
 
 // lookup returns the entry of key under policies, or nil.

@@ -100,7 +100,15 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 		trip := rs.breaker.trip // a failed dial opens the breaker before its call returns
 		s.dials.onFail.Store(&trip)
 	}
-	return leasing(r, c)
+	l := leasing(r, c)
+	if rs, ok := r.(*resilientStore); ok && rs.denials != nil {
+		if s.listenForForgets(rs.denials, l) {
+			l.heard = rs.denials.live.Load
+		} else {
+			s.log.get().Info("ratelimit: no denial cache: this client cannot hear the refunds and resets of every server (a Ring, or a client without Subscribe), so every denial asks Redis")
+		}
+	}
+	return l
 }
 
 // honoursDeadlines reports whether client gives up at its context's deadline.

@@ -95,7 +95,22 @@ func newFaultyRedis(t *testing.T, opts ...ratelimit.RedisOption) *faultyRedis {
 			t.Fatal("the store never read the maxmemory-policy")
 		}
 	}
+	waitHearing(t, f.store)
 	return f
+}
+
+// waitHearing waits until the denial cache of s, if it has one, hears the fleet's refunds and
+// resets (its subscription is made in the background), so that it caches denials.
+func waitHearing(t *testing.T, s ratelimit.Store) {
+	t.Helper()
+	if !ratelimit.HasDenialCache(s) {
+		return
+	}
+	for deadline := time.Now().Add(10 * time.Second); !ratelimit.DenialCacheHears(s); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the denial cache never subscribed to the refunds and resets")
+		}
+	}
 }
 
 // sent is how many script calls reached the proxy.

@@ -57,10 +57,12 @@ func (s *resilientStore) Check(ctx context.Context, key string, policies []Polic
 		asked time.Time // when the store was asked, for the denial cache: no later than the store's time
 		epoch uint64
 	)
+	id := key // the denial cache's name of the identity: the one announcements give
 	if s.denials != nil && cost > 0 {
+		id = storedIdentity(key)
 		asked = s.clock.Now()
 		var hit bool
-		if hit, refresh, epoch = s.denials.answer(key, policies, cost, asked, out); hit {
+		if hit, refresh, epoch = s.denials.answer(id, policies, cost, asked, out); hit {
 			return asked, nil
 		}
 	}
@@ -72,12 +74,12 @@ func (s *resilientStore) Check(ctx context.Context, key string, policies []Polic
 	}
 	switch {
 	case refresh:
-		s.denials.settle(key, policies, cost, asked, epoch, out, err)
+		s.denials.settle(id, policies, cost, asked, epoch, out, err)
 	case err != nil || s.denials == nil || cost == 0:
 	case charge && allAdmitted(policies, out):
-		s.denials.charged(key)
+		s.denials.charged(id)
 	default:
-		s.denials.remember(key, policies, cost, asked, epoch, out)
+		s.denials.remember(id, policies, cost, asked, epoch, out)
 	}
 	if err != nil {
 		if !s.report(ctx, err) || s.fallback == nil {
@@ -96,8 +98,9 @@ func (s *resilientStore) Check(ctx context.Context, key string, policies []Polic
 // remembered from a check that raced with the refund.
 func (s *resilientStore) Refund(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) error {
 	if s.denials != nil {
-		s.denials.forget(key)
-		defer s.denials.forget(key)
+		id := storedIdentity(key)
+		s.denials.forget(id)
+		defer s.denials.forget(id)
 	}
 	return s.call(ctx, func() error { return s.next.Refund(ctx, key, policies, cost, at) })
 }
@@ -133,8 +136,9 @@ func (s *resilientStore) local(policies []Policy) (Store, []Policy) {
 // fallback's state too.
 func (s *resilientStore) Reset(ctx context.Context, key string, policies []Policy) error {
 	if s.denials != nil {
-		s.denials.forget(key)
-		defer s.denials.forget(key)
+		id := storedIdentity(key)
+		s.denials.forget(id)
+		defer s.denials.forget(id)
 	}
 	if s.fallback != nil {
 		if scaled, err := s.fallback.scaled(policies); err == nil {

@@ -15,6 +15,8 @@
 --           with what it admits, never deciding; "0"). A policy's string is the same on every
 --           call, so the library parses it once (see spec_of).
 --
+-- A refund ("2") announces itself: see announce.
+--
 -- Reply: 6 integers per policy, in order: allowed (1 or 0), remaining, reset after (µs),
 -- retry after (µs; -1 never), delay (µs), next (µs; 0 for in-flight slots); then the time of
 -- the check (µs). Every policy is
@@ -48,6 +50,17 @@ end
 -- reads the reply before the next call. Every call writes every element of its reply.
 local replies = {}
 
+-- announce tells the instances that answer denials themselves (the Redis store's denial cache)
+-- that what an identity was charged was given back, so that none of them goes on denying it
+-- until a Retry-After that no longer holds: it publishes, on the channel of the keys' prefix
+-- followed by "forget", the identity as the keys hold it (what stands between the braces).
+-- Refunds and resets announce; nothing else ends a denial sooner than its Retry-After.
+local function announce(key)
+  local b = string.find(key, '{', 1, true)
+  local e = b and string.find(key, '}', b + 1, true)
+  if e then redis.call('PUBLISH', string.sub(key, 1, b - 1) .. 'forget', string.sub(key, b + 1, e - 1)) end
+end
+
 local function check(KEYS, ARGV)
   -- The library outlives a call (a Redis Function): every call starts afresh.
   floor, ceil, min_ttl_ms = math.floor, math.ceil, 1
@@ -77,6 +90,7 @@ local function check(KEYS, ARGV)
       fns[p[6]](KEYS[i], now, p[2], p[3], p[4], cost, at)
     end
     if mode == '3' then return {now} end
+    announce(KEYS[1])
     return {}
   end
 
