@@ -13,6 +13,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // middlewarePolicies are the application's middleware limits in the tests, and policyFlags
@@ -33,9 +34,7 @@ var (
 func middlewareRoundTrip(t *testing.T, client redis.UniversalClient, connect ...string) {
 	t.Helper()
 	prefix := redistest.Prefix(t)
-	// Without the denial cache: a reset by another process is seen by an application that
-	// cached the denial only when its Retry-After ends (see README, "The ratelimit command").
-	l, err := ratelimit.New(ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithDenialCache(0)), middlewarePolicies...)
+	l, err := ratelimit.New(ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix)), middlewarePolicies...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +51,12 @@ func middlewareRoundTrip(t *testing.T, client redis.UniversalClient, connect ...
 		t.Fatalf("the 4th request in a minute: %d, want 429", code)
 	}
 	const identity = "hdr:x-api-key:k1"
+	// The application answers this identity's denial itself (the denial cache, once its
+	// subscription to refunds and resets is made), until the Retry-After, up to a minute.
+	until(t, "a denial answered by the denial cache", func() bool {
+		d, err := l.Allow(t.Context(), identity)
+		return err == nil && !d.Allowed && d.Source == observe.SourceDenialCache
+	})
 	keys := make([]string, len(middlewarePolicies))
 	for i, p := range middlewarePolicies {
 		keys[i] = ratelimit.StorageKey(prefix, identity, p)
@@ -85,8 +90,20 @@ func middlewareRoundTrip(t *testing.T, client redis.UniversalClient, connect ...
 	if n := exist(); n != 0 {
 		t.Errorf("%d of the storage keys %q exist after reset; want none", n, keys)
 	}
-	if code := send(h, 1, request); code != http.StatusOK {
-		t.Errorf("after reset, the middleware answered %d; want 200", code)
+	// The reset is announced to the application, which stops answering the denial itself.
+	until(t, "the middleware to admit the identity after the reset", func() bool {
+		return send(h, 1, request) == http.StatusOK
+	})
+}
+
+// until polls cond until it holds, failing the test after 10 s (well under the minute the
+// denial would otherwise last).
+func until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10 s for %s", what)
+		}
 	}
 }
 
