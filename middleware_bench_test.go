@@ -166,7 +166,7 @@ func BenchmarkOutage(b *testing.B) {
 	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(b)),
 		ratelimit.WithBreaker(5, time.Second), ratelimit.WithFallback(1))
 	l := mustNew(b, store, ratelimit.Policy{Limit: 1e9, Window: time.Hour})
-	limited := ratelimit.Middleware(l, ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}))(okHandler)
+	limited := ratelimit.Middleware(l, ratelimit.WithTimeout(100*time.Millisecond), ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}))(okHandler)
 	proxy.BlackHole()
 	for range 5 { // the failures that open the breaker, each waiting out the guard's deadline
 		limited.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
