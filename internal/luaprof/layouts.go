@@ -106,15 +106,33 @@ type study struct {
 	lru   bool // used_memory under maxmemory-policy volatile-lru (no shared integers)
 }
 
+// server is the private redis-server of a study, which fatal stops.
+var server *exec.Cmd
+
+// fatal stops the private server and exits: a deferred Kill does not run under os.Exit.
+func fatal(args ...any) {
+	if server != nil {
+		server.Process.Kill()
+	}
+	fmt.Fprintln(os.Stderr, args...)
+	os.Exit(1)
+}
+
 func startServer() (*exec.Cmd, *redis.Client) {
+	probe := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", *port)})
+	if probe.Ping(context.Background()).Err() == nil {
+		panic(fmt.Sprintf("a server already listens on port %d", *port))
+	}
+	probe.Close()
 	cmd := exec.Command("redis-server", "--port", fmt.Sprint(*port), "--save", "", "--appendonly", "no")
 	if err := cmd.Start(); err != nil {
 		panic(err)
 	}
+	server = cmd
 	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", *port), PoolSize: *conc + 8})
 	for i := 0; c.Ping(context.Background()).Err() != nil; i++ {
 		if i > 100 {
-			panic("redis-server did not start")
+			fatal("redis-server did not start")
 		}
 		time.Sleep(50 * time.Millisecond) // polls for the server's start
 	}
@@ -127,8 +145,7 @@ func load(ctx context.Context, c *redis.Client, ss []study) {
 		lib := fmt.Sprintf("s%d", i)
 		src := "#!lua name=" + lib + "\n" + s.src + "\nredis.register_function('" + lib + "', function(k, a) return entry(k, a) end)\n"
 		if err := c.Do(ctx, "FUNCTION", "LOAD", "REPLACE", src).Err(); err != nil {
-			fmt.Fprintln(os.Stderr, s.name, err)
-			os.Exit(1)
+			fatal(s.name, err)
 		}
 	}
 }
@@ -192,8 +209,7 @@ func runLayoutTime() {
 			cs[i][j] = fcall(i, k, a)
 		}
 		if err := c.Do(ctx, cs[i][0]...).Err(); err != nil {
-			fmt.Fprintln(os.Stderr, s.name, err)
-			os.Exit(1)
+			fatal(s.name, err)
 		}
 	}
 	one, many := map[int][]float64{}, map[int][]float64{}
@@ -232,7 +248,7 @@ func phase(ctx context.Context, c *redis.Client, cs [][]any, g int) float64 {
 	drive(ctx, c, cs, g, *calls)
 	info, err := c.Info(ctx, "commandstats").Result()
 	if err != nil {
-		panic(err)
+		fatal(err)
 	}
 	s := loadgen.CommandStats(info)["fcall"]
 	return float64(s.Usec) / float64(s.Calls)
@@ -247,8 +263,7 @@ func drive(ctx context.Context, c *redis.Client, calls [][]any, g, n int) {
 			defer wg.Done()
 			for j := next.Add(1) - 1; j < int64(n); j = next.Add(1) - 1 {
 				if err := c.Do(ctx, calls[j%int64(len(calls))]...).Err(); err != nil {
-					fmt.Fprintln(os.Stderr, err)
-					os.Exit(1)
+					fatal(err)
 				}
 			}
 		}()
@@ -336,11 +351,11 @@ func usedMemory(ctx context.Context, c *redis.Client) int64 {
 	time.Sleep(time.Second) // lets the server's cron finish a rehash (as benchtable does)
 	info, err := c.Info(ctx, "memory").Result()
 	if err != nil {
-		panic(err)
+		fatal(err)
 	}
 	n, err := strconv.ParseInt(loadgen.InfoField(info, "used_memory"), 10, 64)
 	if err != nil {
-		panic(err)
+		fatal(err)
 	}
 	return n
 }
@@ -365,7 +380,7 @@ func runVerify() {
 		c.FlushAll(ctx)
 		t, err := c.Time(ctx).Result()
 		if err != nil {
-			panic(err)
+			fatal(err)
 		}
 		now := t.UnixMicro() + 5_000_000
 		rng := rand.New(rand.NewPCG(1, uint64(n)))
@@ -388,8 +403,7 @@ func runVerify() {
 				a[0], a[1], a[2] = strconv.FormatInt(now, 10), strconv.Itoa(cost), mode
 				got, err := c.Do(ctx, fcall(i, k, a)...).Int64Slice()
 				if err != nil {
-					fmt.Fprintln(os.Stderr, s.name, err)
-					os.Exit(1)
+					fatal(s.name, err)
 				}
 				if i == 0 {
 					want = got
@@ -397,8 +411,7 @@ func runVerify() {
 						denied++
 					}
 				} else if !slices.Equal(got, want) {
-					fmt.Printf("FAIL %s, %d policies, step %d (now %d cost %d mode %s): %v, library %v\n", s.name, n, step, now, cost, mode, got, want)
-					os.Exit(1)
+					fatal(fmt.Sprintf("FAIL %s, %d policies, step %d (now %d cost %d mode %s): %v, library %v", s.name, n, step, now, cost, mode, got, want))
 				}
 			}
 		}
