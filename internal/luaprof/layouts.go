@@ -30,6 +30,7 @@ var (
 	verify     = flag.Bool("verify", false, "layout study: prototypes' replies against the library's")
 	conc       = flag.Int("c", 64, "goroutines of the saturated phase")
 	memIDs     = flag.Int("ids", 100_000, "identities of the used_memory figures")
+	benchLoop  = flag.Bool("rb", false, "layout study: Redis time per FCALL under redis-benchmark -c 1 (a warm tight loop)")
 )
 
 // The policies of the study: 10/s, 100/min, 1000/h (check.lua's policy strings).
@@ -212,7 +213,8 @@ func runLayoutTime() {
 			fatal(s.name, err)
 		}
 	}
-	one, many := map[int][]float64{}, map[int][]float64{}
+	// per study: usec and cpu of one goroutine, usec and cpu of -c goroutines
+	res := map[int]*[4][]float64{}
 	for r := 0; r < *rounds; r++ {
 		fmt.Fprintf(os.Stderr, "round %d, load %s\n", r+1, uptime())
 		for k := range ss {
@@ -220,38 +222,129 @@ func runLayoutTime() {
 			if *only != "" && !strings.Contains(ss[i].name, *only) {
 				continue
 			}
-			one[i] = append(one[i], phase(ctx, c, cs[i], 1))
-			many[i] = append(many[i], phase(ctx, c, cs[i], *conc))
+			if res[i] == nil {
+				res[i] = new([4][]float64)
+			}
+			x := res[i]
+			u, cpu := phase(ctx, c, cs[i], 1)
+			x[0], x[1] = append(x[0], u), append(x[1], cpu)
+			u, cpu = phase(ctx, c, cs[i], *conc)
+			x[2], x[3] = append(x[2], u), append(x[3], cpu)
 		}
 	}
-	fmt.Printf("load at the end %s; %d rounds of %d calls per phase; µs per FCALL (usec/calls of INFO commandstats)\n", uptime(), *rounds, *calls)
-	fmt.Printf("%-44s %17s %17s\n", "", "1 goroutine", fmt.Sprintf("%d goroutines", *conc))
-	fmt.Printf("%-44s %8s %8s %8s %8s\n", "", "min", "median", "min", "median")
+	fmt.Printf("load at the end %s; %d rounds of %d calls per phase\n", uptime(), *rounds, *calls)
+	fmt.Printf("usec: µs per FCALL (INFO commandstats); cpu: µs of the main thread's CPU per call (schedstat, all included)\n")
+	fmt.Printf("%-44s %35s %35s\n", "", "1 goroutine", fmt.Sprintf("%d goroutines", *conc))
+	fmt.Printf("%-44s %17s %17s %17s %17s\n", "", "usec min / med", "cpu min / med", "usec min / med", "cpu min / med")
 	for i, s := range ss {
-		a, b := one[i], many[i]
-		if len(a) == 0 {
+		x := res[i]
+		if x == nil {
 			continue
 		}
-		slices.Sort(a)
-		slices.Sort(b)
-		fmt.Printf("%-44s %8.2f %8.2f %8.2f %8.2f\n", s.name, a[0], a[len(a)/2], b[0], b[len(b)/2])
+		fmt.Printf("%-44s", s.name)
+		for _, xs := range x {
+			lo, med := stat(xs)
+			fmt.Printf(" %8.2f %8.2f", lo, med)
+		}
+		fmt.Println()
+	}
+}
+
+// runLayoutRB measures usec_per_call of FCALL for every study under redis-benchmark -c 1 -n
+// -n: one connection calling back to back, so the server never idles (the lead's warm figure).
+// Its __rand_int__ draws each key's identity separately: a call's keys are of different
+// identities, which a standalone server allows and which finds state as often.
+func runLayoutRB() {
+	ctx := context.Background()
+	cmd, c := startServer()
+	defer cmd.Process.Kill()
+	ss := timeStudies()
+	load(ctx, c, ss)
+	res, cpus := map[int][]float64{}, map[int][]float64{}
+	for r := 0; r < *rounds; r++ {
+		fmt.Fprintf(os.Stderr, "round %d, load %s\n", r+1, uptime())
+		for k := range ss {
+			i := (k + r) % len(ss)
+			if *only != "" && !strings.Contains(ss[i].name, *only) {
+				continue
+			}
+			keys, args := ss[i].shape("ip:__rand_int__")
+			argv := []string{"-p", fmt.Sprint(*port), "-c", "1", "-n", fmt.Sprint(*calls), "-r", "10000", "-q"}
+			for _, a := range fcall(i, keys, args) {
+				argv = append(argv, fmt.Sprint(a))
+			}
+			c.FlushDB(ctx)
+			c.ConfigResetStat(ctx)
+			cpu0 := mainCPU()
+			if out, err := exec.Command("redis-benchmark", argv...).CombinedOutput(); err != nil {
+				fatal(ss[i].name, err, string(out))
+			}
+			cpu1 := mainCPU()
+			res[i] = append(res[i], perFCALL(ctx, c))
+			cpus[i] = append(cpus[i], float64(cpu1-cpu0)/1e3/float64(*calls))
+		}
+	}
+	fmt.Printf("redis-benchmark -c 1 -n %d -r 10000, %d rounds; load at the end %s\n", *calls, *rounds, uptime())
+	fmt.Printf("%-44s %17s %17s\n", "", "usec min / med", "cpu min / med")
+	for i, s := range ss {
+		if len(res[i]) == 0 {
+			continue
+		}
+		lo, med := stat(res[i])
+		clo, cmed := stat(cpus[i])
+		fmt.Printf("%-44s %8.2f %8.2f %8.2f %8.2f\n", s.name, lo, med, clo, cmed)
 	}
 }
 
 // phase empties the database, warms up, and returns the server's µs per FCALL over n calls
-// from g goroutines cycling through the identities' calls.
-func phase(ctx context.Context, c *redis.Client, cs [][]any, g int) float64 {
+// from g goroutines cycling through the identities' calls (usec/calls of INFO commandstats),
+// and the CPU time of its main thread per call (schedstat), which a preempted thread does not
+// inflate.
+func phase(ctx context.Context, c *redis.Client, cs [][]any, g int) (float64, float64) {
 	c.FlushDB(ctx)
 	drive(ctx, c, cs, g, 200*g)
 	c.FlushDB(ctx)
 	c.ConfigResetStat(ctx)
+	cpu0 := mainCPU()
 	drive(ctx, c, cs, g, *calls)
+	cpu1 := mainCPU()
+	return perFCALL(ctx, c), float64(cpu1-cpu0) / 1e3 / float64(*calls)
+}
+
+// perFCALL reads usec/calls of FCALL in INFO commandstats.
+func perFCALL(ctx context.Context, c *redis.Client) float64 {
 	info, err := c.Info(ctx, "commandstats").Result()
 	if err != nil {
 		fatal(err)
 	}
 	s := loadgen.CommandStats(info)["fcall"]
+	if s.Calls < int64(*calls) {
+		fatal("FCALL ran", s.Calls, "times, not", *calls)
+	}
 	return float64(s.Usec) / float64(s.Calls)
+}
+
+// mainCPU returns the CPU time, in ns, the private server's main thread has run.
+func mainCPU() int64 {
+	pid := server.Process.Pid
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/schedstat", pid, pid))
+	if err != nil {
+		fatal(err)
+	}
+	n, err := strconv.ParseInt(strings.Fields(string(b))[0], 10, 64)
+	if err != nil {
+		fatal(err)
+	}
+	return n
+}
+
+// stat is min and median of a sample.
+func stat(xs []float64) (float64, float64) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	slices.Sort(xs)
+	return xs[0], xs[len(xs)/2]
 }
 
 func drive(ctx context.Context, c *redis.Client, calls [][]any, g, n int) {

@@ -47,6 +47,9 @@ func main() {
 	case *layoutMem:
 		runLayoutMem()
 		return
+	case *benchLoop:
+		runLayoutRB()
+		return
 	}
 	cmd := exec.Command("redis-server", "--port", fmt.Sprint(*port), "--save", "", "--appendonly", "no")
 	if err := cmd.Start(); err != nil {
