@@ -399,6 +399,13 @@ func runLayoutMem() {
 	for i := range ids {
 		ids[i] = fmt.Sprintf("ip:203.%d.%d.%d", i>>16&255, i>>8&255, i&255)
 	}
+	// Opens the writers' connections before any reading (the first study paid for them).
+	warm := make([][]any, 64)
+	for j := range warm {
+		k, a := ss[0].shape(ids[j])
+		warm[j] = fcall(0, k, a)
+	}
+	drive(ctx, c, warm, 8, len(warm))
 	res := map[int][]float64{}
 	keys := map[int]float64{}
 	for r := 0; r < *rounds; r++ {
