@@ -37,6 +37,20 @@ var (
 
 func main() {
 	flag.Parse()
+	switch {
+	case *verify:
+		runVerify()
+		return
+	case *layoutTime:
+		runLayoutTime()
+		return
+	case *layoutMem:
+		runLayoutMem()
+		return
+	case *benchLoop:
+		runLayoutRB()
+		return
+	}
 	cmd := exec.Command("redis-server", "--port", fmt.Sprint(*port), "--save", "", "--appendonly", "no")
 	if err := cmd.Start(); err != nil {
 		panic(err)

@@ -84,5 +84,57 @@ func variants() []variant {
 		loop("L math.floor x10", "local floor = math.floor; local x = 1.5", "for j = 1, 10 do x = floor(x + 0.5) end", N),
 		loop("L string compare x10", "local a = A[1]", "for j = 1, 10 do local b = a == '1' end", N),
 	}...)
-	return vs
+	return append(vs, partLoops(N)...)
+}
+
+// partLoops time the parts of a check, and the commands of the layouts, in a warm loop inside
+// one call (issue 23's layout study): ns per iteration. Their arguments are a check's.
+func partLoops(n int) []variant {
+	_, a1 := checkArgs(0, 1)
+	args := packed(a1)
+	key := []string{"rl:{ip:203.0.7.12}:gcAAAAAA"}
+	hash := []string{"rl:{ip:203.0.7.12}"}
+	const gcra = `local floor, ceil = math.floor, math.ceil
+  local function idiv(a, b)
+    local q = floor(a / b)
+    if q * b > a then q = q - 1 elseif (q + 1) * b <= a then q = q + 1 end
+    return q
+  end
+  local function gcra(t, now, capacity, num, cost)
+    local tus = now
+    if t and t > now then tus = t end
+    local hus = now + capacity * num
+    local allowed, retry, aus = 0, 0, tus
+    if cost > capacity then retry = -1 else
+      local nus = tus + cost * num
+      if cost == 0 or nus <= hus then allowed, aus = 1, nus else retry = nus - hus end
+    end
+    local remaining = 0
+    if aus < hus then remaining = idiv(hus - aus, num) end
+    return allowed, remaining, aus - now, retry, aus + remaining * num + num - hus, aus
+  end
+  local now = 1700000000000000`
+	l := func(name, setup, body string, keys []string) variant {
+		v := loop("P "+name, setup, body, n)
+		v.keys, v.args = keys, args
+		return v
+	}
+	return []variant{
+		l("empty loop", "local x = 1", "x = x + 1", key),
+		l("GCRA arithmetic (whole_check, stored TAT)", gcra, "local a, b, c, d, e, f = gcra(now + 500000, now + i, 10, 100000, 1)", key),
+		l("check's arguments: now, cost, mode, spec lookup", "local specs = {[A[5]] = {10, 100000}}",
+			"local now = A[1]; if now == '0' then now = 1 else now = tonumber(now) end; local cost = A[2]; if cost == '1' then cost = 1 else cost = tonumber(cost) end; local charge = A[3] == '1' and cost > 0; local p = specs[A[5]]", key),
+		l("reply: 7 integers into a reused table", "local r = {0, 0, 0, 0, 0, 0, 0}", "r[1], r[2], r[3], r[4], r[5], r[6], r[7] = 1, i, 3, 4, 5, 6, 7", key),
+		l("TIME + tonumber", "", "local t = redis.call('TIME'); local now = tonumber(t[1]) * 1000000 + tonumber(t[2])", key),
+		l("GET (present) + tonumber", "redis.call('SET', K[1], 1700000000000000)", "local v = tonumber(redis.call('GET', K[1]))", key),
+		l("SET TAT PX", "local x = 1700000000000000", "redis.call('SET', K[1], x + i, 'PX', 100000 + (i % 100))", key),
+		l("PEXPIRETIME", "redis.call('SET', K[1], 5, 'PX', 100000)", "local e = redis.call('PEXPIRETIME', K[1])", key),
+		l("SET r PXAT", "local e = 1700000000000", "redis.call('SET', K[1], i % 1000, 'PXAT', e + i)", key),
+		l("MGET 3 keys", "local k = {K[1], K[1] .. 'b', K[1] .. 'c'}; for j = 1, 3 do redis.call('SET', k[j], 1700000000000000) end", "local vs = redis.call('MGET', k[1], k[2], k[3])", key),
+		l("HMGET 3 fields", "redis.call('HSET', K[1], 'gcAAAAA0', 1700000000000000, 'gcAAAAA1', 1700000000000000, 'gcAAAAA2', 1700000000000000)", "local vs = redis.call('HMGET', K[1], 'gcAAAAA0', 'gcAAAAA1', 'gcAAAAA2')", hash),
+		l("HSET 3 fields", "local x = 1700000000000000", "redis.call('HSET', K[1], 'gcAAAAA0', x + i, 'gcAAAAA1', x + i, 'gcAAAAA2', x + i)", hash),
+		l("HMGET 1 field", "redis.call('HSET', K[1], 'gcAAAAA0', 1700000000000000)", "local vs = redis.call('HMGET', K[1], 'gcAAAAA0')", hash),
+		l("HSET 1 field", "local x = 1700000000000000", "redis.call('HSET', K[1], 'gcAAAAA0', x + i)", hash),
+		l("PEXPIRE", "redis.call('HSET', K[1], 'a', 1)", "redis.call('PEXPIRE', K[1], 100000 + (i % 100))", hash),
+	}
 }
