@@ -19,9 +19,12 @@ type env struct {
 	// it directly; plain is one without, whose calls the store runs in a goroutine each.
 	client, plain *redis.Client
 	trivial       *redis.Script // the floor: EVALSHA of "return 1" on one key
-	keys          []string      // identities, cycled through by every Redis figure
-	loadName      string        // the HTTP load generator: wrk or the Go one
-	wrk           string        // path of wrk, "" when it is not installed
+	// exact is the floor of any exact check: the three calls one cannot do without (the
+	// server's TIME, a read and a write with an expiry), and nothing else.
+	exact    *redis.Script
+	keys     []string // identities, cycled through by every Redis figure
+	loadName string   // the HTTP load generator: wrk or the Go one
+	wrk      string   // path of wrk, "" when it is not installed
 	// breakdown holds the INFO commandstats of each Redis subject in the last round.
 	breakdown map[string]commandStats
 }
@@ -40,17 +43,21 @@ var (
 
 func newEnv(ctx context.Context, addr string, s settings) (*env, error) {
 	e := &env{
-		s:         s,
-		client:    redis.NewClient(&redis.Options{Addr: addr, PoolSize: s.goroutines, ContextTimeoutEnabled: true}),
-		plain:     redis.NewClient(&redis.Options{Addr: addr, PoolSize: s.goroutines}),
-		trivial:   redis.NewScript("return 1"),
+		s:       s,
+		client:  redis.NewClient(&redis.Options{Addr: addr, PoolSize: s.goroutines, ContextTimeoutEnabled: true}),
+		plain:   redis.NewClient(&redis.Options{Addr: addr, PoolSize: s.goroutines}),
+		trivial: redis.NewScript("return 1"),
+		exact: redis.NewScript("local t = redis.call('TIME') redis.call('GET', KEYS[1]) " +
+			"redis.call('SET', KEYS[1], t[1] * 1000000 + t[2], 'PX', 10000) return 1"),
 		keys:      identities(s.keys),
 		loadName:  "Go load generator (wrk not installed)",
 		breakdown: map[string]commandStats{},
 	}
-	if err := e.trivial.Load(ctx, e.client).Err(); err != nil {
-		e.close()
-		return nil, fmt.Errorf("loading the floor script: %w", err)
+	for _, floor := range []*redis.Script{e.trivial, e.exact} {
+		if err := floor.Load(ctx, e.client).Err(); err != nil {
+			e.close()
+			return nil, fmt.Errorf("loading a floor script: %w", err)
+		}
 	}
 	if path, err := exec.LookPath("wrk"); err == nil {
 		e.wrk, e.loadName = path, "wrk"
@@ -96,6 +103,11 @@ func check(l *ratelimit.Limiter) caller {
 // evalsha is the floor: the trivial script on the identity's key.
 func (e *env) evalsha(ctx context.Context, key string) error {
 	return e.trivial.Run(ctx, e.client, []string{key}).Err()
+}
+
+// timeGetSet is the floor of an exact check: TIME, GET and SET PX on the identity's key.
+func (e *env) timeGetSet(ctx context.Context, key string) error {
+	return e.exact.Run(ctx, e.client, []string{key}).Err()
 }
 
 func (e *env) ping(ctx context.Context, _ string) error {

@@ -57,6 +57,7 @@ func (e *env) redisFigures(ctx context.Context, r int, f figures) error {
 	for _, s := range []subject{
 		{"ping", "ping", e.ping},
 		{"evalsha", "evalsha", e.evalsha},
+		{"tgs", "evalsha", e.timeGetSet},
 		{"gcra1", "fcall", check(one)},
 		{"gcra3", "fcall", check(three)},
 	} {

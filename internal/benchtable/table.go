@@ -115,6 +115,13 @@ func redisRows(figure, unit string, g, perPolicy *goal) []row {
 		{"trivial EVALSHA (floor)", floor, unit, "", nil},
 		{"GCRA check, 1 policy", figure + ".gcra1", unit, floor, g},
 	}
+	if figure == "srv" || figure == "srv64" {
+		// The floor of any exact check, and the check against it: what the library adds to
+		// the three calls it cannot do without.
+		rows = append(rows,
+			row{"TIME + GET + SET PX in a script (the floor of an exact check)", figure + ".tgs", unit, "", nil},
+			row{"GCRA check, 1 policy, against TIME + GET + SET PX", figure + ".gcra1", unit, figure + ".tgs", nil})
+	}
 	if perPolicy != nil {
 		rows = append(rows, row{"each further policy: (3 policies − 1) / 2", figure + ".extra", unit, floor, perPolicy})
 	}
