@@ -237,3 +237,52 @@ func TestLeaseRefundFailureIsLogged(t *testing.T) {
 		t.Errorf("logged %q; want the failed refund and its cause", got)
 	}
 }
+
+// TestLeaseDenialCostsNoCall: once Redis has refused a hot identity's lease and its request,
+// the leasing layer answers that identity's requests itself until the exact Retry-After (the
+// end of the fixed window), with no call to Redis, and the first request after it goes to
+// Redis and is admitted. A refund announced meanwhile would end the denial (see
+// TestDenialCacheHearsTheFleet), which is why the store answers denials only while it hears.
+func TestLeaseDenialCostsNoCall(t *testing.T) {
+	clock := newFakeClock()
+	ctx := context.Background()
+	calls := &callCount{}
+	client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
+	t.Cleanup(func() { _ = client.Close() })
+	client.AddHook(calls)
+	store := ratelimit.NewRedisStore(client, ratelimit.WithClock(clock), ratelimit.WithPrefix(redistest.Prefix(t)))
+	waitHearing(t, store)
+	l := mustNew(t, store, ratelimit.Policy{Name: "w", Limit: 10, Window: time.Second, Algorithm: algorithms.FixedWindow{}, Lease: 50 * time.Millisecond})
+	var last ratelimit.Decision
+	for i := 0; ; i++ {
+		d, err := l.Allow(ctx, "hot")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !d.Allowed {
+			last = d
+			break
+		}
+		if i > 10 {
+			t.Fatal("11 requests admitted under a limit of 10")
+		}
+	}
+	before := calls.n.Load()
+	for range 1000 {
+		clock.Advance(last.RetryAfter / 2000)
+		d, err := l.Allow(ctx, "hot")
+		if err != nil || d.Allowed || d.Source != observe.SourceLease {
+			t.Fatalf("%+v, %v; want denied by the leasing layer", d, err)
+		}
+	}
+	if n := calls.n.Load() - before; n != 0 {
+		t.Errorf("1,000 requests of a denied identity within its Retry-After made %d Redis calls; want 0", n)
+	}
+	clock.Advance(last.RetryAfter) // past the window's end
+	if d, err := l.Allow(ctx, "hot"); err != nil || !d.Allowed {
+		t.Fatalf("after the Retry-After: %+v, %v; want admitted", d, err)
+	}
+	if n := calls.n.Load() - before; n == 0 {
+		t.Error("the request after the Retry-After made no Redis call")
+	}
+}
