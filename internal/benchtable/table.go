@@ -41,7 +41,7 @@ func (g goal) met(x float64) bool {
 type row struct {
 	label string
 	key   string // its figure
-	unit  string // how to print it: "µs", "/s", "allocs", "B", "ns"
+	unit  string // how to print it: "µs", "/s", "allocs", "B", "ns", "%", "×"
 	floor string // the figure its ratio is taken to; "" for none
 	goal  *goal
 }
@@ -89,7 +89,7 @@ var table = []section{
 		{"SET of the same key and value, same expiry (floor)", "mem.floor", "B", "", nil},
 		{"GCRA check, 1 policy (100/h: no key expires meanwhile)", "mem.gcra1", "B", "mem.floor", &goal{"<", 117, false}},
 	}},
-	{"6  memory store, 1 GCRA policy (floor: a map under one mutex)", []row{
+	{"6  memory store, 1 GCRA policy (floor: a map under a mutex, in 64 shards)", []row{
 		{"floor, one key", "ms.floor", "ns", "", nil},
 		{"check, one key", "ms.gcra1", "ns", "ms.floor", &goal{"≤", 150, false}},
 		{"check, one key: allocations", "msallocs.gcra1", "allocs", "", &goal{"=", 0, false}},
@@ -97,6 +97,8 @@ var table = []section{
 		{"check, RunParallel, GOMAXPROCS 1, 10k keys", "ms.p1.gcra1", "ns", "ms.p1.floor", &goal{"≤", 150, false}},
 		{"floor, RunParallel, GOMAXPROCS 2, 10k keys", "ms.p2.floor", "ns", "", nil},
 		{"check, RunParallel, GOMAXPROCS 2, 10k keys", "ms.p2.gcra1", "ns", "ms.p2.floor", &goal{"≤", 150, false}},
+		{"floor, checks/s at GOMAXPROCS 2 over 1", "ms.scale.floor", "×", "", nil},
+		{"check, checks/s at GOMAXPROCS 2 over 1", "ms.scale.gcra1", "×", "ms.scale.floor", &goal{"≥", 1.6, false}},
 	}},
 	{"7  net/http end to end on loopback, 64 connections, one client address", []row{
 		{"bare handler, no Redis", "http.bare", "/s", "", nil},
@@ -204,6 +206,8 @@ func format(v float64, unit string) string {
 		return fmt.Sprintf("%.1f ns", v)
 	case "%":
 		return fmt.Sprintf("%.0f %%", v)
+	case "×":
+		return fmt.Sprintf("%.2f×", v)
 	}
 	return fmt.Sprintf("%g", v)
 }
