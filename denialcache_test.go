@@ -1,6 +1,7 @@
 package ratelimit_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -225,22 +226,53 @@ func TestDenialCacheHearsTheFleet(t *testing.T) {
 }
 
 // When the subscription breaks, the cache remembers no new denial until it is back, and then
-// forgets every denial it held (announcements may have been missed meanwhile).
+// forgets every denial it held (announcements may have been missed meanwhile). The observer is
+// told each time the cache becomes deaf and hears again, from the store's start.
 func TestDenialCacheDeafForgets(t *testing.T) {
 	f := newFaultyRedis(t, ratelimit.WithBreaker(0, 0))
+	deaf := func(want ...bool) {
+		t.Helper()
+		if got := f.obs.deafReports(); !slices.Equal(got, want) {
+			t.Fatalf("DenialCacheDeaf reported %v; want %v", got, want)
+		}
+	}
+	deaf(true, false) // deaf until subscribed
 	l := mustNew(t, f.store, ratelimit.Policy{Limit: 1, Window: time.Hour})
 	allow(t, l, "k", 1)
 	denyAll(t, f, l, "k", 1, 0, observe.SourceStore)
 	denyAll(t, f, l, "k", 1, time.Second, observe.SourceDenialCache)
 	f.proxy.Refuse()
 	waitFor(t, "the cache to notice the broken subscription", func() bool { return !ratelimit.DenialCacheHears(f.store) })
+	deaf(true, false, true)
 	if err := f.proxy.Heal(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the subscription to be back", func() bool { return ratelimit.DenialCacheHears(f.store) })
+	deaf(true, false, true, false)
 	if n := ratelimit.DenialCacheLen(f.store); n != 0 {
 		t.Fatalf("the cache holds %d denials after its subscription came back; want 0", n)
 	}
 	denyAll(t, f, l, "k", 1, 0, observe.SourceStore)
 	denyAll(t, f, l, "k", 1, time.Second, observe.SourceDenialCache)
+}
+
+// A store whose Redis refuses connections from the start has a deaf denial cache, which the
+// observer is told at once; closing the client ends it, and the observer is told that too, so
+// that a count of deaf caches does not keep a store that is gone.
+func TestDenialCacheDeafUntilClosed(t *testing.T) {
+	obs := newRecorder()
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	ratelimit.NewRedisStore(client, ratelimit.WithObserver(obs), ratelimit.WithPrefix(redistest.Prefix(t)))
+	waitFor(t, "the store to report its cache deaf", func() bool { return len(obs.deafReports()) > 0 })
+	time.Sleep(150 * time.Millisecond) // a failed subscription or two; no wait is asserted
+	if got := obs.deafReports(); !slices.Equal(got, []bool{true}) {
+		t.Fatalf("DenialCacheDeaf reported %v with Redis refusing; want [true]", got)
+	}
+	if err := client.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the closed store to report its cache no longer deaf", func() bool { return len(obs.deafReports()) == 2 })
+	if got := obs.deafReports(); !slices.Equal(got, []bool{true, false}) {
+		t.Fatalf("DenialCacheDeaf reported %v; want [true false]", got)
+	}
 }

@@ -70,7 +70,16 @@ func (s *redisStore) listen(sub subscriber, channel string, layers []forgetter) 
 	// on: announcements are heard; broke: the subscription broke and nothing was logged yet
 	// (a client being closed breaks it too, and is not worth a line); warned: it was logged.
 	on, broke, warned, wait := false, false, false, minResubscribe
+	deaf := func(v bool) {
+		if s.observer != nil {
+			s.observer.DenialCacheDeaf(v)
+		}
+	}
+	deaf(true) // until the first subscription is confirmed
 	set := func(v bool) {
+		if v != on {
+			deaf(!v)
+		}
 		on = v
 		for _, l := range layers {
 			l.subscribed(v)
@@ -80,6 +89,9 @@ func (s *redisStore) listen(sub subscriber, channel string, layers []forgetter) 
 		msg, err := ps.ReceiveTimeout(ctx, pingEvery)
 		if err != nil {
 			if errors.Is(err, redis.ErrClosed) {
+				if !on {
+					deaf(false) // no cache left to be deaf
+				}
 				return
 			}
 			var ne net.Error

@@ -154,6 +154,7 @@ func (nopObserver) KeyFellBack(string)                       {}
 func (nopObserver) RedisEvictionPolicy(string, bool)         {}
 func (nopObserver) Leased(bool, time.Duration)               {}
 func (nopObserver) Queued(bool)                              {}
+func (nopObserver) DenialCacheDeaf(bool)                     {}
 
 // BenchmarkOutage measures what a Redis outage adds to a request once the breaker is open:
 // Redis black-holed (connections accepted, never answered), the breaker open, decisions from the

@@ -40,6 +40,14 @@ type Observer interface {
 	// Redis may evict the limiter's keys (any policy but noeviction), handing their identities
 	// fresh quotas.
 	RedisEvictionPolicy(policy string, evicts bool)
+	// DenialCacheDeaf reports a Redis store's denial cache ([WithDenialCache]) starting (true)
+	// or ceasing (false) to be deaf to the refunds and resets the fleet announces. It is deaf
+	// from when its store starts listening until the subscription is confirmed, and from each
+	// break of the subscription until it is back; it ceases to be when its client is closed.
+	// While deaf, the cache takes no new denial, so each request of a denied identity is a
+	// Redis call again (nothing is admitted that should not be). Called from a goroutine of
+	// the store's, on each change.
+	DenialCacheDeaf(deaf bool)
 	// Leased reports a request starting to hold in-flight slots (held 0, acquired true) when
 	// its guard admits it, and giving them back (acquired false) after its handler, having
 	// held them for held: the figures of active leases and lease duration.

@@ -31,6 +31,7 @@ type recorder struct {
 	allowed  int
 	failures []error
 	breaker  []observe.BreakerState
+	deaf     []bool // DenialCacheDeaf's reports, in order
 }
 
 func newRecorder() *recorder { return &recorder{sources: map[observe.Source]int{}} }
@@ -62,6 +63,19 @@ func (r *recorder) KeyFellBack(string)               {}
 func (r *recorder) RedisEvictionPolicy(string, bool) {}
 func (r *recorder) Leased(bool, time.Duration)       {}
 func (r *recorder) Queued(bool)                      {}
+
+func (r *recorder) DenialCacheDeaf(deaf bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.deaf = append(r.deaf, deaf)
+}
+
+// deafReports returns DenialCacheDeaf's reports so far.
+func (r *recorder) deafReports() []bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.deaf)
+}
 
 func (r *recorder) snapshot() (sources map[observe.Source]int, failures []error, breaker []observe.BreakerState) {
 	r.mu.Lock()

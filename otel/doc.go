@@ -25,6 +25,7 @@
 //	ratelimit.store.errors             Int64Counter            {error}       error.type (unavailable, timeout, busy, oom, readonly, script, other, breaker_open)
 //	ratelimit.breaker.open             Int64UpDownCounter      {breaker}     (none)
 //	ratelimit.breaker.transitions      Int64Counter            {transition}  ratelimit.breaker.state (open, half_open, closed)
+//	ratelimit.denial_cache.deaf        Int64UpDownCounter      {cache}       (none)
 //	ratelimit.active_request_leases    Int64UpDownCounter      {request}     (none)
 //	ratelimit.request_lease.duration   Float64Histogram        s             (none)
 //	ratelimit.queued_requests          Int64UpDownCounter      {request}     (none)
@@ -61,6 +62,12 @@
 // stores that report to this Observer: 1 while the breaker of a single store is open or
 // half-open, 0 when it is closed.
 //
+// ratelimit.denial_cache.deaf is the number of Redis stores, among those that report to this
+// Observer, whose denial cache does not hear the refunds and resets the fleet announces (see
+// ratelimit.WithDenialCache): each is counted from when it starts listening until it is
+// subscribed, and while its subscription is broken. Such a cache takes no new denial, so its
+// denied identities cost Redis calls again; nothing is admitted that should not be.
+//
 // The rules module's Engine reports to an Observer given to it with rules.WithReporter: the
 // Observer has its RulesApplied and RulesRejected methods, and this module does not depend on
 // the rules module. ratelimit.rules.version is 1, with one series: the version of the rules
@@ -93,6 +100,7 @@
 //	ratelimit.breaker.open                           ratelimit_breaker_open
 //	ratelimit.breaker.transitions {ratelimit.breaker.state}
 //	                                                 ratelimit_breaker_transitions_total {to}
+//	ratelimit.denial_cache.deaf                      ratelimit_denial_caches_deaf
 //	ratelimit.active_request_leases                  ratelimit_active_request_leases
 //	ratelimit.request_lease.duration                 ratelimit_request_lease_duration_seconds
 //	ratelimit.queued_requests                        ratelimit_queued_requests

@@ -51,6 +51,23 @@ func (m meter) metric(t testing.TB, name string) metricdata.Metrics {
 	return metricdata.Metrics{}
 }
 
+// recorded reports whether the instrument named name recorded anything.
+func (m meter) recorded(t testing.TB, name string) bool {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := m.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			if mt.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // sum returns the value of an int64 sum at the attributes kvs: 0 when none was recorded.
 func (m meter) sum(t testing.TB, name string, kvs ...attribute.KeyValue) int64 {
 	t.Helper()

@@ -34,6 +34,7 @@ type Observer struct {
 	duration     metric.Float64Histogram
 	storeErrors  metric.Int64Counter
 	breakerOpen  metric.Int64UpDownCounter
+	deafCaches   metric.Int64UpDownCounter
 	transitions  metric.Int64Counter
 	memoryFull   metric.Int64Counter
 	keyFallback  metric.Int64Counter
@@ -81,7 +82,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	m := mp.Meter(ScopeName)
 	o := &Observer{}
 	o.policies.New = newCounts // before the callback is registered
-	var errs [16]error
+	var errs [17]error
 	o.decisions, errs[0] = m.Int64ObservableCounter("ratelimit.policy.decisions", metric.WithUnit("{decision}"),
 		metric.WithDescription("Verdicts of each rate-limit policy, by outcome and by what decided (store, denial_cache, fallback, lease)."),
 		metric.WithInt64Callback(o.observe))
@@ -121,6 +122,8 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	o.dbDuration, errs[15] = m.Float64Histogram("db.client.operation.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of the rate limiter's Redis calls (a check of every policy is one FCALL)."),
 		metric.WithExplicitBucketBoundaries(observe.Buckets()...))
+	o.deafCaches, errs[16] = m.Int64UpDownCounter("ratelimit.denial_cache.deaf", metric.WithUnit("{cache}"),
+		metric.WithDescription("Denial caches of Redis stores that do not hear the fleet's refunds and resets now (not yet subscribed, or subscription broken): they cache no new denial, so denied identities cost Redis calls again."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -215,6 +218,16 @@ func (o *Observer) Answered(e observe.RequestEvent) {
 		if e.Waited > 0 {
 			o.queueTime.Record(context.Background(), e.Waited.Seconds(), o.waited[e.Result]...)
 		}
+	}
+}
+
+// DenialCacheDeaf implements [ratelimit.Observer]: ratelimit.denial_cache.deaf counts the
+// denial caches that do not hear the fleet's refunds and resets.
+func (o *Observer) DenialCacheDeaf(deaf bool) {
+	if deaf {
+		o.deafCaches.Add(context.Background(), 1)
+	} else {
+		o.deafCaches.Add(context.Background(), -1)
 	}
 }
 

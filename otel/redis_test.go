@@ -68,6 +68,19 @@ func TestRedis(t *testing.T) {
 	m.breaker(t, 0, 1, 1)
 }
 
+// ratelimit.denial_cache.deaf counts the Redis stores whose denial cache does not hear the
+// fleet's refunds and resets: none once they are subscribed, one while a store's Redis refuses
+// connections (its subscription broken), none again when it is back.
+func TestDenialCachesDeaf(t *testing.T) {
+	m := newMeter(t)
+	outagespec.DeafCache(t, m, func() (float64, bool) {
+		if !m.recorded(t, "ratelimit.denial_cache.deaf") {
+			return 0, false
+		}
+		return float64(m.sum(t, "ratelimit.denial_cache.deaf")), true
+	})
+}
+
 // Over a scripted outage (Redis killed and restarted), the requests counted by result equal
 // the responses by status.
 func TestOutageCountsEqualResponses(t *testing.T) {

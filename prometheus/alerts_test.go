@@ -49,6 +49,7 @@ func TestAlerts(t *testing.T) {
 	obs.StoreFailed(timeoutError{})
 	obs.RulesApplied("v1")
 	obs.RedisEvictionPolicy("volatile-lru", true)
+	obs.DenialCacheDeaf(true)
 	labels := map[string][]string{}
 	for name, mf := range gather(t, obs) {
 		var names []string
@@ -92,7 +93,7 @@ func TestAlerts(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"RateLimitHighRejectionRate", "RateLimitStoreSlow", "RateLimitBreakerOpen", "RateLimitFallbackInUse", "RateLimitUnlimitedRequests", "RateLimitRedisEvictable", "RateLimitStoreErrors", "RateLimitRulesRejected"}
+	want := []string{"RateLimitHighRejectionRate", "RateLimitStoreSlow", "RateLimitBreakerOpen", "RateLimitFallbackInUse", "RateLimitUnlimitedRequests", "RateLimitDenialCacheDeaf", "RateLimitRedisEvictable", "RateLimitStoreErrors", "RateLimitRulesRejected"}
 	if strings.Join(alerts, " ") != strings.Join(want, " ") {
 		t.Errorf("alerts %v, want %v", alerts, want)
 	}

@@ -29,6 +29,7 @@ type Observer struct {
 	duration     *prometheus.HistogramVec
 	storeErrors  *prometheus.CounterVec
 	breakerOpen  prometheus.Gauge
+	deafCaches   prometheus.Gauge
 	transitions  *prometheus.CounterVec
 	memoryFull   *prometheus.CounterVec
 	keyFallback  *prometheus.CounterVec
@@ -107,6 +108,10 @@ func New(opts ...Option) *Observer {
 			Name: "ratelimit_breaker_open",
 			Help: "Circuit breakers of the rate-limit stores that are not closed: 1 while a store's breaker is open or half-open.",
 		}),
+		deafCaches: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ratelimit_denial_caches_deaf",
+			Help: "Denial caches of Redis stores that do not hear the fleet's refunds and resets now (not yet subscribed, or subscription broken): they cache no new denial, so denied identities cost Redis calls again.",
+		}),
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ratelimit_breaker_transitions_total",
 			Help: "Circuit breaker changes of the rate-limit stores, by the state changed to.",
@@ -181,6 +186,7 @@ func (o *Observer) Describe(ch chan<- *prometheus.Desc) {
 	o.duration.Describe(ch)
 	o.storeErrors.Describe(ch)
 	o.breakerOpen.Describe(ch)
+	o.deafCaches.Describe(ch)
 	o.transitions.Describe(ch)
 	o.memoryFull.Describe(ch)
 	o.keyFallback.Describe(ch)
@@ -200,6 +206,7 @@ func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 	o.duration.Collect(ch)
 	o.storeErrors.Collect(ch)
 	o.breakerOpen.Collect(ch)
+	o.deafCaches.Collect(ch)
 	o.transitions.Collect(ch)
 	o.memoryFull.Collect(ch)
 	o.keyFallback.Collect(ch)
@@ -266,6 +273,16 @@ func (o *Observer) BreakerChanged(from, to observe.BreakerState) {
 	}
 	if int(to) < len(o.to) {
 		o.to[to].Inc()
+	}
+}
+
+// DenialCacheDeaf implements [ratelimit.Observer]: ratelimit_denial_caches_deaf counts the
+// denial caches that do not hear the fleet's refunds and resets.
+func (o *Observer) DenialCacheDeaf(deaf bool) {
+	if deaf {
+		o.deafCaches.Inc()
+	} else {
+		o.deafCaches.Dec()
 	}
 }
 

@@ -72,6 +72,17 @@ func TestRedis(t *testing.T) {
 	}
 }
 
+// ratelimit_denial_caches_deaf counts the Redis stores whose denial cache does not hear the
+// fleet's refunds and resets: none once they are subscribed, one while a store's Redis refuses
+// connections (its subscription broken), none again when it is back.
+func TestDenialCachesDeaf(t *testing.T) {
+	obs := ratelimitprom.New()
+	outagespec.DeafCache(t, obs, func() (float64, bool) {
+		_, ok := gather(t, obs)["ratelimit_denial_caches_deaf"]
+		return value(t, obs, "ratelimit_denial_caches_deaf", ""), ok
+	})
+}
+
 // Over a scripted outage (Redis killed and restarted), the requests counted by result equal
 // the responses by status.
 func TestOutageCountsEqualResponses(t *testing.T) {

@@ -2,6 +2,7 @@
 // tests of the metrics modules: the shared standalone redis-server (internal/redistest) is
 // killed and restarted under requests to a fail-open route, a fail-closed one and one with a
 // local fallback, and the requests counted by result must equal the responses by status.
+// DeafCache drives an outage of a denial cache's subscription (deaf.go).
 package outagespec
 
 import (
