@@ -225,6 +225,53 @@ func TestDenialCacheHearsTheFleet(t *testing.T) {
 	}
 }
 
+// After a Sentinel failover the denial caches hear the fleet again, on the new primary: each
+// instance's subscription breaks with the old primary, is made again where the Sentinel now
+// points, and a refund by one instance ends the denial the other caches.
+func TestDenialCacheHearsAfterSentinelFailover(t *testing.T) {
+	g := redistest.Sentinel(t)
+	prefix := redistest.Prefix(t)
+	instance := func() (ratelimit.Store, *recorder) {
+		c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: g.MasterName, SentinelAddrs: g.SentinelAddrs, DialTimeout: 200 * time.Millisecond})
+		t.Cleanup(func() { _ = c.Close() })
+		obs := newRecorder()
+		// Redis's clock: the breaker the failover opens probes again on real time.
+		s := ratelimit.NewRedisStore(c, ratelimit.WithPrefix(prefix), ratelimit.WithObserver(obs))
+		waitHearing(t, s)
+		return s, obs
+	}
+	a, obsA := instance()
+	b, obsB := instance()
+	g.KillPrimary(t)
+	for _, obs := range []*recorder{obsA, obsB} {
+		waitFor(t, "the subscription to break and be made again on the new primary", func() bool {
+			return slices.Equal(obs.deafReports(), []bool{true, false, true, false})
+		})
+	}
+	p := ratelimit.Policy{Limit: 2, Window: time.Hour} // GCRA on Redis's clock: no window ends meanwhile
+	la, lb := mustNew(t, a, p), mustNew(t, b, p)
+	var charged ratelimit.Decision
+	waitFor(t, "the new primary to admit", func() bool {
+		d, err := lb.Allow(ctx, "user:7")
+		charged = d
+		return err == nil && d.Allowed && d.Source == observe.SourceStore
+	})
+	allow(t, la, "user:7", 1)
+	if d := allow(t, la, "user:7", 1); d.Allowed || d.Source != observe.SourceStore {
+		t.Fatalf("%+v; want denied by Redis", d)
+	}
+	if d := allow(t, la, "user:7", 1); d.Allowed || d.Source != observe.SourceDenialCache {
+		t.Fatalf("%+v; want denied by the cache", d)
+	}
+	if err := lb.Refund(ctx, "user:7", charged); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the refund to reach the other instance", func() bool { return ratelimit.DenialCacheLen(a) == 0 })
+	if d := allow(t, la, "user:7", 1); !d.Allowed || d.Source != observe.SourceStore {
+		t.Fatalf("after the refund by the other instance: %+v; want admitted by Redis", d)
+	}
+}
+
 // When the subscription breaks, the cache remembers no new denial until it is back, and then
 // forgets every denial it held (announcements may have been missed meanwhile). The observer is
 // told each time the cache becomes deaf and hears again, from the store's start.
