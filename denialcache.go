@@ -23,8 +23,10 @@ import (
 // denied. It never admits, so it never admits what the store would deny. What can end a
 // denial sooner is a refund, a reset or a charge under other limits of the same state: made
 // through this process, each forgets the identity at once (a limit changed here is another
-// compiled list, which the cache does not answer); made by another instance, it is seen when
-// the cached denial ends, so that denial may have lasted longer than needed.
+// compiled list, which the cache does not answer). A refund or a reset made by another
+// instance or by the ratelimit command is announced, and forgets the identity a message later
+// (see forgets.go); a limit another instance runs differently is seen only when the cached
+// denial ends, so that denial may last longer than needed.
 //
 // Memory is bounded: at most max denials per shard, each holding the policies' results.
 type denialCache struct {

@@ -35,7 +35,7 @@ type Observer interface {
 	// observe.KeyFallbackReasons. A guard also logs each reason once.
 	KeyFellBack(reason string)
 	// RedisEvictionPolicy reports the maxmemory-policy of the Redis servers a store writes to
-	// (several, comma-separated, when they differ), read on the store's first check and again
+	// (several, comma-separated, when they differ), read when the store is made and again
 	// every few minutes, when it changes; "" when it could not be read. evicts reports whether
 	// Redis may evict the limiter's keys (any policy but noeviction), handing their identities
 	// fresh quotas.

@@ -68,9 +68,12 @@ func WithBreaker(failures int, cooldown time.Duration) RedisOption {
 //
 // A refund or a reset through this process forgets the identity's denials at once, an
 // admission of it drops them (their Remaining would be stale), and a changed limit is
-// another policy list. One made by another instance (a refund, a reset, a
-// limit it runs differently) is seen when the cached denial ends: until then this instance
-// denies the identity longer than needed, never admits more. When full, the cache drops
+// another policy list. A refund or a reset made by another instance or by the ratelimit
+// command is announced on a channel every store with a denial cache subscribes to, and ends
+// the denial a message later (while the subscription is down the cache takes no new denial:
+// see [Observer.DenialCacheDeaf]). A limit another instance runs differently is seen only
+// when the cached denial ends: until then this instance denies the identity longer than
+// needed, never admits more. When full, the cache drops
 // ended denials, else an identity's, which only sends its next request to Redis.
 func WithDenialCache(entries int) RedisOption {
 	return redisOption(func(sc *storeConfig) {
