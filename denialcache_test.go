@@ -303,6 +303,43 @@ func TestDenialCacheDeafForgets(t *testing.T) {
 	denyAll(t, f, l, "k", 1, time.Second, observe.SourceDenialCache)
 }
 
+// A subscription whose connection stalls (the peer stops answering, and the kernel would take
+// many minutes to give up) is noticed: a PING on a quiet subscription that brings no pong within
+// the interval counts as a break, the cache goes deaf, and a new subscription is made on a new
+// connection, which hears again once the peer answers.
+func TestDenialCacheNoticesAStalledSubscription(t *testing.T) {
+	ratelimit.SetPingEvery(t, 50*time.Millisecond)
+	f := newFaultyRedis(t, ratelimit.WithBreaker(0, 0))
+	f.proxy.BlackHole()
+	waitFor(t, "the cache to take the stalled subscription for broken", func() bool { return !ratelimit.DenialCacheHears(f.store) })
+	if got := f.obs.deafReports(); !slices.Equal(got, []bool{true, false, true}) {
+		t.Fatalf("DenialCacheDeaf reported %v; want [true false true]", got)
+	}
+	if err := f.proxy.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a new subscription to be confirmed", func() bool { return ratelimit.DenialCacheHears(f.store) })
+	if got := f.obs.deafReports(); !slices.Equal(got, []bool{true, false, true, false}) {
+		t.Fatalf("DenialCacheDeaf reported %v; want [true false true false]", got)
+	}
+}
+
+// A store closed while its cache hears reports nothing: the cache was not deaf, and closing
+// the client (which closes the subscription's connection under its read) is no break.
+func TestDenialCacheClosedWhileHearing(t *testing.T) {
+	obs := newRecorder()
+	client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
+	store := ratelimit.NewRedisStore(client, ratelimit.WithObserver(obs), ratelimit.WithPrefix(redistest.Prefix(t)))
+	waitHearing(t, store)
+	if err := client.Close(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // room for a wrong report; none is awaited
+	if got := obs.deafReports(); !slices.Equal(got, []bool{true, false}) {
+		t.Fatalf("DenialCacheDeaf reported %v after the client was closed; want [true false] (nothing more)", got)
+	}
+}
+
 // A store whose Redis refuses connections from the start has a deaf denial cache, which the
 // observer is told at once; closing the client ends it, and the observer is told that too, so
 // that a count of deaf caches does not keep a store that is gone.

@@ -45,9 +45,13 @@ type subscriber interface {
 const (
 	minResubscribe = 100 * time.Millisecond
 	maxResubscribe = 5 * time.Second
-	// pingEvery is how long a quiet subscription waits before it checks its connection.
-	pingEvery = 30 * time.Second
 )
+
+// pingEvery is how long a quiet subscription waits before it checks its connection with a
+// PING, and how long it then waits for the pong, or for a subscription to be confirmed, before
+// it takes the connection for stalled and subscribes again on a new one. A store reads it when
+// it is made; tests shorten it.
+var pingEvery = 30 * time.Second
 
 // listenForForgets keeps the store subscribed to its announcements in the background and
 // hands them to the layers, and reports whether it can: a Ring cannot (a script publishes on
@@ -65,17 +69,15 @@ func (s *redisStore) listenForForgets(layers ...forgetter) bool {
 // listen runs the subscription: see listenForForgets.
 func (s *redisStore) listen(sub subscriber, channel string, layers []forgetter) {
 	ctx := context.Background()
-	ps := sub.Subscribe(ctx, channel) // a failed subscription is retried by Receive
-	defer ps.Close()
 	// on: announcements are heard; broke: the subscription broke and nothing was logged yet
-	// (a client being closed breaks it too, and is not worth a line); warned: it was logged.
-	on, broke, warned, wait := false, false, false, minResubscribe
+	// (a client being closed breaks it too, and is not worth a line); warned: it was logged;
+	// pinged: a PING went out on a quiet subscription and nothing came back since.
+	on, broke, warned, pinged, wait := false, false, false, false, minResubscribe
 	deaf := func(v bool) {
 		if s.observer != nil {
 			s.observer.DenialCacheDeaf(v)
 		}
 	}
-	deaf(true) // until the first subscription is confirmed
 	set := func(v bool) {
 		if v != on {
 			deaf(!v)
@@ -85,44 +87,57 @@ func (s *redisStore) listen(sub subscriber, channel string, layers []forgetter) 
 			l.subscribed(v)
 		}
 	}
+	deaf(true)                        // until the first subscription is confirmed; Subscribe may wait for a dial
+	ps := sub.Subscribe(ctx, channel) // a failed subscription is retried by Receive
+	defer func() { ps.Close() }()
 	for {
-		msg, err := ps.ReceiveTimeout(ctx, pingEvery)
-		if err != nil {
-			if errors.Is(err, redis.ErrClosed) {
-				if !on {
-					deaf(false) // no cache left to be deaf
+		msg, err := ps.ReceiveTimeout(ctx, s.pingEvery)
+		if err == nil {
+			pinged = false
+			switch m := msg.(type) {
+			case *redis.Subscription:
+				if m.Kind == "subscribe" { // the first time, or again after a break
+					set(true)
+					if broke || warned {
+						s.log.get().Info("ratelimit: the denial cache hears refunds and resets again, and forgot the denials it held", "channel", channel)
+					}
+					broke, warned, wait = false, false, minResubscribe
 				}
-				return
+			case *redis.Message:
+				for _, l := range layers {
+					l.forget(m.Payload)
+				}
 			}
-			var ne net.Error
-			if on && errors.As(err, &ne) && ne.Timeout() && ps.Ping(ctx) == nil {
-				continue // quiet, and still connected: the pong comes next
-			}
-			switch {
-			case on:
-				set(false)
-				broke = true
-			case broke:
-				s.log.get().Warn("ratelimit: the denial cache no longer hears refunds and resets: it caches no new denial until it does", "channel", channel, "error", err)
-				broke, warned = false, true
-			}
-			time.Sleep(wait)
-			wait = min(2*wait, maxResubscribe)
 			continue
 		}
-		switch m := msg.(type) {
-		case *redis.Subscription:
-			if m.Kind == "subscribe" { // the first time, or again after a break
-				set(true)
-				if broke || warned {
-					s.log.get().Info("ratelimit: the denial cache hears refunds and resets again, and forgot the denials it held", "channel", channel)
-				}
-				broke, warned, wait = false, false, minResubscribe
-			}
-		case *redis.Message:
-			for _, l := range layers {
-				l.forget(m.Payload)
-			}
+		var ne net.Error
+		timeout := errors.As(err, &ne) && ne.Timeout()
+		if on && timeout && !pinged && ps.Ping(ctx) == nil {
+			pinged = true
+			continue // quiet: the pong comes next, or the connection is stalled
 		}
+		// The subscription broke, or is stalled (no pong, or no confirmation, in pingEvery),
+		// or the client was closed: its connection was closed under the read, and what is
+		// left answers ErrClosed.
+		if errors.Is(err, redis.ErrClosed) || errors.Is(ps.Ping(ctx), redis.ErrClosed) {
+			if !on {
+				deaf(false) // no cache left to be deaf
+			}
+			return
+		}
+		if timeout { // a stalled connection ends only when the kernel gives up: leave it
+			ps.Close()
+			ps, pinged = sub.Subscribe(ctx, channel), false
+		}
+		switch {
+		case on:
+			set(false)
+			broke = true
+		case broke:
+			s.log.get().Warn("ratelimit: the denial cache no longer hears refunds and resets: it caches no new denial until it does", "channel", channel, "error", err)
+			broke, warned = false, true
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, maxResubscribe)
 	}
 }

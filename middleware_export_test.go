@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/netip"
+	"testing"
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit/internal/forwarded"
@@ -33,6 +34,15 @@ func init() { defaultTimeout = 10 * time.Second }
 func DenialCacheHears(s Store) bool {
 	rs, _ := capability[*resilientStore](s)
 	return rs != nil && rs.denials != nil && rs.denials.live.Load()
+}
+
+// SetPingEvery makes the Redis stores made during the test check a quiet subscription every
+// d, and take it for stalled after d more without an answer (see forgets.go). The root
+// package's tests do not run in parallel.
+func SetPingEvery(t testing.TB, d time.Duration) {
+	old := pingEvery
+	pingEvery = d
+	t.Cleanup(func() { pingEvery = old })
 }
 
 // DenialCacheLen returns how many denials the denial cache of s holds.

@@ -39,6 +39,9 @@ type redisStore struct {
 	observer Observer
 	eviction evictionCheck
 	desc     *observe.StoreInfo
+	// pingEvery is how long the subscription of the denial cache stays quiet before it checks
+	// its connection (see forgets.go).
+	pingEvery time.Duration
 }
 
 var _ Store = (*redisStore)(nil)
@@ -93,7 +96,7 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 	}
 	calls := rediscall.NewCaller(client)
 	s := &redisStore{client: client, calls: calls, prefix: c.prefix, clock: c.clock, direct: honoursDeadlines(client), log: logs{c.logger}, dials: watchDials(client),
-		observer: c.res.observer, desc: describeRedis(client)}
+		observer: c.res.observer, desc: describeRedis(client), pingEvery: pingEvery}
 	s.startEviction()
 	r := resilient(s, c)
 	if rs, ok := r.(*resilientStore); ok && rs.breaker != nil && s.dials != nil {

@@ -1,6 +1,7 @@
 package outagespec
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,10 +20,18 @@ import (
 func DeafCache(t *testing.T, obs ratelimit.Observer, deaf func() (n float64, ok bool)) {
 	t.Helper()
 	proxy := faultproxy.Start(t, redistest.Addr(t))
+	seen := &deafReports{Observer: obs}
 	for _, addr := range []string{proxy.Addr(), redistest.Addr(t)} {
 		client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second})
 		t.Cleanup(func() { client.Close() })
-		ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithObserver(obs))
+		ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithObserver(seen))
+	}
+	// Both stores deaf at start and then subscribed, as the reports go through obs: only then
+	// can a count of 1 come from a break.
+	for deadline := time.Now().Add(20 * time.Second); seen.deaf.Load() != 2 || seen.hearing.Load() != 2; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stores reported %d caches deaf and %d hearing after 20 s; want 2 and 2", seen.deaf.Load(), seen.hearing.Load())
+		}
 	}
 	until := func(what string, want float64) {
 		t.Helper()
@@ -43,4 +52,19 @@ func DeafCache(t *testing.T, obs ratelimit.Observer, deaf func() (n float64, ok 
 		t.Fatal(err)
 	}
 	until("its Redis back", 0)
+}
+
+// deafReports passes every report to the observer it wraps, counting DenialCacheDeaf's.
+type deafReports struct {
+	ratelimit.Observer
+	deaf, hearing atomic.Int64
+}
+
+func (r *deafReports) DenialCacheDeaf(deaf bool) {
+	if deaf {
+		r.deaf.Add(1)
+	} else {
+		r.hearing.Add(1)
+	}
+	r.Observer.DenialCacheDeaf(deaf)
 }
