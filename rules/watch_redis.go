@@ -74,8 +74,11 @@ func (e *Engine) WatchRedis(ctx context.Context, client redis.UniversalClient, k
 		retry = retryFirst
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			if m.Kind == "subscribe" { // subscribed, maybe again: catch up
+			if m.Kind == "subscribe" { // subscribed, maybe again: catch up, and say so
 				w.sync(ctx, "")
+				w.mu.Lock()
+				w.report(ctx) // in the fleet now, not a heartbeat later
+				w.mu.Unlock()
 				if e.opts.started != nil {
 					e.opts.started()
 				}
@@ -206,6 +209,14 @@ func (w *redisWatch) failed(ctx context.Context, err error) {
 		return
 	}
 	w.failing = true
+	if errors.Is(err, ErrNoRules) {
+		// Nothing was refused: the key is empty (nothing pushed yet, or it was deleted), and
+		// the rules in use stay. Not counted as a rejected document, whose alert would fire
+		// on every new deployment.
+		w.e.opts.logger.Warn("ratelimit rules: Redis holds no rules at the key; the rules in use stay until a version is pushed",
+			"source", w.source, "version", w.e.Version(), "error", err)
+		return
+	}
 	_ = w.e.rejected(w.source, err)
 }
 

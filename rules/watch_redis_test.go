@@ -3,6 +3,8 @@ package rules
 import (
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -36,18 +38,24 @@ func watching(t *testing.T, e *Engine, client redis.UniversalClient, key string,
 	}
 }
 
+// signal is the option that sends on subscribed each time a watcher is subscribed, without
+// waiting for a reader.
+func signal(subscribed chan struct{}) Option {
+	return whenStarted(func() {
+		select {
+		case subscribed <- struct{}{}:
+		default:
+		}
+	})
+}
+
 // redisEngine returns an engine over the memory store applying set, reporting to rep; its
 // watcher polls only once an hour, so a change can only come through the channel or a
 // resubscription.
 func redisEngine(t *testing.T, set *Set, rep *reporter, subscribed chan struct{}) *Engine {
 	t.Helper()
 	e, err := NewEngine(ratelimit.NewMemoryStore(), set, WithReporter(rep), WithLogger(slog.New(slog.DiscardHandler)),
-		WithPollInterval(time.Hour), whenStarted(func() {
-			select {
-			case subscribed <- struct{}{}:
-			default:
-			}
-		}))
+		WithPollInterval(time.Hour), signal(subscribed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,12 +74,7 @@ func TestWatchRedis(t *testing.T) {
 		rep, subscribed := newReporter(), make(chan struct{}, 1)
 		e, err := OpenRedis(t.Context(), ratelimit.NewMemoryStore(), client, key, WithReporter(rep),
 			WithLogger(slog.New(slog.DiscardHandler)), WithPollInterval(time.Hour),
-			whenStarted(func() {
-				select {
-				case subscribed <- struct{}{}:
-				default:
-				}
-			}))
+			signal(subscribed))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -215,4 +218,47 @@ func instanceClient(t *testing.T, client redis.UniversalClient) redis.UniversalC
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// TestWatchRedisBeforeAnyPush: an instance started from a file and watching a key that holds
+// no rules yet (the fleet has not pushed) keeps its rules, refuses nothing (an empty key is no
+// rejected document, and the rejection alert must not fire), logs a warning once, and is in
+// the fleet as soon as it is subscribed, not a heartbeat later; the first push is applied.
+func TestWatchRedisBeforeAnyPush(t *testing.T) {
+	client := redistest.Standalone(t)
+	key := redistest.Prefix(t) + "rules"
+	path := filepath.Join(t.TempDir(), "limits.yaml")
+	if err := os.WriteFile(path, limitsDoc("v1", 2, 5), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logged := &lockedBuffer{}
+	rep, subscribed := newReporter(), make(chan struct{}, 1)
+	e, err := Open(ratelimit.NewMemoryStore(), path, WithReporter(rep), WithHeartbeat(time.Hour),
+		WithLogger(slog.New(slog.NewTextHandler(logged, nil))), WithPollInterval(time.Hour),
+		signal(subscribed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := rep.next(t); ev != "applied v1" {
+		t.Fatalf("Open: %q, want v1 applied", ev)
+	}
+	watching(t, e, client, key, subscribed)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		f, err := Fleet(t.Context(), client, key)
+		if err == nil && len(f) == 1 && f[0].Running == "v1" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the instance is not in the fleet 20 s after it subscribed (heartbeat 1 h): %+v, %v", f, err)
+		}
+	}
+	if _, err := Push(t.Context(), client, key, "limits.yaml", limitsDoc("v2", 3, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if ev := rep.next(t); ev != "applied v2" {
+		t.Fatalf("after the first push: %q, want v2 applied (and nothing rejected before it)", ev)
+	}
+	if out := logged.String(); strings.Count(out, "holds no rules") != 1 || strings.Contains(out, "level=ERROR") {
+		t.Errorf("logged:\n%s\nwant one warning that the key holds no rules, and no error", out)
+	}
 }
