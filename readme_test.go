@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 )
 
 // readmeUseIt is README's "Use it" code, as written, but for its last line: it returns the
-// handler that README passes to http.ListenAndServe. TestReadmeUseItAsWritten keeps the two
+// handler that README passes to http.ListenAndServe. TestReadmeCodeAsWritten keeps the two
 // the same.
 func readmeUseIt(loginHandler http.Handler) http.Handler {
 	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(),
@@ -40,48 +41,75 @@ func readmeUseIt(loginHandler http.Handler) http.Handler {
 
 	// Every route, keyed by the client's IP address. Register the routes first:
 	// ListenAndServe blocks.
-	return ratelimit.Middleware(limiter)(mux)
+	return ratelimit.Middleware(limiter)(mux) // README: ListenAndServe
 }
 
-// README's "Use it" block is readmeUseIt's body: every line of it, in order, but the imports
-// and ListenAndServe.
-func TestReadmeUseItAsWritten(t *testing.T) {
+// readmeGo returns the lines of the first Go block of README.md after marker, as written,
+// without its imports and without a line that calls ListenAndServe (which blocks).
+func readmeGo(t *testing.T, marker string) []string {
+	t.Helper()
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, block, ok := strings.Cut(string(readme), "## Use it\n\n```go\n")
+	_, block, ok := strings.Cut(string(readme), marker)
+	if ok {
+		_, block, ok = strings.Cut(block, "```go\n")
+	}
 	if ok {
 		block, _, ok = strings.Cut(block, "```")
 	}
 	if !ok {
-		t.Fatal("README has no Go block under \"## Use it\"")
+		t.Fatalf("README has no Go block after %q", marker)
 	}
-	_, block, ok = strings.Cut(block, ")\n\n") // after the imports
-	if !ok {
-		t.Fatal("README's \"Use it\" block has no imports")
+	if strings.HasPrefix(block, "import (") {
+		_, block, _ = strings.Cut(block, ")\n\n")
 	}
+	var lines []string
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		if !strings.Contains(line, "ListenAndServe(") {
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
+// funcBody returns the lines of the body of func name in readme_test.go, one tab less, but
+// those that stand for a README line that cannot run here (marked "// README: ...").
+func funcBody(t *testing.T, name string) []string {
+	t.Helper()
 	source, err := os.ReadFile("readme_test.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, body, _ := strings.Cut(string(source), "func readmeUseIt(loginHandler http.Handler) http.Handler {\n")
-	body, _, _ = strings.Cut(body, "\n}\n")
-	var want []string
-	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
-		if !strings.Contains(line, "ListenAndServe(") {
-			want = append(want, "\t"+line)
+	_, body, ok := strings.Cut(string(source), "\nfunc "+name+"(")
+	if ok {
+		_, body, ok = strings.Cut(body, "{\n")
+	}
+	if ok {
+		body, _, ok = strings.Cut(body, "\n}\n")
+	}
+	if !ok {
+		t.Fatalf("readme_test.go has no func %s", name)
+	}
+	var lines []string
+	for _, line := range strings.Split(body, "\n") {
+		if !strings.Contains(line, "// README: ") {
+			lines = append(lines, strings.TrimPrefix(line, "\t"))
 		}
 	}
-	got := strings.Split(body, "\n")
-	got = got[:len(got)-1] // the return that stands for ListenAndServe
-	for i := range want {
-		if want[i] == "\t" { // a blank line
-			want[i] = ""
+	return lines
+}
+
+// README's Go blocks that are run as written are the bodies of these functions, line for line.
+func TestReadmeCodeAsWritten(t *testing.T) {
+	for marker, name := range map[string]string{
+		"## Use it":            "readmeUseIt",
+		"### In-flight limits": "readmeInFlight",
+	} {
+		if got, want := funcBody(t, name), readmeGo(t, marker); !slices.Equal(got, want) {
+			t.Errorf("README's code under %q and %s differ:\nREADME:\n%s\n%s:\n%s", marker, name, strings.Join(want, "\n"), name, strings.Join(got, "\n"))
 		}
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("README's \"Use it\" code and readmeUseIt differ:\nREADME:\n%s\nreadmeUseIt:\n%s", strings.Join(want, "\n"), strings.Join(got, "\n"))
 	}
 }
 
@@ -116,4 +144,16 @@ func TestReadmeUseIt(t *testing.T) {
 	if w := send("POST", "/login", "192.0.2.3"); w.Code != http.StatusOK {
 		t.Errorf("another client's login: %d; want 200", w.Code)
 	}
+}
+
+// readmeInFlight is README's in-flight code, as written, over the store, mux and export
+// handler it names.
+func readmeInFlight(store ratelimit.Store, mux *http.ServeMux, exportHandler http.Handler) {
+	limiter, _ := ratelimit.New(store,
+		ratelimit.Policy{Name: "exports", Limit: 100, Window: time.Hour},
+		ratelimit.Policy{Name: "exports-running", Limit: 2, Window: time.Minute, Algorithm: algorithms.InFlight{}})
+	mux.Handle("POST /export", ratelimit.Middleware(limiter,
+		ratelimit.WaitForSlot(2*time.Second),                    // optional: wait up to 2 s for a slot
+		ratelimit.InFlightStatus(http.StatusServiceUnavailable), // optional: 503 instead of 429
+	)(exportHandler))
 }
