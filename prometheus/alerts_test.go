@@ -104,3 +104,56 @@ type timeoutError struct{}
 
 func (timeoutError) Error() string     { return "timeout" }
 func (timeoutError) ErrorKind() string { return "timeout" }
+
+// README's abridged alerting rules are alerts.yml's, expression and duration, as written.
+func TestReadmeAlertsAreTheFile(t *testing.T) {
+	raw, err := os.ReadFile("alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file alertRules
+	if err := yaml.UnmarshalStrict(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	type rule struct{ expr, forDuration string }
+	inFile := map[string]rule{}
+	for _, g := range file.Groups {
+		for _, r := range g.Rules {
+			inFile[r.Alert] = rule{r.Expr, r.For}
+		}
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(readme), "Example alerting rules are in")
+	if ok {
+		_, block, ok = strings.Cut(block, "```yaml\n")
+	}
+	if ok {
+		block, _, ok = strings.Cut(block, "```")
+	}
+	if !ok {
+		t.Fatal("README has no YAML block of alerting rules")
+	}
+	var shown []struct {
+		Alert string `yaml:"alert"`
+		Expr  string `yaml:"expr"`
+		For   string `yaml:"for"`
+	}
+	if err := yaml.UnmarshalStrict([]byte(block), &shown); err != nil {
+		t.Fatalf("README's alerting rules: %v", err)
+	}
+	if len(shown) == 0 {
+		t.Fatal("README shows no alerting rule")
+	}
+	for _, r := range shown {
+		f, ok := inFile[r.Alert]
+		switch {
+		case !ok:
+			t.Errorf("README shows alert %s, which alerts.yml does not have", r.Alert)
+		case strings.TrimSpace(r.Expr) != strings.TrimSpace(f.expr) || r.For != f.forDuration:
+			t.Errorf("README's %s: expr %q for %s; alerts.yml: expr %q for %s", r.Alert, r.Expr, r.For, f.expr, f.forDuration)
+		}
+	}
+}
