@@ -52,7 +52,7 @@ func TestReadmeInFlight(t *testing.T) {
 		synctest.Wait()
 		finish <- struct{}{} // the first export ends
 		<-running            // the waiting one runs
-		for i := range 3 { // the first, then the two still running
+		for i := range 3 {   // the first, then the two still running
 			if i > 0 {
 				finish <- struct{}{}
 			}

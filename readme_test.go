@@ -1,6 +1,7 @@
 package ratelimit_test
 
 import (
+	"context"
 	"fmt"
 	"log"
 	"net/http"
@@ -11,8 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/internal/faultproxy"
+	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // readmeUseIt is README's "Use it" code, as written, but for its last line: it returns the
@@ -156,4 +162,65 @@ func readmeInFlight(store ratelimit.Store, mux *http.ServeMux, exportHandler htt
 		ratelimit.WaitForSlot(2*time.Second),                    // optional: wait up to 2 s for a slot
 		ratelimit.InFlightStatus(http.StatusServiceUnavailable), // optional: 503 instead of 429
 	)(exportHandler))
+}
+
+// readmePolicies is README's list of policies and check, as written, over the store and
+// context it names.
+func readmePolicies(ctx context.Context, store ratelimit.Store) (ratelimit.Decision, error) {
+	limiter, err := ratelimit.New(store,
+		ratelimit.Policy{Limit: 10, Window: time.Second}, // GCRA
+		ratelimit.Policy{Limit: 100, Window: time.Minute, Algorithm: algorithms.SlidingCounter{}},
+		ratelimit.Policy{Name: "hourly", Limit: 1000, Window: time.Hour, Algorithm: algorithms.FixedWindow{}},
+		ratelimit.Policy{Limit: 5, Window: 10 * time.Second, Burst: 10, Algorithm: algorithms.TokenBucket{}},
+	)
+	d, err := limiter.AllowN(ctx, "user:42", 1)
+	// d.Allowed, d.Limit, d.Remaining, d.ResetAfter, d.RetryAfter, d.Delay, d.Policy, d.Results()
+	return d, err // README: what the caller reads
+}
+
+// What README's policy list does: the first check is admitted by all four, and the decision
+// reports the policy with the least left (GCRA's 9 of 10, named as New names it) and every
+// policy's result.
+func TestReadmePolicies(t *testing.T) {
+	d, err := readmePolicies(context.Background(), ratelimit.NewMemoryStore())
+	if err != nil || !d.Allowed || d.Remaining != 9 || d.Limit != 10 || d.Policy.Name != "gcra-10-per-1s" || len(d.Results()) != 4 {
+		t.Fatalf("%+v, %v; want admitted, 9 of 10 left under gcra-10-per-1s, 4 results", d, err)
+	}
+}
+
+// readmeResilience is README's Redis store with its four options, as written, over the client
+// and observer it names.
+func readmeResilience(rdb redis.UniversalClient, metrics ratelimit.Observer) ratelimit.Store {
+	store := ratelimit.NewRedisStore(rdb,
+		ratelimit.WithBreaker(5, 100*time.Millisecond), // the default: open after 5 failures in a row (at once if Redis refuses connections), probe at most 100 ms apart
+		ratelimit.WithFallback(1.0/10),                 // meanwhile decide locally: 10 instances, a tenth of each limit
+		ratelimit.WithDenialCache(100_000),             // the default holds 10,000 denials; 0 turns it off
+		ratelimit.WithObserver(metrics))                // report every decision, failure and breaker change
+	return store // README: what the caller uses
+}
+
+// What README's store options do: checks go to Redis and are reported; a denial is then
+// answered by the denial cache; with Redis refusing, the local fallback decides.
+func TestReadmeResilience(t *testing.T) {
+	proxy := faultproxy.Start(t, redistest.Addr(t))
+	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true, DialTimeout: time.Second})
+	t.Cleanup(func() { client.Close() })
+	obs := newRecorder()
+	store := readmeResilience(client, obs)
+	waitHearing(t, store)
+	l := mustNew(t, store, ratelimit.Policy{Limit: 1, Window: time.Hour})
+	key := redistest.Prefix(t) + "k" // the store has README's default prefix: a key of the test's own
+	for i, want := range []observe.Source{observe.SourceStore, observe.SourceStore, observe.SourceDenialCache} {
+		d, err := l.Allow(ctx, key)
+		if err != nil || d.Source != want || d.Allowed != (i == 0) {
+			t.Fatalf("request %d: %+v, %v; want allowed %v by %v", i+1, d, err, i == 0, want)
+		}
+	}
+	proxy.Refuse()
+	if d, err := l.Allow(ctx, redistest.Prefix(t)+"other"); err != nil || d.Source != observe.SourceFallback {
+		t.Fatalf("with Redis refusing: %+v, %v; want decided by the fallback", d, err)
+	}
+	if sources, _, breaker := obs.snapshot(); sources[observe.SourceStore] != 2 || sources[observe.SourceDenialCache] != 1 || len(breaker) == 0 {
+		t.Errorf("reported: %v, breaker %v; want 2 decisions by the store, 1 by the denial cache, the breaker opening", sources, breaker)
+	}
 }
