@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -77,5 +78,13 @@ func TestMemoryStore(t *testing.T) {
 	got := exampletest.Statuses(t, burst, http.MethodGet, inst.URL+"/")
 	if want := "[200 200 200 200 429]"; fmt.Sprint(got) != want {
 		t.Errorf("after the first request: got %v, want %s", got, want)
+	}
+	// The refusal as README's quick start shows it: the limit of 5, none left, and the wait
+	// (at most the 10 s window; README shows 10).
+	refused, _ := exampletest.Read(t, http.MethodGet, inst.URL+"/")
+	retry, err := strconv.Atoi(refused.Header.Get("Retry-After"))
+	if refused.StatusCode != http.StatusTooManyRequests || err != nil || retry < 1 || retry > 10 ||
+		refused.Header.Get("X-Ratelimit-Limit") != "5" || refused.Header.Get("X-Ratelimit-Remaining") != "0" || refused.Header.Get("X-Ratelimit-Reset") == "" {
+		t.Errorf("the refusal: %d %v; want 429, Retry-After 1-10 s, X-Ratelimit-Limit 5, X-Ratelimit-Remaining 0, X-Ratelimit-Reset", refused.StatusCode, refused.Header)
 	}
 }
