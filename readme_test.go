@@ -224,3 +224,43 @@ func TestReadmeResilience(t *testing.T) {
 		t.Errorf("reported: %v, breaker %v; want 2 decisions by the store, 1 by the denial cache, the breaker opening", sources, breaker)
 	}
 }
+
+// readmeTiers is README's plans, as written, over the limiter, plan function and mux it names.
+func readmeTiers(limiter *ratelimit.Limiter, planOf func(ratelimit.Request) string, mux http.Handler) http.Handler {
+	handler := ratelimit.Middleware(limiter, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")),
+		ratelimit.WithTiers(planOf, map[string][]ratelimit.Policy{ // planOf: func(ratelimit.Request) string
+			"free": {{Name: "api", Limit: 100, Window: time.Minute}},
+			"pro":  {{Name: "api", Limit: 10_000, Window: time.Minute}},
+		}))(mux)
+	return handler // README: what the caller serves
+}
+
+// What README's plans do: each API key gets its plan's limit (free: 100 a minute; pro:
+// 10,000), and a request without a known plan the limiter's own (3 an hour here).
+func TestReadmeTiers(t *testing.T) {
+	limiter := mustNew(t, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 3, Window: time.Hour})
+	planOf := func(r ratelimit.Request) string { return r.Header("X-Plan") }
+	h := readmeTiers(limiter, planOf, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	send := func(key, plan string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("X-API-Key", key)
+		r.Header.Set("X-Plan", plan)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	for _, c := range []struct {
+		key, plan string
+		limit     string
+	}{{"a", "free", "100"}, {"b", "pro", "10000"}, {"c", "", "3"}, {"d", "gold", "3"}} {
+		if w := send(c.key, c.plan); w.Code != http.StatusOK || w.Header().Get("X-RateLimit-Limit") != c.limit {
+			t.Errorf("plan %q: %d, X-RateLimit-Limit %q; want 200, %s", c.plan, w.Code, w.Header().Get("X-RateLimit-Limit"), c.limit)
+		}
+	}
+	for range 99 {
+		send("a", "free")
+	}
+	if w := send("a", "free"); w.Code != http.StatusTooManyRequests {
+		t.Errorf("the 101st request of a free key in a minute: %d; want 429", w.Code)
+	}
+}
