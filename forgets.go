@@ -62,17 +62,28 @@ func (s *redisStore) listenForForgets(layers ...forgetter) bool {
 	if _, ring := s.client.(*redis.Ring); ring || !ok {
 		return false
 	}
+	s.listening.Store(true)
 	go s.listen(sub, forgetChannel(s.prefix), layers)
 	return true
 }
 
 // listen runs the subscription: see listenForForgets.
+//
+// Every call to Redis here is bounded by pingEvery (a dial, a HELLO, a SUBSCRIBE), and the
+// cache is deaf before any call that may wait: a stalled connection never leaves it taken for
+// hearing. A client that sets no read deadline (ReadTimeout -1 or -2) cannot be bounded so
+// (go-redis then takes a context's deadline for one already passed): its calls are made
+// without one, and after a stall the new subscription may wait on its HELLO until the
+// connection ends, the cache deaf meanwhile (README: Redis).
 func (s *redisStore) listen(sub subscriber, channel string, layers []forgetter) {
+	defer s.listening.Store(false)
 	ctx := context.Background()
-	// on: announcements are heard; broke: the subscription broke and nothing was logged yet
-	// (a client being closed breaks it too, and is not worth a line); warned: it was logged;
-	// pinged: a PING went out on a quiet subscription and nothing came back since.
-	on, broke, warned, pinged, wait := false, false, false, false, minResubscribe
+	// on: announcements are heard; broke: not heard, and nothing was logged yet (a client
+	// being closed breaks the subscription too, and is not worth a line: a break is logged at
+	// the second failure, a start that fails at the first); warned: it was logged; pinged: a
+	// PING went out on a quiet subscription and nothing came back since.
+	on, broke, warned, pinged, wait := false, true, false, false, minResubscribe
+	started := false // ever subscribed
 	deaf := func(v bool) {
 		if s.observer != nil {
 			s.observer.DenialCacheDeaf(v)
@@ -87,21 +98,37 @@ func (s *redisStore) listen(sub subscriber, channel string, layers []forgetter) 
 			l.subscribed(v)
 		}
 	}
-	deaf(true)                        // until the first subscription is confirmed; Subscribe may wait for a dial
-	ps := sub.Subscribe(ctx, channel) // a failed subscription is retried by Receive
+	unbounded := readsWithoutDeadline(s.client)
+	within := func(d time.Duration) (context.Context, context.CancelFunc) {
+		if unbounded {
+			return ctx, func() {}
+		}
+		return context.WithTimeout(ctx, d)
+	}
+	bounded := func(f func(context.Context)) {
+		c, cancel := within(s.pingEvery)
+		defer cancel()
+		f(c)
+	}
+	deaf(true) // until the first subscription is confirmed
+	var ps *redis.PubSub
+	subscribe := func() { bounded(func(c context.Context) { ps = sub.Subscribe(c, channel) }) }
+	subscribe() // a failed subscription is retried by Receive
 	defer func() { ps.Close() }()
 	for {
-		msg, err := ps.ReceiveTimeout(ctx, s.pingEvery)
+		rc, cancel := within(2 * s.pingEvery) // bounds a reconnection's dial too
+		msg, err := ps.ReceiveTimeout(rc, s.pingEvery)
+		cancel()
 		if err == nil {
 			pinged = false
 			switch m := msg.(type) {
 			case *redis.Subscription:
 				if m.Kind == "subscribe" { // the first time, or again after a break
 					set(true)
-					if broke || warned {
+					if started || warned { // again, or at last
 						s.log.get().Info("ratelimit: the denial cache hears refunds and resets again, and forgot the denials it held", "channel", channel)
 					}
-					broke, warned, wait = false, false, minResubscribe
+					started, broke, warned, wait = true, false, false, minResubscribe
 				}
 			case *redis.Message:
 				for _, l := range layers {
@@ -112,30 +139,52 @@ func (s *redisStore) listen(sub subscriber, channel string, layers []forgetter) 
 		}
 		var ne net.Error
 		timeout := errors.As(err, &ne) && ne.Timeout()
-		if on && timeout && !pinged && ps.Ping(ctx) == nil {
-			pinged = true
-			continue // quiet: the pong comes next, or the connection is stalled
+		if on && timeout && !pinged {
+			var perr error
+			bounded(func(c context.Context) { perr = ps.Ping(c) })
+			if perr == nil {
+				pinged = true
+				continue // quiet: the pong comes next, or the connection is stalled
+			}
 		}
-		// The subscription broke, or is stalled (no pong, or no confirmation, in pingEvery),
-		// or the client was closed: its connection was closed under the read, and what is
-		// left answers ErrClosed.
-		if errors.Is(err, redis.ErrClosed) || errors.Is(ps.Ping(ctx), redis.ErrClosed) {
+		// A closed client: its connection was closed under the read, and what is left answers
+		// ErrClosed at once, without a dial.
+		closed := errors.Is(err, redis.ErrClosed)
+		if !closed {
+			c, cancel := within(min(s.pingEvery, time.Second))
+			closed = errors.Is(ps.Ping(c), redis.ErrClosed)
+			cancel()
+		}
+		if closed {
 			if !on {
 				deaf(false) // no cache left to be deaf
 			}
 			return
 		}
-		if timeout { // a stalled connection ends only when the kernel gives up: leave it
-			ps.Close()
-			ps, pinged = sub.Subscribe(ctx, channel), false
-		}
+		// Refused by the server (an ACL without the channel, say): no reconnection will help
+		// this subscription, and it is worth a line at once.
+		var rerr redis.Error
+		refused := errors.As(err, &rerr)
 		switch {
 		case on:
-			set(false)
+			set(false) // before a new subscription, which may wait for a dial
 			broke = true
-		case broke:
-			s.log.get().Warn("ratelimit: the denial cache no longer hears refunds and resets: it caches no new denial until it does", "channel", channel, "error", err)
+			if !refused {
+				break
+			}
+			fallthrough
+		case broke || refused && !warned:
+			msg := "ratelimit: the denial cache no longer hears refunds and resets: it caches no new denial until it does"
+			if !started {
+				msg = "ratelimit: the denial cache does not hear refunds and resets yet: it caches no denial until it does"
+			}
+			s.log.get().Warn(msg, "channel", channel, "error", err)
 			broke, warned = false, true
+		}
+		if timeout || refused { // a stalled connection ends only when the kernel gives up: leave it
+			ps.Close()
+			subscribe()
+			pinged = false
 		}
 		time.Sleep(wait)
 		wait = min(2*wait, maxResubscribe)

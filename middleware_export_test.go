@@ -45,6 +45,13 @@ func SetPingEvery(t testing.TB, d time.Duration) {
 	t.Cleanup(func() { pingEvery = old })
 }
 
+// Listening reports whether the goroutine of the Redis store s that hears refunds and resets
+// runs.
+func Listening(s Store) bool {
+	rs, _ := capability[*redisStore](s)
+	return rs != nil && rs.listening.Load()
+}
+
 // DenialCacheLen returns how many denials the denial cache of s holds.
 func DenialCacheLen(s Store) int {
 	if rs, _ := capability[*resilientStore](s); rs != nil && rs.denials != nil {

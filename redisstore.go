@@ -42,6 +42,8 @@ type redisStore struct {
 	// pingEvery is how long the subscription of the denial cache stays quiet before it checks
 	// its connection (see forgets.go).
 	pingEvery time.Duration
+	// listening is set while the subscription's goroutine runs (see forgets.go).
+	listening atomic.Bool
 }
 
 var _ Store = (*redisStore)(nil)
@@ -112,6 +114,18 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 		}
 	}
 	return l
+}
+
+// readsWithoutDeadline reports whether client sets no read deadline (ReadTimeout -1 or -2),
+// with which go-redis takes a context's deadline for one that has passed.
+func readsWithoutDeadline(client redis.Scripter) bool {
+	switch c := client.(type) {
+	case *redis.Client:
+		return c.Options().ReadTimeout < 0
+	case *redis.ClusterClient:
+		return c.Options().ReadTimeout < 0
+	}
+	return false
 }
 
 // honoursDeadlines reports whether client gives up at its context's deadline.
