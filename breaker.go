@@ -35,16 +35,17 @@ type breaker struct {
 	changed  func(from, to observe.BreakerState) // nil: nobody listens
 	log      logs
 
-	open    atomic.Bool  // the fast path: closed unless set
-	run     atomic.Int64 // consecutive failures
-	skipped atomic.Int64 // calls not made since the breaker opened
-	mu      sync.Mutex
-	opened  time.Time     // when the breaker opened
-	next    time.Time     // when the next probe may go
-	wait    time.Duration // the wait before next
-	probe   bool          // a probe is under way
-	probes  int           // probes that failed since the breaker opened
-	logged  time.Time     // when a failed probe was last logged
+	open     atomic.Bool   // the fast path: closed unless set
+	run      atomic.Int64  // consecutive failures
+	skipped  atomic.Int64  // calls not made since the breaker opened
+	closings atomic.Uint64 // how many times it closed: see trip
+	mu       sync.Mutex
+	opened   time.Time     // when the breaker opened
+	next     time.Time     // when the next probe may go
+	wait     time.Duration // the wait before next
+	probe    bool          // a probe is under way
+	probes   int           // probes that failed since the breaker opened
+	logged   time.Time     // when a failed probe was last logged
 }
 
 // acquire reports whether a call may be made, and whether it is the probe of an open breaker.
@@ -106,6 +107,7 @@ func (b *breaker) release(err error, probe bool) {
 	case probe:
 		b.probe = false
 		b.run.Store(0)
+		b.closings.Add(1)
 		b.open.Store(false)
 		openFor, skipped, probes := now.Sub(b.opened), b.skipped.Swap(0), b.probes
 		b.mu.Unlock()
@@ -136,9 +138,10 @@ func (b *breaker) release(err error, probe bool) {
 // trip opens the breaker at once, for a store that cannot even be connected to (err): the
 // Redis store's dial watcher calls it as soon as a dial fails, so the checks that arrive
 // while the calls under way still wait out their deadlines fail at once instead of waiting
-// too.
-func (b *breaker) trip(err error) {
-	if b.open.Load() {
+// too. epoch is what closings held when the dial began: a dial that began before the breaker
+// last closed (a probe found the store back) is stale evidence, and opens nothing.
+func (b *breaker) trip(err error, epoch uint64) {
+	if b.open.Load() || b.closings.Load() != epoch {
 		return
 	}
 	b.release(err, false)

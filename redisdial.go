@@ -16,8 +16,11 @@ import (
 type dialWatch struct {
 	failures atomic.Uint64               // failed dials so far
 	failed   atomic.Pointer[dialFailure] // the last failure since the last dial that succeeded; nil: none
-	// onFail is told of each failed dial at once (the store's breaker); nil: nobody.
-	onFail atomic.Pointer[func(error)]
+	// onFail is told of each failed dial at once (the store's breaker), with what epoch
+	// returned when the dial began; nil: nobody. A dial can fail after Redis is back (it began
+	// before, or its goroutine ran late): the epoch lets the breaker tell such stale evidence.
+	onFail atomic.Pointer[func(err error, epoch uint64)]
+	epoch  atomic.Pointer[func() uint64]
 }
 
 // dialFailure is a failed dial.
@@ -42,6 +45,10 @@ func watchDials(client redis.Scripter) *dialWatch {
 // DialHook implements redis.Hook.
 func (w *dialWatch) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var epoch uint64
+		if e := w.epoch.Load(); e != nil {
+			epoch = (*e)()
+		}
 		conn, err := next(ctx, network, addr)
 		switch {
 		case err == nil:
@@ -52,7 +59,7 @@ func (w *dialWatch) DialHook(next redis.DialHook) redis.DialHook {
 			w.failed.Store(&dialFailure{addr: addr, err: err})
 			w.failures.Add(1)
 			if f := w.onFail.Load(); f != nil {
-				(*f)(err)
+				(*f)(err, epoch)
 			}
 		}
 		return conn, err

@@ -102,7 +102,8 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 	s.startEviction()
 	r := resilient(s, c)
 	if rs, ok := r.(*resilientStore); ok && rs.breaker != nil && s.dials != nil {
-		trip := rs.breaker.trip // a failed dial opens the breaker before its call returns
+		trip, epoch := rs.breaker.trip, rs.breaker.closings.Load // a failed dial opens the breaker before its call returns
+		s.dials.epoch.Store(&epoch)
 		s.dials.onFail.Store(&trip)
 	}
 	l := leasing(r, c)

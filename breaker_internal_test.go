@@ -1,0 +1,42 @@
+package ratelimit
+
+import (
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
+)
+
+// A failed dial opens the breaker at once, unless it began before the breaker last closed: a
+// dial refused while Redis was down can fail after a probe found Redis back (it began before,
+// or its goroutine ran late under load), and must not open the breaker again (seen in
+// TestOutageUnderLoad, two make test at once).
+func TestBreakerIgnoresStaleDialFailures(t *testing.T) {
+	clock := fakeclock.New(fakeclock.T0)
+	b := &breaker{failures: 5, cooldown: 100 * time.Millisecond, clock: clock}
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+	before := b.closings.Load() // a dial begins while Redis is down
+	b.trip(refused, before)
+	if !b.open.Load() {
+		t.Fatal("a refused dial did not open the breaker")
+	}
+	clock.Advance(firstProbe)
+	ok, probe := b.acquire()
+	if !ok || !probe {
+		t.Fatalf("acquire after the first probe's wait: %v, %v; want the probe", ok, probe)
+	}
+	b.release(nil, probe) // Redis is back
+	if b.open.Load() {
+		t.Fatal("a successful probe did not close the breaker")
+	}
+	b.trip(refused, before) // the dial that began before, failing late
+	if b.open.Load() {
+		t.Fatal("a dial that began before the breaker closed opened it again")
+	}
+	b.trip(refused, b.closings.Load()) // a dial that began after
+	if !b.open.Load() {
+		t.Fatal("a refused dial that began after the breaker closed did not open it")
+	}
+}
