@@ -17,6 +17,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/internal/faultproxy"
+	"github.com/a7d3e0dd/ratelimit/internal/readmetest"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
 	"github.com/a7d3e0dd/ratelimit/observe"
 )
@@ -54,20 +55,7 @@ func readmeUseIt(loginHandler http.Handler) http.Handler {
 // without its imports and without a line that calls ListenAndServe (which blocks).
 func readmeGo(t *testing.T, marker string) []string {
 	t.Helper()
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, block, ok := strings.Cut(string(readme), marker)
-	if ok {
-		_, block, ok = strings.Cut(block, "```go\n")
-	}
-	if ok {
-		block, _, ok = strings.Cut(block, "```")
-	}
-	if !ok {
-		t.Fatalf("README has no Go block after %q", marker)
-	}
+	block := readmetest.Block(t, "README.md", marker, "go")
 	if strings.HasPrefix(block, "import (") {
 		_, block, _ = strings.Cut(block, ")\n\n")
 	}

@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v2"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/readmetest"
 	ratelimitprom "github.com/a7d3e0dd/ratelimit/prometheus"
 )
 
@@ -28,8 +29,9 @@ type alertRules struct {
 	} `yaml:"groups"`
 }
 
-// The example alerts parse, and select only metrics and labels that the Observer exports.
-func TestAlerts(t *testing.T) {
+// readAlerts parses alerts.yml, strictly.
+func readAlerts(t *testing.T) alertRules {
+	t.Helper()
 	raw, err := os.ReadFile("alerts.yml")
 	if err != nil {
 		t.Fatal(err)
@@ -38,6 +40,12 @@ func TestAlerts(t *testing.T) {
 	if err := yaml.UnmarshalStrict(raw, &file); err != nil {
 		t.Fatal(err)
 	}
+	return file
+}
+
+// The example alerts parse, and select only metrics and labels that the Observer exports.
+func TestAlerts(t *testing.T) {
+	file := readAlerts(t)
 
 	// What the Observer exports once it has seen a decision, a store error and a rules version,
 	// and the labels of each series name.
@@ -107,35 +115,14 @@ func (timeoutError) ErrorKind() string { return "timeout" }
 
 // README's abridged alerting rules are alerts.yml's, expression and duration, as written.
 func TestReadmeAlertsAreTheFile(t *testing.T) {
-	raw, err := os.ReadFile("alerts.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var file alertRules
-	if err := yaml.UnmarshalStrict(raw, &file); err != nil {
-		t.Fatal(err)
-	}
 	type rule struct{ expr, forDuration string }
 	inFile := map[string]rule{}
-	for _, g := range file.Groups {
+	for _, g := range readAlerts(t).Groups {
 		for _, r := range g.Rules {
 			inFile[r.Alert] = rule{r.Expr, r.For}
 		}
 	}
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, block, ok := strings.Cut(string(readme), "Example alerting rules are in")
-	if ok {
-		_, block, ok = strings.Cut(block, "```yaml\n")
-	}
-	if ok {
-		block, _, ok = strings.Cut(block, "```")
-	}
-	if !ok {
-		t.Fatal("README has no YAML block of alerting rules")
-	}
+	block := readmetest.Block(t, "../README.md", "Example alerting rules are in", "yaml")
 	var shown []struct {
 		Alert string `yaml:"alert"`
 		Expr  string `yaml:"expr"`

@@ -10,27 +10,13 @@ import (
 	"testing"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/readmetest"
 )
 
 // readmeRules returns the rules document of README's section on rules files, as written.
 func readmeRules(t *testing.T) []byte {
 	t.Helper()
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(readme), "reads the limits from a YAML or JSON file")
-	if !ok {
-		t.Fatal("README has no section on rules files")
-	}
-	_, block, ok := strings.Cut(section, "```yaml\n")
-	if ok {
-		block, _, ok = strings.Cut(block, "```")
-	}
-	if !ok {
-		t.Fatal("README's section on rules files has no YAML block")
-	}
-	return []byte(block)
+	return []byte(readmetest.Block(t, "../README.md", "reads the limits from a YAML or JSON file", "yaml"))
 }
 
 // The README's rules, wired as the README shows (rules.Open, then ratelimit.FromGuard of the

@@ -11,30 +11,10 @@ import (
 	"testing"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/readmetest"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
 	"github.com/a7d3e0dd/ratelimit/rules"
 )
-
-// readmeBlock returns the first fenced block of lang that follows marker in README.md, as
-// written.
-func readmeBlock(t *testing.T, marker, lang string) string {
-	t.Helper()
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(readme), marker)
-	if ok {
-		_, section, ok = strings.Cut(section, "```"+lang+"\n")
-	}
-	if ok {
-		section, _, ok = strings.Cut(section, "```")
-	}
-	if !ok {
-		t.Fatalf("README has no %s block after %q", lang, marker)
-	}
-	return section
-}
 
 // words splits a command line as a shell does for the README's lines: at blanks, with
 // 'single quotes' kept together.
@@ -82,7 +62,7 @@ func TestReadmeCommands(t *testing.T) {
 	}
 	clear()
 	t.Cleanup(clear)
-	limits, block := readmeBlock(t, "reads the limits from a YAML or JSON file", "yaml"), readmeBlock(t, "## The ratelimit command", "sh")
+	limits, block := readmetest.Block(t, "../../README.md", "reads the limits from a YAML or JSON file", "yaml"), readmetest.Block(t, "../../README.md", "## The ratelimit command", "sh")
 	t.Chdir(t.TempDir()) // the lines name limits.yaml
 	if err := os.WriteFile("limits.yaml", []byte(limits), 0o600); err != nil {
 		t.Fatal(err)
