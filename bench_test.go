@@ -141,7 +141,8 @@ redis.call('SET', KEYS[1], string.format('%d', t + 1), 'PX', 60000) return {1, 0
 // algorithm (100 per minute; GCRA also at 7 per second, whose interval is a fraction of a
 // microsecond): the growth of used_memory over 4,000 identities such as "ip:203.0.113.7",
 // divided by their number — key name, value, expiry and allocator overhead included (MEMORY
-// USAGE of one key says less), through one connection. The keyspace is first grown to 70,000 keys, so that no row
+// USAGE of one key says less), through one connection; and GCRA with compact state, which must
+// save at least 16 bytes of it. The keyspace is first grown to 70,000 keys, so that no row
 // pays for a hash table doubling; that growth adds 16 to 32 bytes per key on average (two
 // tables of 8-byte buckets, 50-100% full). Run with -v to see the figures; it fails only when
 // an identity costs more than 256 bytes.
@@ -150,15 +151,17 @@ func TestRedisMemoryPerKey(t *testing.T) {
 	type row struct {
 		name   string
 		policy ratelimit.Policy
+		opts   []ratelimit.RedisOption
 	}
 	// The first row settles what a first use of the server costs (buffers, the script cache);
 	// it is measured like the others, and not reported.
-	rows := []row{{"", ratelimit.Policy{Limit: 100, Window: time.Minute}}}
+	rows := []row{{"", ratelimit.Policy{Limit: 100, Window: time.Minute}, nil}}
 	for _, alg := range allAlgorithms {
-		rows = append(rows, row{alg.Name(), ratelimit.Policy{Limit: 100, Window: time.Minute, Algorithm: alg}})
+		rows = append(rows, row{alg.Name(), ratelimit.Policy{Limit: 100, Window: time.Minute, Algorithm: alg}, nil})
 	}
-	rows = append(rows, row{"gcra, 7/s", ratelimit.Policy{Limit: 7, Window: time.Second}})
-	const n = 4000 // 9 rows of it, with 70,000 keys first: no hash table doubling in a row
+	rows = append(rows, row{"gcra, 7/s", ratelimit.Policy{Limit: 7, Window: time.Second}, nil},
+		row{"gcra, compact state", ratelimit.Policy{Limit: 100, Window: time.Minute}, []ratelimit.RedisOption{ratelimit.WithCompactState()}})
+	const n = 4000 // 10 rows of it, with 70,000 keys first: no hash table doubling in a row
 	// One connection, used in turn: a pool opening connections would be measured too.
 	one := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), PoolSize: 1})
 	defer one.Close()
@@ -174,10 +177,11 @@ func TestRedisMemoryPerKey(t *testing.T) {
 	warmer.Close() // its connection's buffers go with it, not during a row
 	// Redis finishes the doubling's rehash in its background cron, a millisecond every 100 ms;
 	// freeing the old table inside a row would only make that row look cheaper.
-	time.Sleep(3 * time.Second) // waits for a process, not for a clock
+	time.Sleep(3 * time.Second)   // waits for a process, not for a clock
+	bytes := map[string]float64{} // per identity, by row
 	for _, r := range rows {
 		prefix := redistest.Prefix(t)
-		l := mustNew(t, ratelimit.NewRedisStore(one, ratelimit.WithPrefix(prefix)), r.policy)
+		l := mustNew(t, ratelimit.NewRedisStore(one, append([]ratelimit.RedisOption{ratelimit.WithPrefix(prefix)}, r.opts...)...), r.policy)
 		allow(t, l, "warm-up", 1) // the script is loaded and compiled outside the measure
 		before := usedMemory(t, one)
 		for i := 0; i < n; i++ {
@@ -191,6 +195,12 @@ func TestRedisMemoryPerKey(t *testing.T) {
 		if per > 256 {
 			t.Errorf("%s: an identity costs %.0f bytes of Redis memory, want at most 256", r.name, per)
 		}
+		bytes[r.name] = per
+	}
+	// Compact state saves the value's object (its TAT in the key's expiry, a shared number as
+	// its value) and most of the key: 16 bytes at the least, 32 here with keys of 26 bytes.
+	if c, g := bytes["gcra, compact state"], bytes["gcra"]; c > g-16 {
+		t.Errorf("compact state: %.1f bytes per identity, readable keys %.1f; want at least 16 fewer", c, g)
 	}
 }
 

@@ -178,17 +178,21 @@ func TestDenialCacheHearsTheFleet(t *testing.T) {
 			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.Cluster(t).Options().Addrs})
 		}},
 	} {
-		for _, id := range []string{"user:7", "an identity of spaces, {braces} and more than sixty-four bytes, held as a digest"} {
-			form := "plain"
-			if len(id) > 64 {
-				form = "digest"
+		for _, form := range []string{"plain", "digest", "compact"} {
+			id := "user:7"
+			if form == "digest" {
+				id = "an identity of spaces, {braces} and more than sixty-four bytes, held as a digest"
 			}
 			t.Run(e.name+"/"+form, func(t *testing.T) {
 				clock, prefix := newFakeClock(), redistest.Prefix(t)
+				opts := []ratelimit.RedisOption{ratelimit.WithClock(clock), ratelimit.WithPrefix(prefix)}
+				if form == "compact" { // announced on "forget", naming the identity's digest
+					opts = append(opts, ratelimit.WithCompactState())
+				}
 				instance := func() ratelimit.Store {
 					c := e.client(t)
 					t.Cleanup(func() { _ = c.Close() })
-					s := ratelimit.NewRedisStore(c, ratelimit.WithClock(clock), ratelimit.WithPrefix(prefix))
+					s := ratelimit.NewRedisStore(c, opts...)
 					waitHearing(t, s)
 					return s
 				}

@@ -32,6 +32,11 @@ var engines = []engine{
 	{"cluster", func(t *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store {
 		return redisStore(t, redistest.Cluster(t), optionsOf[ratelimit.RedisOption](opts)...)
 	}},
+	// Compact keys (WithCompactState) on a Cluster: the tests' injected clocks keep TATs in
+	// values (TestCompactState* keep them in expiry, on the server's clock).
+	{"cluster-compact", func(t *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store {
+		return redisStore(t, redistest.Cluster(t), append(optionsOf[ratelimit.RedisOption](opts), ratelimit.WithCompactState())...)
+	}},
 }
 
 // optionsOf returns the options of both stores as the options of one.

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"hash/fnv"
 	"strconv"
 	"strings"
@@ -119,4 +120,62 @@ func computeTag(p *Policy, code string) string {
 		tag = append(tag, digits[sum>>(58-6*i)&63])
 	}
 	return string(tag)
+}
+
+// The compact keys of a store with compact state ([WithCompactState]) are 14 bytes, the
+// fewest a key of Redis can take below 16 (a key's bytes and the two of its header share an
+// allocation of 16): "{" + 5 characters + "}" + 7 characters, base64url. The 5 between the
+// braces are 30 bits of the SHA-256 of the prefix and the identity: the Redis Cluster hash tag,
+// the same for every policy of one identity, and the identity as the announcements of refunds
+// and resets name it. The 7 after are 42 bits of the SHA-256 of the prefix, the identity and the
+// policy's tag. Two keys are the same only when both digests are, 72 bits: among a billion
+// identities under three policies each, the odds that any two share a key are about 1 in
+// 10^5; and an identity chosen to share the key of a given other takes about 2^72 tries. The
+// prefix is in the digests, not in the key, so two prefixes still name different keys.
+const (
+	compactTagChars = 5
+	compactKeyChars = 7
+	compactKeyLen   = 1 + compactTagChars + 1 + compactKeyChars
+)
+
+// CompactStorageKey returns the key under which a store with compact state
+// ([WithCompactState]) keeps the state of identity under policy p: see [StorageKey] for the
+// policy's part. The key is a digest of prefix, identity and policy; it cannot be read back.
+func CompactStorageKey(prefix, identity string, p Policy) string {
+	if p.compiled == nil {
+		if c, err := p.compile(); err == nil {
+			p = c
+		}
+	}
+	var buf [compactKeyLen]byte
+	return string(appendCompactKey(buf[:0], prefix, identity, p.tag()))
+}
+
+// appendCompactKey appends the compact key of identity id under policy tag to b.
+func appendCompactKey(b []byte, prefix, id, tag string) []byte {
+	b = append(b, '{')
+	b = appendCompactIdentity(b, prefix, id)
+	b = append(b, '}')
+	return appendDigest(b, compactKeyChars, prefix, id, tag)
+}
+
+// appendCompactIdentity appends identity id as the compact keys of prefix hold it between
+// their braces.
+func appendCompactIdentity(b []byte, prefix, id string) []byte {
+	return appendDigest(b, compactTagChars, prefix, id)
+}
+
+// appendDigest appends the first n base64url characters of the SHA-256 of parts, each
+// preceded by its length, so that no two lists of parts hash the same bytes.
+func appendDigest(b []byte, n int, parts ...string) []byte {
+	var in [256]byte
+	msg := in[:0]
+	for _, p := range parts {
+		msg = binary.AppendUvarint(msg, uint64(len(p)))
+		msg = append(msg, p...)
+	}
+	sum := sha256.Sum256(msg)
+	var out [12]byte // 9 bytes of the digest: 12 characters, at least n
+	base64.RawURLEncoding.Encode(out[:], sum[:9])
+	return append(b, out[:n]...)
 }

@@ -122,3 +122,7 @@ func FallbackLists(s Store) int {
 	defer rs.fallback.mu.RUnlock()
 	return rs.fallback.compiled
 }
+
+// DecisionTime returns the time of d on its store's clock: for a Redis store on the server's
+// clock, the server's TIME when the script ran.
+func DecisionTime(d Decision) time.Time { return d.at }

@@ -29,6 +29,10 @@ type leasingStore struct {
 	// store hears the fleet's refunds and resets (see forgets.go). Nil: never.
 	heard func() bool
 
+	// stored names an identity as the store's keys hold it, which is how announcements name
+	// it (see storedIdentity).
+	stored func(identity string) string
+
 	mu      sync.Mutex
 	entries map[leaseKey]*leaseEntry
 }
@@ -79,7 +83,7 @@ var _ Store = (*leasingStore)(nil)
 
 // leasing wraps s in the leasing layer.
 func leasing(s Store, c *storeConfig) *leasingStore {
-	return &leasingStore{next: s, clock: clockOf(s), log: logs{c.logger}, entries: map[leaseKey]*leaseEntry{}}
+	return &leasingStore{next: s, clock: clockOf(s), log: logs{c.logger}, entries: map[leaseKey]*leaseEntry{}, stored: c.stored}
 }
 
 // Unwrap declares the store below: every capability is its.
@@ -313,7 +317,7 @@ func (s *leasingStore) entry(key string, policies []Policy, lease time.Duration)
 			return nil
 		}
 	}
-	e := &leaseEntry{stored: storedIdentity(key), of: make([]*compiledPolicy, len(policies)), lease: lease}
+	e := &leaseEntry{stored: s.stored(key), of: make([]*compiledPolicy, len(policies)), lease: lease}
 	for i := range policies {
 		e.of[i] = policies[i].compiled
 	}

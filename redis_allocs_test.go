@@ -18,7 +18,7 @@ import (
 // TestRedisAllocations holds a check through the Redis store to the allocations of go-redis's
 // own EVALSHA of "return 1" on one key (the floor), measured in the same test, with and
 // without ContextTimeoutEnabled; and the net/http middleware over it, with its handler, to
-// that EVALSHA then the handler. The check's reply is read as integers (none boxed), a call
+// that EVALSHA then the handler; and a check with compact state to the same floor. The check's reply is read as integers (none boxed), a call
 // whose context cannot end needs no goroutine for its deadline, and the guard's deadline for
 // such a request is one object (see deadline.go). Allocation counts are deterministic.
 func TestRedisAllocations(t *testing.T) {
@@ -49,6 +49,16 @@ func TestRedisAllocations(t *testing.T) {
 			})
 			if check > floor {
 				t.Errorf("a check allocates %v times, EVALSHA of return 1 %v; want at most as many", check, floor)
+			}
+			// Compact state: the key's digests are computed on the stack, and the denial
+			// cache's name of the identity (its digest) is one string more.
+			compact := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithCompactState()), never)
+			if n := testing.AllocsPerRun(200, func() {
+				if _, err := compact.Allow(ctx, key); err != nil {
+					t.Error(err)
+				}
+			}); n > floor {
+				t.Errorf("a check with compact state allocates %v times, EVALSHA of return 1 %v; want at most as many", n, floor)
 			}
 			if !contextTimeout {
 				return // the guard's deadline then needs the store's goroutine

@@ -29,7 +29,10 @@ type redisStore struct {
 	client redis.Scripter
 	calls  *rediscall.Caller
 	prefix string
-	clock  Clock // nil: the Redis server's TIME
+	// compact is set by WithCompactState: the keys are compact (see CompactStorageKey), and
+	// the scripts may keep a TAT in a key's expiry.
+	compact bool
+	clock   Clock // nil: the Redis server's TIME
 	// direct reports that the client gives up at its context's deadline (go-redis with
 	// ContextTimeoutEnabled), so a call needs no goroutine to keep its deadline.
 	direct bool
@@ -97,7 +100,14 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 		panic("ratelimit: NewRedisStore(nil): give it a go-redis client")
 	}
 	calls := rediscall.NewCaller(client)
-	s := &redisStore{client: client, calls: calls, prefix: c.prefix, clock: c.clock, direct: honoursDeadlines(client), log: logs{c.logger}, dials: watchDials(client),
+	if c.compact {
+		prefix := c.prefix
+		c.stored = func(id string) string {
+			var b [compactTagChars]byte
+			return string(appendCompactIdentity(b[:0], prefix, id))
+		}
+	}
+	s := &redisStore{client: client, calls: calls, prefix: c.prefix, compact: c.compact, clock: c.clock, direct: honoursDeadlines(client), log: logs{c.logger}, dials: watchDials(client),
 		observer: c.res.observer, desc: describeRedis(client), pingEvery: pingEvery}
 	s.startEviction()
 	r := resilient(s, c)
@@ -381,6 +391,15 @@ func (s *redisStore) newCall(key string, policies []Policy, extra int) []any {
 // fit: the string then points into the call's own allocation, which no one writes again.
 func (s *redisStore) keyIn(buf *[]byte, identity string, p *Policy) string {
 	b := *buf
+	if s.compact {
+		if len(b)+compactKeyLen > cap(b) {
+			return CompactStorageKey(s.prefix, identity, *p)
+		}
+		start := len(b)
+		b = appendCompactKey(b, s.prefix, identity, p.tag())
+		*buf = b
+		return unsafe.String(&b[start], len(b)-start)
+	}
 	if len(b)+len(s.prefix)+len(identity)+keyOverhead > cap(b) {
 		return StorageKey(s.prefix, identity, *p)
 	}
@@ -397,9 +416,19 @@ func (s *redisStore) scriptArgs(key string, policies []Policy, cost int64, mode 
 		return nil, err
 	}
 	args := s.newCall(key, policies, checkArgs+policyArgs*len(policies))
-	now := int64(0)
-	if s.clock != nil {
+	var now any = int64(0) // the server's clock
+	switch {
+	case s.clock != nil && s.compact:
+		t := s.clock.Now().UnixMicro()
+		if t < 1000 {
+			// A plain TAT below 1,000 would read as one kept in the key's expiry.
+			return nil, fmt.Errorf("ratelimit: redis check: the store's clock reads %d µs after 1970 (compact state needs at least 1,000)", t)
+		}
+		now = "e" + strconv.FormatInt(t, 10)
+	case s.clock != nil:
 		now = s.clock.Now().UnixMicro()
+	case s.compact:
+		now = compactNow
 	}
 	args = append(args, now, cost, mode, at)
 	for i := range policies {
@@ -407,6 +436,10 @@ func (s *redisStore) scriptArgs(key string, policies []Policy, cost int64, mode 
 	}
 	return args, nil
 }
+
+// compactNow is check.lua's ARGV[1] for a store with compact state on the server's clock, as an
+// argument: a call does not copy it to the heap.
+var compactNow any = "e"
 
 // Reset implements [Store].
 func (s *redisStore) Reset(ctx context.Context, key string, policies []Policy) error {

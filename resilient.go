@@ -17,6 +17,9 @@ type resilientStore struct {
 	breaker  *breaker     // nil: none
 	fallback *fallback    // nil: none
 	observer Observer     // nil: none
+	// stored names an identity as the denial cache does: as the store's keys hold it, which is
+	// how announcements name it (see storedIdentity).
+	stored func(identity string) string
 }
 
 var _ Store = (*resilientStore)(nil)
@@ -27,7 +30,7 @@ func resilient(s Store, c *storeConfig) Store {
 	if r.breakerFailures == 0 && r.denials == 0 && r.share == 0 && r.observer == nil {
 		return s
 	}
-	rs := &resilientStore{next: s, clock: clockOf(s), observer: r.observer}
+	rs := &resilientStore{next: s, clock: clockOf(s), observer: r.observer, stored: c.stored}
 	if r.denials > 0 {
 		rs.denials = newDenialCache(r.denials)
 	}
@@ -59,7 +62,7 @@ func (s *resilientStore) Check(ctx context.Context, key string, policies []Polic
 	)
 	id := key // the denial cache's name of the identity: the one announcements give
 	if s.denials != nil && cost > 0 {
-		id = storedIdentity(key)
+		id = s.stored(key)
 		asked = s.clock.Now()
 		var hit bool
 		if hit, refresh, epoch = s.denials.answer(id, policies, cost, asked, out); hit {
@@ -98,7 +101,7 @@ func (s *resilientStore) Check(ctx context.Context, key string, policies []Polic
 // remembered from a check that raced with the refund.
 func (s *resilientStore) Refund(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) error {
 	if s.denials != nil {
-		id := storedIdentity(key)
+		id := s.stored(key)
 		s.denials.forget(id)
 		defer s.denials.forget(id)
 	}
@@ -136,7 +139,7 @@ func (s *resilientStore) local(policies []Policy) (Store, []Policy) {
 // fallback's state too.
 func (s *resilientStore) Reset(ctx context.Context, key string, policies []Policy) error {
 	if s.denials != nil {
-		id := storedIdentity(key)
+		id := s.stored(key)
 		s.denials.forget(id)
 		defer s.denials.forget(id)
 	}

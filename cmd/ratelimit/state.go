@@ -22,23 +22,25 @@ import (
 const defaultPrefix = "rl:"
 
 // stateSynopsis is the synopsis of inspect and reset.
-const stateSynopsis = redisSynopsis + " [-prefix " + defaultPrefix + "] ([-file FILE] -rule NAME | -policy SPEC... [-keyed-by KEY]) (IDENTITY | -ip ADDR -route PATTERN ...)"
+const stateSynopsis = redisSynopsis + " [-prefix " + defaultPrefix + "] [-compact] ([-file FILE] -rule NAME | -policy SPEC... [-keyed-by KEY]) (IDENTITY | -ip ADDR -route PATTERN ...)"
 
 // stateFlags address one identity under one rule: the rules (in Redis, or a file), the rule,
 // the store's prefix and the identity.
 type stateFlags struct {
-	redis  *redisFlags
-	prefix string
-	file   string
-	rule   string
-	parts  *partFlags
-	limits policyFlags // -policy: a middleware's limits
+	redis   *redisFlags
+	prefix  string
+	compact bool
+	file    string
+	rule    string
+	parts   *partFlags
+	limits  policyFlags // -policy: a middleware's limits
 }
 
 // addStateFlags defines the flags of inspect and reset on fs.
 func addStateFlags(fs *flags) *stateFlags {
 	s := &stateFlags{redis: addRedisFlags(fs.FlagSet)}
 	fs.StringVar(&s.prefix, "prefix", defaultPrefix, "the storage `prefix` of the application's store (ratelimit.WithPrefix)")
+	fs.BoolVar(&s.compact, "compact", false, "the application's store keeps compact state (ratelimit.WithCompactState), whose keys are digests: without it, the command reads other keys and finds every policy whole")
 	fs.StringVar(&s.file, "file", "", "take the rule from this rules `file`, not from the rules in Redis (-key)")
 	fs.StringVar(&s.rule, "rule", "", "the `name` of the rule (or -policy)")
 	fs.Var(&s.limits, "policy", "a policy of a middleware limit, `name=api,rate=100/min,algorithm=gcra` (or limit= and window=; burst= too; the name and algorithm as the application's Policy has them, GCRA when it names none); repeat it for each window of a list; instead of -rule")
@@ -54,7 +56,16 @@ type state struct {
 	source   string // where the rule comes from
 	identity string
 	prefix   string
+	compact  bool // -compact
 	limiter  *ratelimit.Limiter
+}
+
+// key returns the storage key of the identity under p, as the application's store names it.
+func (st *state) key(p ratelimit.Policy) string {
+	if st.compact {
+		return ratelimit.CompactStorageKey(st.prefix, st.identity, p)
+	}
+	return ratelimit.StorageKey(st.prefix, st.identity, p)
 }
 
 // stateCmd runs the command name on one identity under one rule: it parses args, finds the rule
@@ -92,7 +103,7 @@ func stateCmd(name, about string, args []string, stdout, stderr io.Writer, f fun
 	if err != nil {
 		return fs.fail(s.redis.failed(err))
 	}
-	st := &state{source: source, prefix: s.prefix}
+	st := &state{source: source, prefix: s.prefix, compact: s.compact}
 	if st.rule, err = find(set, s.rule); err != nil {
 		return fs.fail(err)
 	}
@@ -106,8 +117,12 @@ func stateCmd(name, about string, args []string, stdout, stderr io.Writer, f fun
 	// makes a call or two, and each must report what Redis said; the store's eviction check,
 	// dialling first, could otherwise open it, and a refused connection would read "circuit
 	// breaker open".
-	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(s.prefix), ratelimit.WithLogger(slog.New(slog.DiscardHandler)),
-		ratelimit.WithBreaker(0, 0))
+	opts := []ratelimit.RedisOption{ratelimit.WithPrefix(s.prefix), ratelimit.WithLogger(slog.New(slog.DiscardHandler)),
+		ratelimit.WithBreaker(0, 0)}
+	if s.compact {
+		opts = append(opts, ratelimit.WithCompactState())
+	}
+	store := ratelimit.NewRedisStore(client, opts...)
 	if st.limiter, err = ratelimit.New(store, st.rule.Policies...); err != nil {
 		return fs.fail(err)
 	}
@@ -194,7 +209,7 @@ allowed (Limiter.Peek), with its storage key. Nothing is charged.
 				verdict += " (shadow)"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Policy.Name, r.Policy.Algorithm.Name(), limit(r.Policy),
-				r.Remaining, span(r.ResetAfter), verdict, ratelimit.StorageKey(st.prefix, st.identity, r.Policy))
+				r.Remaining, span(r.ResetAfter), verdict, st.key(r.Policy))
 		}
 		return tw.Flush()
 	})
@@ -215,7 +230,7 @@ in Redis, or -file; the store is Redis with the application's -prefix.
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "RESET POLICY\tREMAINING BEFORE\tSTORAGE KEY")
 		for _, r := range before.Results() {
-			fmt.Fprintf(tw, "%s\t%d of %d\t%s\n", r.Policy.Name, r.Remaining, capacity(r.Policy), ratelimit.StorageKey(st.prefix, st.identity, r.Policy))
+			fmt.Fprintf(tw, "%s\t%d of %d\t%s\n", r.Policy.Name, r.Remaining, capacity(r.Policy), st.key(r.Policy))
 		}
 		return tw.Flush()
 	})

@@ -49,11 +49,11 @@ func stateRules(t *testing.T) []rules.Rule {
 
 // app is the application: the rules of stateYAML, each through the core's middleware with its
 // key function, over the Redis store with prefix.
-func app(t *testing.T, client redis.UniversalClient, prefix string) http.Handler {
+func app(t *testing.T, client redis.UniversalClient, prefix string, opts ...ratelimit.RedisOption) http.Handler {
 	t.Helper()
 	mux := http.NewServeMux()
 	for _, rule := range stateRules(t) {
-		l, err := ratelimit.New(ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix)), rule.Policies...)
+		l, err := ratelimit.New(ratelimit.NewRedisStore(client, append([]ratelimit.RedisOption{ratelimit.WithPrefix(prefix)}, opts...)...), rule.Policies...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,6 +179,43 @@ func TestInspectReset(t *testing.T) {
 		row(t, after.stdout, "per-hour", "5 per 1h", "5", "allowed")
 		row(t, after.stdout, "per-day", "100 per 24h, burst 10", "10", "allowed")
 		row(t, inspect("-rule", "search", "12:ip:192.0.2.1|17:route:/search/{q}").stdout, "per-hour", "3 per 1h", "0", "denied") // another identity: kept
+	})
+}
+
+// TestInspectResetCompact: an application whose store keeps compact state is inspected and
+// reset with -compact, which reads and prints its keys (digests); without it the command reads
+// readable keys, which hold nothing.
+func TestInspectResetCompact(t *testing.T) {
+	onRedis(t, func(t *testing.T, client redis.UniversalClient, addr string) {
+		key, prefix := redistest.Prefix(t)+"rules", redistest.Prefix(t)
+		file := write(t, "limits.yaml", stateYAML)[0]
+		cli(t, "push", "-wait", "0", "-redis", addr, "-key", key, file).want(t, 0, "version s1", "")
+		h := app(t, client, prefix, ratelimit.WithCompactState())
+		flags := []string{"-redis", addr, "-key", key, "-prefix", prefix}
+		state := func(cmd string, args ...string) result {
+			return cli(t, append(append([]string{cmd}, flags...), args...)...)
+		}
+		if code := send(h, 3, func() *http.Request {
+			r := httptest.NewRequest("GET", "/api/items", nil)
+			r.Header.Set("X-API-Key", "abc")
+			return r
+		}); code != http.StatusOK {
+			t.Fatalf("api: status %d; want 200", code)
+		}
+		api := stateRules(t)[0]
+		compact := state("inspect", "-compact", "-rule", "api", "-api-key", "abc")
+		row(t, compact.stdout, "per-hour", "5 per 1h", "2", "allowed")
+		if k := ratelimit.CompactStorageKey(prefix, "hdr:x-api-key:abc", api.Policies[0]); !strings.Contains(compact.stdout, k) {
+			t.Errorf("inspect -compact printed\n%s\nwant the key %s", compact.stdout, k)
+		}
+		row(t, state("inspect", "-rule", "api", "-api-key", "abc").stdout, "per-hour", "5 per 1h", "5", "allowed")
+
+		reset := state("reset", "-compact", "-rule", "api", "-api-key", "abc")
+		want := "per-hour 2 of 5 " + ratelimit.CompactStorageKey(prefix, "hdr:x-api-key:abc", api.Policies[0]) + "\n"
+		if !strings.Contains(timeless(reset.stdout), want) {
+			t.Errorf("reset -compact printed\n%s\nwant the line %q", reset.stdout, want)
+		}
+		row(t, state("inspect", "-compact", "-rule", "api", "-api-key", "abc").stdout, "per-hour", "5 per 1h", "5", "allowed")
 	})
 }
 

@@ -81,8 +81,8 @@ func identities(n int) []string {
 }
 
 // limiter returns a limiter over client with the policies, its keys under prefix.
-func limiter(client *redis.Client, prefix string, policies []ratelimit.Policy) (*ratelimit.Limiter, error) {
-	return ratelimit.New(ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix)), policies...)
+func limiter(client *redis.Client, prefix string, policies []ratelimit.Policy, opts ...ratelimit.RedisOption) (*ratelimit.Limiter, error) {
+	return ratelimit.New(ratelimit.NewRedisStore(client, append([]ratelimit.RedisOption{ratelimit.WithPrefix(prefix)}, opts...)...), policies...)
 }
 
 // caller is one operation under measurement, on an identity.

@@ -32,11 +32,16 @@ var longLived = ratelimit.Policy{Limit: 100, Window: time.Hour}
 // both hash tables' buckets and the allocator's overhead, where MEMORY USAGE of one key tells
 // less). Its floor is the same keys written by SET with the value the script stores and the
 // same expiry; beside it, the identity alone as the key shows what the key's layout costs. It
-// is taken once: it is not noisy.
+// is taken once: it is not noisy. Compact state (WithCompactState) has a floor of its own, its
+// key written by SET with what the script keeps there.
 func memoryFigures(ctx context.Context, e *env) (figures, error) {
 	c := redis.NewClient(&redis.Options{Addr: e.client.Options().Addr, PoolSize: memWriters, ContextTimeoutEnabled: true})
 	defer c.Close()
 	l, err := limiter(c, memPrefix, []ratelimit.Policy{longLived})
+	if err != nil {
+		return nil, err
+	}
+	lc, err := limiter(c, memPrefix, []ratelimit.Policy{longLived}, ratelimit.WithCompactState())
 	if err != nil {
 		return nil, err
 	}
@@ -48,6 +53,13 @@ func memoryFigures(ctx context.Context, e *env) (figures, error) {
 	}
 	floor := set(func(id string) string { return ratelimit.StorageKey(memPrefix, id, longLived) })
 	bare := set(func(id string) string { return id })
+	// Compact state's floor: its key, holding what the script stores there (the TAT's
+	// microseconds past its millisecond), expiring a millisecond after the TAT.
+	compactFloor := func(ctx context.Context, id string) error {
+		tat := time.Now().Add(ttl).UnixMicro()
+		key := ratelimit.CompactStorageKey(memPrefix, id, longLived)
+		return c.Do(ctx, "SET", key, tat%1000, "PXAT", tat/1000+1).Err()
+	}
 	ids := identities(e.s.identities)
 	// Opens the connections and loads the script, outside the measure.
 	if err := each(ctx, check(l), ids[:100], memWriters); err != nil {
@@ -57,7 +69,7 @@ func memoryFigures(ctx context.Context, e *env) (figures, error) {
 	for _, m := range []struct {
 		name  string
 		write caller
-	}{{"mem.bare", bare}, {"mem.floor", floor}, {"mem.gcra1", check(l)}} {
+	}{{"mem.bare", bare}, {"mem.floor", floor}, {"mem.gcra1", check(l)}, {"mem.cfloor", compactFloor}, {"mem.gcra1c", check(lc)}} {
 		if f[m.name], err = perIdentity(ctx, c, ids, m.write); err != nil {
 			return nil, err
 		}

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/a7d3e0dd/ratelimit/internal/loadgen"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/a7d3e0dd/ratelimit/internal/loadgen"
 )
 
 // p50 calls call from one goroutine for d, cycling through keys, and returns the median

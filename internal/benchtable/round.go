@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/a7d3e0dd/ratelimit"
 )
 
 // figures maps a figure's name ("lat.gcra1", "srv.evalsha") to its value.
@@ -54,11 +56,16 @@ func (e *env) redisFigures(ctx context.Context, r int, f figures) error {
 	if err != nil {
 		return err
 	}
+	compact, err := limiter(e.client, prefix+"compact:", gcra1, ratelimit.WithCompactState())
+	if err != nil {
+		return err
+	}
 	for _, s := range []subject{
 		{"ping", "ping", e.ping},
 		{"evalsha", "evalsha", e.evalsha},
 		{"tgs", "evalsha", e.timeGetSet},
 		{"gcra1", "fcall", check(one)},
+		{"gcra1c", "fcall", check(compact)},
 		{"gcra3", "fcall", check(three)},
 	} {
 		if err := e.measure(ctx, s, f); err != nil {

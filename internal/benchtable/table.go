@@ -88,6 +88,8 @@ var table = []section{
 		{"SET of the identity alone as the key, same value and expiry", "mem.bare", "B", "", nil},
 		{"SET of the same key and value, same expiry (floor)", "mem.floor", "B", "", nil},
 		{"GCRA check, 1 policy (100/h: no key expires meanwhile)", "mem.gcra1", "B", "mem.floor", &goal{"<", 117, false}},
+		{"SET of a compact key: the TAT's last 3 digits, expiring at the TAT (floor)", "mem.cfloor", "B", "", nil},
+		{"GCRA check, 1 policy, WithCompactState", "mem.gcra1c", "B", "mem.cfloor", &goal{"<", 117, false}},
 	}},
 	{"6  memory store, 1 GCRA policy (floor: a map under a mutex, in 64 shards)", []row{
 		{"floor, one key", "ms.floor", "ns", "", nil},
@@ -123,6 +125,9 @@ func redisRows(figure, unit string, g, perPolicy *goal) []row {
 		rows = append(rows,
 			row{"TIME + GET + SET PX in a script (the floor of an exact check)", figure + ".tgs", unit, "", nil},
 			row{"GCRA check, 1 policy, against TIME + GET + SET PX", figure + ".gcra1", unit, figure + ".tgs", nil})
+	}
+	if figure != "rest" {
+		rows = append(rows, row{"GCRA check, 1 policy, WithCompactState", figure + ".gcra1c", unit, floor, nil})
 	}
 	if perPolicy != nil {
 		rows = append(rows, row{"each further policy: (3 policies − 1) / 2", figure + ".extra", unit, floor, perPolicy})

@@ -4,7 +4,8 @@
 --
 -- KEYS[i]   the state key of policy i (all keys share one cluster hash tag)
 -- ARGV[1]   now in microseconds (an injected clock: keys then live at least a minute), or "0" to
---           read the Redis server's TIME
+--           read the Redis server's TIME; either with "e" before it ("e" alone for the server's
+--           TIME) for a store with compact state (see compact in preamble.lua)
 -- ARGV[2]   cost of the request (0 reads without charging)
 -- ARGV[3]   "1" to charge the request when every policy allows it, "0" to only evaluate it,
 --           "2" to refund a charge of cost made at ARGV[4] (the reply is then empty), "3" to
@@ -65,6 +66,14 @@ local function check(KEYS, ARGV)
   -- The library outlives a call (a Redis Function): every call starts afresh.
   floor, ceil, min_ttl_ms = math.floor, math.ceil, 1
   local now = ARGV[1]
+  compact, expiry_write = false, false
+  if string.byte(now) == 101 then -- "e": compact state
+    compact, now = true, string.sub(now, 2)
+    if now == '' then
+      now = '0'
+      expiry_write = (redis.REDIS_VERSION_NUM or 0) >= 0x070000
+    end
+  end
   if now == '0' then
     local t = redis.call('TIME')
     now = tonumber(t[1]) * 1000000 + tonumber(t[2])

@@ -34,6 +34,12 @@ end
 -- lifetime is equivalent to no state for every algorithm, so keeping it longer changes nothing.
 local min_ttl_ms = 1
 
+-- compact is set by check for a call of a store with compact state (WithCompactState): its
+-- keys are digests, and the algorithms that keep a TAT may keep it in the key's expiry (see
+-- tat.lua). expiry_write says they write it so: a compact store, on the server's clock, on a
+-- server with PEXPIRETIME (Redis 7.0 and later). Both are bound by each call.
+local compact, expiry_write = false, false
+
 -- ttl_ms turns a state lifetime in microseconds into a PX argument (at least min_ttl_ms). It
 -- is a number: redis.call writes an integer-valued number as its digits, exactly below 2^53.
 local function ttl_ms(us)

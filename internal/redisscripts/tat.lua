@@ -2,7 +2,10 @@
 -- algorithms, shared by GCRA, the token bucket and the leaky bucket (policing and shaping).
 -- State: string "us" or "us:fr:den", the theoretical arrival time us + fr/den microseconds
 -- (0 < fr < den), where den is that of the emission interval window/limit, num/den microseconds
--- in lowest terms, of the policy that wrote it. Every product below is at most burst × num,
+-- in lowest terms, of the policy that wrote it. A store with compact state on the server's clock
+-- keeps a whole TAT in the key's expiry instead: the key expires at millisecond ms + 1, where ms
+-- is the TAT's, and holds the microseconds past ms (0 to 999), an integer Redis shares among all
+-- keys rather than storing it (see store; read by parse_tat, for compact stores only). Every product below is at most burst × num,
 -- which the Go validation keeps below 2^53.
 
 -- rate returns the policy's capacity and its interval num/den in lowest terms.
@@ -41,7 +44,14 @@ end
 -- does. read returns the stored TAT of key, nil when absent.
 local function parse_tat(key, v, den)
   local us = tonumber(v) -- the common state, a whole microsecond, without parsing
-  if us and us == floor(us) then return us, 0 end
+  if us and us == floor(us) then
+    if compact and us >= 0 and us < 1000 then -- a TAT in the key's expiry (see store)
+      local at = redis.call('PEXPIRETIME', key)
+      if at <= 0 then return error('ratelimit: malformed state at key ' .. key) end
+      return (at - 1) * 1000 + us, 0
+    end
+    return us, 0
+  end
   local s = parse_ints(key, v, nil)
   if #s == 1 then return s[1], 0 end
   if #s ~= 3 or s[2] <= 0 or s[2] >= s[3] then
@@ -65,6 +75,11 @@ local function load(key, now, den)
 end
 
 local function store(key, us, fr, den, now)
+  if expiry_write and fr == 0 then -- the TAT in the key's expiry (see the state above)
+    local ms = idiv(us, 1000)
+    redis.call('SET', key, us - ms * 1000, 'PXAT', ms + 1)
+    return
+  end
   local v = us -- a number: redis.call writes its digits
   if fr > 0 then v = int(us) .. ':' .. int(fr) .. ':' .. int(den) end
   redis.call('SET', key, v, 'PX', ttl_ms(ceil_to(us, fr, now)))

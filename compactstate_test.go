@@ -1,0 +1,209 @@
+package ratelimit_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+)
+
+// The keys of compact state: 14 bytes, the identity's digest as the hash tag (one slot for
+// every policy of an identity), a key of its own for each prefix, identity and policy; and
+// the same digests on every instance of every release (a fleet that computed them otherwise
+// would split every quota), which the fixed keys below pin.
+func TestCompactStorageKey(t *testing.T) {
+	gcra := ratelimit.Policy{Limit: 100, Window: time.Hour}
+	fixed := ratelimit.Policy{Limit: 100, Window: time.Hour, Algorithm: algorithms.FixedWindow{}}
+	k := ratelimit.CompactStorageKey("rl:", "user:7", gcra)
+	if k != "{iyihe}ouuTKN0" {
+		t.Errorf("CompactStorageKey(rl:, user:7, 100/h GCRA) = %q; the digests changed: every identity of every fleet would start afresh", k)
+	}
+	if len(k) != 14 || k[0] != '{' || k[6] != '}' {
+		t.Errorf("%q: want 14 bytes, the hash tag in the first 7", k)
+	}
+	other := map[string]string{
+		"another prefix":   ratelimit.CompactStorageKey("app2:", "user:7", gcra),
+		"another identity": ratelimit.CompactStorageKey("rl:", "user:8", gcra),
+		"another policy":   ratelimit.CompactStorageKey("rl:", "user:7", fixed),
+		// The parts are delimited: moving bytes from the prefix to the identity is another key.
+		"the same bytes, split otherwise": ratelimit.CompactStorageKey("rl:u", "ser:7", gcra),
+	}
+	for what, o := range other {
+		if o == k || o[1:6] == k[1:6] && what != "another policy" {
+			t.Errorf("%s: %q, against %q", what, o, k)
+		}
+	}
+	if o := other["another policy"]; o[:7] != k[:7] {
+		t.Errorf("two policies of one identity: %q and %q; want one hash tag", o, k)
+	}
+	// A named policy whose limit changes keeps its key, as readable keys do: the count
+	// carries over.
+	named := func(limit int64) string {
+		return ratelimit.CompactStorageKey("rl:", "user:7", ratelimit.Policy{Name: "api", Limit: limit, Window: time.Hour})
+	}
+	if a, b := named(100), named(5); a != b {
+		t.Errorf("another limit: %q; want %q", b, a)
+	}
+}
+
+// On the server's clock, compact state keeps a GCRA policy's TAT in the key's expiry: the key
+// holds the microseconds past the TAT's millisecond, a number Redis shares (OBJECT REFCOUNT of
+// a shared integer is INT_MAX), and expires a millisecond after it. The decisions are GCRA's:
+// 100 an hour admitted, the 101st denied with the TAT's Retry-After, one given back admitted
+// again.
+func TestCompactStateKeepsTATInExpiry(t *testing.T) {
+	client := redistest.Standalone(t)
+	prefix := redistest.Prefix(t)
+	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithCompactState(), ratelimit.WithDenialCache(0))
+	p := ratelimit.Policy{Limit: 100, Window: time.Hour}
+	l := mustNew(t, store, p)
+	key := ratelimit.CompactStorageKey(prefix, "user:7", p)
+
+	var first, last ratelimit.Decision
+	for i := range 100 {
+		d := allow(t, l, "user:7", 1)
+		if !d.Allowed {
+			t.Fatalf("request %d denied: %+v", i+1, d)
+		}
+		if i == 0 {
+			first = d
+		}
+		last = d
+	}
+	// The TAT: 100 intervals of 36 s after the first request's time.
+	tat := ratelimit.DecisionTime(first).UnixMicro() + 100*36_000_000
+	value, err := client.Get(ctx, key).Int64()
+	if err != nil {
+		t.Fatalf("GET %s: %v", key, err)
+	}
+	expiry, err := client.Do(ctx, "PEXPIRETIME", key).Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if value < 0 || value > 999 || (expiry-1)*1000+value != tat {
+		t.Fatalf("key %s holds %d and expires at %d ms: the TAT %d µs; want %d", key, value, expiry, (expiry-1)*1000+value, tat)
+	}
+	if refs, err := client.Do(ctx, "OBJECT", "REFCOUNT", key).Int64(); err != nil || refs != math.MaxInt32 {
+		t.Errorf("OBJECT REFCOUNT %s = %d, %v; want a shared integer (%d)", key, refs, err, math.MaxInt32)
+	}
+
+	d := allow(t, l, "user:7", 1)
+	want := time.Duration(tat-ratelimit.DecisionTime(d).UnixMicro()-99*36_000_000) * time.Microsecond
+	if d.Allowed || d.RetryAfter != want || d.Remaining != 0 {
+		t.Fatalf("the 101st request: %+v; want denied, Retry-After %v", d, want)
+	}
+	if err := l.Refund(ctx, "user:7", last); err != nil {
+		t.Fatal(err)
+	}
+	if d := allow(t, l, "user:7", 1); !d.Allowed {
+		t.Fatalf("after a refund: %+v; want admitted", d)
+	}
+}
+
+// Compact state decides as the Go model does, on the server's clock: random traffic on
+// random policies of every algorithm (intervals of whole microseconds, whose TAT goes in the
+// key's expiry, and of fractions, kept in values; rates fast enough that the time between two
+// calls refills them, and now and then a pause of up to 2 ms), each request run first in Redis and then in
+// memory at the time the script read, and every figure of the two compared.
+func TestCompactStateAgreesWithTheModel(t *testing.T) {
+	client := redistest.Standalone(t)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, alg := range rateAlgorithms {
+		for trial := range 6 {
+			p := ratelimit.Policy{Algorithm: alg, Limit: 1 + rng.Int64N(20)}
+			// An interval of 20 µs to 2 ms, and every other trial a fraction of a microsecond more.
+			p.Window = time.Duration(p.Limit*(20+rng.Int64N(2000))) * time.Microsecond
+			if trial%2 == 1 && p.Limit > 1 {
+				p.Window += time.Duration(1+rng.Int64N(p.Limit-1)) * time.Microsecond
+			}
+			if rng.IntN(2) == 0 {
+				p.Burst = p.Limit * (1 + rng.Int64N(3))
+			}
+			if !valid(p) {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/%d-per-%v-burst-%d", alg.Name(), p.Limit, p.Window, p.Burst), func(t *testing.T) {
+				agreeCompact(t, client, rng, p, 300)
+			})
+		}
+	}
+}
+
+// agreeCompact runs steps random requests through p in Redis with compact state on the
+// server's clock, and in memory at each time Redis read, and fails at the first decision they
+// disagree on.
+func agreeCompact(t *testing.T, client redis.UniversalClient, rng *rand.Rand, p ratelimit.Policy, steps int) {
+	t.Helper()
+	clock := newFakeClock()
+	mem := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), p)
+	red := mustNew(t, redisStore(t, client, ratelimit.WithCompactState(), ratelimit.WithDenialCache(0)), p)
+	key := keyOf(t)
+	var last time.Time
+	for i := range steps {
+		if rng.IntN(6) == 0 {
+			// Time passes: the bucket refills, and its TAT comes within a millisecond of the
+			// server's time, where one kept in expiry would show an error of a millisecond. The
+			// decisions are compared at the time Redis read, however long this takes.
+			time.Sleep(time.Duration(rng.Int64N(int64(2 * time.Millisecond))))
+		}
+		cost := rng.Int64N(3)
+		peek := rng.IntN(10) == 0
+		var b ratelimit.Decision
+		if peek {
+			var err error
+			if b, err = red.Peek(ctx, key); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			b = allow(t, red, key, cost)
+		}
+		at := ratelimit.DecisionTime(b)
+		if at.Before(last) {
+			t.Fatalf("step %d: the server's clock went back from %v to %v", i, last, at)
+		}
+		last = at
+		clock.Set(at)
+		var a ratelimit.Decision
+		if peek {
+			var err error
+			if a, err = mem.Peek(ctx, key); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			a = allow(t, mem, key, cost)
+		}
+		if a.Allowed != b.Allowed || a.Remaining != b.Remaining || a.RetryAfter != b.RetryAfter ||
+			a.ResetAfter != b.ResetAfter || a.Delay != b.Delay || a.EffectiveWindow != b.EffectiveWindow {
+			t.Fatalf("step %d (cost %d, peek %v) at %d µs: memory and compact Redis disagree\nmemory: allowed=%v remaining=%d retry=%v reset=%v delay=%v window=%v\n redis: allowed=%v remaining=%d retry=%v reset=%v delay=%v window=%v",
+				i, cost, peek, at.UnixMicro(), a.Allowed, a.Remaining, a.RetryAfter, a.ResetAfter, a.Delay, a.EffectiveWindow, b.Allowed, b.Remaining, b.RetryAfter, b.ResetAfter, b.Delay, b.EffectiveWindow)
+		}
+	}
+}
+
+// A compact store with an injected clock keeps TATs in values, since Redis expires keys on
+// its own clock; a time that would read as a TAT in expiry (below 1,000 µs after 1970) is
+// refused, not misread.
+func TestCompactStateInjectedClock(t *testing.T) {
+	client := redistest.Standalone(t)
+	clock := newFakeClock()
+	prefix := redistest.Prefix(t)
+	p := ratelimit.Policy{Limit: 100, Window: time.Hour}
+	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithCompactState(), ratelimit.WithClock(clock)), p)
+	allow(t, l, "user:7", 1)
+	v, err := client.Get(ctx, ratelimit.CompactStorageKey(prefix, "user:7", p)).Result()
+	if want := strconv.FormatInt(clock.Now().UnixMicro()+36_000_000, 10); err != nil || v != want {
+		t.Errorf("the key holds %q, %v; want the TAT %s", v, err, want)
+	}
+	clock.Set(time.UnixMicro(999))
+	if _, err := l.Allow(ctx, "user:8"); err == nil {
+		t.Error("a check at 999 µs after 1970: no error")
+	}
+}
