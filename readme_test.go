@@ -100,6 +100,7 @@ func TestReadmeCodeAsWritten(t *testing.T) {
 	for marker, name := range map[string]string{
 		"## Use it":            "readmeUseIt",
 		"### In-flight limits": "readmeInFlight",
+		"### Millions of identities: compact state": "readmeCompact",
 	} {
 		if got, want := funcBody(t, name), readmeGo(t, marker); !slices.Equal(got, want) {
 			t.Errorf("README's code under %q and %s differ:\nREADME:\n%s\n%s:\n%s", marker, name, strings.Join(want, "\n"), name, strings.Join(got, "\n"))
@@ -250,5 +251,35 @@ func TestReadmeTiers(t *testing.T) {
 	}
 	if w := send("a", "free"); w.Code != http.StatusTooManyRequests {
 		t.Errorf("the 101st request of a free key in a minute: %d; want 429", w.Code)
+	}
+}
+
+// readmeCompact is README's compact state, as written.
+func readmeCompact(rdb redis.UniversalClient) (*ratelimit.Limiter, error) {
+	store := ratelimit.NewRedisStore(rdb, ratelimit.WithPrefix("myapp:rl:"), ratelimit.WithCompactState())
+	limiter, err := ratelimit.New(store, ratelimit.Policy{Limit: 100, Window: time.Hour})
+	return limiter, err // README: the limiter is used as any other
+}
+
+// What README says of compact state: 100 requests an hour admitted, the 101st denied, and
+// the identity's state under a 14-byte key holding a number below 1,000.
+func TestReadmeCompact(t *testing.T) {
+	rdb := redistest.Standalone(t)
+	limiter, err := readmeCompact(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "ip:" + strings.ReplaceAll(t.Name(), "/", "_")
+	for i := range 100 {
+		if d := allow(t, limiter, id, 1); !d.Allowed {
+			t.Fatalf("request %d: %+v; want admitted", i+1, d)
+		}
+	}
+	if d := allow(t, limiter, id, 1); d.Allowed {
+		t.Fatalf("the 101st request: %+v; want denied", d)
+	}
+	key := ratelimit.CompactStorageKey("myapp:rl:", id, ratelimit.Policy{Limit: 100, Window: time.Hour})
+	if v, err := rdb.Get(ctx, key).Int(); len(key) != 14 || err != nil || v >= 1000 {
+		t.Errorf("key %q holds %d, %v; want 14 bytes holding a number below 1,000", key, v, err)
 	}
 }
