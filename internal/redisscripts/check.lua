@@ -67,12 +67,11 @@ local function check(KEYS, ARGV)
   floor, ceil, min_ttl_ms = math.floor, math.ceil, 1
   local now = ARGV[1]
   compact, expiry_write = false, false
-  if string.byte(now) == 101 then -- "e": compact state
+  if now == 'e' then -- compact state, on the server's clock
+    compact, now = true, '0'
+    expiry_write = (redis.REDIS_VERSION_NUM or 0) >= 0x070000
+  elseif now ~= '0' and string.byte(now) == 101 then -- compact state, on an injected clock
     compact, now = true, string.sub(now, 2)
-    if now == '' then
-      now = '0'
-      expiry_write = (redis.REDIS_VERSION_NUM or 0) >= 0x070000
-    end
   end
   if now == '0' then
     local t = redis.call('TIME')
