@@ -2,9 +2,11 @@ package ratelimit_test
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -205,5 +207,38 @@ func TestCompactStateInjectedClock(t *testing.T) {
 	clock.Set(time.UnixMicro(999))
 	if _, err := l.Allow(ctx, "user:8"); err == nil {
 		t.Error("a check at 999 µs after 1970: no error")
+	}
+}
+
+// Under an LRU or LFU maxmemory-policy (with maxmemory set) Redis shares no numbers, so compact state saves only
+// its keys' bytes: the store says so in a log line, and decides as before (its TAT still in
+// the key's expiry, its value an object of its own).
+func TestCompactStateUnderLRU(t *testing.T) {
+	addr := redistest.Private(t, "--maxmemory-policy", "allkeys-lru", "--maxmemory", "64mb")
+	client := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { client.Close() })
+	var logged syncBuffer
+	obs := &evictionSeen{}
+	store := ratelimit.NewRedisStore(client, ratelimit.WithCompactState(), ratelimit.WithObserver(obs),
+		ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+	waitFor(t, "the eviction policy", func() bool { return len(obs.get()) > 0 })
+	if !strings.Contains(logged.String(), "compact state under an LRU or LFU maxmemory-policy") {
+		t.Errorf("logged:\n%s\nwant the line on compact state under LRU", logged.String())
+	}
+	p := ratelimit.Policy{Limit: 2, Window: time.Hour}
+	l := mustNew(t, store, p)
+	allow(t, l, "user:7", 1)
+	key := ratelimit.CompactStorageKey("rl:", "user:7", p)
+	if v, err := client.Get(ctx, key).Int(); err != nil || v >= 1000 {
+		t.Errorf("key %s holds %d, %v; want the TAT's last digits", key, v, err)
+	}
+	if refs, err := client.Do(ctx, "OBJECT", "REFCOUNT", key).Int64(); err != nil || refs != 1 {
+		t.Errorf("OBJECT REFCOUNT %s = %d, %v; want an object of its own under LRU", key, refs, err)
+	}
+	if d := allow(t, l, "user:7", 1); !d.Allowed {
+		t.Errorf("the second request: %+v; want admitted", d)
+	}
+	if d := allow(t, l, "user:7", 1); d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > 30*time.Minute {
+		t.Errorf("the third request: %+v; want denied for at most 30 minutes", d)
 	}
 }

@@ -92,8 +92,9 @@ func WithPrefix(prefix string) StoreOption {
 // of used_memory, not 133 (README: Performance). Decisions are the same, exactly; the price is
 // keys that cannot be read back to an identity (the ratelimit command takes -compact to find
 // them) and a PEXPIRETIME read per check of a known identity. The state in expiry is written on
-// the server's clock only (not with [WithClock]), and not under a maxmemory-policy that evicts
-// by LRU or LFU, where Redis shares no numbers (the keys are still short). Switching an
+// the server's clock only (not with [WithClock]); under a maxmemory-policy that evicts by LRU or
+// LFU, with maxmemory set, Redis shares no numbers, and only the keys shrink (the store logs
+// it). Switching an
 // application to compact state, or back, starts every identity afresh: its keys are others.
 func WithCompactState() RedisOption {
 	return redisOption(func(sc *storeConfig) { sc.compact = true })

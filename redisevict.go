@@ -93,6 +93,10 @@ func (s *redisStore) readEviction() {
 	default:
 		log.LogAttrs(ctx, slog.LevelInfo, "ratelimit: Redis will not evict the limiter's keys", slog.String("maxmemory_policy", seen))
 	}
+	if s.compact && slices.ContainsFunc(policies, func(p string) bool { return strings.Contains(p, "lru") || strings.Contains(p, "lfu") }) {
+		log.LogAttrs(ctx, slog.LevelInfo, "ratelimit: compact state under an LRU or LFU maxmemory-policy: with maxmemory set, Redis shares no numbers, so each key's value takes an object of its own (16 B more per identity); the keys stay short",
+			slog.String("maxmemory_policy", seen))
+	}
 	if o := s.observer; o != nil {
 		policy := seen
 		if err != nil {
