@@ -158,30 +158,24 @@ func agreeCompact(t *testing.T, client redis.UniversalClient, rng *rand.Rand, p 
 		}
 		cost := rng.Int64N(3)
 		peek := rng.IntN(10) == 0
-		var b ratelimit.Decision
-		if peek {
-			var err error
-			if b, err = red.Peek(ctx, key); err != nil {
+		decide := func(l *ratelimit.Limiter) ratelimit.Decision {
+			if !peek {
+				return allow(t, l, key, cost)
+			}
+			d, err := l.Peek(ctx, key)
+			if err != nil {
 				t.Fatal(err)
 			}
-		} else {
-			b = allow(t, red, key, cost)
+			return d
 		}
+		b := decide(red)
 		at := ratelimit.DecisionTime(b)
 		if at.Before(last) {
 			t.Fatalf("step %d: the server's clock went back from %v to %v", i, last, at)
 		}
 		last = at
 		clock.Set(at)
-		var a ratelimit.Decision
-		if peek {
-			var err error
-			if a, err = mem.Peek(ctx, key); err != nil {
-				t.Fatal(err)
-			}
-		} else {
-			a = allow(t, mem, key, cost)
-		}
+		a := decide(mem)
 		if a.Allowed != b.Allowed || a.Remaining != b.Remaining || a.RetryAfter != b.RetryAfter ||
 			a.ResetAfter != b.ResetAfter || a.Delay != b.Delay || a.EffectiveWindow != b.EffectiveWindow {
 			t.Fatalf("step %d (cost %d, peek %v) at %d µs: memory and compact Redis disagree\nmemory: allowed=%v remaining=%d retry=%v reset=%v delay=%v window=%v\n redis: allowed=%v remaining=%d retry=%v reset=%v delay=%v window=%v",

@@ -69,6 +69,13 @@ func app(t *testing.T, client redis.UniversalClient, prefix string, opts ...rate
 	})
 }
 
+// apiRequest is a request to the rule api with the API key abc.
+func apiRequest() *http.Request {
+	r := httptest.NewRequest("GET", "/api/items", nil)
+	r.Header.Set("X-API-Key", "abc")
+	return r
+}
+
 // send sends n requests to h, each made by req, and returns the status of the last.
 func send(h http.Handler, n int, req func() *http.Request) int {
 	var code int
@@ -113,11 +120,7 @@ func TestInspectReset(t *testing.T) {
 		inspect := func(args ...string) result { return cli(t, append(append([]string{"inspect"}, flags...), args...)...) }
 
 		// api: 3 requests with the API key abc.
-		if code := send(h, 3, func() *http.Request {
-			r := httptest.NewRequest("GET", "/api/items", nil)
-			r.Header.Set("X-API-Key", "abc")
-			return r
-		}); code != http.StatusOK {
+		if code := send(h, 3, apiRequest); code != http.StatusOK {
 			t.Fatalf("api: status %d; want 200", code)
 		}
 		byIdentity := inspect("-rule", "api", "hdr:x-api-key:abc")
@@ -195,11 +198,7 @@ func TestInspectResetCompact(t *testing.T) {
 		state := func(cmd string, args ...string) result {
 			return cli(t, append(append([]string{cmd}, flags...), args...)...)
 		}
-		if code := send(h, 3, func() *http.Request {
-			r := httptest.NewRequest("GET", "/api/items", nil)
-			r.Header.Set("X-API-Key", "abc")
-			return r
-		}); code != http.StatusOK {
+		if code := send(h, 3, apiRequest); code != http.StatusOK {
 			t.Fatalf("api: status %d; want 200", code)
 		}
 		api := stateRules(t)[0]
