@@ -236,3 +236,35 @@ func TestCompactStateUnderLRU(t *testing.T) {
 		t.Errorf("the third request: %+v; want denied for at most 30 minutes", d)
 	}
 }
+
+// Four instances of compact state, each with its own client, and 64 goroutines on one
+// identity, on the server's clock (the TAT in the key's expiry): GCRA admits exactly its burst
+// of 100, not one more, on Redis and on a Cluster. (100 an hour: one more unit every 36 s,
+// which the test never lasts.)
+func TestCompactStateFleetExact(t *testing.T) {
+	for _, e := range []struct {
+		name   string
+		client func(t *testing.T) redis.UniversalClient
+	}{
+		{"redis", func(t *testing.T) redis.UniversalClient {
+			return redis.NewClient(&redis.Options{Addr: redistest.Addr(t), PoolSize: 16})
+		}},
+		{"cluster", func(t *testing.T) redis.UniversalClient {
+			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.Cluster(t).Options().Addrs, PoolSize: 16})
+		}},
+	} {
+		t.Run(e.name, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			p := ratelimit.Policy{Limit: 100, Window: time.Hour}
+			var limiters []*ratelimit.Limiter
+			for range 4 {
+				c := e.client(t)
+				t.Cleanup(func() { c.Close() })
+				limiters = append(limiters, mustNew(t, ratelimit.NewRedisStore(c, ratelimit.WithPrefix(prefix), ratelimit.WithCompactState(), ratelimit.WithDenialCache(0)), p))
+			}
+			if got := hammer(t, limiters, 64, 16, "user:7"); got != 100 {
+				t.Errorf("admitted %d of 1,024 requests; want exactly 100", got)
+			}
+		})
+	}
+}
