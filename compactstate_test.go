@@ -1,6 +1,7 @@
 package ratelimit_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"math"
@@ -15,6 +16,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // The keys of compact state: 14 bytes, the identity's digest as the hash tag (one slot for
@@ -25,11 +27,11 @@ func TestCompactStorageKey(t *testing.T) {
 	gcra := ratelimit.Policy{Limit: 100, Window: time.Hour}
 	fixed := ratelimit.Policy{Limit: 100, Window: time.Hour, Algorithm: algorithms.FixedWindow{}}
 	k := ratelimit.CompactStorageKey("rl:", "user:7", gcra)
-	if k != "{iyihe}ouuTKN0" {
+	if k != "{iyih}ouuTKN0Y" {
 		t.Errorf("CompactStorageKey(rl:, user:7, 100/h GCRA) = %q; the digests changed: every identity of every fleet would start afresh", k)
 	}
-	if len(k) != 14 || k[0] != '{' || k[6] != '}' {
-		t.Errorf("%q: want 14 bytes, the hash tag in the first 7", k)
+	if len(k) != 14 || k[0] != '{' || k[5] != '}' {
+		t.Errorf("%q: want 14 bytes, the hash tag in the first 6", k)
 	}
 	other := map[string]string{
 		"another prefix":   ratelimit.CompactStorageKey("app2:", "user:7", gcra),
@@ -39,11 +41,11 @@ func TestCompactStorageKey(t *testing.T) {
 		"the same bytes, split otherwise": ratelimit.CompactStorageKey("rl:u", "ser:7", gcra),
 	}
 	for what, o := range other {
-		if o == k || o[1:6] == k[1:6] && what != "another policy" {
+		if o == k || o[:6] == k[:6] && what != "another policy" {
 			t.Errorf("%s: %q, against %q", what, o, k)
 		}
 	}
-	if o := other["another policy"]; o[:7] != k[:7] {
+	if o := other["another policy"]; o[:6] != k[:6] {
 		t.Errorf("two policies of one identity: %q and %q; want one hash tag", o, k)
 	}
 	// A named policy whose limit changes keeps its key, as readable keys do: the count
@@ -266,5 +268,86 @@ func TestCompactStateFleetExact(t *testing.T) {
 				t.Errorf("admitted %d of 1,024 requests; want exactly 100", got)
 			}
 		})
+	}
+}
+
+// The identities that share the digest in a compact key's braces (24 bits: a client finds one
+// that shares a given other's in a few thousand tries) share a Cluster slot and the name that
+// announcements give, and nothing else: one denied does not deny the other from the denial
+// cache.
+func TestCompactStateSharedTag(t *testing.T) {
+	client := redistest.Standalone(t)
+	prefix := redistest.Prefix(t)
+	p := ratelimit.Policy{Limit: 1, Window: time.Hour}
+	seen := map[string]string{}
+	var attacker, victim string
+	for i := 0; victim == ""; i++ {
+		id := "user:" + strconv.Itoa(i)
+		tag := ratelimit.CompactStorageKey(prefix, id, p)[:6]
+		if other, ok := seen[tag]; ok {
+			attacker, victim = other, id
+		}
+		seen[tag] = id
+	}
+	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithCompactState())
+	waitHearing(t, store)
+	l := mustNew(t, store, p)
+	allow(t, l, attacker, 1)
+	if d := allow(t, l, attacker, 1); d.Allowed {
+		t.Fatalf("%s admitted twice at 1 an hour", attacker)
+	}
+	if d := allow(t, l, attacker, 1); d.Allowed || d.Source != observe.SourceDenialCache {
+		t.Fatalf("%s: %+v; want denied from the denial cache", attacker, d)
+	}
+	if d := allow(t, l, victim, 1); !d.Allowed {
+		t.Errorf("%s, never charged, sharing %s's tag: denied by %v for %v", victim, attacker, d.Source, d.RetryAfter)
+	}
+}
+
+// Refunds and resets announce on the prefix's channel, compact keys too: a user whose ACL
+// allows the channels of its prefix alone (&<prefix>*) refunds and resets with compact state.
+// A server that refuses the announcement fails the refund or the reset before it changed
+// anything, with readable keys and compact ones: the caller is told it failed, and it did.
+func TestAnnouncementsUnderACL(t *testing.T) {
+	admin := redistest.Standalone(t)
+	for _, compact := range []bool{false, true} {
+		for _, channels := range []string{"prefix", "none"} {
+			t.Run(fmt.Sprintf("compact=%v/channels=%s", compact, channels), func(t *testing.T) {
+				prefix := redistest.Prefix(t)
+				user := strings.NewReplacer(":", "-", "/", "-", "=", "-").Replace(prefix) + "user"
+				acl := []any{"ACL", "SETUSER", user, "on", ">pw", "~*", "+@all", "resetchannels"}
+				if channels == "prefix" {
+					acl = append(acl, "&"+prefix+"*")
+				}
+				if err := admin.Do(ctx, acl...).Err(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { admin.Do(context.Background(), "ACL", "DELUSER", user) })
+				client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), Username: user, Password: "pw"})
+				t.Cleanup(func() { client.Close() })
+				opts := []ratelimit.RedisOption{ratelimit.WithPrefix(prefix), ratelimit.WithDenialCache(0)}
+				if compact {
+					opts = append(opts, ratelimit.WithCompactState())
+				}
+				l := mustNew(t, ratelimit.NewRedisStore(client, opts...), ratelimit.Policy{Limit: 1, Window: time.Hour})
+				charged := allow(t, l, "user:7", 1)
+				refundErr, resetErr := l.Refund(ctx, "user:7", charged), error(nil)
+				refunded := allow(t, l, "user:7", 1).Allowed // charges again if refunded
+				if refunded {
+					resetErr = l.Reset(ctx, "user:7")
+				}
+				reset := allow(t, l, "user:7", 1).Allowed
+				switch {
+				case channels == "prefix" && (refundErr != nil || resetErr != nil || !refunded || !reset):
+					t.Errorf("refund: %v, admitted after it %v; reset: %v, admitted after it %v; want both done", refundErr, refunded, resetErr, reset)
+				case channels == "none" && (refundErr == nil || refunded):
+					t.Errorf("refund: %v, admitted after it %v; want a NOPERM error and the charge kept", refundErr, refunded)
+				case channels == "none" && l.Reset(ctx, "user:7") == nil:
+					t.Error("reset refused no announcement")
+				case channels == "none" && allow(t, l, "user:7", 1).Allowed:
+					t.Error("a failed reset forgot the identity")
+				}
+			})
+		}
 	}
 }

@@ -55,6 +55,10 @@ type denialShard struct {
 
 // denial is what the store answered, and when.
 type denial struct {
+	// who is the identity denied. The cache files denials by the identity as storage keys
+	// hold it (see storedIdentity), which is how announcements name it; for compact keys that
+	// is a short digest, which other identities may share: a denial answers only its own.
+	who     string
 	of      []*compiledPolicy // the list it was denied under
 	at      int64             // when the store was asked, on the cache's clock, in Unix µs
 	until   int64             // at plus the Retry-After of the policies the cache may answer for
@@ -80,29 +84,29 @@ func (c *denialCache) shard(id string) *denialShard {
 	return &c.shards[maphash.String(c.seed, id)%denialShards]
 }
 
-// find returns the denial of id under policies, and its index among the identity's; nil when
-// there is none. The caller holds sh.mu.
-func (sh *denialShard) find(id string, policies []Policy) (*denial, int) {
+// find returns the denial of who, filed under id, under policies, and its index among id's;
+// nil when there is none. The caller holds sh.mu.
+func (sh *denialShard) find(id, who string, policies []Policy) (*denial, int) {
 	for i, d := range sh.entries[id] {
-		if samePolicies(d.of, policies) {
+		if d.who == who && samePolicies(d.of, policies) {
 			return d, i
 		}
 	}
 	return nil, -1
 }
 
-// answer fills out with the cached denial of a request of cost from id, as the store would
+// answer fills out with the cached denial of a request of cost from who (filed under id), as the store would
 // answer it at now, and reports whether it did. When the denial is over, the first request
 // to come goes to the store (refresh: settle must follow its answer) and the others are still
 // denied from the cache until it has. On a miss it returns the shard's epoch, for remember or
 // settle.
-func (c *denialCache) answer(id string, policies []Policy, cost int64, now time.Time, out []PolicyResult) (hit, refresh bool, epoch uint64) {
+func (c *denialCache) answer(id, who string, policies []Policy, cost int64, now time.Time, out []PolicyResult) (hit, refresh bool, epoch uint64) {
 	sh := c.shard(id)
 	sh.mu.Lock()
 	epoch = sh.epoch
 	// In whole µs, as the store computes: with the store's clock, the answer is the store's.
 	us := now.UnixMicro()
-	d, _ := sh.find(id, policies)
+	d, _ := sh.find(id, who, policies)
 	if d == nil || cost < d.cost || us < d.at { // an injected clock went back: ask the store
 		sh.mu.Unlock()
 		return false, false, epoch
@@ -132,14 +136,14 @@ func (c *denialCache) answer(id string, policies []Policy, cost int64, now time.
 // at time at in epoch, or err when the store failed: a new denial replaces the old; an
 // admission that left nothing keeps the entry, so that the next request alone asks the store
 // again; otherwise the denial is forgotten.
-func (c *denialCache) settle(id string, policies []Policy, cost int64, at time.Time, epoch uint64, out []PolicyResult, err error) {
-	if err == nil && c.remember(id, policies, cost, at, epoch, out) {
+func (c *denialCache) settle(id, who string, policies []Policy, cost int64, at time.Time, epoch uint64, out []PolicyResult, err error) {
+	if err == nil && c.remember(id, who, policies, cost, at, epoch, out) {
 		return
 	}
 	sh := c.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	d, i := sh.find(id, policies)
+	d, i := sh.find(id, who, policies)
 	if d == nil {
 		return
 	}
@@ -160,11 +164,11 @@ func exhausted(policies []Policy, out []PolicyResult) bool {
 	return false
 }
 
-// remember records the store's answer to a request of cost from id, asked at time at in the
+// remember records the store's answer to a request of cost from who (filed under id), asked at time at in the
 // shard's epoch (see answer), when it is a denial the cache may answer (see denialCache) and
 // no refund or reset of the identity began since, and reports whether it did. An admission
 // costs a loop over its results and nothing more.
-func (c *denialCache) remember(id string, policies []Policy, cost int64, at time.Time, epoch uint64, out []PolicyResult) bool {
+func (c *denialCache) remember(id, who string, policies []Policy, cost int64, at time.Time, epoch uint64, out []PolicyResult) bool {
 	if !c.live.Load() {
 		return false // a refund or a reset elsewhere could go unheard
 	}
@@ -187,14 +191,14 @@ func (c *denialCache) remember(id string, policies []Policy, cost int64, at time
 		of[i] = policies[i].compiled
 	}
 	us := at.UnixMicro()
-	d := &denial{of: of, at: us, until: us + wait.Microseconds(), cost: cost, results: append([]PolicyResult(nil), out...)}
+	d := &denial{who: who, of: of, at: us, until: us + wait.Microseconds(), cost: cost, results: append([]PolicyResult(nil), out...)}
 	sh := c.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sh.epoch != epoch {
 		return false // a refund or a reset began while the store was asked
 	}
-	if old, i := sh.find(id, policies); old != nil {
+	if old, i := sh.find(id, who, policies); old != nil {
 		sh.entries[id][i] = d
 		return true
 	}

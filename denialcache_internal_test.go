@@ -7,7 +7,8 @@ import (
 )
 
 // A denial answers only for the policy list it was denied under: another list that starts with
-// the same policy and is as long (a list and a variant of it) goes to the store.
+// the same policy and is as long (a list and a variant of it) goes to the store; and only for
+// the identity denied, not another filed under the same name.
 func TestDenialCacheAnswersItsOwnList(t *testing.T) {
 	compile := func(p Policy) Policy {
 		c, err := p.compile()
@@ -23,15 +24,19 @@ func TestDenialCacheAnswersItsOwnList(t *testing.T) {
 	cache := newDenialCache(64)
 	cache.live.Store(true) // as when the store hears refunds and resets
 	denied := []PolicyResult{{Policy: a, RetryAfter: 30 * time.Second}, {Policy: b, Allowed: true, Remaining: 9}}
-	if !cache.remember("k", []Policy{a, b}, 1, clock.now, 0, denied) {
+	if !cache.remember("k", "k", []Policy{a, b}, 1, clock.now, 0, denied) {
 		t.Fatal("a denial with a Retry-After was not remembered")
 	}
 	out := make([]PolicyResult, 2)
-	if hit, _, _ := cache.answer("k", []Policy{a, b}, 1, clock.now, out); !hit || out[0].Policy.Name != "a" {
+	if hit, _, _ := cache.answer("k", "k", []Policy{a, b}, 1, clock.now, out); !hit || out[0].Policy.Name != "a" {
 		t.Fatalf("the same list: hit %v, %+v; want the cached denial", hit, out)
 	}
-	if hit, _, _ := cache.answer("k", []Policy{a, c}, 1, clock.now, out); hit {
+	if hit, _, _ := cache.answer("k", "k", []Policy{a, c}, 1, clock.now, out); hit {
 		t.Fatalf("another list starting alike was answered from the cache: %+v", out)
+	}
+	// Compact keys file identities under a short digest, which another may share.
+	if hit, _, _ := cache.answer("k", "another identity", []Policy{a, b}, 1, clock.now, out); hit {
+		t.Fatalf("another identity filed alike was answered from the cache: %+v", out)
 	}
 }
 

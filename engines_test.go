@@ -56,11 +56,15 @@ func redisStore(t *testing.T, client redis.UniversalClient, opts ...ratelimit.Re
 	return ratelimit.NewRedisStore(client, append([]ratelimit.RedisOption{ratelimit.WithPrefix(prefix)}, opts...)...)
 }
 
-// assertAllKeysExpire fails the test when a key under prefix has no TTL.
+// compactKeys matches the keys of compact state (see ratelimit.CompactStorageKey), which hold
+// no prefix: those of every test.
+const compactKeys = "{????}????????"
+
+// assertAllKeysExpire fails the test when a key under prefix, or a compact key, has no TTL.
 func assertAllKeysExpire(t *testing.T, client redis.UniversalClient, prefix string) {
 	ctx := context.Background()
-	check := func(ctx context.Context, c *redis.Client) error {
-		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	checkPattern := func(ctx context.Context, c *redis.Client, pattern string) error {
+		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
 		for iter.Next(ctx) {
 			ttl, err := c.PTTL(ctx, iter.Val()).Result()
 			if err != nil {
@@ -71,6 +75,14 @@ func assertAllKeysExpire(t *testing.T, client redis.UniversalClient, prefix stri
 			}
 		}
 		return iter.Err()
+	}
+	check := func(ctx context.Context, c *redis.Client) error {
+		for _, pattern := range []string{prefix + "*", compactKeys} {
+			if err := checkPattern(ctx, c, pattern); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	var err error
 	switch c := client.(type) {

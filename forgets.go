@@ -23,9 +23,9 @@ import (
 // announcements may have been missed meanwhile.
 
 // forgetChannel returns the channel on which the scripts announce the refunds and resets of
-// keys under prefix: the prefix followed by "forget" (compact keys have no prefix: "forget").
-// The message is the identity as the keys hold it (see storedIdentity; for compact keys, the
-// digest between their braces, which the prefix is part of).
+// keys under prefix: the prefix followed by "forget" (compact keys, which hold no prefix, pass
+// it to the scripts). The message is the identity as the keys hold it (see storedIdentity; for
+// compact keys, the digest between their braces).
 func forgetChannel(prefix string) string { return prefix + "forget" }
 
 // forgetter is a layer of the Redis store that answers denials itself.
@@ -64,11 +64,7 @@ func (s *redisStore) listenForForgets(layers ...forgetter) bool {
 		return false
 	}
 	s.listening.Store(true)
-	prefix := s.prefix
-	if s.compact {
-		prefix = "" // a compact key holds no prefix (see announce in check.lua)
-	}
-	go s.listen(sub, forgetChannel(prefix), layers)
+	go s.listen(sub, forgetChannel(s.prefix), layers)
 	return true
 }
 

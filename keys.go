@@ -123,18 +123,20 @@ func computeTag(p *Policy, code string) string {
 }
 
 // The compact keys of a store with compact state ([WithCompactState]) are 14 bytes, the
-// fewest a key of Redis can take below 16 (a key's bytes and the two of its header share an
-// allocation of 16): "{" + 5 characters + "}" + 7 characters, base64url. The 5 between the
-// braces are 30 bits of the SHA-256 of the prefix and the identity: the Redis Cluster hash tag,
-// the same for every policy of one identity, and the identity as the announcements of refunds
-// and resets name it. The 7 after are 42 bits of the SHA-256 of the prefix, the identity and the
-// policy's tag. Two keys are the same only when both digests are, 72 bits: among a billion
-// identities under three policies each, the odds that any two share a key are about 1 in
-// 10^5; and an identity chosen to share the key of a given other takes about 2^72 tries. The
-// prefix is in the digests, not in the key, so two prefixes still name different keys.
+// most a key of Redis can take in an allocation of 16 (its bytes and the two of its header):
+// "{" + 4 characters + "}" + 8 characters, base64url. The 4 between the braces are 24 bits of
+// the SHA-256 of the prefix and the identity: the Redis Cluster hash tag, the same for every
+// policy of one identity, and the identity as announcements of refunds and resets name it,
+// which tells the instances whose cached denials to forget (forgetting one too many only costs
+// a call). The 8 after are 48 bits of the SHA-256 of the prefix, the identity and the policy's
+// tag. Two keys are the same only when both digests are: among a million identities under
+// three policies each, the odds that any two share a key are about 1 in 80 million; among a
+// billion, about 1 in 1,000 (they would then share that policy's quota). An identity made to share the key of a given other takes about 2^72
+// tries. The prefix is in the digests, not in the key, so two prefixes still name different
+// keys; it names the channel of the announcements, as for readable keys.
 const (
-	compactTagChars = 5
-	compactKeyChars = 7
+	compactTagChars = 4
+	compactKeyChars = 8
 	compactKeyLen   = 1 + compactTagChars + 1 + compactKeyChars
 )
 

@@ -71,8 +71,10 @@ func (sc *storeConfig) done(constructor string) {
 // errorf records an invalid option.
 func (sc *storeConfig) errorf(format string, args ...any) { sc.errs.add(format, args...) }
 
-// WithPrefix sets the prefix of every key the store writes (default "rl:"). The identity that
-// follows it is the key's Redis Cluster hash tag, so the prefix may not hold '{' or '}'.
+// WithPrefix sets the prefix of every key the store writes (default "rl:"), and of the channel
+// on which the Redis store announces refunds and resets ("rl:forget"). The identity that
+// follows it is the key's Redis Cluster hash tag, so the prefix may not hold '{' or '}'. With
+// [WithCompactState] the prefix is in the keys' digests, not at their start.
 func WithPrefix(prefix string) StoreOption {
 	return storeOption(func(sc *storeConfig) {
 		if strings.ContainsAny(prefix, "{}") {
@@ -88,13 +90,17 @@ func WithPrefix(prefix string) StoreOption {
 // prefix, the identity and the policy (see [CompactStorageKey]), in place of readable ones
 // (see [StorageKey]); and, on Redis 7.0 and later, the theoretical arrival time of GCRA and
 // the buckets in the key's expiry, with a number below 1,000 as its value, which Redis shares
-// among keys rather than storing it. One identity under one GCRA policy then takes 101 bytes
-// of used_memory, not 133 (README: Performance). Decisions are the same, exactly; the price is
-// keys that cannot be read back to an identity (the ratelimit command takes -compact to find
-// them) and a PEXPIRETIME read per check of a known identity. The state in expiry is written on
-// the server's clock only (not with [WithClock]); under a maxmemory-policy that evicts by LRU or
-// LFU, with maxmemory set, Redis shares no numbers, and only the keys shrink (the store logs
-// it). Switching an
+// among keys rather than storing it. One identity under one GCRA policy then takes about 100
+// bytes of used_memory, not 132 (README: Performance). Decisions are the same, exactly.
+//
+// The price: keys that cannot be read back to an identity (the ratelimit command takes
+// -compact to find them) and do not start with the prefix (an ACL of key patterns, or a SCAN
+// for the prefix, does not find them; announcements stay on the prefix's channel); a
+// PEXPIRETIME per check of a known identity. The state in expiry is written on the server's
+// clock only (not with [WithClock]); moving a key between servers (MIGRATE, DUMP and RESTORE)
+// carries its expiry as a time to live, so its identity is admitted later by the time the move
+// took, never sooner; under a maxmemory-policy that evicts by LRU or LFU, with maxmemory set,
+// Redis shares no numbers and only the keys shrink (the store logs it). Switching an
 // application to compact state, or back, starts every identity afresh: its keys are others.
 func WithCompactState() RedisOption {
 	return redisOption(func(sc *storeConfig) { sc.compact = true })

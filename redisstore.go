@@ -32,6 +32,9 @@ type redisStore struct {
 	// compact is set by WithCompactState: the keys are compact (see CompactStorageKey), and
 	// the scripts may keep a TAT in a key's expiry.
 	compact bool
+	// forgets is the channel of the announcements of refunds and resets (see forgets.go), as
+	// an argument of the scripts, which compact keys need.
+	forgets any
 	clock   Clock // nil: the Redis server's TIME
 	// direct reports that the client gives up at its context's deadline (go-redis with
 	// ContextTimeoutEnabled), so a call needs no goroutine to keep its deadline.
@@ -107,7 +110,7 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 			return string(appendCompactIdentity(b[:0], prefix, id))
 		}
 	}
-	s := &redisStore{client: client, calls: calls, prefix: c.prefix, compact: c.compact, clock: c.clock, direct: honoursDeadlines(client), log: logs{c.logger}, dials: watchDials(client),
+	s := &redisStore{client: client, calls: calls, prefix: c.prefix, compact: c.compact, forgets: forgetChannel(c.prefix), clock: c.clock, direct: honoursDeadlines(client), log: logs{c.logger}, dials: watchDials(client),
 		observer: c.res.observer, desc: describeRedis(client), pingEvery: pingEvery}
 	s.startEviction()
 	r := resilient(s, c)
@@ -434,6 +437,9 @@ func (s *redisStore) scriptArgs(key string, policies []Policy, cost int64, mode 
 	for i := range policies {
 		args = append(args, policies[i].compiled.redisArgs...)
 	}
+	if mode == 2 && s.compact {
+		args = append(args, s.forgets) // compact keys hold no prefix to name the channel by
+	}
 	return args, nil
 }
 
@@ -443,7 +449,11 @@ var compactNow any = "e"
 
 // Reset implements [Store].
 func (s *redisStore) Reset(ctx context.Context, key string, policies []Policy) error {
-	if _, err := s.run(ctx, resetScript, s.newCall(key, policies, 0)); err != nil && !errors.Is(err, redis.Nil) {
+	args := s.newCall(key, policies, 1)
+	if s.compact {
+		args = append(args, s.forgets) // compact keys hold no prefix to name the channel by
+	}
+	if _, err := s.run(ctx, resetScript, args); err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("ratelimit: redis reset: %w", err)
 	}
 	return nil

@@ -65,7 +65,7 @@ func (s *resilientStore) Check(ctx context.Context, key string, policies []Polic
 		id = s.stored(key)
 		asked = s.clock.Now()
 		var hit bool
-		if hit, refresh, epoch = s.denials.answer(id, policies, cost, asked, out); hit {
+		if hit, refresh, epoch = s.denials.answer(id, key, policies, cost, asked, out); hit {
 			return asked, nil
 		}
 	}
@@ -77,12 +77,12 @@ func (s *resilientStore) Check(ctx context.Context, key string, policies []Polic
 	}
 	switch {
 	case refresh:
-		s.denials.settle(id, policies, cost, asked, epoch, out, err)
+		s.denials.settle(id, key, policies, cost, asked, epoch, out, err)
 	case err != nil || s.denials == nil || cost == 0:
 	case charge && allAdmitted(policies, out):
 		s.denials.charged(id)
 	default:
-		s.denials.remember(id, policies, cost, asked, epoch, out)
+		s.denials.remember(id, key, policies, cost, asked, epoch, out)
 	}
 	if err != nil {
 		if !s.report(ctx, err) || s.fallback == nil {

@@ -15,6 +15,7 @@
 --           window in microseconds, burst (0: the limit), shadow ("1": evaluated and charged
 --           with what it admits, never deciding; "0"). A policy's string is the same on every
 --           call, so the library parses it once (see spec_of).
+-- ARGV[5+n] with "2", for compact keys (n policies): the channel of announcements
 --
 -- A refund ("2") announces itself: see announce.
 --
@@ -53,92 +54,79 @@ local replies = {}
 
 -- announce tells the instances that answer denials themselves (the Redis store's denial cache)
 -- that what an identity was charged was given back, so that none of them goes on denying it
--- until a Retry-After that no longer holds: it publishes, on the channel of the keys' prefix
--- followed by "forget", the identity as the keys hold it (what stands between the braces).
--- Refunds and resets announce; nothing else ends a denial sooner than its Retry-After.
-local function announce(key)
+-- until a Retry-After that no longer holds: it publishes, on channel, the identity as the keys
+-- hold it (what stands between the braces of key). The channel is the keys' prefix followed by
+-- "forget": compact keys, which hold no prefix, come with it (the argument after the
+-- policies'); readable keys give it. Refunds and resets announce, before they write anything:
+-- a server that refuses the announcement (an ACL) fails the call before it changed anything.
+-- Nothing else ends a denial sooner than its Retry-After.
+local function announce(key, channel)
   local b = string.find(key, '{', 1, true)
   local e = b and string.find(key, '}', b + 1, true)
-  if e then redis.call('PUBLISH', string.sub(key, 1, b - 1) .. 'forget', string.sub(key, b + 1, e - 1)) end
+  if not e then return end
+  redis.call('PUBLISH', channel or string.sub(key, 1, b - 1) .. 'forget', string.sub(key, b + 1, e - 1))
 end
 
-local function check(KEYS, ARGV)
-  -- The library outlives a call (a Redis Function): every call starts afresh.
+-- redis_now is the Redis server's TIME in microseconds.
+local function redis_now()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- begin starts a call afresh (the library outlives it: a Redis Function) and returns its time,
+-- from its ARGV[1] (t): server_now, when given, is the server's TIME already read.
+local function begin(t, server_now)
   floor, ceil, min_ttl_ms = math.floor, math.ceil, 1
-  local now = ARGV[1]
   compact, expiry_write = false, false
-  if now == 'e' then -- compact state, on the server's clock
-    compact, now = true, '0'
+  if t == 'e' then -- compact state, on the server's clock
+    compact, t = true, '0'
     expiry_write = (redis.REDIS_VERSION_NUM or 0) >= 0x070000
-  elseif now ~= '0' and string.byte(now) == 101 then -- compact state, on an injected clock
-    compact, now = true, string.sub(now, 2)
+  elseif t ~= '0' and string.byte(t) == 101 then -- compact state, on an injected clock
+    compact, t = true, string.sub(t, 2)
   end
-  if now == '0' then
-    local t = redis.call('TIME')
-    now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  else
-    now = tonumber(now)
-    min_ttl_ms = 60000 -- see preamble.lua
-  end
-  local cost = ARGV[2]
+  if t == '0' then return server_now or redis_now() end
+  min_ttl_ms = 60000 -- see preamble.lua
+  return tonumber(t)
+end
+
+-- evaluate runs the check (mode "0" or "1") of the call whose keys are KEYS[k0 + 1 .. k0 + nk]
+-- and whose arguments are ARGV[a0 + 1 ..], at now: it writes the call's reply (see above) to
+-- out[o + 1 ..] and returns the index of its last integer, or nil and an error reply. Nothing
+-- is written to Redis before every policy has been read, so a call that fails wrote nothing.
+local function evaluate(KEYS, k0, nk, ARGV, a0, now, out, o)
+  local cost = ARGV[a0 + 2]
   if cost == '1' then cost = 1 else cost = tonumber(cost) end
-  local mode = ARGV[3]
-  local nk = #KEYS
-
-  if mode == '2' or mode == '3' then
-    local at, fns = tonumber(ARGV[4]), refunds
-    if mode == '3' then fns = renews end
-    for i = 1, nk do -- every code is known before anything is written
-      local p, err = spec_of(ARGV[4 + i])
-      if not p then return err end
-      if not fns[p[6]] then return redis.error_reply('ratelimit: algorithm code ' .. p[6] .. ' holds no lease to renew') end
-    end
-    for i = 1, nk do
-      local p = specs[ARGV[4 + i]] or spec_of(ARGV[4 + i])
-      fns[p[6]](KEYS[i], now, p[2], p[3], p[4], cost, at)
-    end
-    if mode == '3' then return {now} end
-    announce(KEYS[1])
-    return {}
-  end
-
-  local charge = mode == '1' and cost > 0
+  local charge = ARGV[a0 + 3] == '1' and cost > 0
   if nk == 1 then -- one policy: no pending write to keep
-    local p, err = spec_of(ARGV[5])
-    if not p then return err end
+    local p, err = spec_of(ARGV[a0 + 5])
+    if not p then return nil, err end
+    local key = KEYS[k0 + 1]
     local ok, remaining, reset, retry, delay, next, write, v1, v2, v3, v4, v5, v6 =
-      p[1](KEYS[1], now, p[2], p[3], p[4], cost)
+      p[1](key, now, p[2], p[3], p[4], cost)
     -- A shadow policy never decides, and is charged only with what it admits.
-    if charge and ok == 1 then write(KEYS[1], v1, v2, v3, v4, v5, v6) end
-    local reply = replies[1]
-    if not reply then reply = {0, 0, 0, 0, 0, 0, 0}; replies[1] = reply end
-    reply[1], reply[2], reply[3], reply[4], reply[5], reply[6], reply[7] =
+    if charge and ok == 1 then write(key, v1, v2, v3, v4, v5, v6) end
+    out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6], out[o + 7] =
       ok, remaining, reset, retry, delay, next, now
-    return reply
+    return o + 7
   end
 
   for i = 1, nk do -- every code is known before any algorithm runs
-    local p, err = spec_of(ARGV[4 + i])
-    if not p then return err end
+    local p, err = spec_of(ARGV[a0 + 4 + i])
+    if not p then return nil, err end
   end
-  local reply = replies[nk]
-  if not reply then
-    reply = {}
-    if nk <= 16 then replies[nk] = reply end
-  end
-  local all, n, w = true, 0, 0
+  local all, n, w = true, o, 0
   for i = 1, nk do
-    local p = specs[ARGV[4 + i]] or spec_of(ARGV[4 + i])
+    local p, key = specs[ARGV[a0 + 4 + i]] or spec_of(ARGV[a0 + 4 + i]), KEYS[k0 + i]
     local ok, remaining, reset, retry, delay, next, write, v1, v2, v3, v4, v5, v6 =
-      p[1](KEYS[i], now, p[2], p[3], p[4], cost)
-    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5], reply[n + 6] =
+      p[1](key, now, p[2], p[3], p[4], cost)
+    out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6] =
       ok, remaining, reset, retry, delay, next
     n = n + 6
     -- A shadow policy never decides, and is charged only with what it admits.
     local shadow = p[5]
     if not shadow and ok == 0 then all = false end
     if not shadow or ok == 1 then
-      pending[w + 1], pending[w + 2], pending[w + 3], pending[w + 4] = write, KEYS[i], v1, v2
+      pending[w + 1], pending[w + 2], pending[w + 3], pending[w + 4] = write, key, v1, v2
       pending[w + 5], pending[w + 6], pending[w + 7], pending[w + 8] = v3, v4, v5, v6
       w = w + 8
     end
@@ -148,6 +136,77 @@ local function check(KEYS, ARGV)
       pending[j](pending[j + 1], pending[j + 2], pending[j + 3], pending[j + 4], pending[j + 5], pending[j + 6], pending[j + 7])
     end
   end
-  reply[n + 1] = now
+  out[n + 1] = now
+  return n + 1
+end
+
+local function check(KEYS, ARGV)
+  local now = begin(ARGV[1])
+  local mode = ARGV[3]
+  local nk = #KEYS
+
+  if mode == '2' or mode == '3' then
+    local cost = tonumber(ARGV[2])
+    local at, fns = tonumber(ARGV[4]), refunds
+    if mode == '3' then fns = renews end
+    for i = 1, nk do -- every code is known before anything is written
+      local p, err = spec_of(ARGV[4 + i])
+      if not p then return err end
+      if not fns[p[6]] then return redis.error_reply('ratelimit: algorithm code ' .. p[6] .. ' holds no lease to renew') end
+    end
+    if mode == '2' then announce(KEYS[1], ARGV[4 + nk + 1]) end
+    for i = 1, nk do
+      local p = specs[ARGV[4 + i]] or spec_of(ARGV[4 + i])
+      fns[p[6]](KEYS[i], now, p[2], p[3], p[4], cost, at)
+    end
+    if mode == '3' then return {now} end
+    return {}
+  end
+
+  local reply = replies[nk]
+  if not reply then
+    reply = {}
+    if nk <= 16 then replies[nk] = reply end
+  end
+  local n, err = evaluate(KEYS, 0, nk, ARGV, 0, now, reply, 0)
+  if not n then return err end
   return reply
+end
+
+-- run_one is one call of check_many: a check (mode "0" or "1"), else nil.
+local function run_one(KEYS, k0, nk, ARGV, a0, server_now, out, o)
+  local mode = ARGV[a0 + 3]
+  if mode ~= '0' and mode ~= '1' then return nil end
+  return evaluate(KEYS, k0, nk, ARGV, a0, begin(ARGV[a0 + 1], server_now), out, o)
+end
+
+-- check_many runs the checks that a store's batcher merged (concurrent calls of check sent as
+-- one, see package internal/rediscall), one after the other, each as check would alone. The
+-- server's TIME is read once, for every call that asks for it: the calls happen at one instant,
+-- as they do in one atomic script.
+--
+-- KEYS      the keys of every call, call after call
+-- ARGV[1]   the number of calls m; then, per call, its number of keys, its number of arguments
+--           and its arguments (check's ARGV)
+--
+-- Reply: one array of integers, per call its length n then its n integers (check's reply); or
+-- -1 alone for a call that failed (an error, or not a check): it wrote nothing (see
+-- evaluate), and the caller sends it again alone, to get its error.
+local function check_many(KEYS, ARGV)
+  local m, out, o, k, a, server_now = tonumber(ARGV[1]), {}, 0, 0, 1, nil
+  for _ = 1, m do
+    local nk, na = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+    a = a + 2
+    local t = ARGV[a + 1]
+    if not server_now and (t == '0' or t == 'e') then server_now = redis_now() end
+    local ok, n = pcall(run_one, KEYS, k, nk, ARGV, a, server_now, out, o + 1)
+    if ok and n then
+      out[o + 1], o = n - o - 1, n
+    else
+      out[o + 1], o = -1, o + 1
+    end
+    k, a = k + nk, a + na
+  end
+  for i = #out, o + 1, -1 do out[i] = nil end -- what a failed last call left
+  return out
 end

@@ -42,6 +42,10 @@ func Function() (src, name string) {
 	return fn.src, fn.name
 }
 
+// Merged returns the name of the library's second function, check_many in check.lua, which
+// runs several calls of the check merged into one (see package internal/rediscall).
+func Merged() string { return functionOnce().name + "_many" }
+
 var functionOnce = sync.OnceValue(func() struct{ src, name string } {
 	c := code()
 	sum := sha1.Sum([]byte(c))
@@ -49,7 +53,9 @@ var functionOnce = sync.OnceValue(func() struct{ src, name string } {
 	name := "ratelimit_check_" + version
 	src := "#!lua name=ratelimit_" + version + "\n" + c +
 		"redis.register_function{function_name = '" + name + "', " +
-		"callback = function(keys, args) return check(keys, args) end}\n"
+		"callback = function(keys, args) return check(keys, args) end}\n" +
+		"redis.register_function{function_name = '" + name + "_many', " +
+		"callback = function(keys, args) return check_many(keys, args) end}\n"
 	return struct{ src, name string }{src, name}
 })
 
