@@ -20,7 +20,10 @@ import (
 )
 
 var (
-	checkScript = rediscall.NewScript(redisscripts.Check()).WithFunction(redisscripts.Function())
+	// adjustScript refunds and renews; checkScript, the same function, checks, and its
+	// concurrent calls may be merged into one (see package internal/rediscall).
+	adjustScript = rediscall.NewScript(redisscripts.Check()).WithFunction(redisscripts.Function())
+	checkScript  = adjustScript.WithMerged(redisscripts.Merged())
 	resetScript = rediscall.NewScript(redisscripts.Reset())
 )
 
@@ -171,9 +174,10 @@ func (s *redisStore) run(ctx context.Context, script *rediscall.Script, args []a
 	return r.v, r.err
 }
 
-// runInts is run for check.lua, whose reply is an array of integers.
-func (s *redisStore) runInts(ctx context.Context, args []any) ([]int64, error) {
-	r := s.call(ctx, checkScript, args, true)
+// runInts is run for check.lua, whose reply is an array of integers: script is checkScript
+// for a check, adjustScript for a refund or a renewal.
+func (s *redisStore) runInts(ctx context.Context, script *rediscall.Script, args []any) ([]int64, error) {
+	r := s.call(ctx, script, args, true)
 	if r.err != nil && badReply(r.err) {
 		r.err = fmt.Errorf("%w: %w", errBadReply, r.err)
 	}
@@ -288,7 +292,7 @@ func (s *redisStore) Check(ctx context.Context, key string, policies []Policy, c
 		return time.Time{}, err
 	}
 	s.checkEviction()
-	reply, err := s.runInts(ctx, args)
+	reply, err := s.runInts(ctx, checkScript, args)
 	if err == nil {
 		return decodeCheck(reply, out[:len(policies)])
 	}
@@ -318,7 +322,7 @@ func decodeCheck(reply []int64, out []PolicyResult) (time.Time, error) {
 func (s *redisStore) Refund(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) error {
 	args, err := s.scriptArgs(key, policies, cost, 2, at.UnixMicro())
 	if err == nil {
-		_, err = s.runInts(ctx, args)
+		_, err = s.runInts(ctx, adjustScript, args)
 	}
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("ratelimit: redis refund: %w", err)
@@ -335,7 +339,7 @@ func (s *redisStore) Renew(ctx context.Context, key string, policies []Policy, c
 	if err != nil {
 		return time.Time{}, err
 	}
-	reply, err := s.runInts(ctx, args)
+	reply, err := s.runInts(ctx, adjustScript, args)
 	if err == nil && len(reply) != 1 {
 		err = fmt.Errorf("%w: got %d integers, want 1", errBadReply, len(reply))
 	}

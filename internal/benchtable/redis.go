@@ -23,11 +23,17 @@ func p50(ctx context.Context, call caller, keys []string, d time.Duration) (floa
 // rate calls call from the given number of goroutines for d and returns the calls completed
 // per second.
 func rate(ctx context.Context, call caller, keys []string, goroutines int, d time.Duration) (float64, error) {
+	perSecond, _, err := rateN(ctx, call, keys, goroutines, d)
+	return perSecond, err
+}
+
+// rateN is rate, which also returns how many calls completed.
+func rateN(ctx context.Context, call caller, keys []string, goroutines int, d time.Duration) (float64, int64, error) {
 	n, elapsed, err := loadgen.Rate(ctx, loadgen.Call(call), keys, goroutines, d)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return float64(n) / elapsed.Seconds(), nil
+	return float64(n) / elapsed.Seconds(), n, nil
 }
 
 // allocs returns the heap allocations of one call (see loadgen.Allocs).
@@ -55,6 +61,17 @@ func (s commandStats) perCall(command string) (float64, error) {
 		return 0, fmt.Errorf("no %s in INFO commandstats", command)
 	}
 	return float64(c.Usec) / float64(c.Calls), nil
+}
+
+// perOp returns the server's microseconds of command per operation, n operations having
+// run: the store merges concurrent checks, several to a call (see package
+// internal/rediscall), so its calls are fewer than its checks.
+func (s commandStats) perOp(command string, n int64) (float64, error) {
+	c, ok := s[command]
+	if !ok || c.Calls == 0 || n == 0 {
+		return 0, fmt.Errorf("no %s in INFO commandstats", command)
+	}
+	return float64(c.Usec) / float64(n), nil
 }
 
 // infoField returns the value of one "field:value" line of an INFO reply.

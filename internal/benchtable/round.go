@@ -106,13 +106,14 @@ func (e *env) measure(ctx context.Context, s subject, f figures) error {
 		return err
 	}
 	start := time.Now()
+	var n64 int64
 	stats64, err := e.serverTime(ctx, func() (err error) {
-		tput, err = rate(ctx, s.call, e.keys, e.s.goroutines, e.s.phase)
+		tput, n64, err = rateN(ctx, s.call, e.keys, e.s.goroutines, e.s.phase)
 		return err
 	})
 	elapsed := time.Since(start).Seconds()
 	if err == nil {
-		srv64, err = stats64.perCall(s.command)
+		srv64, err = stats64.perOp(s.command, n64) // per check: calls are merged
 	}
 	if err != nil {
 		return err

@@ -16,8 +16,9 @@ import (
 // meanwhile leaves as one pipeline. An idle client therefore never waits, and a busy one sends
 // pipelines as deep as the load makes them.
 //
-// Batching changes nothing a check does: every call is still one atomic FCALL (or EVALSHA),
-// and a pipeline is only their transport. go-redis sends a pipeline holding a NoRetry command
+// Batching changes nothing a check does: every call is still atomic, and a pipeline is only
+// their transport; where one server holds every key, the calls of a function with a merged
+// form travel as one call of it (see merge.go). go-redis sends a pipeline holding a NoRetry command
 // once, as it sends the command alone (see call.go); on a Cluster it splits the pipeline
 // by node and follows MOVED and ASK for each call.
 
@@ -30,6 +31,9 @@ const onWire = 3
 type batcher struct {
 	process  func(ctx context.Context, cmd redis.Cmder) error // sends one command
 	pipeline func() redis.Pipeliner
+	// merges is set where one server holds every key the calls name: calls are merged where
+	// they can be (see merge.go).
+	merges bool
 
 	mu     sync.Mutex
 	busy   int       // calls and pipelines on the wire
@@ -57,8 +61,9 @@ type pipeliner interface {
 	Pipeline() redis.Pipeliner
 }
 
-func newBatcher(client pipeliner) *batcher {
-	return &batcher{process: client.Process, pipeline: client.Pipeline}
+// newBatcher returns the batcher of client; merges says whether one server holds every key.
+func newBatcher(client pipeliner, merges bool) *batcher {
+	return &batcher{process: client.Process, pipeline: client.Pipeline, merges: merges}
 }
 
 // send sends cmd and returns its error (its reply is in cmd), or ctx's error if ctx ends
@@ -135,6 +140,10 @@ func (b *batcher) sendBatch(batch []*queued) {
 	if !open && len(cmds) > 0 {
 		ctx, cancel = context.WithDeadline(ctx, latest)
 	}
+	var merges []*merged
+	if b.merges && len(cmds) > 1 {
+		cmds, merges = merge(ctx, cmds)
+	}
 	switch len(cmds) {
 	case 0:
 	case 1:
@@ -145,6 +154,11 @@ func (b *batcher) sendBatch(batch []*queued) {
 			_ = p.Process(ctx, cmd) // queues it
 		}
 		_, _ = p.Exec(ctx) // each command holds its own error
+	}
+	for _, m := range merges {
+		for _, c := range m.answer() { // failed alone, having run nothing: again, alone
+			_ = b.process(ctx, c)
+		}
 	}
 	cancel()
 	for _, q := range batch {
@@ -179,7 +193,7 @@ func (n *nodeBatchers) send(ctx context.Context, cmd redis.Cmder) error {
 	addr := node.Options().Addr
 	b, ok := n.byNode.Load(addr)
 	if !ok {
-		b, _ = n.byNode.LoadOrStore(addr, newBatcher(n.client))
+		b, _ = n.byNode.LoadOrStore(addr, newBatcher(n.client, false))
 	}
 	return b.(*batcher).send(ctx, cmd)
 }

@@ -38,6 +38,9 @@ type Script struct {
 	// lib is the Redis Functions library that registers the function fn; "" runs the script
 	// as a script.
 	lib, fn string
+	// manyArg, when not nil, is the function of lib that runs several calls of fn merged into
+	// one (see merge.go).
+	manyArg any
 }
 
 // NewScript returns the script of src.
@@ -56,6 +59,14 @@ func (s *Script) WithFunction(lib, fn string) *Script {
 	return s
 }
 
+// WithMerged returns a copy of s whose concurrent calls as its function may be merged into one
+// call of the function many of the same library (see merge.go); s itself is left as it was.
+func (s *Script) WithMerged(many string) *Script {
+	c := *s
+	c.manyArg = many
+	return &c
+}
+
 // processor runs one command: every go-redis client (*redis.Client, the failover client,
 // *redis.ClusterClient, *redis.Ring) is one.
 type processor interface {
@@ -70,8 +81,12 @@ type onceCmd struct{ *redis.Cmd }
 // NoRetry tells go-redis not to send the command again.
 func (onceCmd) NoRetry() bool { return true }
 
-// onceInts is an onceCmd whose reply is an array of integers.
-type onceInts struct{ *redis.IntSliceCmd }
+// onceInts is an onceCmd whose reply is an array of integers. many, when not nil, is the
+// function that runs it merged with others (see merge.go).
+type onceInts struct {
+	*redis.IntSliceCmd
+	many any
+}
 
 // NoRetry tells go-redis not to send the command again.
 func (onceInts) NoRetry() bool { return true }
@@ -104,7 +119,7 @@ func sender(client pipeliner) func(ctx context.Context, cmd redis.Cmder) error {
 			return c.GetShardClientForKey(key)
 		}).send
 	}
-	return newBatcher(client).send
+	return newBatcher(client, true).send
 }
 
 // Caller sends the commands of one store: its client, or its client through a batcher.
@@ -311,7 +326,10 @@ func (s *Script) cmd(ctx context.Context, name, body any, args []any, ints bool)
 		if route {
 			cmd.SetFirstKeyPos(Head)
 		}
-		return onceInts{cmd}
+		if name == fcallArg {
+			return onceInts{cmd, s.manyArg}
+		}
+		return onceInts{IntSliceCmd: cmd}
 	}
 	cmd := redis.NewCmd(ctx, args...)
 	if route {

@@ -1,0 +1,146 @@
+package rediscall
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/a7d3e0dd/ratelimit/internal/redisscripts"
+	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+)
+
+func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+
+// checkScript is the store's check, merged where it can be.
+var checkScript = NewScript(redisscripts.Check()).WithFunction(redisscripts.Function()).WithMerged(redisscripts.Merged())
+
+// checkArgs returns the arguments of a check of key under a GCRA policy of 2 per 1,000 s
+// (see check.lua), at now ("0": the server's TIME), charging cost; policy replaces the policy.
+func checkArgs(key, now, policy string) []any {
+	if policy == "" {
+		policy = "gc:2:1000000000:0:0"
+	}
+	return []any{nil, nil, 1, &key, now, 1, 1, 0, policy}
+}
+
+// mergedBatch sends the calls of args as one batch of a merging batcher, as a queue of
+// concurrent calls leaves, and returns their replies and errors, in order.
+func mergedBatch(t *testing.T, client *redis.Client, args ...[]any) ([][]int64, []error) {
+	t.Helper()
+	ctx := context.Background()
+	b := newBatcher(client, true)
+	batch := make([]*queued, len(args))
+	for i, a := range args {
+		batch[i] = &queued{ctx: ctx, cmd: checkScript.cmd(ctx, fcallArg, checkScript.fnArg, a, true), done: make(chan struct{})}
+	}
+	b.sendBatch(batch)
+	replies, errs := make([][]int64, len(args)), make([]error, len(args))
+	for i, q := range batch {
+		replies[i], errs[i] = q.cmd.(onceInts).Result()
+	}
+	return replies, errs
+}
+
+// fcalls returns how many FCALLs the server ran since its statistics were reset.
+func fcalls(t *testing.T, client *redis.Client) string {
+	t.Helper()
+	info, err := client.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_fcall:calls="); ok {
+			n, _, _ := strings.Cut(rest, ",")
+			return n
+		}
+	}
+	return "0"
+}
+
+// The calls of a batch leave as one call of the merged form, and each is answered as it would
+// be alone: three checks of one key in their order (admitted, admitted, denied), all at the one
+// instant of the server's TIME; a check on an injected clock at its own time; and the calls
+// that fail (a key holding no state of ours, a policy the library does not know) with their
+// own errors, sent again alone, having run nothing, while the others are answered.
+func TestMergedCallsAnswerEachAsAlone(t *testing.T) {
+	client := redistest.Standalone(t)
+	ctx := context.Background()
+	p := redistest.Prefix(t)
+	if _, err := NewCaller(client).RunInts(ctx, checkScript, checkArgs(p+"{warm}", "0", "")); err != nil { // loads the library
+		t.Fatal(err)
+	}
+	if err := client.Set(ctx, p+"{bad}", "not a TAT", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	replies, errs := mergedBatch(t, client,
+		checkArgs(p+"{a}", "0", ""),
+		checkArgs(p+"{a}", "0", ""),
+		checkArgs(p+"{bad}", "0", ""),
+		checkArgs(p+"{a}", "0", ""),
+		checkArgs(p+"{b}", "1700000000000000", ""),
+		checkArgs(p+"{c}", "0", "zz:1:1:0:0"),
+	)
+	if got := fcalls(t, client); got != "3" {
+		t.Errorf("%s FCALLs; want 3: the merged call, and the two that failed, alone", got)
+	}
+	for i, want := range []struct {
+		allowed, remaining int64
+		err                string
+	}{{1, 1, ""}, {1, 0, ""}, {0, 0, "malformed state"}, {0, 0, ""}, {1, 1, ""}, {0, 0, "unknown algorithm code zz"}} {
+		r, err := replies[i], errs[i]
+		switch {
+		case want.err != "":
+			if err == nil || !strings.Contains(err.Error(), want.err) {
+				t.Errorf("call %d: %v, %v; want the error %q", i+1, r, err, want.err)
+			}
+		case err != nil || len(r) != 7 || r[0] != want.allowed || r[1] != want.remaining:
+			t.Errorf("call %d: %v, %v; want allowed %d, remaining %d", i+1, r, err, want.allowed, want.remaining)
+		}
+	}
+	if errs[0] == nil && errs[3] == nil && (replies[0][6] != replies[1][6] || replies[1][6] != replies[3][6]) {
+		t.Errorf("the checks on the server's clock ran at %d, %d and %d µs; want one instant", replies[0][6], replies[1][6], replies[3][6])
+	}
+	if errs[4] == nil && replies[4][6] != 1700000000000000 {
+		t.Errorf("the check on an injected clock ran at %d µs; want its own time", replies[4][6])
+	}
+}
+
+// A merged call that fails whole fails each of its calls with its error; a caller whose call
+// found the library gone loads it again and is answered, merged or not.
+func TestMergedCallFailsWhole(t *testing.T) {
+	client := redistest.Standalone(t)
+	ctx := context.Background()
+	p := redistest.Prefix(t)
+	caller := NewCaller(client)
+	if _, err := caller.RunInts(ctx, checkScript, checkArgs(p+"{warm}", "0", "")); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.FunctionFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, errs := mergedBatch(t, client, checkArgs(p+"{a}", "0", ""), checkArgs(p+"{b}", "0", ""))
+	for i, err := range errs {
+		if !isFunctionMissing(err) {
+			t.Errorf("call %d: %v; want the function missing", i+1, err)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := p + "{" + string(rune('a'+i%26)) + "}"
+			if _, err := caller.RunInts(ctx, checkScript, checkArgs(key, "0", "gc:1000:1000000:0:0")); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+}
