@@ -24,7 +24,7 @@ var (
 	// concurrent calls may be merged into one (see package internal/rediscall).
 	adjustScript = rediscall.NewScript(redisscripts.Check()).WithFunction(redisscripts.Function())
 	checkScript  = adjustScript.WithMerged(redisscripts.Merged())
-	resetScript = rediscall.NewScript(redisscripts.Reset())
+	resetScript  = rediscall.NewScript(redisscripts.Reset())
 )
 
 // redisStore keeps rate-limit state in Redis. See [NewRedisStore].
