@@ -23,15 +23,27 @@ type callCount struct{ n atomic.Int64 }
 func (c *callCount) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (c *callCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
+		c.n.Add(calls(cmd))
 		return next(ctx, cmd)
 	}
 }
 func (c *callCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(int64(len(cmds)))
+		for _, cmd := range cmds {
+			c.n.Add(calls(cmd))
+		}
 		return next(ctx, cmds)
 	}
+}
+
+// calls is how many calls of the store cmd carries: the checks of a merged call (see package
+// internal/rediscall), each counted as the call it would be alone; else one.
+func calls(cmd redis.Cmder) int64 {
+	args := cmd.Args()
+	if fn, ok := args[1].(string); ok && cmd.Name() == "fcall" && strings.HasSuffix(fn, "_many") {
+		return int64(args[3+args[2].(int)].(int))
+	}
+	return 1
 }
 
 // TestLeasesKeepTheFleetExact: four instances, 64 goroutines each, on one identity of a
