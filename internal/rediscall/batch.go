@@ -32,8 +32,8 @@ type batcher struct {
 	process  func(ctx context.Context, cmd redis.Cmder) error // sends one command
 	pipeline func() redis.Pipeliner
 	// merges is set where one server holds every key the calls name: calls are merged where
-	// they can be (see merge.go).
-	merges bool
+	// they can be (see merge.go), until the server refuses a merged call.
+	merges atomic.Bool
 
 	mu     sync.Mutex
 	busy   int       // calls and pipelines on the wire
@@ -63,7 +63,9 @@ type pipeliner interface {
 
 // newBatcher returns the batcher of client; merges says whether one server holds every key.
 func newBatcher(client pipeliner, merges bool) *batcher {
-	return &batcher{process: client.Process, pipeline: client.Pipeline, merges: merges}
+	b := &batcher{process: client.Process, pipeline: client.Pipeline}
+	b.merges.Store(merges)
+	return b
 }
 
 // send sends cmd and returns its error (its reply is in cmd), or ctx's error if ctx ends
@@ -141,28 +143,40 @@ func (b *batcher) sendBatch(batch []*queued) {
 		ctx, cancel = context.WithDeadline(ctx, latest)
 	}
 	var merges []*merged
-	if b.merges && len(cmds) > 1 {
+	if len(cmds) > 1 && b.merges.Load() {
 		cmds, merges = merge(ctx, cmds)
 	}
+	b.exec(ctx, cmds)
+	var again []redis.Cmder
+	for _, m := range merges {
+		if refusedMerged(m.cmd.Err()) { // it ran nothing: its calls go unmerged, from now on
+			b.merges.Store(false)
+			for _, c := range m.calls {
+				again = append(again, c)
+			}
+			continue
+		}
+		m.answer()
+	}
+	b.exec(ctx, again)
+	cancel()
+	for _, q := range batch {
+		close(q.done)
+	}
+}
+
+// exec sends cmds, one alone, several as a pipeline; each command holds its own error.
+func (b *batcher) exec(ctx context.Context, cmds []redis.Cmder) {
 	switch len(cmds) {
 	case 0:
 	case 1:
-		_ = b.process(ctx, cmds[0]) // the error is the command's
+		_ = b.process(ctx, cmds[0])
 	default:
 		p := b.pipeline()
 		for _, cmd := range cmds {
 			_ = p.Process(ctx, cmd) // queues it
 		}
-		_, _ = p.Exec(ctx) // each command holds its own error
-	}
-	for _, m := range merges {
-		for _, c := range m.answer() { // failed alone, having run nothing: again, alone
-			_ = b.process(ctx, c)
-		}
-	}
-	cancel()
-	for _, q := range batch {
-		close(q.done)
+		_, _ = p.Exec(ctx)
 	}
 }
 

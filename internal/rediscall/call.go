@@ -38,9 +38,8 @@ type Script struct {
 	// lib is the Redis Functions library that registers the function fn; "" runs the script
 	// as a script.
 	lib, fn string
-	// manyArg, when not nil, is the function of lib that runs several calls of fn merged into
-	// one (see merge.go).
-	manyArg any
+	// merged is set when the calls of s may be merged (see merge.go): WithMerged.
+	merged bool
 }
 
 // NewScript returns the script of src.
@@ -59,11 +58,12 @@ func (s *Script) WithFunction(lib, fn string) *Script {
 	return s
 }
 
-// WithMerged returns a copy of s whose concurrent calls as its function may be merged into one
-// call of the function many of the same library (see merge.go); s itself is left as it was.
+// WithMerged returns a copy of s whose concurrent calls as its function may be merged into
+// one call of the function many of the same library (see merge.go); s itself is not merged.
 func (s *Script) WithMerged(many string) *Script {
+	mergedForms.Store(s.fn, any(many))
 	c := *s
-	c.manyArg = many
+	c.merged = true
 	return &c
 }
 
@@ -81,15 +81,25 @@ type onceCmd struct{ *redis.Cmd }
 // NoRetry tells go-redis not to send the command again.
 func (onceCmd) NoRetry() bool { return true }
 
-// onceInts is an onceCmd whose reply is an array of integers. many, when not nil, is the
-// function that runs it merged with others (see merge.go).
-type onceInts struct {
-	*redis.IntSliceCmd
-	many any
-}
+// onceInts is an onceCmd whose reply is an array of integers; mergeInts, one that may be
+// merged with others (see merge.go). Each is one pointer, which an interface holds without an
+// allocation.
+type (
+	onceInts  struct{ *redis.IntSliceCmd }
+	mergeInts struct{ *redis.IntSliceCmd }
+)
 
 // NoRetry tells go-redis not to send the command again.
 func (onceInts) NoRetry() bool { return true }
+
+// NoRetry tells go-redis not to send the command again.
+func (mergeInts) NoRetry() bool { return true }
+
+// intsCmd is onceInts and mergeInts.
+type intsCmd interface {
+	redis.Cmder
+	Val() []int64
+}
 
 // maxLoads is how many times a call loads the library before it gives up.
 const maxLoads = 3
@@ -161,7 +171,7 @@ func (c *Caller) RunInts(ctx context.Context, s *Script, args []any) ([]int64, e
 	if err != nil {
 		return nil, err
 	}
-	return cmd.(onceInts).Val(), nil
+	return cmd.(intsCmd).Val(), nil
 }
 
 // run is Run and RunInts over a go-redis client: it returns the command that answered, an
@@ -326,10 +336,10 @@ func (s *Script) cmd(ctx context.Context, name, body any, args []any, ints bool)
 		if route {
 			cmd.SetFirstKeyPos(Head)
 		}
-		if name == fcallArg {
-			return onceInts{cmd, s.manyArg}
+		if s.merged && name == fcallArg {
+			return mergeInts{cmd}
 		}
-		return onceInts{IntSliceCmd: cmd}
+		return onceInts{cmd}
 	}
 	cmd := redis.NewCmd(ctx, args...)
 	if route {

@@ -3,9 +3,11 @@ package rediscall
 import (
 	"context"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -40,7 +42,7 @@ func mergedBatch(t *testing.T, client *redis.Client, args ...[]any) ([][]int64, 
 	b.sendBatch(batch)
 	replies, errs := make([][]int64, len(args)), make([]error, len(args))
 	for i, q := range batch {
-		replies[i], errs[i] = q.cmd.(onceInts).Result()
+		replies[i], errs[i] = q.cmd.(intsCmd).Val(), q.cmd.Err()
 	}
 	return replies, errs
 }
@@ -65,7 +67,7 @@ func fcalls(t *testing.T, client *redis.Client) string {
 // be alone: three checks of one key in their order (admitted, admitted, denied), all at the one
 // instant of the server's TIME; a check on an injected clock at its own time; and the calls
 // that fail (a key holding no state of ours, a policy the library does not know) with their
-// own errors, sent again alone, having run nothing, while the others are answered.
+// own errors, while the others are answered.
 func TestMergedCallsAnswerEachAsAlone(t *testing.T) {
 	client := redistest.Standalone(t)
 	ctx := context.Background()
@@ -87,8 +89,8 @@ func TestMergedCallsAnswerEachAsAlone(t *testing.T) {
 		checkArgs(p+"{b}", "1700000000000000", ""),
 		checkArgs(p+"{c}", "0", "zz:1:1:0:0"),
 	)
-	if got := fcalls(t, client); got != "3" {
-		t.Errorf("%s FCALLs; want 3: the merged call, and the two that failed, alone", got)
+	if got := fcalls(t, client); got != "1" {
+		t.Errorf("%s FCALLs; want 1, merged", got)
 	}
 	for i, want := range []struct {
 		allowed, remaining int64
@@ -138,6 +140,119 @@ func TestMergedCallFailsWhole(t *testing.T) {
 			defer wg.Done()
 			key := p + "{" + string(rune('a'+i%26)) + "}"
 			if _, err := caller.RunInts(ctx, checkScript, checkArgs(key, "0", "gc:1000:1000000:0:0")); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// A call that fails after it wrote part of its state (an ACL that refuses the sliding log's
+// ZADD, after the GCRA policy of the same list was written) is answered its error and not sent
+// again: merged, it is charged once, as alone.
+func TestMergedCallFailingAfterAWriteIsNotSentAgain(t *testing.T) {
+	admin := redistest.Standalone(t)
+	ctx := context.Background()
+	p := redistest.Prefix(t)
+	if _, err := NewCaller(admin).RunInts(ctx, checkScript, checkArgs(p+"{warm}", "0", "")); err != nil {
+		t.Fatal(err)
+	}
+	user := strings.NewReplacer(":", "-", "/", "-").Replace(p) + "nozadd"
+	if err := admin.Do(ctx, "ACL", "SETUSER", user, "reset", "on", ">pw", "~*", "&*", "+@all", "-zadd").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Do(context.Background(), "ACL", "DELUSER", user) })
+	client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), Username: user, Password: "pw"})
+	t.Cleanup(func() { client.Close() })
+	two := func(id string) []any {
+		gc, sl := p+"{"+id+"}:gc", p+"{"+id+"}:sl"
+		return []any{nil, nil, 2, &gc, &sl, "0", 1, 1, 0, "gc:10:1000000000:0:0", "sl:10:1000000000:0:0"}
+	}
+	// How far ahead of the server's time the GCRA policy's TAT is, in whole intervals of 100 s.
+	ahead := func(id string) int64 {
+		v, _ := admin.Get(ctx, p+"{"+id+"}:gc").Int64()
+		now, _ := admin.Time(ctx).Result()
+		return (v - now.UnixMicro() + 50_000_000) / 100_000_000
+	}
+	if _, err := NewCaller(client).RunInts(ctx, checkScript, two("alone")); err == nil || !strings.Contains(err.Error(), "can't run this command") {
+		t.Fatalf("alone: %v; want the ACL's refusal of ZADD", err)
+	}
+	_, errs := mergedBatch(t, client, two("merged"), checkArgs(p+"{other}", "0", ""))
+	if errs[0] == nil || !strings.Contains(errs[0].Error(), "can't run this command") || errs[1] != nil {
+		t.Errorf("merged: %v, %v; want the ACL's refusal of ZADD, then an answer", errs[0], errs[1])
+	}
+	if a, m := ahead("alone"), ahead("merged"); a != 1 || m != 1 {
+		t.Errorf("the GCRA policy charged %d times alone, %d merged; want once each", a, m)
+	}
+}
+
+// A server that refuses a merged call having run nothing makes its batcher stop merging, and
+// the calls are answered unmerged: a server in cluster mode behind one address (keys of
+// several slots in one call: CROSSSLOT), and an ACL that allows the check's function but not
+// its merged form (NOPERM), which must not turn the caller to scripts either.
+func TestMergedCallRefused(t *testing.T) {
+	t.Run("CROSSSLOT", func(t *testing.T) {
+		addr := redistest.Private(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes-merge.conf")
+		client := redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { client.Close() })
+		ctx := context.Background()
+		if err := client.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+			t.Fatal(err)
+		}
+		for !strings.Contains(client.ClusterInfo(ctx).Val(), "cluster_state:ok") {
+			time.Sleep(10 * time.Millisecond) // polls for an event; the test's timeout bounds it
+		}
+		refusedThenAnswered(t, client, NewCaller(client))
+	})
+	t.Run("NOPERM", func(t *testing.T) {
+		admin := redistest.Standalone(t)
+		ctx := context.Background()
+		if _, err := NewCaller(admin).RunInts(ctx, checkScript, checkArgs("{warm}", "0", "")); err != nil {
+			t.Fatal(err)
+		}
+		user := strings.NewReplacer(":", "-", "/", "-").Replace(redistest.Prefix(t)) + "onefn"
+		if err := admin.Do(ctx, "ACL", "SETUSER", user, "reset", "on", ">pw", "~*", "&*", "+@all", "-fcall", "-evalsha", "-eval", "+fcall|"+checkScript.fn).Err(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { admin.Do(context.Background(), "ACL", "DELUSER", user) })
+		client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), Username: user, Password: "pw"})
+		t.Cleanup(func() { client.Close() })
+		caller := NewCaller(client)
+		refusedThenAnswered(t, client, caller)
+		if caller.scriptsOnly.Load() {
+			t.Error("the caller turned to scripts")
+		}
+	})
+}
+
+// refusedThenAnswered sends a batch that the server refuses merged, then 64 concurrent calls
+// through caller, and fails unless every call is answered.
+func refusedThenAnswered(t *testing.T, client *redis.Client, caller *Caller) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := caller.RunInts(ctx, checkScript, checkArgs("{warm}", "0", "")); err != nil { // loads the library
+		t.Fatal(err)
+	}
+	b := newBatcher(client, true)
+	batch := []*queued{
+		{ctx: ctx, cmd: checkScript.cmd(ctx, fcallArg, checkScript.fnArg, checkArgs("{a}", "0", "gc:1000:1000000:0:0"), true), done: make(chan struct{})},
+		{ctx: ctx, cmd: checkScript.cmd(ctx, fcallArg, checkScript.fnArg, checkArgs("{b}", "0", "gc:1000:1000000:0:0"), true), done: make(chan struct{})},
+	}
+	b.sendBatch(batch)
+	for i, q := range batch {
+		if err := q.cmd.Err(); err != nil {
+			t.Errorf("call %d, refused merged: %v; want it answered unmerged", i+1, err)
+		}
+	}
+	if b.merges.Load() {
+		t.Error("the batcher merges still")
+	}
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := caller.RunInts(ctx, checkScript, checkArgs("{"+strconv.Itoa(i)+"}", "0", "gc:1000:1000000:0:0")); err != nil {
 				t.Error(err)
 			}
 		}()

@@ -173,11 +173,33 @@ local function check(KEYS, ARGV)
   return reply
 end
 
--- run_one is one call of check_many: a check (mode "0" or "1"), else nil.
+-- run_one is one call of check_many: a check (mode "0" or "1"); it returns the index of its
+-- reply's last integer in out, or nil and an error reply.
 local function run_one(KEYS, k0, nk, ARGV, a0, server_now, out, o)
   local mode = ARGV[a0 + 3]
-  if mode ~= '0' and mode ~= '1' then return nil end
+  if mode ~= '0' and mode ~= '1' then
+    return nil, redis.error_reply('ratelimit: check_many runs checks only, not mode ' .. tostring(mode))
+  end
   return evaluate(KEYS, k0, nk, ARGV, a0, begin(ARGV[a0 + 1], server_now), out, o)
+end
+
+-- max_error is the most bytes of an error check_many returns.
+local max_error = 480
+
+-- put_error writes the error message msg to out from out[o + 1] as integers, six bytes to each
+-- (48 bits: exact in a Lua number and in a Redis integer), after its length in bytes, and
+-- returns the index of the last.
+local function put_error(out, o, msg)
+  msg = string.sub(msg, 1, max_error)
+  local n = #msg
+  out[o + 1] = n
+  o = o + 1
+  for i = 1, n, 6 do
+    local v = 0
+    for j = i, i + 5 do v = v * 256 + (string.byte(msg, j) or 0) end
+    out[o + 1], o = v, o + 1
+  end
+  return o
 end
 
 -- check_many runs the checks that a store's batcher merged (concurrent calls of check sent as
@@ -189,9 +211,9 @@ end
 -- ARGV[1]   the number of calls m; then, per call, its number of keys, its number of arguments
 --           and its arguments (check's ARGV)
 --
--- Reply: one array of integers, per call its length n then its n integers (check's reply); or
--- -1 alone for a call that failed (an error, or not a check): it wrote nothing (see
--- evaluate), and the caller sends it again alone, to get its error.
+-- Reply: one array of integers, per call its length n and then its n integers (check's reply);
+-- or, for a call that failed, -n and then its error message (see put_error), as it would have
+-- failed alone (what it wrote before the error stays written, as alone).
 local function check_many(KEYS, ARGV)
   local m, out, o, k, a, server_now = tonumber(ARGV[1]), {}, 0, 0, 1, nil
   for _ = 1, m do
@@ -199,11 +221,15 @@ local function check_many(KEYS, ARGV)
     a = a + 2
     local t = ARGV[a + 1]
     if not server_now and (t == '0' or t == 'e') then server_now = redis_now() end
-    local ok, n = pcall(run_one, KEYS, k, nk, ARGV, a, server_now, out, o + 1)
+    local ok, n, err = pcall(run_one, KEYS, k, nk, ARGV, a, server_now, out, o + 1)
     if ok and n then
       out[o + 1], o = n - o - 1, n
     else
-      out[o + 1], o = -1, o + 1
+      local msg = n -- what pcall caught: a string, or Redis's error table
+      if ok then msg = err end -- an error reply
+      if type(msg) == 'table' then msg = msg.err end
+      local e = put_error(out, o + 1, tostring(msg))
+      out[o + 1], o = o + 1 - e, e
     end
     k, a = k + nk, a + na
   end
