@@ -50,6 +50,12 @@ func TestRedisAllocations(t *testing.T) {
 			if check > floor {
 				t.Errorf("a check allocates %v times, EVALSHA of return 1 %v; want at most as many", check, floor)
 			}
+			// go-redis's least command: the check's own work (its keys, arguments and reply,
+			// its deadline) allocates nothing beyond it.
+			ping := testing.AllocsPerRun(200, func() { client.Ping(ctx) })
+			if check > ping {
+				t.Errorf("a check allocates %v times, PING %v; want at most as many", check, ping)
+			}
 			// Compact state: the key's digests are computed on the stack, and the denial
 			// cache's name of the identity (its digest) is one string more.
 			compact := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithCompactState()), never)
