@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -171,5 +172,47 @@ func TestChecksMergeUnderLoad(t *testing.T) {
 	}
 	if n := fcalls(); n != 10 {
 		t.Errorf("%d FCALLs for 10 checks one after the other; want 10", n)
+	}
+}
+
+// A server in cluster mode behind one address (a managed service with one shard) refuses a
+// merged call, whose keys hash to several slots: the store says so once, in a warning, and
+// every check is answered, one call each.
+func TestMergeRefusedByAClusterModeServer(t *testing.T) {
+	addr := redistest.Private(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes-refused.conf")
+	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { client.Close() })
+	if err := client.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the cluster to be ok", func() bool { return strings.Contains(client.ClusterInfo(ctx).Val(), "cluster_state:ok") })
+	var logged syncBuffer
+	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithDenialCache(0), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil)))),
+		ratelimit.Policy{Limit: 1, Window: time.Hour})
+	allow(t, l, "warm-up", 1) // loads the library
+	var wg sync.WaitGroup
+	var admitted atomic.Int64
+	for g := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				d, err := l.Allow(ctx, "user:"+strconv.Itoa(g*10+i))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if d.Allowed {
+					admitted.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := admitted.Load(); n != 640 {
+		t.Errorf("admitted %d of 640 identities' first checks; want all", n)
+	}
+	if n := strings.Count(logged.String(), "refused a merged call"); n != 1 {
+		t.Errorf("logged %d warnings of the refusal; want 1:\n%s", n, logged.String())
 	}
 }

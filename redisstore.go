@@ -106,6 +106,11 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 		panic("ratelimit: NewRedisStore(nil): give it a go-redis client")
 	}
 	calls := rediscall.NewCaller(client)
+	log := logs{c.logger}
+	calls.OnMergeRefused(func(err error) {
+		log.get().Warn("ratelimit: Redis refused a merged call of concurrent checks (a server in cluster mode behind one address, or an ACL that allows "+
+			checkScript.Function()+" but not "+redisscripts.Merged()+"): checks go one call each from now on, which costs Redis more per check", "error", err)
+	})
 	if c.compact {
 		prefix := c.prefix
 		c.stored = func(id string) string {
@@ -113,7 +118,7 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 			return string(appendCompactIdentity(b[:0], prefix, id))
 		}
 	}
-	s := &redisStore{client: client, calls: calls, prefix: c.prefix, compact: c.compact, forgets: forgetChannel(c.prefix), clock: c.clock, direct: honoursDeadlines(client), log: logs{c.logger}, dials: watchDials(client),
+	s := &redisStore{client: client, calls: calls, prefix: c.prefix, compact: c.compact, forgets: forgetChannel(c.prefix), clock: c.clock, direct: honoursDeadlines(client), log: log, dials: watchDials(client),
 		observer: c.res.observer, desc: describeRedis(client), pingEvery: pingEvery}
 	s.startEviction()
 	r := resilient(s, c)

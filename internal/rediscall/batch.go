@@ -32,8 +32,10 @@ type batcher struct {
 	process  func(ctx context.Context, cmd redis.Cmder) error // sends one command
 	pipeline func() redis.Pipeliner
 	// merges is set where one server holds every key the calls name: calls are merged where
-	// they can be (see merge.go), until the server refuses a merged call.
-	merges atomic.Bool
+	// they can be (see merge.go), until the server refuses a merged call; refused, when not
+	// nil, holds what to tell then.
+	merges  atomic.Bool
+	refused *atomic.Pointer[func(error)]
 
 	mu     sync.Mutex
 	busy   int       // calls and pipelines on the wire
@@ -149,8 +151,12 @@ func (b *batcher) sendBatch(batch []*queued) {
 	b.exec(ctx, cmds)
 	var again []redis.Cmder
 	for _, m := range merges {
-		if refusedMerged(m.cmd.Err()) { // it ran nothing: its calls go unmerged, from now on
-			b.merges.Store(false)
+		if err := m.cmd.Err(); refusedMerged(err) { // it ran nothing: its calls go unmerged, from now on
+			if b.merges.CompareAndSwap(true, false) && b.refused != nil {
+				if f := b.refused.Load(); f != nil {
+					(*f)(err)
+				}
+			}
 			for _, c := range m.calls {
 				again = append(again, c)
 			}

@@ -113,23 +113,29 @@ const Head = 3
 func NewCaller(client redis.Scripter) *Caller {
 	c := &Caller{client: client}
 	if p, ok := client.(pipeliner); ok {
-		c.send = sender(p)
+		c.send = c.sender(p)
 	}
 	return c
 }
 
+// OnMergeRefused has f told, once, when the server refuses a merged call and the caller stops
+// merging (see merge.go), with the server's error.
+func (c *Caller) OnMergeRefused(f func(err error)) { c.mergeRefused.Store(&f) }
+
 // sender returns how a store sends its calls over client: through a batcher per node where
 // the client spreads keys over several servers, else through one.
-func sender(client pipeliner) func(ctx context.Context, cmd redis.Cmder) error {
-	switch c := client.(type) {
+func (c *Caller) sender(client pipeliner) func(ctx context.Context, cmd redis.Cmder) error {
+	switch cl := client.(type) {
 	case masterForKey:
-		return newNodeBatchers(client, c.MasterForKey).send
+		return newNodeBatchers(client, cl.MasterForKey).send
 	case shardForKey:
 		return newNodeBatchers(client, func(_ context.Context, key string) (*redis.Client, error) {
-			return c.GetShardClientForKey(key)
+			return cl.GetShardClientForKey(key)
 		}).send
 	}
-	return newBatcher(client, true).send
+	b := newBatcher(client, true)
+	b.refused = &c.mergeRefused
+	return b.send
 }
 
 // Caller sends the commands of one store: its client, or its client through a batcher.
@@ -140,6 +146,8 @@ type Caller struct {
 	// scriptsOnly is set once the server turned FCALL down (Redis before 7, or an ACL that
 	// forbids it): the store runs every call as a script from then on.
 	scriptsOnly atomic.Bool
+	// mergeRefused is told when the server refuses a merged call (OnMergeRefused).
+	mergeRefused atomic.Pointer[func(error)]
 }
 
 // Run runs s once with args, whose first Head elements it sets (the command, the body and
