@@ -83,7 +83,9 @@ func describeRedis(client redis.Scripter) *observe.StoreInfo {
 // invalid.
 //
 // A check of any number of policies is one call of a Redis Function (FCALL; on servers before
-// Redis 7, a script: EVALSHA), atomic and all or nothing. The store loads the function or the
+// Redis 7, a script: EVALSHA), atomic and all or nothing. Under load, the checks that queue
+// while others are on the wire leave together: on one server as one call that runs each in
+// turn, on a Cluster or a Ring as a pipeline per node. The store loads the function or the
 // script itself, and again whenever a server lost it (FUNCTION FLUSH, SCRIPT FLUSH, a restart,
 // a failover): callers never see the loss. Every key it writes expires when its state stops
 // mattering. By default the script reads the Redis server's TIME, so application servers with
