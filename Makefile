@@ -17,7 +17,7 @@ vet:
 
 # Every module but the core stands on the core's public API: its packages (tests aside) import
 # nothing of the core's internal/, which carries no compatibility promise between releases.
-# (internal/rueidisbench, a benchmark module under the core's internal/, is the core's own; the
+# (internal/rueidisbench and internal/peerbench, benchmark modules under the core's internal/, are the core's own; the
 # examples are run from this repository, with a workspace of their own, and required by
 # nobody: their test helper starts Redis with the core's.)
 CORE_INTERNAL := github.com/a7d3e0dd/ratelimit/internal/

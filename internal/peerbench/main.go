@@ -1,0 +1,258 @@
+// Command peerbench runs the Redis store beside the Go rate limiters that issue 23 measured it
+// against, on one redis-server, on the same identities: ulule/limiter (a fixed window: INCR
+// and an expiry) and go-redis/redis_rate (GCRA in a Lua script). It is a module of its own so
+// that only it requires them.
+//
+//	go run ./internal/peerbench             # from the root, through go.work; about a minute
+//	go run ./internal/peerbench -rounds 5
+//
+// It starts a redis-server on a loopback port and stops it when it ends. Each round takes,
+// for each subject in turn (an order that turns by one each round): the p50 latency of one
+// goroutine's calls, the calls per second of 64 goroutines over 10,000 identities
+// ("ip:203.x.y.z"), both at a limit no identity reaches; and once, Redis's used_memory per
+// identity after one call for each of 100,000 identities at 100 per hour (no key expires
+// meanwhile), on an emptied server. The table shows the medians over the rounds and each
+// figure's ratio to the floor of the same run, an EVALSHA of "return 1" on the identity's key,
+// unpipelined: the machine is shared and noisy, the ratios are the finding.
+//
+// # Finding
+//
+// One run (2 cores, Go 1.26, Redis 7.0.15 on loopback, go-redis v9.22.0, redis_rate v10.0.1,
+// ulule/limiter v3.11.2; 3 rounds of 1 s phases):
+//
+//	                                       p50, 1 call   ratio   calls/s, 64   ratio   B/identity
+//	floor: EVALSHA return 1, unpipelined      57.5 µs    1.00×      103.0k     1.00×   (no key)
+//	ratelimit, GCRA                           58.2 µs    1.01×      175.0k     1.70×   133.0 B
+//	ratelimit, GCRA, WithCompactState         58.2 µs    1.01×      169.8k     1.65×   101.0 B
+//	go-redis/redis_rate v10, GCRA             58.6 µs    1.02×       64.8k     0.63×   166.0 B
+//	ulule/limiter v3, fixed window            61.8 µs    1.07×       87.9k     0.85×   117.0 B
+//
+// From one goroutine every limiter is a round trip (the p50s are within the runs' noise of
+// each other and of the floor). From 64, the store's merged checks make 2.7× redis_rate's and
+// 2.0× ulule's checks per second. Per identity, compact state takes the fewest bytes: 101 B
+// against ulule's 117 (a counter below 10,000, which Redis shares) and redis_rate's 166 (a
+// TAT as a string of a float).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+	"github.com/ulule/limiter/v3"
+	sredis "github.com/ulule/limiter/v3/drivers/store/redis"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/loadgen"
+	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+)
+
+// subject is one row: how it is made for a limit per hour, under a prefix of its own.
+type subject struct {
+	name string
+	make func(client *redis.Client, prefix string, perHour int64) (loadgen.Call, error)
+}
+
+var subjects = []subject{
+	{"floor: EVALSHA return 1, unpipelined", func(client *redis.Client, prefix string, _ int64) (loadgen.Call, error) {
+		s := redis.NewScript("return 1")
+		return func(ctx context.Context, key string) error { return s.Run(ctx, client, []string{prefix + key}).Err() }, nil
+	}},
+	{"ratelimit, GCRA", func(client *redis.Client, prefix string, perHour int64) (loadgen.Call, error) {
+		return ours(client, perHour, ratelimit.WithPrefix(prefix))
+	}},
+	{"ratelimit, GCRA, WithCompactState", func(client *redis.Client, prefix string, perHour int64) (loadgen.Call, error) {
+		return ours(client, perHour, ratelimit.WithPrefix(prefix), ratelimit.WithCompactState())
+	}},
+	{"go-redis/redis_rate v10, GCRA", func(client *redis.Client, prefix string, perHour int64) (loadgen.Call, error) {
+		l := redis_rate.NewLimiter(client)
+		return func(ctx context.Context, key string) error {
+			res, err := l.Allow(ctx, prefix+key, redis_rate.PerHour(int(perHour)))
+			if err == nil && res.Allowed == 0 {
+				err = fmt.Errorf("redis_rate denied %s", key)
+			}
+			return err
+		}, nil
+	}},
+	{"ulule/limiter v3, fixed window", func(client *redis.Client, prefix string, perHour int64) (loadgen.Call, error) {
+		store, err := sredis.NewStoreWithOptions(client, limiter.StoreOptions{Prefix: prefix, MaxRetry: 3})
+		if err != nil {
+			return nil, err
+		}
+		l := limiter.New(store, limiter.Rate{Period: time.Hour, Limit: perHour})
+		return func(ctx context.Context, key string) error {
+			c, err := l.Get(ctx, key)
+			if err == nil && c.Reached {
+				err = fmt.Errorf("ulule denied %s", key)
+			}
+			return err
+		}, nil
+	}},
+}
+
+// ours is the Redis store's limiter under one GCRA policy, its denial cache off (every call
+// asks Redis, as the others do).
+func ours(client *redis.Client, perHour int64, opts ...ratelimit.RedisOption) (loadgen.Call, error) {
+	opts = append(opts, ratelimit.WithDenialCache(0))
+	l, err := ratelimit.New(ratelimit.NewRedisStore(client, opts...), ratelimit.Policy{Limit: perHour, Window: time.Hour})
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, key string) error {
+		d, err := l.Allow(ctx, key)
+		if err == nil && !d.Allowed {
+			err = fmt.Errorf("ratelimit denied %s", key)
+		}
+		return err
+	}, nil
+}
+
+func main() {
+	rounds := flag.Int("rounds", 3, "rounds of the latency and throughput figures; the table shows medians")
+	phase := flag.Duration("d", time.Second, "length of each latency and throughput phase")
+	flag.Parse()
+	if err := run(*rounds, *phase); err != nil {
+		fmt.Fprintln(os.Stderr, "peerbench:", err)
+		os.Exit(1)
+	}
+}
+
+// never is a limit per hour that no identity reaches while the latency and throughput
+// figures are taken.
+const never = 36_000_000
+
+func run(rounds int, phase time.Duration) error {
+	start := time.Now()
+	addr, stop, err := redistest.Start()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = stop() }()
+	ctx := context.Background()
+	client := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64, ContextTimeoutEnabled: true})
+	defer client.Close()
+	keys := identities(10_000)
+
+	p50s, rates := map[string][]float64{}, map[string][]float64{}
+	for r := range rounds {
+		fmt.Fprintf(os.Stderr, "peerbench: round %d of %d\n", r+1, rounds)
+		for j := range subjects {
+			s := subjects[(r+j)%len(subjects)]
+			call, err := s.make(client, "pb"+strconv.Itoa(r)+":"+strconv.Itoa(j)+":", never)
+			if err != nil {
+				return fmt.Errorf("%s: %w", s.name, err)
+			}
+			if err := loadgen.Each(ctx, call, keys, 64); err != nil { // warms up: pools, scripts, keys
+				return fmt.Errorf("%s: %w", s.name, err)
+			}
+			samples, err := loadgen.Latencies(ctx, call, keys, phase, nil)
+			if err != nil {
+				return fmt.Errorf("%s: %w", s.name, err)
+			}
+			n, elapsed, err := loadgen.Rate(ctx, call, keys, 64, phase)
+			if err != nil {
+				return fmt.Errorf("%s: %w", s.name, err)
+			}
+			p50s[s.name] = append(p50s[s.name], loadgen.P50(samples))
+			rates[s.name] = append(rates[s.name], float64(n)/elapsed.Seconds())
+		}
+	}
+	bytes := map[string]float64{}
+	many := identities(100_000)
+	// Twice over, the second kept: the server's first growth to 100,000 keys after the
+	// latency and throughput phases reads differently (its allocator settles).
+	for _, s := range append(subjects[1:2:2], subjects[1:]...) { // the floor writes no key
+		if err := client.FlushAll(ctx).Err(); err != nil {
+			return err
+		}
+		call, err := s.make(client, "rl:", 100)
+		if err != nil {
+			return err
+		}
+		if err := loadgen.Each(ctx, call, []string{"warm-up"}, 1); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		before, err := usedMemory(ctx, client)
+		if err != nil {
+			return err
+		}
+		if err := loadgen.Each(ctx, call, many, 8); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		after, err := usedMemory(ctx, client)
+		if err != nil {
+			return err
+		}
+		bytes[s.name] = float64(after-before) / float64(len(many))
+	}
+
+	version := "?"
+	if info, err := client.Info(ctx, "server").Result(); err == nil {
+		version = loadgen.InfoField(info, "redis_version")
+	}
+	fmt.Printf("machine: %d cores, %s, redis %s, go-redis %s, redis_rate %s, ulule/limiter %s; medians of %d rounds of %s phases; run took %s\n\n",
+		runtime.NumCPU(), runtime.Version(), version, moduleVersion("github.com/redis/go-redis/v9"),
+		moduleVersion("github.com/go-redis/redis_rate/v10"), moduleVersion("github.com/ulule/limiter/v3"),
+		rounds, phase, time.Since(start).Round(time.Second))
+	floor := subjects[0].name
+	fp, fr := median(p50s[floor]), median(rates[floor])
+	fmt.Printf("%-38s %12s %8s %14s %8s %14s\n", "", "p50, 1 call", "ratio", "calls/s, 64", "ratio", "B/identity")
+	for i, s := range subjects {
+		p, r := median(p50s[s.name]), median(rates[s.name])
+		b := fmt.Sprintf("%12.1f B", bytes[s.name])
+		if i == 0 {
+			b = fmt.Sprintf("%14s", "(no key)")
+		}
+		fmt.Printf("%-38s %9.1f µs %7.2f× %12.1fk %7.2f× %s\n", s.name, p, p/fp, r/1000, r/fr, b)
+	}
+	return nil
+}
+
+// usedMemory returns the server's used_memory once its cron has run (a hash table's rehash
+// frees the old table only then).
+func usedMemory(ctx context.Context, c *redis.Client) (int64, error) {
+	time.Sleep(time.Second) // lets the server's cron run, not a wait for an event we could see
+	info, err := c.Info(ctx, "memory").Result()
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(loadgen.InfoField(info, "used_memory"), 10, 64)
+}
+
+// identities returns n identities of the form the IP key function gives.
+func identities(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("ip:203.%d.%d.%d", i>>16&255, i>>8&255, i&255)
+	}
+	return keys
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}
+
+// moduleVersion returns the version of the module path built into the program.
+func moduleVersion(path string) string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range info.Deps {
+			if m.Path == path {
+				return m.Version
+			}
+		}
+	}
+	return "?"
+}
