@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/loadgen"
 )
 
 // env is what every round measures with: the clients of the one redis-server, the floor
@@ -49,7 +50,7 @@ func newEnv(ctx context.Context, addr string, s settings) (*env, error) {
 		trivial: redis.NewScript("return 1"),
 		exact: redis.NewScript("local t = redis.call('TIME') redis.call('GET', KEYS[1]) " +
 			"redis.call('SET', KEYS[1], t[1] * 1000000 + t[2], 'PX', 10000) return 1"),
-		keys:      identities(s.keys),
+		keys:      loadgen.Identities(s.keys),
 		loadName:  "Go load generator (wrk not installed)",
 		breakdown: map[string]commandStats{},
 	}
@@ -68,16 +69,6 @@ func newEnv(ctx context.Context, addr string, s settings) (*env, error) {
 func (e *env) close() {
 	_ = e.client.Close()
 	_ = e.plain.Close()
-}
-
-// identities returns n identities of the form the IP key function gives, such as
-// "ip:203.0.113.7".
-func identities(n int) []string {
-	keys := make([]string, n)
-	for i := range keys {
-		keys[i] = fmt.Sprintf("ip:203.%d.%d.%d", i>>16&255, i>>8&255, i&255)
-	}
-	return keys
 }
 
 // limiter returns a limiter over client with the policies, its keys under prefix.

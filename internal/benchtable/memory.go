@@ -60,7 +60,7 @@ func memoryFigures(ctx context.Context, e *env) (figures, error) {
 		key := ratelimit.CompactStorageKey(memPrefix, id, longLived)
 		return c.Do(ctx, "SET", key, tat%1000, "PXAT", tat/1000+1).Err()
 	}
-	ids := identities(e.s.identities)
+	ids := loadgen.Identities(e.s.identities)
 	// Opens the connections and loads the script, outside the measure.
 	if err := each(ctx, check(l), ids[:100], memWriters); err != nil {
 		return nil, err

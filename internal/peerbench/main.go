@@ -40,7 +40,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"time"
@@ -139,7 +138,7 @@ func run(rounds int, phase time.Duration) error {
 	ctx := context.Background()
 	client := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64, ContextTimeoutEnabled: true})
 	defer client.Close()
-	keys := identities(10_000)
+	keys := loadgen.Identities(10_000)
 
 	p50s, rates := map[string][]float64{}, map[string][]float64{}
 	for r := range rounds {
@@ -166,7 +165,7 @@ func run(rounds int, phase time.Duration) error {
 		}
 	}
 	bytes := map[string]float64{}
-	many := identities(100_000)
+	many := loadgen.Identities(100_000)
 	// Twice over, the second kept: the server's first growth to 100,000 keys after the
 	// latency and throughput phases reads differently (its allocator settles).
 	for _, s := range append(subjects[1:2:2], subjects[1:]...) { // the floor writes no key
@@ -199,8 +198,8 @@ func run(rounds int, phase time.Duration) error {
 		version = loadgen.InfoField(info, "redis_version")
 	}
 	fmt.Printf("machine: %d cores, %s, redis %s, go-redis %s, redis_rate %s, ulule/limiter %s; medians of %d rounds of %s phases; run took %s\n\n",
-		runtime.NumCPU(), runtime.Version(), version, moduleVersion("github.com/redis/go-redis/v9"),
-		moduleVersion("github.com/go-redis/redis_rate/v10"), moduleVersion("github.com/ulule/limiter/v3"),
+		runtime.NumCPU(), runtime.Version(), version, loadgen.ModuleVersion("github.com/redis/go-redis/v9"),
+		loadgen.ModuleVersion("github.com/go-redis/redis_rate/v10"), loadgen.ModuleVersion("github.com/ulule/limiter/v3"),
 		rounds, phase, time.Since(start).Round(time.Second))
 	floor := subjects[0].name
 	fp, fr := median(p50s[floor]), median(rates[floor])
@@ -227,15 +226,6 @@ func usedMemory(ctx context.Context, c *redis.Client) (int64, error) {
 	return strconv.ParseInt(loadgen.InfoField(info, "used_memory"), 10, 64)
 }
 
-// identities returns n identities of the form the IP key function gives.
-func identities(n int) []string {
-	keys := make([]string, n)
-	for i := range keys {
-		keys[i] = fmt.Sprintf("ip:203.%d.%d.%d", i>>16&255, i>>8&255, i&255)
-	}
-	return keys
-}
-
 func median(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
@@ -243,16 +233,4 @@ func median(v []float64) float64 {
 		return 0
 	}
 	return s[len(s)/2]
-}
-
-// moduleVersion returns the version of the module path built into the program.
-func moduleVersion(path string) string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, m := range info.Deps {
-			if m.Path == path {
-				return m.Version
-			}
-		}
-	}
-	return "?"
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/internal/loadgen"
 	"github.com/a7d3e0dd/ratelimit/internal/redisscripts"
 )
 
@@ -43,7 +44,7 @@ func newEnv(ctx context.Context, addr string, s settings) (*env, error) {
 		rueidis: rc,
 		trivial: redis.NewScript("return 1"),
 		fn:      fn,
-		keys:    identities(s.keys),
+		keys:    loadgen.Identities(s.keys),
 	}
 	if err := e.trivial.Load(ctx, e.goredis).Err(); err != nil {
 		e.close()
@@ -60,16 +61,6 @@ func newEnv(ctx context.Context, addr string, s settings) (*env, error) {
 func (e *env) close() {
 	_ = e.goredis.Close()
 	e.rueidis.Close()
-}
-
-// identities returns n identities of the form the IP key function gives, such as
-// "ip:203.0.113.7".
-func identities(n int) []string {
-	keys := make([]string, n)
-	for i := range keys {
-		keys[i] = fmt.Sprintf("ip:203.%d.%d.%d", i>>16&255, i>>8&255, i&255)
-	}
-	return keys
 }
 
 // caller is one operation under measurement, on an identity.

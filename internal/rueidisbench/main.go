@@ -68,9 +68,9 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"time"
 
+	"github.com/a7d3e0dd/ratelimit/internal/loadgen"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
 )
 
@@ -153,18 +153,6 @@ func machine(ctx context.Context, e *env) string {
 	}
 	return fmt.Sprintf("machine: %d cores (GOMAXPROCS %d), %s %s/%s, redis %s, go-redis %s, rueidis %s (PipelineMultiplex %d, MaxFlushDelay %s)",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH,
-		version, moduleVersion("github.com/redis/go-redis/v9"), moduleVersion("github.com/redis/rueidis"),
+		version, loadgen.ModuleVersion("github.com/redis/go-redis/v9"), loadgen.ModuleVersion("github.com/redis/rueidis"),
 		e.s.multiplex, e.s.flush)
-}
-
-// moduleVersion returns the version of the module path built into the program.
-func moduleVersion(path string) string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, m := range info.Deps {
-			if m.Path == path {
-				return m.Version
-			}
-		}
-	}
-	return "?"
 }
