@@ -40,6 +40,18 @@ func TestCompactStorageKey(t *testing.T) {
 		// The parts are delimited: moving bytes from the prefix to the identity is another key.
 		"the same bytes, split otherwise": ratelimit.CompactStorageKey("rl:u", "ser:7", gcra),
 	}
+	// Any identity, however long or binary, is a key of 14 bytes of base64url in braces.
+	long := strings.Repeat("{x}\x00", 300)
+	for _, id := range []string{long, long + "y", ""} {
+		o := ratelimit.CompactStorageKey("rl:", id, gcra)
+		if len(o) != 14 || o[0] != '{' || o[5] != '}' || strings.ContainsAny(o[1:5]+o[6:], "{}:\x00") || o == k {
+			t.Errorf("identity of %d bytes: key %q", len(id), o)
+		}
+		other[fmt.Sprintf("an identity of %d bytes", len(id))] = o
+	}
+	if other["an identity of 1200 bytes"] == other["an identity of 1201 bytes"] {
+		t.Error("two long identities share a key")
+	}
 	for what, o := range other {
 		if o == k || o[:6] == k[:6] && what != "another policy" {
 			t.Errorf("%s: %q, against %q", what, o, k)
@@ -66,7 +78,14 @@ func TestCompactStorageKey(t *testing.T) {
 func TestCompactStateKeepsTATInExpiry(t *testing.T) {
 	client := redistest.Standalone(t)
 	prefix := redistest.Prefix(t)
-	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithCompactState(), ratelimit.WithDenialCache(0))
+	var logged syncBuffer
+	obs := &evictionSeen{}
+	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithCompactState(), ratelimit.WithDenialCache(0),
+		ratelimit.WithObserver(obs), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+	waitFor(t, "the servers' first read", func() bool { return len(obs.get()) > 0 })
+	if strings.Contains(logged.String(), "before Redis 7.0") {
+		t.Errorf("Redis 7 taken for an older server:\n%s", logged.String())
+	}
 	p := ratelimit.Policy{Limit: 100, Window: time.Hour}
 	l := mustNew(t, store, p)
 	key := ratelimit.CompactStorageKey(prefix, "user:7", p)

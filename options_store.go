@@ -96,7 +96,8 @@ func WithPrefix(prefix string) StoreOption {
 // The price: keys that cannot be read back to an identity (the ratelimit command takes
 // -compact to find them) and do not start with the prefix (an ACL of key patterns, or a SCAN
 // for the prefix, does not find them; announcements stay on the prefix's channel); a
-// PEXPIRETIME per check of a known identity. The state in expiry is written on the server's
+// PEXPIRETIME per check of a known identity (before Redis 7.0, which has none, the TATs stay
+// in values: the store logs a warning). The state in expiry is written on the server's
 // clock only (not with [WithClock]); moving a key between servers (MIGRATE, DUMP and RESTORE)
 // carries its expiry as a time to live, so its identity is admitted later by the time the move
 // took, never sooner; under a maxmemory-policy that evicts by LRU or LFU, with maxmemory set,

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/loadgen"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
 )
 
@@ -132,9 +133,7 @@ func TestChecksMergeUnderLoad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, rest, _ := strings.Cut(info, "cmdstat_fcall:calls=")
-		n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-		return n
+		return loadgen.CommandStats(info)["fcall"].Calls
 	}
 	if err := client.ConfigResetStat(ctx).Err(); err != nil {
 		t.Fatal(err)
@@ -179,13 +178,8 @@ func TestChecksMergeUnderLoad(t *testing.T) {
 // merged call, whose keys hash to several slots: the store says so once, in a warning, and
 // every check is answered, one call each.
 func TestMergeRefusedByAClusterModeServer(t *testing.T) {
-	addr := redistest.Private(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes-refused.conf")
-	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	client := redis.NewClient(&redis.Options{Addr: redistest.OneShardCluster(t), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { client.Close() })
-	if err := client.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the cluster to be ok", func() bool { return strings.Contains(client.ClusterInfo(ctx).Val(), "cluster_state:ok") })
 	var logged syncBuffer
 	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithDenialCache(0), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil)))),
 		ratelimit.Policy{Limit: 1, Window: time.Hour})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,6 +67,7 @@ func (s *redisStore) readEviction() {
 	defer s.eviction.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	s.checkCompactServers(ctx)
 	policies, err := maxmemoryPolicies(ctx, s.client)
 	if err != nil {
 		if k := kindOf(err); k == kindUnavailable || k == kindTimeout {
@@ -129,17 +131,70 @@ func maxmemoryPolicies(ctx context.Context, client redis.Scripter) ([]string, er
 		}
 		return nil
 	}
-	var err error
-	switch c := client.(type) {
-	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, read)
-	case *redis.Ring:
-		err = c.ForEachShard(ctx, read)
-	case *redis.Client:
-		err = read(ctx, c)
-	default:
-		return nil, fmt.Errorf("a %T cannot be asked its maxmemory-policy", client)
-	}
+	err := forEachServer(ctx, client, read)
 	slices.Sort(policies)
 	return policies, err
+}
+
+// forEachServer calls read for each server client writes to: each master of a Cluster, each
+// shard of a Ring, the one server of a client.
+func forEachServer(ctx context.Context, client redis.Scripter, read func(ctx context.Context, c *redis.Client) error) error {
+	switch c := client.(type) {
+	case *redis.ClusterClient:
+		return c.ForEachMaster(ctx, read)
+	case *redis.Ring:
+		return c.ForEachShard(ctx, read)
+	case *redis.Client:
+		return read(ctx, c)
+	}
+	return fmt.Errorf("a %T cannot be asked its configuration", client)
+}
+
+// checkCompactServers warns, once, when a store with compact state writes to a server before
+// Redis 7.0, which has no PEXPIRETIME: the scripts then keep TATs in values, and only the
+// keys are short. It runs with each read of the eviction policy until a read succeeds.
+func (s *redisStore) checkCompactServers(ctx context.Context) {
+	if !s.compact || s.compactChecked.Load() {
+		return
+	}
+	var (
+		mu  sync.Mutex
+		old []string
+	)
+	err := forEachServer(ctx, s.client, func(ctx context.Context, c *redis.Client) error {
+		info, err := c.Info(ctx, "server").Result()
+		if err != nil {
+			return err
+		}
+		if v := infoField(info, "redis_version"); before7(v) {
+			mu.Lock()
+			old = append(old, c.Options().Addr+" "+v)
+			mu.Unlock()
+		}
+		return nil
+	})
+	if err != nil || s.compactChecked.Swap(true) {
+		return // asked again at the next read of the eviction policy
+	}
+	if len(old) > 0 {
+		s.log.get().LogAttrs(ctx, slog.LevelWarn, "ratelimit: compact state on a server before Redis 7.0, which has no PEXPIRETIME: its TATs stay in values (16 B more per identity); the keys are still short",
+			slog.String("servers", strings.Join(old, ", ")))
+	}
+}
+
+// before7 reports whether a redis_version is before 7.0.
+func before7(version string) bool {
+	major, _, _ := strings.Cut(version, ".")
+	n, err := strconv.Atoi(major)
+	return err == nil && n < 7
+}
+
+// infoField returns the value of one "field:value" line of an INFO reply, "" when it has none.
+func infoField(info, field string) string {
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return v
+		}
+	}
+	return ""
 }

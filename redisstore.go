@@ -35,6 +35,9 @@ type redisStore struct {
 	// compact is set by WithCompactState: the keys are compact (see CompactStorageKey), and
 	// the scripts may keep a TAT in a key's expiry.
 	compact bool
+	// compactChecked is set once the servers' versions were checked for compact state (see
+	// checkCompactServers).
+	compactChecked atomic.Bool
 	// forgets is the channel of the announcements of refunds and resets (see forgets.go), as
 	// an argument of the scripts, which compact keys need.
 	forgets any

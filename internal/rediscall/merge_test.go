@@ -7,10 +7,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/a7d3e0dd/ratelimit/internal/loadgen"
 	"github.com/a7d3e0dd/ratelimit/internal/redisscripts"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
 )
@@ -48,19 +48,13 @@ func mergedBatch(t *testing.T, client *redis.Client, args ...[]any) ([][]int64, 
 }
 
 // fcalls returns how many FCALLs the server ran since its statistics were reset.
-func fcalls(t *testing.T, client *redis.Client) string {
+func fcalls(t *testing.T, client *redis.Client) int64 {
 	t.Helper()
 	info, err := client.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_fcall:calls="); ok {
-			n, _, _ := strings.Cut(rest, ",")
-			return n
-		}
-	}
-	return "0"
+	return loadgen.CommandStats(info)["fcall"].Calls
 }
 
 // The calls of a batch leave as one call of the merged form, and each is answered as it would
@@ -89,8 +83,8 @@ func TestMergedCallsAnswerEachAsAlone(t *testing.T) {
 		checkArgs(p+"{b}", "1700000000000000", ""),
 		checkArgs(p+"{c}", "0", "zz:1:1:0:0"),
 	)
-	if got := fcalls(t, client); got != "1" {
-		t.Errorf("%s FCALLs; want 1, merged", got)
+	if got := fcalls(t, client); got != 1 {
+		t.Errorf("%d FCALLs; want 1, merged", got)
 	}
 	for i, want := range []struct {
 		allowed, remaining int64
@@ -192,16 +186,8 @@ func TestMergedCallFailingAfterAWriteIsNotSentAgain(t *testing.T) {
 // its merged form (NOPERM), which must not turn the caller to scripts either.
 func TestMergedCallRefused(t *testing.T) {
 	t.Run("CROSSSLOT", func(t *testing.T) {
-		addr := redistest.Private(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes-merge.conf")
-		client := redis.NewClient(&redis.Options{Addr: addr})
+		client := redis.NewClient(&redis.Options{Addr: redistest.OneShardCluster(t)})
 		t.Cleanup(func() { client.Close() })
-		ctx := context.Background()
-		if err := client.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
-			t.Fatal(err)
-		}
-		for !strings.Contains(client.ClusterInfo(ctx).Val(), "cluster_state:ok") {
-			time.Sleep(10 * time.Millisecond) // polls for an event; the test's timeout bounds it
-		}
 		refusedThenAnswered(t, client, NewCaller(client))
 	})
 	t.Run("NOPERM", func(t *testing.T) {

@@ -392,3 +392,22 @@ func Private(t testing.TB, args ...string) string {
 	})
 	return srv.addr()
 }
+
+// OneShardCluster starts a redis-server of the test's own in cluster mode, holding every
+// slot, and returns its address once the cluster is ok: a managed service's one shard, which
+// a plain client reaches at one address and which refuses a call naming keys of several
+// slots (CROSSSLOT). It is stopped when the test ends.
+func OneShardCluster(t testing.TB) string {
+	t.Helper()
+	addr := Private(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf") // in the server's own directory
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+		t.Fatalf("redistest: one-shard cluster: %v", err)
+	}
+	for !strings.Contains(c.ClusterInfo(ctx).Val(), "cluster_state:ok") {
+		time.Sleep(10 * time.Millisecond) // polls for an event; the test's timeout bounds it
+	}
+	return addr
+}
