@@ -22,7 +22,10 @@ type env struct {
 	trivial       *redis.Script // the floor: EVALSHA of "return 1" on one key
 	// exact is the floor of any exact check: the three calls one cannot do without (the
 	// server's TIME, a read and a write with an expiry), and nothing else.
-	exact    *redis.Script
+	exact *redis.Script
+	// exact3 is the same on three keys (TIME once, then GET and SET PX on each): what the
+	// floor of a further policy is, each in its own key.
+	exact3   *redis.Script
 	keys     []string // identities, cycled through by every Redis figure
 	loadName string   // the HTTP load generator: wrk or the Go one
 	wrk      string   // path of wrk, "" when it is not installed
@@ -50,11 +53,13 @@ func newEnv(ctx context.Context, addr string, s settings) (*env, error) {
 		trivial: redis.NewScript("return 1"),
 		exact: redis.NewScript("local t = redis.call('TIME') redis.call('GET', KEYS[1]) " +
 			"redis.call('SET', KEYS[1], t[1] * 1000000 + t[2], 'PX', 10000) return 1"),
+		exact3: redis.NewScript("local t = redis.call('TIME') for i = 1, #KEYS do redis.call('GET', KEYS[i]) " +
+			"redis.call('SET', KEYS[i], t[1] * 1000000 + t[2], 'PX', 10000) end return 1"),
 		keys:      loadgen.Identities(s.keys),
 		loadName:  "Go load generator (wrk not installed)",
 		breakdown: map[string]commandStats{},
 	}
-	for _, floor := range []*redis.Script{e.trivial, e.exact} {
+	for _, floor := range []*redis.Script{e.trivial, e.exact, e.exact3} {
 		if err := floor.Load(ctx, e.client).Err(); err != nil {
 			e.close()
 			return nil, fmt.Errorf("loading a floor script: %w", err)
@@ -99,6 +104,12 @@ func (e *env) evalsha(ctx context.Context, key string) error {
 // timeGetSet is the floor of an exact check: TIME, GET and SET PX on the identity's key.
 func (e *env) timeGetSet(ctx context.Context, key string) error {
 	return e.exact.Run(ctx, e.client, []string{key}).Err()
+}
+
+// timeGetSet3 is the floor of an exact check of three policies: TIME, then GET and SET PX on
+// three keys of the identity, as a check of three policies finds them.
+func (e *env) timeGetSet3(ctx context.Context, key string) error {
+	return e.exact3.Run(ctx, e.client, []string{key + ":1", key + ":2", key + ":3"}).Err()
 }
 
 func (e *env) ping(ctx context.Context, _ string) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit"
@@ -64,6 +65,7 @@ func (e *env) redisFigures(ctx context.Context, r int, f figures) error {
 		{"ping", "ping", e.ping},
 		{"evalsha", "evalsha", e.evalsha},
 		{"tgs", "evalsha", e.timeGetSet},
+		{"tgs3", "evalsha", e.timeGetSet3},
 		{"gcra1", "fcall", check(one)},
 		{"gcra1c", "fcall", check(compact)},
 		{"gcra3", "fcall", check(three)},
@@ -74,6 +76,8 @@ func (e *env) redisFigures(ctx context.Context, r int, f figures) error {
 	}
 	f["srv.extra"] = (f["srv.gcra3"] - f["srv.gcra1"]) / 2
 	f["srv64.extra"] = (f["srv64.gcra3"] - f["srv64.gcra1"]) / 2
+	f["srv.tgsextra"] = (f["srv.tgs3"] - f["srv.tgs"]) / 2
+	f["srv64.tgsextra"] = (f["srv64.tgs3"] - f["srv64.tgs"]) / 2
 	n, err := allocs(ctx, check(plain), e.keys, allocRuns)
 	f["allocs.gcra1.plain"] = n
 	return err
@@ -105,6 +109,7 @@ func (e *env) measure(ctx context.Context, s subject, f figures) error {
 	if err != nil {
 		return err
 	}
+	client0 := clientCPU()
 	start := time.Now()
 	var n64 int64
 	stats64, err := e.serverTime(ctx, func() (err error) {
@@ -123,6 +128,7 @@ func (e *env) measure(ctx context.Context, s subject, f figures) error {
 		return err
 	}
 	f["cpu64."+s.name] = (cpu1 - cpu0) * 1e6 / (tput * elapsed)
+	f["client64."+s.name] = (clientCPU() - client0) * 1e6 / (tput * elapsed)
 	f["busy64."+s.name] = 100 * (cpu1 - cpu0) / elapsed
 	n, err := allocs(ctx, s.call, e.keys, allocRuns)
 	if err != nil {
@@ -152,6 +158,16 @@ func (e *env) serverCPU(ctx context.Context) (float64, error) {
 		total += v
 	}
 	return total, nil
+}
+
+// clientCPU returns the seconds of CPU this process has used (user and system, every
+// thread): the client's share of the machine, which it splits with Redis and the kernel.
+func clientCPU() float64 {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano()).Seconds()
 }
 
 // serverTime returns the INFO commandstats of what phase makes the server do.
