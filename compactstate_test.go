@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/internal/faultproxy"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
 	"github.com/a7d3e0dd/ratelimit/observe"
 )
@@ -75,6 +77,34 @@ func TestCompactStorageKey(t *testing.T) {
 // a shared integer is INT_MAX), and expires a millisecond after it. The decisions are GCRA's:
 // 100 an hour admitted, the 101st denied with the TAT's Retry-After, one given back admitted
 // again.
+// A server before Redis 7.0 has no PEXPIRETIME: a store with compact state then keeps TATs in
+// values, and says so, once, in its log and to its observer (compact_expiry). The server here
+// is a Redis 7 that a proxy makes say it is 6: what the store reports is what is tested, the
+// scripts still see the server as it is.
+func TestCompactStateOnAServerBefore7(t *testing.T) {
+	proxy := faultproxy.Start(t, redistest.Addr(t))
+	proxy.Rewrite("redis_version:7", "redis_version:6")
+	client := redis.NewClient(&redis.Options{Addr: proxy.Addr()})
+	t.Cleanup(func() { client.Close() })
+	var logged syncBuffer
+	obs := &evictionSeen{}
+	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithCompactState(), ratelimit.WithDenialCache(0),
+		ratelimit.WithObserver(obs), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+	waitFor(t, "the servers' first read", func() bool { return len(obs.get()) > 0 })
+	l := mustNew(t, store, ratelimit.Policy{Limit: 2, Window: time.Hour})
+	for i, want := range []bool{true, true, false} {
+		if d := allow(t, l, "user:7", 1); d.Allowed != want {
+			t.Fatalf("request %d: allowed %v; want %v", i+1, d.Allowed, want)
+		}
+	}
+	if got := obs.degradations(); !slices.Equal(got, []string{"compact_expiry"}) {
+		t.Errorf("reported degradations %v; want [compact_expiry]", got)
+	}
+	if n := strings.Count(logged.String(), "compact state on a server before Redis 7.0"); n != 1 {
+		t.Errorf("logged the old server %d times; want once:\n%s", n, logged.String())
+	}
+}
+
 func TestCompactStateKeepsTATInExpiry(t *testing.T) {
 	client := redistest.Standalone(t)
 	prefix := redistest.Prefix(t)
@@ -83,8 +113,8 @@ func TestCompactStateKeepsTATInExpiry(t *testing.T) {
 	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithCompactState(), ratelimit.WithDenialCache(0),
 		ratelimit.WithObserver(obs), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 	waitFor(t, "the servers' first read", func() bool { return len(obs.get()) > 0 })
-	if strings.Contains(logged.String(), "before Redis 7.0") {
-		t.Errorf("Redis 7 taken for an older server:\n%s", logged.String())
+	if strings.Contains(logged.String(), "before Redis 7.0") || len(obs.degradations()) > 0 {
+		t.Errorf("Redis 7 taken for an older server: reported %v, logged:\n%s", obs.degradations(), logged.String())
 	}
 	p := ratelimit.Policy{Limit: 100, Window: time.Hour}
 	l := mustNew(t, store, p)

@@ -393,16 +393,22 @@ func TestRedisMalformedState(t *testing.T) {
 	}
 }
 
-// Any go-redis client fits the Redis store: a Ring (here of two shards on one server) too.
+// Any go-redis client fits the Redis store: a Ring (here of two shards on one server) too. A
+// Ring cannot hear the announcements of every shard, so the store runs without its denial
+// cache, and tells its observer (denial_cache).
 func TestRedisRing(t *testing.T) {
 	addr := redistest.Addr(t)
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addr, "b": addr}})
 	t.Cleanup(func() { ring.Close() })
-	l := mustNew(t, redisStore(t, ring), ratelimit.Policy{Limit: 2, Window: time.Minute}, ratelimit.Policy{Limit: 5, Window: time.Hour, Algorithm: algorithms.SlidingLog{}})
+	obs := &evictionSeen{}
+	l := mustNew(t, redisStore(t, ring, ratelimit.WithObserver(obs)), ratelimit.Policy{Limit: 2, Window: time.Minute}, ratelimit.Policy{Limit: 5, Window: time.Hour, Algorithm: algorithms.SlidingLog{}})
 	for i, want := range []bool{true, true, false} {
 		if d := allow(t, l, "ring", 1); d.Allowed != want {
 			t.Fatalf("request %d: allowed=%v, want %v", i, d.Allowed, want)
 		}
+	}
+	if got := obs.degradations(); !slices.Equal(got, []string{"denial_cache"}) {
+		t.Errorf("reported degradations %v; want [denial_cache]", got)
 	}
 }
 

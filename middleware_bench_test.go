@@ -155,6 +155,7 @@ func (nopObserver) RedisEvictionPolicy(string, bool)         {}
 func (nopObserver) Leased(bool, time.Duration)               {}
 func (nopObserver) Queued(bool)                              {}
 func (nopObserver) DenialCacheDeaf(bool)                     {}
+func (nopObserver) StoreDegraded(string, bool)               {}
 
 // BenchmarkOutage measures what a Redis outage adds to a request once the breaker is open:
 // Redis black-holed (connections accepted, never answered), the breaker open, decisions from the

@@ -48,6 +48,12 @@ type Observer interface {
 	// Redis call again (nothing is admitted that should not be). Called from a goroutine of
 	// the store's, on each change.
 	DenialCacheDeaf(deaf bool)
+	// StoreDegraded reports a store starting (degraded true) or ceasing (false) to run without
+	// a feature it was made with, falling back to a way that decides the same and costs Redis
+	// more; feature is one of observe.Degradations. Each is also a warning in the store's log.
+	// A store reports each feature once, when it finds the feature unavailable (on a request's
+	// goroutine, or on one of its own); none comes back while the store lives.
+	StoreDegraded(feature string, degraded bool)
 	// Leased reports a request starting to hold in-flight slots (held 0, acquired true) when
 	// its guard admits it, and giving them back (acquired false) after its handler, having
 	// held them for held: the figures of active leases and lease duration.
@@ -97,4 +103,18 @@ func observerOf(s Store) Observer {
 		return o.Observer()
 	}
 	return nil
+}
+
+// The features a store reports running without (see observe.Degradations).
+const (
+	degradedMergedChecks  = "merged_checks"
+	degradedCompactExpiry = "compact_expiry"
+	degradedDenialCache   = "denial_cache"
+)
+
+// degraded tells o, when there is one, that its store runs without feature from now on.
+func degraded(o Observer, feature string) {
+	if o != nil {
+		o.StoreDegraded(feature, true)
+	}
 }

@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -175,13 +176,14 @@ func TestChecksMergeUnderLoad(t *testing.T) {
 }
 
 // A server in cluster mode behind one address (a managed service with one shard) refuses a
-// merged call, whose keys hash to several slots: the store says so once, in a warning, and
-// every check is answered, one call each.
+// merged call, whose keys hash to several slots: the store says so once, in a warning and to
+// its observer (merged_checks), and every check is answered, one call each.
 func TestMergeRefusedByAClusterModeServer(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: redistest.OneShardCluster(t), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { client.Close() })
 	var logged syncBuffer
-	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithDenialCache(0), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil)))),
+	obs := &evictionSeen{}
+	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithDenialCache(0), ratelimit.WithObserver(obs), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil)))),
 		ratelimit.Policy{Limit: 1, Window: time.Hour})
 	allow(t, l, "warm-up", 1) // loads the library
 	var wg sync.WaitGroup
@@ -208,5 +210,8 @@ func TestMergeRefusedByAClusterModeServer(t *testing.T) {
 	}
 	if n := strings.Count(logged.String(), "refused a merged call"); n != 1 {
 		t.Errorf("logged %d warnings of the refusal; want 1:\n%s", n, logged.String())
+	}
+	if got := obs.degradations(); !slices.Equal(got, []string{"merged_checks"}) {
+		t.Errorf("reported degradations %v; want [merged_checks]", got)
 	}
 }

@@ -17,8 +17,24 @@ import (
 // evictionSeen records the eviction policies an Observer is told.
 type evictionSeen struct {
 	answers
-	mu   sync.Mutex
-	seen []string
+	mu       sync.Mutex
+	seen     []string
+	degraded []string // StoreDegraded's features, in order
+}
+
+func (e *evictionSeen) StoreDegraded(feature string, degraded bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !degraded {
+		feature = "-" + feature
+	}
+	e.degraded = append(e.degraded, feature)
+}
+
+func (e *evictionSeen) degradations() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.degraded...)
 }
 
 func (e *evictionSeen) RedisEvictionPolicy(policy string, evicts bool) {

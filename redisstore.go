@@ -115,6 +115,7 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 	calls.OnMergeRefused(func(err error) {
 		log.get().Warn("ratelimit: Redis refused a merged call of concurrent checks (a server in cluster mode behind one address, or an ACL that allows "+
 			checkScript.Function()+" but not "+redisscripts.Merged()+"): checks go one call each from now on, which costs Redis more per check", "error", err)
+		degraded(c.res.observer, degradedMergedChecks)
 	})
 	if c.compact {
 		prefix := c.prefix
@@ -137,7 +138,8 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 		if s.listenForForgets(rs.denials, l) {
 			l.heard = rs.denials.live.Load
 		} else {
-			s.log.get().Info("ratelimit: no denial cache: this client cannot hear the refunds and resets of every server (a Ring, or a client without Subscribe), so every denial asks Redis")
+			s.log.get().Warn("ratelimit: no denial cache: this client cannot hear the refunds and resets of every server (a Ring, or a client without Subscribe), so every denial asks Redis; WithDenialCache(0) says you know")
+			degraded(c.res.observer, degradedDenialCache)
 		}
 	}
 	return l

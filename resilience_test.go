@@ -63,6 +63,7 @@ func (r *recorder) KeyFellBack(string)               {}
 func (r *recorder) RedisEvictionPolicy(string, bool) {}
 func (r *recorder) Leased(bool, time.Duration)       {}
 func (r *recorder) Queued(bool)                      {}
+func (r *recorder) StoreDegraded(string, bool)       {}
 
 func (r *recorder) DenialCacheDeaf(deaf bool) {
 	r.mu.Lock()

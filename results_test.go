@@ -27,6 +27,7 @@ func (a *answers) RedisEvictionPolicy(string, bool)         {}
 func (a *answers) Leased(bool, time.Duration)               {}
 func (a *answers) Queued(bool)                              {}
 func (a *answers) DenialCacheDeaf(bool)                     {}
+func (a *answers) StoreDegraded(string, bool)               {}
 func (a *answers) Answered(e observe.RequestEvent) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

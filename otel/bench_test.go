@@ -33,6 +33,7 @@ func (nopObserver) RedisEvictionPolicy(string, bool)         {}
 func (nopObserver) Leased(bool, time.Duration)               {}
 func (nopObserver) Queued(bool)                              {}
 func (nopObserver) DenialCacheDeaf(bool)                     {}
+func (nopObserver) StoreDegraded(string, bool)               {}
 
 // BenchmarkMiddleware measures the net/http middleware with the memory store and one policy
 // that admits every request: without an observer (off), with this package's Observer over

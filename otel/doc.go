@@ -26,6 +26,7 @@
 //	ratelimit.breaker.open             Int64UpDownCounter      {breaker}     (none)
 //	ratelimit.breaker.transitions      Int64Counter            {transition}  ratelimit.breaker.state (open, half_open, closed)
 //	ratelimit.denial_cache.deaf        Int64UpDownCounter      {cache}       (none)
+//	ratelimit.store.degraded           Int64UpDownCounter      {store}       ratelimit.store.feature (merged_checks, compact_expiry, denial_cache)
 //	ratelimit.active_request_leases    Int64UpDownCounter      {request}     (none)
 //	ratelimit.request_lease.duration   Float64Histogram        s             (none)
 //	ratelimit.queued_requests          Int64UpDownCounter      {request}     (none)
@@ -68,6 +69,14 @@
 // subscribed, and while its subscription is broken. Such a cache takes no new denial, so its
 // denied identities cost Redis calls again; nothing is admitted that should not be.
 //
+// ratelimit.store.degraded is the number of stores, among those that report to this Observer,
+// that run without a feature they were made with, by ratelimit.store.feature (see
+// observe.Degradations): merged_checks (the server refused a merged call of concurrent checks,
+// so they go one call each), compact_expiry (compact state on a server before Redis 7.0: TATs
+// in values), denial_cache (a client that cannot hear every server: no denial cache). Each
+// decides the same and costs Redis more; every feature's series is reported from the start,
+// at 0.
+//
 // The rules module's Engine reports to an Observer given to it with rules.WithReporter: the
 // Observer has its RulesApplied and RulesRejected methods, and this module does not depend on
 // the rules module. ratelimit.rules.version is 1, with one series: the version of the rules
@@ -101,6 +110,8 @@
 //	ratelimit.breaker.transitions {ratelimit.breaker.state}
 //	                                                 ratelimit_breaker_transitions_total {to}
 //	ratelimit.denial_cache.deaf                      ratelimit_denial_caches_deaf
+//	ratelimit.store.degraded {ratelimit.store.feature}
+//	                                                 ratelimit_stores_degraded {feature}
 //	ratelimit.active_request_leases                  ratelimit_active_request_leases
 //	ratelimit.request_lease.duration                 ratelimit_request_lease_duration_seconds
 //	ratelimit.queued_requests                        ratelimit_queued_requests

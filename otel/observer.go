@@ -35,6 +35,7 @@ type Observer struct {
 	storeErrors  metric.Int64Counter
 	breakerOpen  metric.Int64UpDownCounter
 	deafCaches   metric.Int64UpDownCounter
+	degraded     metric.Int64UpDownCounter
 	transitions  metric.Int64Counter
 	memoryFull   metric.Int64Counter
 	keyFallback  metric.Int64Counter
@@ -56,6 +57,7 @@ type Observer struct {
 	policies observe.Policies[policyCounts]
 	version  atomic.Pointer[[]metric.ObserveOption] // those of the rules version last applied; nil before any
 	fellBack map[string][]metric.AddOption          // by reason
+	features map[string][]metric.AddOption          // of ratelimit.store.degraded, by feature
 	waited   [][]metric.RecordOption                // by observe.Result
 	db       sync.Map                               // *observe.StoreInfo → []metric.RecordOption of db.client.operation.duration
 	eviction atomic.Pointer[evictionObs]            // the servers' maxmemory-policy last read; nil before any
@@ -82,7 +84,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	m := mp.Meter(ScopeName)
 	o := &Observer{}
 	o.policies.New = newCounts // before the callback is registered
-	var errs [17]error
+	var errs [18]error
 	o.decisions, errs[0] = m.Int64ObservableCounter("ratelimit.policy.decisions", metric.WithUnit("{decision}"),
 		metric.WithDescription("Verdicts of each rate-limit policy, by outcome and by what decided (store, denial_cache, fallback, lease)."),
 		metric.WithInt64Callback(o.observe))
@@ -124,6 +126,8 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 		metric.WithExplicitBucketBoundaries(observe.Buckets()...))
 	o.deafCaches, errs[16] = m.Int64UpDownCounter("ratelimit.denial_cache.deaf", metric.WithUnit("{cache}"),
 		metric.WithDescription("Denial caches of Redis stores that do not hear the fleet's refunds and resets now (not yet subscribed, or subscription broken): they cache no new denial, so denied identities cost Redis calls again."))
+	o.degraded, errs[17] = m.Int64UpDownCounter("ratelimit.store.degraded", metric.WithUnit("{store}"),
+		metric.WithDescription("Rate-limit stores running without a feature they were made with, by ratelimit.store.feature (merged_checks, compact_expiry, denial_cache): each decides the same, at a higher cost to Redis."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -143,6 +147,11 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	o.fellBack = map[string][]metric.AddOption{}
 	for _, r := range observe.KeyFallbackReasons() {
 		o.fellBack[r] = addOptions(attribute.String("ratelimit.key.fallback_reason", r))
+	}
+	o.features = map[string][]metric.AddOption{}
+	for _, f := range observe.Degradations() {
+		o.features[f] = addOptions(attribute.String("ratelimit.store.feature", f))
+		o.degraded.Add(context.Background(), 0, o.features[f]...) // every feature's series, at 0 until a store degrades
 	}
 	o.waited = make([][]metric.RecordOption, len(o.results))
 	for _, r := range observe.Results() {
@@ -228,6 +237,20 @@ func (o *Observer) DenialCacheDeaf(deaf bool) {
 		o.deafCaches.Add(context.Background(), 1)
 	} else {
 		o.deafCaches.Add(context.Background(), -1)
+	}
+}
+
+// StoreDegraded implements [ratelimit.Observer]: ratelimit.store.degraded counts the stores
+// running without feature (attribute ratelimit.store.feature).
+func (o *Observer) StoreDegraded(feature string, degraded bool) {
+	opts, ok := o.features[feature]
+	if !ok {
+		return // a feature this module does not know: no series of its own, unbounded
+	}
+	if degraded {
+		o.degraded.Add(context.Background(), 1, opts...)
+	} else {
+		o.degraded.Add(context.Background(), -1, opts...)
 	}
 }
 

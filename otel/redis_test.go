@@ -141,3 +141,23 @@ func TestLeases(t *testing.T) {
 		t.Errorf("lease durations recorded: %d, want 1", n)
 	}
 }
+
+// ratelimit.store.degraded counts the stores running without a feature, as a user meets each:
+// a store over a Ring has no denial cache, a store whose server refuses merged checks sends
+// them one by one.
+func TestStoresDegraded(t *testing.T) {
+	m := newMeter(t)
+	outagespec.Degraded(t, m.Observer, func(feature string) (float64, bool) {
+		s, ok := m.metric(t, "ratelimit.store.degraded").Data.(metricdata.Sum[int64])
+		if !ok {
+			t.Fatal("ratelimit.store.degraded is not an int64 sum")
+		}
+		want := attribute.NewSet(attribute.String("ratelimit.store.feature", feature))
+		for _, dp := range s.DataPoints {
+			if dp.Attributes.Equals(&want) {
+				return float64(dp.Value), true
+			}
+		}
+		return 0, false
+	})
+}

@@ -58,6 +58,7 @@ func TestAlerts(t *testing.T) {
 	obs.RulesApplied("v1")
 	obs.RedisEvictionPolicy("volatile-lru", true)
 	obs.DenialCacheDeaf(true)
+	obs.StoreDegraded("merged_checks", true)
 	labels := map[string][]string{}
 	for name, mf := range gather(t, obs) {
 		var names []string
@@ -101,7 +102,7 @@ func TestAlerts(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"RateLimitHighRejectionRate", "RateLimitStoreSlow", "RateLimitBreakerOpen", "RateLimitFallbackInUse", "RateLimitUnlimitedRequests", "RateLimitDenialCacheDeaf", "RateLimitRedisEvictable", "RateLimitStoreErrors", "RateLimitRulesRejected"}
+	want := []string{"RateLimitHighRejectionRate", "RateLimitStoreSlow", "RateLimitBreakerOpen", "RateLimitFallbackInUse", "RateLimitUnlimitedRequests", "RateLimitDenialCacheDeaf", "RateLimitStoreDegraded", "RateLimitRedisEvictable", "RateLimitStoreErrors", "RateLimitRulesRejected"}
 	if strings.Join(alerts, " ") != strings.Join(want, " ") {
 		t.Errorf("alerts %v, want %v", alerts, want)
 	}

@@ -16,6 +16,7 @@
 //	ratelimit_store_errors_total          counter    kind (timeout, unavailable, breaker_open)
 //	ratelimit_breaker_open                gauge      (none)
 //	ratelimit_breaker_transitions_total   counter    to (open, closed)
+//	ratelimit_stores_degraded             gauge      feature (merged_checks, compact_expiry, denial_cache)
 //	ratelimit_rules_version_info          gauge      version
 //	ratelimit_rules_loads_total           counter    result (applied, rejected)
 //
@@ -43,6 +44,13 @@
 //
 // ratelimit_breaker_open is the number of open circuit breakers among the stores that report
 // to this Observer: 1 while the breaker of a single store is open, 0 when it is closed.
+//
+// ratelimit_stores_degraded is the number of stores, among those that report to this Observer,
+// that run without a feature they were made with, by feature (see observe.Degradations):
+// merged_checks (the server refused a merged call of concurrent checks, so they go one call
+// each), compact_expiry (compact state on a server before Redis 7.0: TATs in values),
+// denial_cache (a client that cannot hear every server: no denial cache). Each decides the
+// same and costs Redis more; every feature's series is exported from the start, at 0.
 //
 // The rules module's Engine reports to an Observer given to it with rules.WithReporter: the
 // Observer has its RulesApplied and RulesRejected methods, and this module does not depend on

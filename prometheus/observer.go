@@ -30,6 +30,7 @@ type Observer struct {
 	storeErrors  *prometheus.CounterVec
 	breakerOpen  prometheus.Gauge
 	deafCaches   prometheus.Gauge
+	degraded     *prometheus.GaugeVec
 	transitions  *prometheus.CounterVec
 	memoryFull   *prometheus.CounterVec
 	keyFallback  *prometheus.CounterVec
@@ -49,6 +50,7 @@ type Observer struct {
 	policies observe.Policies[policyCounters]
 	version  atomic.Pointer[string]        // of the rules last applied; nil before any
 	fellBack map[string]prometheus.Counter // by reason
+	features map[string]prometheus.Gauge   // of ratelimit_stores_degraded, by feature
 	eviction atomic.Pointer[eviction]      // the servers' maxmemory-policy last read; nil before any
 	evicted  prometheus.Counter
 	overflow prometheus.Counter
@@ -112,6 +114,10 @@ func New(opts ...Option) *Observer {
 			Name: "ratelimit_denial_caches_deaf",
 			Help: "Denial caches of Redis stores that do not hear the fleet's refunds and resets now (not yet subscribed, or subscription broken): they cache no new denial, so denied identities cost Redis calls again.",
 		}),
+		degraded: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ratelimit_stores_degraded",
+			Help: "Rate-limit stores running without a feature they were made with, by feature (merged_checks, compact_expiry, denial_cache): each decides the same, at a higher cost to Redis.",
+		}, []string{"feature"}),
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ratelimit_breaker_transitions_total",
 			Help: "Circuit breaker changes of the rate-limit stores, by the state changed to.",
@@ -171,6 +177,10 @@ func New(opts ...Option) *Observer {
 	for _, r := range observe.KeyFallbackReasons() {
 		o.fellBack[r] = o.keyFallback.WithLabelValues(r)
 	}
+	o.features = map[string]prometheus.Gauge{}
+	for _, f := range observe.Degradations() {
+		o.features[f] = o.degraded.WithLabelValues(f) // every feature's series, at 0 until a store degrades
+	}
 	o.evicted = o.memoryFull.WithLabelValues("evicted")
 	o.overflow = o.memoryFull.WithLabelValues("overflow")
 	o.applied = o.rulesLoads.WithLabelValues("applied")
@@ -187,6 +197,7 @@ func (o *Observer) Describe(ch chan<- *prometheus.Desc) {
 	o.storeErrors.Describe(ch)
 	o.breakerOpen.Describe(ch)
 	o.deafCaches.Describe(ch)
+	o.degraded.Describe(ch)
 	o.transitions.Describe(ch)
 	o.memoryFull.Describe(ch)
 	o.keyFallback.Describe(ch)
@@ -207,6 +218,7 @@ func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 	o.storeErrors.Collect(ch)
 	o.breakerOpen.Collect(ch)
 	o.deafCaches.Collect(ch)
+	o.degraded.Collect(ch)
 	o.transitions.Collect(ch)
 	o.memoryFull.Collect(ch)
 	o.keyFallback.Collect(ch)
@@ -283,6 +295,20 @@ func (o *Observer) DenialCacheDeaf(deaf bool) {
 		o.deafCaches.Inc()
 	} else {
 		o.deafCaches.Dec()
+	}
+}
+
+// StoreDegraded implements [ratelimit.Observer]: ratelimit_stores_degraded counts the stores
+// running without feature.
+func (o *Observer) StoreDegraded(feature string, degraded bool) {
+	g, ok := o.features[feature]
+	if !ok {
+		return // a feature this module does not know: no series of its own, unbounded
+	}
+	if degraded {
+		g.Inc()
+	} else {
+		g.Dec()
 	}
 }
 

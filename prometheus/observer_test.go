@@ -239,6 +239,7 @@ func (c *capture) RedisEvictionPolicy(string, bool)         {}
 func (c *capture) Leased(bool, time.Duration)               {}
 func (c *capture) Queued(bool)                              {}
 func (c *capture) DenialCacheDeaf(bool)                     {}
+func (c *capture) StoreDegraded(string, bool)               {}
 
 // Once a policy has been seen, Decided allocates nothing.
 func TestDecidedDoesNotAllocate(t *testing.T) {

@@ -91,3 +91,16 @@ func TestOutageCountsEqualResponses(t *testing.T) {
 		return value(t, obs, "ratelimit_requests_total", "result="+result)
 	})
 }
+
+// ratelimit_stores_degraded counts the stores running without a feature, as a user meets
+// each: a store over a Ring has no denial cache, a store whose server refuses merged checks
+// sends them one by one.
+func TestStoresDegraded(t *testing.T) {
+	obs := ratelimitprom.New()
+	outagespec.Degraded(t, obs, func(feature string) (float64, bool) {
+		if m := sample(t, obs, "ratelimit_stores_degraded", "feature="+feature); m != nil {
+			return m.GetGauge().GetValue(), true
+		}
+		return 0, false
+	})
+}

@@ -31,6 +31,7 @@ type Proxy struct {
 	conns    map[net.Conn]bool
 	delay    time.Duration
 	black    bool
+	rewrite  [2][]byte // replies' bytes to replace, and by what (as long); none when empty
 	commands map[string]int
 	closed   bool
 	stop     chan struct{} // closed when the proxy stops: held replies are dropped
@@ -60,6 +61,18 @@ func (p *Proxy) Delay(d time.Duration) {
 	p.mu.Lock()
 	p.delay = d
 	p.mu.Unlock()
+}
+
+// Rewrite replaces old by new, which must be as long (RESP counts bytes), in the replies that
+// carry old whole within one read of the server's (a short reply such as INFO's, say): a
+// server that says something else of itself. Heal does not end it.
+func (p *Proxy) Rewrite(old, new string) {
+	if len(old) != len(new) || old == "" {
+		panic("faultproxy: Rewrite needs two strings of one length")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rewrite = [2][]byte{[]byte(old), []byte(new)}
 }
 
 // BlackHole makes the proxy a peer that never answers: connections, new and open, are accepted
@@ -191,8 +204,11 @@ func (p *Proxy) replies(server, client net.Conn) {
 		if n > 0 {
 			read := time.Now()
 			p.mu.Lock()
-			delay, black := p.delay, p.black
+			delay, black, rewrite := p.delay, p.black, p.rewrite
 			p.mu.Unlock()
+			if len(rewrite[0]) > 0 {
+				copy(buf[:n], bytes.ReplaceAll(buf[:n], rewrite[0], rewrite[1]))
+			}
 			if !p.wait(time.Until(read.Add(delay))) {
 				return
 			}
