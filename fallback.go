@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sync"
 	"time"
@@ -37,12 +38,24 @@ type scaledList struct {
 // time, and a long outage must not make them a leak. Past it, the fallback starts afresh.
 const maxScaledLists = 1024
 
-func newFallback(share float64, clock Clock, maxKeys int) *fallback {
-	opts := []MemoryOption{WithMaxKeys(maxKeys)}
-	if clock != nil {
-		opts = append(opts, WithClock(clock))
+// newFallback returns the fallback of a store configured by c: its memory store logs where the
+// store does and reports to its observer (a full fallback is told as any memory store).
+func newFallback(c *storeConfig) *fallback {
+	opts := []MemoryOption{WithMaxKeys(c.maxKeys)}
+	if c.clock != nil {
+		opts = append(opts, WithClock(c.clock))
 	}
-	return &fallback{share: share, store: NewMemoryStore(opts...), lists: map[*compiledPolicy][]scaledList{}}
+	if c.logger != nil {
+		opts = append(opts, WithLogger(c.logger))
+	}
+	if c.res.observer != nil {
+		opts = append(opts, WithObserver(c.res.observer))
+	}
+	store := NewMemoryStore(opts...)
+	if m, ok := capability[*memoryStore](store); ok {
+		m.of = "the local fallback (WithFallback)"
+	}
+	return &fallback{share: c.res.share, store: store, lists: map[*compiledPolicy][]scaledList{}}
 }
 
 // check decides on the local store, under the scaled policies.
@@ -75,13 +88,15 @@ func (f *fallback) scaled(policies []Policy) ([]Policy, error) {
 	}
 	s = make([]Policy, len(policies))
 	for i, p := range policies {
-		q := Policy{Name: p.Name, Limit: f.part(p.Limit), Window: p.Window, Algorithm: p.Algorithm}
+		q := p // every field, Shadow too: only the limit and the burst are the share's
+		q.Limit = f.part(p.Limit)
 		if p.Burst > 0 {
 			q.Burst = f.part(p.Burst)
 		}
 		c, err := q.compile()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: WithFallback(%g) cannot scale policy %q to its share (limit %d, burst %d): %w",
+				errInvalidPolicy, f.share, p.Name, q.Limit, q.Burst, err)
 		}
 		s[i] = c
 	}

@@ -135,15 +135,8 @@ func (g *Guard) check(r Request, o *Outcome) {
 		g.storeFailed(o, r, err)
 		return
 	}
-	fallback := o.Decision.Source == observe.SourceFallback
-	if fallback {
-		g.onError(r, errFallback)
-		if g.failStatus != 0 { // fail closed: the local fallback does not open the route
-			o.Decision = Decision{}
-			g.refuse(o, g.failed, errFallback)
-			o.retry, o.Result = 1, observe.ResultErrorDenied
-			return
-		}
+	if g.failedClosed(o, r, l, key) {
+		return
 	}
 	if !o.Decision.Allowed && g.slotWait > 0 && waitsForSlots(&o.Decision) {
 		if err := g.waitForSlot(r, l, key, cost, &o.Decision); err != nil {
@@ -156,8 +149,11 @@ func (g *Guard) check(r Request, o *Outcome) {
 			}
 			return
 		}
-		fallback = o.Decision.Source == observe.SourceFallback
+		if g.failedClosed(o, r, l, key) { // the store failed during the wait
+			return
+		}
 	}
+	fallback := o.Decision.Source == observe.SourceFallback
 	g.describe(o, l)
 	if !o.Decision.Allowed {
 		g.denied(r, o)
@@ -191,6 +187,28 @@ func (g *Guard) check(r Request, o *Outcome) {
 			o.Result = observe.ResultCanceled
 		}
 	}
+}
+
+// failedClosed handles a decision of the local fallback, made because the store was
+// unavailable: it is logged, and a guard that fails closed refuses it (the fallback does not
+// open the route), giving back what the fallback charged for it. It reports whether it refused.
+func (g *Guard) failedClosed(o *Outcome, r Request, l *Limiter, key string) bool {
+	if o.Decision.Source != observe.SourceFallback {
+		return false
+	}
+	g.onError(r, errFallback)
+	if g.failStatus == 0 {
+		return false
+	}
+	if o.Decision.Allowed { // charged, and perhaps holding slots, on the fallback: given back
+		ctx, cancel := g.deadline(context.WithoutCancel(r.Context()))
+		_ = l.Refund(ctx, key, o.Decision) // local: a memory store does not fail
+		cancel()
+	}
+	o.Decision = Decision{}
+	g.refuse(o, g.failed, errFallback)
+	o.retry, o.Result = 1, observe.ResultErrorDenied
+	return true
 }
 
 // waits reports whether the guard may hold a request: for an in-flight slot, or for its slot

@@ -79,6 +79,11 @@ func New(store Store, policies ...Policy) (*Limiter, error) {
 	if !enforced {
 		return nil, fmt.Errorf("%w: every policy has Shadow set; a limiter needs one it enforces", errInvalidPolicy)
 	}
+	if c, ok := capability[policyChecker](store); ok {
+		if err := c.checkPolicies(l.policies); err != nil {
+			return nil, err
+		}
+	}
 	l.header = policyHeader(l.policies)
 	return l, nil
 }
@@ -119,10 +124,19 @@ func (l *Limiter) Refund(ctx context.Context, key string, d Decision) error {
 	if d.cost == 0 {
 		return nil // nothing charged
 	}
-	if d.Source != observe.SourceStore { // charged to the local fallback, which keeps it, but its slots
-		return l.Release(ctx, key, d)
+	// A decision of the local fallback was charged there, and is refunded there; one served
+	// from a lease of quota goes to the store, whose leasing layer gives it back to the lease
+	// or to Redis.
+	store, policies := l.store, charged(l.policies, &d)
+	if d.Source == observe.SourceFallback {
+		f, ok := capability[localDecider](l.store)
+		if !ok {
+			return nil
+		}
+		if store, policies = f.local(policies); store == nil {
+			return nil
+		}
 	}
-	policies := charged(l.policies, &d)
 	if d.holds() && !d.held.Equal(d.at) { // the slots were renewed: they are at another time
 		if err := l.Release(ctx, key, d); err != nil {
 			return err
@@ -132,7 +146,7 @@ func (l *Limiter) Refund(ctx context.Context, key string, d Decision) error {
 			return nil
 		}
 	}
-	return storeError(opRefund, l.store.Refund(ctx, key, policies, d.cost, d.at))
+	return storeError(opRefund, store.Refund(ctx, key, policies, d.cost, d.at))
 }
 
 // Release gives back the in-flight slots that decision d holds for key (see

@@ -25,6 +25,9 @@ type memoryStore struct {
 	log      logs
 	observer Observer // nil: none
 	full     fullness
+	// of names the store in its log lines: "" for a store of its own, or what it decides for
+	// (the local fallback of a Redis store).
+	of string
 }
 
 var _ Store = (*memoryStore)(nil)

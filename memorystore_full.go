@@ -102,9 +102,13 @@ func (s *memoryStore) report(now time.Time) {
 		return
 	}
 	ev, ov := f.evicted.Load(), f.overflowed.Load()
-	msg := "ratelimit: the memory store is full: it forgets the least-used state (under half its limit) to serve new identities, and decides those it cannot hold on a shared overflow quota"
+	store := "the memory store"
+	if s.of != "" {
+		store = "the memory store of " + s.of
+	}
+	msg := "ratelimit: " + store + " is full: it forgets the least-used state (under half its limit) to serve new identities, and decides those it cannot hold on a shared overflow quota"
 	if last != 0 {
-		msg = "ratelimit: the memory store is still full"
+		msg = "ratelimit: " + store + " is still full"
 	}
 	s.log.get().LogAttrs(context.Background(), slog.LevelWarn, msg,
 		slog.Int("max_keys", s.perShard*memoryShards),

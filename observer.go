@@ -110,6 +110,7 @@ const (
 	degradedMergedChecks  = "merged_checks"
 	degradedCompactExpiry = "compact_expiry"
 	degradedDenialCache   = "denial_cache"
+	degradedFunctions     = "functions"
 )
 
 // degraded tells o, when there is one, that its store runs without feature from now on.

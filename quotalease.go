@@ -188,6 +188,12 @@ func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, poli
 	if err != nil {
 		return at, err
 	}
+	if fellBack(out) { // decided by the local fallback: neither a lease nor a denial of the store's
+		if k > cost && allAllowed(out) {
+			s.giveBackLocally(ctx, key, policies, k-cost, at, out)
+		}
+		return at, nil
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.remaining = leastRemaining(out)
@@ -222,6 +228,30 @@ func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, poli
 		e.mu.Unlock()
 	})
 	return at, nil
+}
+
+// fellBack reports whether the results are the local fallback's (the store was unavailable).
+func fellBack(out []PolicyResult) bool {
+	return len(out) > 0 && out[0].source == observe.SourceFallback
+}
+
+// giveBackLocally gives back to the local fallback the units of a lease it charged beyond the
+// request's, and fills out with what it then reports, as admitted by the fallback.
+func (s *leasingStore) giveBackLocally(ctx context.Context, key string, policies []Policy, units int64, at time.Time, out []PolicyResult) {
+	f, ok := capability[localDecider](s.next)
+	if !ok {
+		return
+	}
+	store, scaled := f.local(policies)
+	if store == nil || store.Refund(ctx, key, scaled, units, at) != nil {
+		return // a memory store: it does not fail
+	}
+	if _, err := store.Check(ctx, key, scaled, 0, false, out); err != nil {
+		return
+	}
+	for i := range out {
+		out[i].source = observe.SourceFallback
+	}
 }
 
 // end ends e's lease and refunds what it did not use. The caller holds e.mu.

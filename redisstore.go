@@ -117,6 +117,11 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 			checkScript.Function()+" but not "+redisscripts.Merged()+"): checks go one call each from now on, which costs Redis more per check", "error", err)
 		degraded(c.res.observer, degradedMergedChecks)
 	})
+	calls.OnFunctionsRefused(func(err error) {
+		log.get().Warn("ratelimit: Redis refused FCALL (a server before Redis 7.0, or an ACL without FCALL or FUNCTION): checks run as scripts (EVALSHA) from now on, "+
+			"defining the library on every call, which costs Redis about twice the time per check", "error", err)
+		degraded(c.res.observer, degradedFunctions)
+	})
 	if c.compact {
 		prefix := c.prefix
 		c.stored = func(id string) string {

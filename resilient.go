@@ -41,7 +41,7 @@ func resilient(s Store, c *storeConfig) Store {
 		}
 	}
 	if r.share > 0 {
-		rs.fallback = newFallback(r.share, c.clock, c.maxKeys)
+		rs.fallback = newFallback(c)
 	}
 	return rs
 }
@@ -133,6 +133,17 @@ func (s *resilientStore) local(policies []Policy) (Store, []Policy) {
 		return nil, nil
 	}
 	return s.fallback.store, scaled
+}
+
+// checkPolicies declares that a fallback can decide under policies (see policyChecker): a
+// limit whose share cannot be decided exactly is refused when the limiter is made, not
+// found out in an outage.
+func (s *resilientStore) checkPolicies(policies []Policy) error {
+	if s.fallback == nil {
+		return nil
+	}
+	_, err := s.fallback.scaled(policies)
+	return err
 }
 
 // Reset implements [Store]: through the breaker, and forgetting a cached denial and the

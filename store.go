@@ -62,6 +62,9 @@ type (
 	localDecider interface {
 		local(policies []Policy) (Store, []Policy)
 	}
+	// policyChecker is a layer that cannot decide under every valid list of policies (the
+	// fallback, which scales each limit to its share): New asks it first.
+	policyChecker interface{ checkPolicies(policies []Policy) error }
 )
 
 // errNoSlots is the error of renewing on a store that holds no in-flight slots.

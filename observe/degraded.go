@@ -1,7 +1,7 @@
 package observe
 
 // degradations are the features of Degradations, in its order.
-var degradations = [...]string{"merged_checks", "compact_expiry", "denial_cache"}
+var degradations = [...]string{"merged_checks", "compact_expiry", "denial_cache", "functions"}
 
 // Degradations returns the features an Observer is told a store runs without
 // (ratelimit.Observer.StoreDegraded), each falling back to a way that decides the same and costs
@@ -14,7 +14,10 @@ var degradations = [...]string{"merged_checks", "compact_expiry", "denial_cache"
 //     has no PEXPIRETIME, so TATs stay in values (16 B more per identity);
 //   - "denial_cache": the store's client cannot hear the refunds and resets of every server (a
 //     Ring, or a client without Subscribe), so the store caches no denial and every request of
-//     a denied identity is a Redis call.
+//     a denied identity is a Redis call;
+//   - "functions": the server refused FCALL (a server before Redis 7.0, or an ACL without
+//     FCALL or FUNCTION), so checks run as scripts (EVALSHA), which define the library on every
+//     call: about twice the Redis time per check, and no merged checks.
 //
 // A metrics module creates its series from them.
 func Degradations() []string { return append([]string(nil), degradations[:]...) }

@@ -122,6 +122,11 @@ func NewCaller(client redis.Scripter) *Caller {
 // merging (see merge.go), with the server's error.
 func (c *Caller) OnMergeRefused(f func(err error)) { c.mergeRefused.Store(&f) }
 
+// OnFunctionsRefused has f told, once, when the server turns FCALL down (a server before Redis
+// 7, or an ACL that forbids it) and the caller runs every call as a script from then on, with
+// the server's error.
+func (c *Caller) OnFunctionsRefused(f func(err error)) { c.functionsRefused.Store(&f) }
+
 // sender returns how a store sends its calls over client: through a batcher per node where
 // the client spreads keys over several servers, else through one.
 func (c *Caller) sender(client pipeliner) func(ctx context.Context, cmd redis.Cmder) error {
@@ -146,8 +151,9 @@ type Caller struct {
 	// scriptsOnly is set once the server turned FCALL down (Redis before 7, or an ACL that
 	// forbids it): the store runs every call as a script from then on.
 	scriptsOnly atomic.Bool
-	// mergeRefused is told when the server refuses a merged call (OnMergeRefused).
-	mergeRefused atomic.Pointer[func(error)]
+	// mergeRefused is told when the server refuses a merged call (OnMergeRefused), and
+	// functionsRefused when it turns FCALL down (OnFunctionsRefused).
+	mergeRefused, functionsRefused atomic.Pointer[func(error)]
 }
 
 // Run runs s once with args, whose first Head elements it sets (the command, the body and
@@ -190,7 +196,11 @@ func (c *Caller) run(ctx context.Context, s *Script, args []any, ints bool) (red
 		if !refused(err) {
 			return cmd, err
 		}
-		c.scriptsOnly.Store(true)
+		if c.scriptsOnly.CompareAndSwap(false, true) {
+			if f := c.functionsRefused.Load(); f != nil {
+				(*f)(err)
+			}
+		}
 	}
 	cmd := s.cmd(ctx, evalshaArg, s.shaArg, args, ints)
 	err := c.send(ctx, cmd)

@@ -1,0 +1,227 @@
+package ratelimit_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/internal/faultproxy"
+	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/observe"
+)
+
+// What the local fallback decides while Redis is down is what the user configured, scaled to
+// the instance's share, and nothing else: these tests each hold a way it was not (each found
+// by a review, each failing before its fix).
+
+// downStore is a Redis store whose Redis refuses every connection (nothing listens on port 1),
+// with a fallback at share 1 and opts.
+func downStore(t *testing.T, opts ...ratelimit.RedisOption) ratelimit.Store {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	return ratelimit.NewRedisStore(rdb, append([]ratelimit.RedisOption{ratelimit.WithFallback(1), ratelimit.WithDenialCache(0)}, opts...)...)
+}
+
+// A shadow policy stays a shadow on the fallback: it decides nothing there either. (The
+// fallback enforced it, and once it was spent charged nothing, not even the enforced policy:
+// 100 of 100 admitted under 10 per hour.)
+func TestFallbackKeepsShadow(t *testing.T) {
+	l := mustNew(t, downStore(t),
+		ratelimit.Policy{Name: "enforced", Limit: 10, Window: time.Hour},
+		ratelimit.Policy{Name: "trial", Limit: 2, Window: time.Hour, Shadow: true})
+	admitted := 0
+	for range 100 {
+		d := allow(t, l, "k", 1)
+		if d.Source != observe.SourceFallback {
+			t.Fatalf("decided by the %v; want the fallback", d.Source)
+		}
+		if d.Allowed {
+			admitted++
+		}
+	}
+	if admitted != 10 {
+		t.Errorf("10 per hour, and a shadow 2 per hour, on the fallback at share 1: %d of 100 admitted; want 10", admitted)
+	}
+}
+
+// A limit whose share cannot be decided exactly is refused when the limiter is made, with an
+// error that says why: not found out in an outage, when every check would fail (and a guard
+// fail open).
+func TestFallbackRefusesALimitItCannotScale(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { rdb.Close() })
+	store := ratelimit.NewRedisStore(rdb, ratelimit.WithFallback(1.0/3))
+	// 10,000,000 a day is exact; a third of it, 3,333,333 a day, is not.
+	_, err := ratelimit.New(store, ratelimit.Policy{Name: "daily", Limit: 10_000_000, Window: 24 * time.Hour})
+	if err == nil || !strings.Contains(err.Error(), "WithFallback(0.333") || !strings.Contains(err.Error(), `"daily"`) {
+		t.Errorf("New: %v; want an error naming WithFallback and the policy", err)
+	}
+	if _, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 10_000_000, Window: 24 * time.Hour}); err != nil {
+		t.Errorf("the same policy without a fallback: %v", err)
+	}
+}
+
+// A lease of quota is never taken from the fallback: a fail-closed route refuses while Redis
+// is down (the lease layer labelled the fallback's grant as the store's, and the route let
+// requests through), and a fail-open one is held to the fallback's limit exactly, the units a
+// lease would have taken beyond a request given back.
+func TestLeaseNotTakenFromTheFallback(t *testing.T) {
+	policy := ratelimit.Policy{Name: "tenant", Limit: 10, Window: time.Hour, Algorithm: algorithms.FixedWindow{}, Lease: time.Minute}
+	l := mustNew(t, downStore(t), policy)
+	h := ratelimit.Middleware(l, ratelimit.FailClosed(http.StatusServiceUnavailable))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	if codes := statuses(h, "GET", 20); codes[http.StatusServiceUnavailable] != 20 {
+		t.Errorf("Redis down, FailClosed(503): responses %v; want 20 × 503", codes)
+	}
+
+	open := mustNew(t, downStore(t), policy)
+	admitted := 0
+	for i := range 15 {
+		d := allow(t, open, "hot", 1)
+		if d.Source != observe.SourceFallback {
+			t.Fatalf("request %d decided by the %v; want the fallback", i+1, d.Source)
+		}
+		if d.Allowed {
+			admitted++
+		}
+	}
+	if admitted != 10 {
+		t.Errorf("a hot identity on the fallback, 10 per hour: %d of 15 admitted; want 10", admitted)
+	}
+}
+
+// CountIf refunds what the fallback admitted, on the fallback: during an outage, successful
+// logins do not count against a limit of failed ones (they did: 7 of 10 refused).
+func TestRefundOfAFallbackDecision(t *testing.T) {
+	l := mustNew(t, downStore(t), ratelimit.Policy{Name: "failed-logins", Limit: 3, Window: time.Hour})
+	h := ratelimit.Middleware(l, ratelimit.CountIf(func(status int) bool { return status == http.StatusUnauthorized }))(
+		http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})) // every login succeeds
+	if codes := statuses(h, "POST", 10); codes[http.StatusOK] != 10 {
+		t.Errorf("Redis down, CountIf(401), 10 successful logins under 3 failed ones an hour: %v; want 10 × 200", codes)
+	}
+}
+
+// CountIf refunds what a lease of quota admitted: the units go back to the lease, and with
+// its unused units to Redis when it ends (a hot identity's requests used up the quota though
+// none counted: 986 of 1,000).
+func TestRefundOfALeasedDecision(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { client.Close() })
+	rec := newRecorder()
+	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithObserver(rec)),
+		ratelimit.Policy{Name: "tenant", Limit: 1000, Window: time.Hour, Algorithm: algorithms.FixedWindow{}, Lease: 50 * time.Millisecond})
+	h := ratelimit.Middleware(l, ratelimit.CountIf(func(status int) bool { return status >= 400 }))(
+		http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})) // every response is 200: none counts
+	for range 2000 {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+		if w.Code != http.StatusOK {
+			t.Fatalf("answered %d; want 200 (nothing counts)", w.Code)
+		}
+	}
+	if sources, _, _ := rec.snapshot(); sources[observe.SourceLease] == 0 {
+		t.Fatalf("no request was served from a lease (%v): the test shows nothing", sources)
+	}
+	// The last lease gives its units back when it ends, 50 ms on: until Redis has them all.
+	waitFor(t, "every unit back in Redis", func() bool {
+		d, err := l.AllowN(context.Background(), "ip:192.0.2.1", 0) // what is left now
+		return err == nil && d.Remaining == 1000
+	})
+}
+
+// A request that waits for an in-flight slot, and is then admitted by the fallback because
+// Redis went down meanwhile, is refused by a fail-closed route, as any fallback decision is
+// (it was let through), and the fallback's slot is given back.
+func TestSlotWaitFailsClosed(t *testing.T) {
+	proxy := faultproxy.Start(t, redistest.Addr(t))
+	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { client.Close() })
+	waiting := &queueSeen{recorder: newRecorder(), entered: make(chan struct{}, 1)}
+	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithFallback(1), ratelimit.WithObserver(waiting))
+	l := mustNew(t, store, ratelimit.Policy{Name: "running", Limit: 1, Window: time.Minute, Algorithm: algorithms.InFlight{}})
+	if held := allow(t, l, "ip:192.0.2.1", 1); !held.Allowed {
+		t.Fatal("the first request was refused its slot")
+	}
+	h := ratelimit.Middleware(l, ratelimit.WaitForSlot(time.Minute), ratelimit.FailClosed(http.StatusServiceUnavailable))(
+		http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	done := make(chan int)
+	go func() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil)) // from 192.0.2.1
+		done <- w.Code
+	}()
+	<-waiting.entered // it waits for the slot
+	proxy.Refuse()
+	if code := <-done; code != http.StatusServiceUnavailable {
+		t.Errorf("FailClosed(503), Redis down during the wait for a slot: answered %d; want 503", code)
+	}
+	// The fallback's slot went back: a request on a fail-open limiter over the same store
+	// takes it.
+	if d := allow(t, l, "ip:192.0.2.1", 1); !d.Allowed || d.Source != observe.SourceFallback {
+		t.Errorf("the fallback's one slot after the refusal: allowed %v by the %v; want it free", d.Allowed, d.Source)
+	}
+}
+
+// statuses serves n requests of method through h, from one client, and counts their statuses.
+func statuses(h http.Handler, method string, n int) map[int]int {
+	codes := map[int]int{}
+	for range n {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(method, "/", nil))
+		codes[w.Code]++
+	}
+	return codes
+}
+
+// queueSeen tells entered when a request starts waiting.
+type queueSeen struct {
+	*recorder
+	entered chan struct{}
+}
+
+func (q *queueSeen) Queued(entered bool) {
+	if entered {
+		select {
+		case q.entered <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// A server that refuses FCALL (an ACL without it) turns the store to scripts for good, which
+// costs Redis about twice the time per check: a warning says so, and the observer is told
+// (functions). It had been silent.
+func TestFunctionsRefusedReported(t *testing.T) {
+	addr := redistest.Private(t)
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { admin.Close() })
+	if err := admin.Do(context.Background(), "ACL", "SETUSER", "app", "on", ">pw", "~*", "&*", "+@all", "-fcall").Err(); err != nil {
+		t.Fatal(err)
+	}
+	client := redis.NewClient(&redis.Options{Addr: addr, Username: "app", Password: "pw", ContextTimeoutEnabled: true})
+	t.Cleanup(func() { client.Close() })
+	obs := &evictionSeen{}
+	var logged syncBuffer
+	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithObserver(obs), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil)))),
+		ratelimit.Policy{Limit: 3, Window: time.Hour})
+	for i, want := range []bool{true, true, true, false} {
+		if d := allow(t, l, "a", 1); d.Allowed != want {
+			t.Fatalf("request %d: allowed %v; want %v", i+1, d.Allowed, want)
+		}
+	}
+	if got := obs.degradations(); !slices.Equal(got, []string{"functions"}) {
+		t.Errorf("reported degradations %v; want [functions]", got)
+	}
+	if n := strings.Count(logged.String(), "Redis refused FCALL"); n != 1 {
+		t.Errorf("logged the refusal %d times; want once:\n%s", n, logged.String())
+	}
+}
