@@ -41,8 +41,10 @@ type Engine struct {
 
 // applied is one version of the rules, ready to check requests.
 type applied struct {
-	set    *Set
-	guards map[*Rule]*ratelimit.Guard
+	set     *Set
+	guards  map[*Rule]*ratelimit.Guard
+	tiers   map[string]bool // the tiers the rules have
+	unknown unknownTiers    // the tiers of requests that no rule has, logged
 }
 
 // Reporter is told of every rules document an Engine applies or refuses, to show the version
@@ -57,7 +59,12 @@ type Reporter interface {
 
 // WithTier names the tier of each request — the client's plan, from a header your gateway
 // sets, a JWT claim, a value your authentication middleware stored — for the rules with a
-// tier. Without it every request's tier is "", and only the rules without a tier apply.
+// tier. Without it every request's tier is "", so a rule with a tier could never apply: an
+// Engine without it refuses a document that has one, as it refuses an invalid document.
+//
+// A request of a tier that no rule has gets the rules without a tier, or none (see
+// [Set.Match]); each such tier is logged at warning level, once per version applied (the
+// first 16 tiers, then one line that says more are not logged).
 func WithTier(tier func(ratelimit.Request) string) Option {
 	return engineOption(func(o *options) { o.tier = tier })
 }
@@ -84,7 +91,8 @@ func WithReporter(r Reporter) Option {
 
 // NewEngine returns an engine that applies set, over store. The options configure the
 // engine, and are given to Parse for the documents its watchers read. It fails when a rule
-// cannot make a guard (an invalid option of WithGuardOptions, say).
+// cannot make a guard (an invalid option of WithGuardOptions, say), or has a tier and the
+// engine no [WithTier].
 func NewEngine(store ratelimit.Store, set *Set, opts ...Option) (*Engine, error) {
 	return newEngine(store, set, collect(opts))
 }
@@ -119,7 +127,8 @@ func (e *Engine) Set() *Set { return e.current.Load().set }
 func (e *Engine) Version() string { return e.Set().Version() }
 
 // Apply replaces the rules in use with set, atomically. When a rule of set cannot make a
-// guard, it returns the error and the rules in use stay.
+// guard, or has a tier and the engine no [WithTier], it returns the error and the rules in
+// use stay.
 func (e *Engine) Apply(set *Set) error {
 	return e.apply(set, "Apply")
 }
@@ -173,7 +182,12 @@ func (e *Engine) rejected(source string, err error) error {
 
 // compile makes the guard of every rule of set.
 func (e *Engine) compile(set *Set) (*applied, error) {
-	a := &applied{set: set, guards: make(map[*Rule]*ratelimit.Guard, len(set.rules))}
+	if e.opts.tier == nil {
+		if err := needTier(set); err != nil {
+			return nil, err
+		}
+	}
+	a := &applied{set: set, guards: make(map[*Rule]*ratelimit.Guard, len(set.rules)), tiers: tiersOf(set)}
 	for i := range set.rules {
 		r := &set.rules[i]
 		g, err := e.guardOf(r)
@@ -206,7 +220,9 @@ func (e *Engine) pick(r ratelimit.Request) *ratelimit.Guard {
 	a := e.current.Load()
 	tier := ""
 	if e.opts.tier != nil {
-		tier = e.opts.tier(r)
+		if tier = e.opts.tier(r); tier != "" && !a.tiers[tier] {
+			a.unknown.log(e.opts.logger, tier, a.set.version)
+		}
 	}
 	rule, ok := a.set.match(r, tier)
 	if !ok {
