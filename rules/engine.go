@@ -69,9 +69,12 @@ func WithTier(tier func(ratelimit.Request) string) Option {
 	return engineOption(func(o *options) { o.tier = tier })
 }
 
-// WithGuardOptions gives the guard of every rule these ratelimit options, before the rule's
-// own (key, cost, fail mode, policies), which win: trusted proxies, header style, timeout,
-// error handler and the like.
+// WithGuardOptions gives the guard of every rule these ratelimit options: trusted proxies,
+// header style, timeout, error handler and the like. The rule's own key, cost and policies
+// come after them and win, so WithKey, WithCost and WithPolicies change nothing here. The fail
+// mode is the rule's too (fail: closed in the document), and no option opens again a guard
+// that FailClosed closed: [NewEngine] refuses FailClosed here, and WithTiers and WithResolver,
+// which would choose each request's policies in place of its rule's.
 func WithGuardOptions(opts ...ratelimit.Option) Option {
 	return engineOption(func(o *options) { o.guard = append(o.guard, opts...) })
 }
@@ -92,7 +95,8 @@ func WithReporter(r Reporter) Option {
 // NewEngine returns an engine that applies set, over store. The options configure the
 // engine, and are given to Parse for the documents its watchers read. It fails when a rule
 // cannot make a guard (an invalid option of WithGuardOptions, say), or has a tier and the
-// engine no [WithTier].
+// engine no [WithTier], and when WithGuardOptions holds an option that would decide for every
+// rule what each rule decides (see [WithGuardOptions]).
 func NewEngine(store ratelimit.Store, set *Set, opts ...Option) (*Engine, error) {
 	return newEngine(store, set, collect(opts))
 }
@@ -101,6 +105,9 @@ func NewEngine(store ratelimit.Store, set *Set, opts ...Option) (*Engine, error)
 func newEngine(store ratelimit.Store, set *Set, o options) (*Engine, error) {
 	if store == nil || set == nil {
 		return nil, fmt.Errorf("rules: NewEngine needs a store and a Set")
+	}
+	if err := checkGuardOptions(o.guard); err != nil {
+		return nil, err
 	}
 	e := &Engine{store: store, opts: o}
 	if e.opts.logger == nil {
@@ -205,10 +212,10 @@ func (e *Engine) guardOf(r *Rule) (*ratelimit.Guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := append(slices.Clip(e.opts.guard), ratelimit.WithKey(r.key))
-	if cost := r.Cost; cost != 1 {
-		opts = append(opts, ratelimit.WithCost(func(ratelimit.Request) int64 { return cost }))
-	}
+	cost := r.Cost
+	opts := append(slices.Clip(e.opts.guard), ratelimit.WithPolicies(r.Policies...), ratelimit.WithKey(r.key),
+		ratelimit.WithCost(func(ratelimit.Request) int64 { return cost }))
+	// fail: open needs no option: the engine's hold no FailClosed (checkGuardOptions).
 	if r.FailClosed {
 		opts = append(opts, ratelimit.FailClosed(http.StatusServiceUnavailable))
 	}
