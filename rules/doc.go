@@ -81,6 +81,11 @@
 // pattern apply, in the same way, and not the rules of a less specific pattern: ServeMux names
 // one pattern. Give a pattern a rule without a tier when every tier should be limited there.
 //
+// An [Engine] learns the tier of a request from [WithTier]. Without it no request has a tier,
+// so it refuses a document in which a rule has one, as it refuses an invalid document: such a
+// rule would never apply. With it, a request of a tier that no rule has gets the rules
+// without a tier, and the tier is logged as a warning, once per version applied.
+//
 // # Applying rules
 //
 // An [Engine] applies a Set to requests, and replaces it while they run: [Open] reads a file,
@@ -93,10 +98,11 @@
 //	handler := ratelimit.FromGuard(e.Guard())(mux)
 //
 // Each rule becomes a guard with the rule's key, cost, fail mode (503 when closed) and
-// policies, after the options of [WithGuardOptions]. A request is matched once against one
-// version, so a swap is atomic; a request no rule matches is not limited. A new document that
-// does not parse, or whose rules cannot make a guard, never replaces the rules in use: it is
-// logged ([WithLogger]) and told to the [Reporter] ([WithReporter]), as is every version
+// policies, which win over the options of [WithGuardOptions]; the options that could not lose
+// to them (FailClosed, WithTiers, WithResolver) are refused. A request is matched once against
+// one version, so a swap is atomic; a request no rule matches is not limited. A new document
+// that does not parse, or whose rules cannot make a guard, never replaces the rules in use: it
+// is logged ([WithLogger]) and told to the [Reporter] ([WithReporter]), as is every version
 // applied.
 //
 // # Rules in Redis

@@ -41,8 +41,10 @@ type Engine struct {
 
 // applied is one version of the rules, ready to check requests.
 type applied struct {
-	set    *Set
-	guards map[*Rule]*ratelimit.Guard
+	set     *Set
+	guards  map[*Rule]*ratelimit.Guard
+	tiers   map[string]bool // the tiers the rules have
+	unknown unknownTiers    // the tiers of requests that no rule has, logged
 }
 
 // Reporter is told of every rules document an Engine applies or refuses, to show the version
@@ -57,14 +59,22 @@ type Reporter interface {
 
 // WithTier names the tier of each request — the client's plan, from a header your gateway
 // sets, a JWT claim, a value your authentication middleware stored — for the rules with a
-// tier. Without it every request's tier is "", and only the rules without a tier apply.
+// tier. Without it every request's tier is "", so a rule with a tier could never apply: an
+// Engine without it refuses a document that has one, as it refuses an invalid document.
+//
+// A request of a tier that no rule has gets the rules without a tier, or none (see
+// [Set.Match]); each such tier is logged at warning level, once per version applied (the
+// first 16 tiers, then one line that says more are not logged).
 func WithTier(tier func(ratelimit.Request) string) Option {
 	return engineOption(func(o *options) { o.tier = tier })
 }
 
-// WithGuardOptions gives the guard of every rule these ratelimit options, before the rule's
-// own (key, cost, fail mode, policies), which win: trusted proxies, header style, timeout,
-// error handler and the like.
+// WithGuardOptions gives the guard of every rule these ratelimit options: trusted proxies,
+// header style, timeout, error handler and the like. The rule's own key, cost and policies
+// come after them and win, so WithKey, WithCost and WithPolicies change nothing here. The fail
+// mode is the rule's too (fail: closed in the document), and no option opens again a guard
+// that FailClosed closed: [NewEngine] refuses FailClosed here, and WithTiers and WithResolver,
+// which would choose each request's policies in place of its rule's.
 func WithGuardOptions(opts ...ratelimit.Option) Option {
 	return engineOption(func(o *options) { o.guard = append(o.guard, opts...) })
 }
@@ -84,7 +94,9 @@ func WithReporter(r Reporter) Option {
 
 // NewEngine returns an engine that applies set, over store. The options configure the
 // engine, and are given to Parse for the documents its watchers read. It fails when a rule
-// cannot make a guard (an invalid option of WithGuardOptions, say).
+// cannot make a guard (an invalid option of WithGuardOptions, say), or has a tier and the
+// engine no [WithTier], and when WithGuardOptions holds an option that would decide for every
+// rule what each rule decides (see [WithGuardOptions]).
 func NewEngine(store ratelimit.Store, set *Set, opts ...Option) (*Engine, error) {
 	return newEngine(store, set, collect(opts))
 }
@@ -93,6 +105,9 @@ func NewEngine(store ratelimit.Store, set *Set, opts ...Option) (*Engine, error)
 func newEngine(store ratelimit.Store, set *Set, o options) (*Engine, error) {
 	if store == nil || set == nil {
 		return nil, fmt.Errorf("rules: NewEngine needs a store and a Set")
+	}
+	if err := checkGuardOptions(o.guard); err != nil {
+		return nil, err
 	}
 	e := &Engine{store: store, opts: o}
 	if e.opts.logger == nil {
@@ -119,7 +134,8 @@ func (e *Engine) Set() *Set { return e.current.Load().set }
 func (e *Engine) Version() string { return e.Set().Version() }
 
 // Apply replaces the rules in use with set, atomically. When a rule of set cannot make a
-// guard, it returns the error and the rules in use stay.
+// guard, or has a tier and the engine no [WithTier], it returns the error and the rules in
+// use stay.
 func (e *Engine) Apply(set *Set) error {
 	return e.apply(set, "Apply")
 }
@@ -173,7 +189,12 @@ func (e *Engine) rejected(source string, err error) error {
 
 // compile makes the guard of every rule of set.
 func (e *Engine) compile(set *Set) (*applied, error) {
-	a := &applied{set: set, guards: make(map[*Rule]*ratelimit.Guard, len(set.rules))}
+	if e.opts.tier == nil {
+		if err := needTier(set); err != nil {
+			return nil, err
+		}
+	}
+	a := &applied{set: set, guards: make(map[*Rule]*ratelimit.Guard, len(set.rules)), tiers: tiersOf(set)}
 	for i := range set.rules {
 		r := &set.rules[i]
 		g, err := e.guardOf(r)
@@ -191,10 +212,10 @@ func (e *Engine) guardOf(r *Rule) (*ratelimit.Guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := append(slices.Clip(e.opts.guard), ratelimit.WithKey(r.key))
-	if cost := r.Cost; cost != 1 {
-		opts = append(opts, ratelimit.WithCost(func(ratelimit.Request) int64 { return cost }))
-	}
+	cost := r.Cost
+	opts := append(slices.Clip(e.opts.guard), ratelimit.WithPolicies(r.Policies...), ratelimit.WithKey(r.key),
+		ratelimit.WithCost(func(ratelimit.Request) int64 { return cost }))
+	// fail: open needs no option: the engine's hold no FailClosed (checkGuardOptions).
 	if r.FailClosed {
 		opts = append(opts, ratelimit.FailClosed(http.StatusServiceUnavailable))
 	}
@@ -206,7 +227,9 @@ func (e *Engine) pick(r ratelimit.Request) *ratelimit.Guard {
 	a := e.current.Load()
 	tier := ""
 	if e.opts.tier != nil {
-		tier = e.opts.tier(r)
+		if tier = e.opts.tier(r); tier != "" && !a.tiers[tier] {
+			a.unknown.log(e.opts.logger, tier, a.set.version)
+		}
 	}
 	rule, ok := a.set.match(r, tier)
 	if !ok {

@@ -84,8 +84,7 @@ func engineFor(t *testing.T, data []byte, opts ...Option) (*Engine, *reporter) {
 	}
 	rep := newReporter()
 	store := ratelimit.NewMemoryStore(ratelimit.WithClock(fakeclock.New(time.Unix(1_800_000_000, 0))))
-	opts = append([]Option{WithReporter(rep), WithLogger(slog.New(slog.DiscardHandler)),
-		WithTier(func(r ratelimit.Request) string { return r.Header("X-Plan") })}, opts...)
+	opts = append([]Option{WithReporter(rep), WithLogger(slog.New(slog.DiscardHandler)), byPlan()}, opts...)
 	e, err := NewEngine(store, set, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -247,7 +246,7 @@ func TestNewEngineErrors(t *testing.T) {
 	if _, err := NewEngine(ratelimit.NewMemoryStore(), nil); err == nil {
 		t.Error("NewEngine without a Set succeeded")
 	}
-	_, err := NewEngine(ratelimit.NewMemoryStore(), set, WithGuardOptions(ratelimit.WithTimeout(-1)))
+	_, err := NewEngine(ratelimit.NewMemoryStore(), set, byPlan(), WithGuardOptions(ratelimit.WithTimeout(-1)))
 	if err == nil || !strings.Contains(err.Error(), `rules: version v1, rule "api": ratelimit: NewGuard: WithTimeout`) {
 		t.Errorf("NewEngine with a bad guard option: %v, want the rule's error", err)
 	}

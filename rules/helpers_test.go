@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/a7d3e0dd/ratelimit"
 )
 
 // userKey is the context key under which the tests' authentication stores the user's id.
@@ -38,6 +40,12 @@ func withoutKeyFuncs(rules []Rule) []Rule {
 		rules[i].key = nil
 	}
 	return rules
+}
+
+// byPlan names the tier of each request by its X-Plan header, as a gateway might: the tests'
+// WithTier, for the documents with tiers.
+func byPlan() Option {
+	return WithTier(func(r ratelimit.Request) string { return r.Header("X-Plan") })
 }
 
 // request is *http.Request seen as a ratelimit.Request, as the core's middleware sees it.

@@ -31,7 +31,7 @@ func watched(t *testing.T, data []byte, opts ...Option) (*Engine, *reporter, str
 	replaceFile(t, path, data)
 	rep := newReporter()
 	started := make(chan struct{})
-	opts = append([]Option{WithReporter(rep), WithLogger(slog.New(slog.DiscardHandler)), whenStarted(func() { close(started) })}, opts...)
+	opts = append([]Option{WithReporter(rep), WithLogger(slog.New(slog.DiscardHandler)), byPlan(), whenStarted(func() { close(started) })}, opts...)
 	e, err := Open(ratelimit.NewMemoryStore(), path, opts...)
 	if err != nil {
 		t.Fatal(err)

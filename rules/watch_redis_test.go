@@ -55,7 +55,7 @@ func signal(subscribed chan struct{}) Option {
 func redisEngine(t *testing.T, set *Set, rep *reporter, subscribed chan struct{}) *Engine {
 	t.Helper()
 	e, err := NewEngine(ratelimit.NewMemoryStore(), set, WithReporter(rep), WithLogger(slog.New(slog.DiscardHandler)),
-		WithPollInterval(time.Hour), signal(subscribed))
+		byPlan(), WithPollInterval(time.Hour), signal(subscribed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestWatchRedis(t *testing.T) {
 		}
 		rep, subscribed := newReporter(), make(chan struct{}, 1)
 		e, err := OpenRedis(t.Context(), ratelimit.NewMemoryStore(), client, key, WithReporter(rep),
-			WithLogger(slog.New(slog.DiscardHandler)), WithPollInterval(time.Hour),
+			WithLogger(slog.New(slog.DiscardHandler)), byPlan(), WithPollInterval(time.Hour),
 			signal(subscribed))
 		if err != nil {
 			t.Fatal(err)
@@ -234,7 +234,7 @@ func TestWatchRedisBeforeAnyPush(t *testing.T) {
 	logged := &lockedBuffer{}
 	rep, subscribed := newReporter(), make(chan struct{}, 1)
 	e, err := Open(ratelimit.NewMemoryStore(), path, WithReporter(rep), WithHeartbeat(time.Hour),
-		WithLogger(slog.New(slog.NewTextHandler(logged, nil))), WithPollInterval(time.Hour),
+		WithLogger(slog.New(slog.NewTextHandler(logged, nil))), byPlan(), WithPollInterval(time.Hour),
 		signal(subscribed))
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,197 @@
+package rules
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit"
+)
+
+// failModesDoc has a rule of each fail mode: open by default, closed for searches.
+const failModesDoc = `version: "1"
+rules:
+  - name: api
+    key: ip
+    policies: [{name: per-minute, limit: 2, window: 1m}]
+  - name: search
+    match: {pattern: "GET /search/{q}"}
+    key: ip
+    fail: closed
+    policies: [{name: search, limit: 2, window: 1m}]
+`
+
+// quiet is the engine options of the tests that do not read the log.
+func quiet() Option { return WithLogger(slog.New(slog.DiscardHandler)) }
+
+// TestRuleFailModes: while the store is down, a rule's requests proceed unlimited (fail: open,
+// the default) or are refused 503 (fail: closed), whatever the engine's other guard options.
+func TestRuleFailModes(t *testing.T) {
+	set, err := Parse("limits.yaml", []byte(failModesDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewEngine(downStore{}, set, quiet(), WithGuardOptions(ratelimit.WithTimeout(time.Second),
+		ratelimit.WithErrorHandler(func(ratelimit.Request, error) {})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := serve(e, "GET", "/items/1", "", "").Code; code != http.StatusOK {
+		t.Errorf("fail: open, the store down: %d, want 200", code)
+	}
+	if code := serve(e, "GET", "/search/go", "", "").Code; code != http.StatusServiceUnavailable {
+		t.Errorf("fail: closed, the store down: %d, want 503", code)
+	}
+}
+
+// TestGuardOptionsFailClosedRefused: the fail mode is each rule's, and no guard option can
+// reopen a rule that says fail: open, so WithGuardOptions(ratelimit.FailClosed(...)) is
+// refused by NewEngine and Open with an error that says where the fail mode goes (issue: it
+// was taken, and the rules of fail: open answered 503 while the store was down).
+func TestGuardOptionsFailClosedRefused(t *testing.T) {
+	set, err := Parse("limits.yaml", []byte(failModesDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	none, err := Parse("limits.yaml", []byte("rules: []\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, err error) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), "FailClosed") || !strings.Contains(err.Error(), "fail: closed") {
+			t.Errorf("%s: %v; want FailClosed refused, naming fail: closed", what, err)
+		}
+	}
+	for _, status := range []int{http.StatusServiceUnavailable, http.StatusTooManyRequests} {
+		_, err := NewEngine(downStore{}, set, quiet(), WithGuardOptions(ratelimit.WithTimeout(time.Second), ratelimit.FailClosed(status)))
+		check("NewEngine with FailClosed("+http.StatusText(status)+")", err)
+	}
+	_, err = NewEngine(downStore{}, none, quiet(), WithGuardOptions(ratelimit.FailClosed(http.StatusServiceUnavailable)))
+	check("NewEngine of no rules with FailClosed", err)
+	slots, err := Parse("limits.yaml", []byte("rules:\n  - {name: api, key: ip, policies: [{name: slots, algorithm: in_flight, limit: 5, window: 1m}]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewEngine(ratelimit.NewMemoryStore(), slots, quiet(), WithGuardOptions(ratelimit.WaitForSlot(time.Second), ratelimit.FailClosed(http.StatusServiceUnavailable)))
+	check("NewEngine of an in-flight rule with WaitForSlot and FailClosed", err)
+	_, err = Open(downStore{}, readmeRulesFile(t), quiet(), byPlan(), WithGuardOptions(ratelimit.FailClosed(http.StatusServiceUnavailable)))
+	check("Open of the README's rules with FailClosed", err)
+}
+
+// TestRuleSettingsWinOverGuardOptions: a rule's policies, cost and key are its own, whatever
+// WithGuardOptions says (issue: WithPolicies replaced every rule's policies, so the rules file
+// and its reloads had no effect, and WithCost replaced the cost of the rules that left it at
+// 1).
+func TestRuleSettingsWinOverGuardOptions(t *testing.T) {
+	const doc = `version: v1
+rules:
+  - name: api
+    key: api_key
+    policies: [{name: per-minute, algorithm: fixed_window, limit: 4, window: 1m}]
+`
+	t.Run("policies", func(t *testing.T) {
+		e, _ := engineFor(t, []byte(doc), WithGuardOptions(ratelimit.WithPolicies(ratelimit.Policy{Name: "code", Limit: 1000, Window: time.Minute})))
+		admitted := 0
+		for range 10 {
+			if serve(e, "GET", "/", "a", "").Code == http.StatusOK {
+				admitted++
+			}
+		}
+		if admitted != 4 {
+			t.Errorf("the rule's limit 4, WithPolicies(1000/min): %d of 10 admitted, want 4", admitted)
+		}
+		v2, err := Parse("limits.yaml", []byte(strings.NewReplacer("v1", "v2", "limit: 4", "limit: 7").Replace(doc)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Apply(v2); err != nil {
+			t.Fatal(err)
+		}
+		if limit := serve(e, "GET", "/", "b", "").Header().Get("X-RateLimit-Limit"); limit != "7" {
+			t.Errorf("after a reload to limit 7: X-RateLimit-Limit %q, want 7", limit)
+		}
+	})
+	t.Run("cost", func(t *testing.T) {
+		e, _ := engineFor(t, []byte(doc), WithGuardOptions(ratelimit.WithCost(func(ratelimit.Request) int64 { return 3 })))
+		if left := serve(e, "GET", "/", "a", "").Header().Get("X-RateLimit-Remaining"); left != "3" {
+			t.Errorf("the rule's cost 1, WithCost(3): %s of 4 left after a request, want 3", left)
+		}
+	})
+	t.Run("key", func(t *testing.T) {
+		e, _ := engineFor(t, []byte(doc), WithGuardOptions(ratelimit.WithKey(ratelimit.KeyByIP())))
+		serve(e, "GET", "/", "a", "")
+		if left := serve(e, "GET", "/", "b", "").Header().Get("X-RateLimit-Remaining"); left != "3" {
+			t.Errorf("the rule's key api_key, WithKey(KeyByIP()): another API key from the same address has %s left, want 3", left)
+		}
+	})
+}
+
+// TestGuardOptionsChoosingPoliciesRefused: WithTiers and WithResolver choose a request's
+// policies in place of its rule's, and no option can undo them: NewEngine refuses each,
+// naming it and what to write instead.
+func TestGuardOptionsChoosingPoliciesRefused(t *testing.T) {
+	set, err := Parse("limits.yaml", []byte(failModesDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tiers := ratelimit.WithTiers(func(r ratelimit.Request) string { return r.Header("X-Plan") },
+		map[string][]ratelimit.Policy{"pro": {{Name: "pro", Limit: 1000, Window: time.Minute}}})
+	resolver := ratelimit.WithResolver(ratelimit.Resolver{Resolve: func(ratelimit.Request, string) ([]ratelimit.Policy, error) {
+		return []ratelimit.Policy{{Name: "db", Limit: 1000, Window: time.Minute}}, nil
+	}})
+	for name, c := range map[string]struct {
+		opt  ratelimit.Option
+		want string
+	}{
+		"WithTiers":    {tiers, "tier:"},
+		"WithResolver": {resolver, "rules file"},
+	} {
+		_, err := NewEngine(ratelimit.NewMemoryStore(), set, quiet(), WithGuardOptions(ratelimit.WithTimeout(time.Second), c.opt))
+		if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("NewEngine with %s: %v; want it refused, naming it and %q", name, err, c.want)
+		}
+	}
+}
+
+// TestGuardOptionsThatFit: the guard options that do not decide what a rule decides are taken
+// (WithKey and WithCost too, which the rule's own key and cost override), and NewEngine runs
+// none of their functions to find out.
+func TestGuardOptionsThatFit(t *testing.T) {
+	set, err := Parse("limits.yaml", []byte(`version: "1"
+rules:
+  - name: api
+    key: api_key
+    policies:
+      - {name: per-minute, limit: 100, window: 1m}
+      - {name: slots, algorithm: in_flight, limit: 10, window: 1m}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	called := ""
+	calls := func(name string) { called += " " + name }
+	_, err = NewEngine(ratelimit.NewMemoryStore(), set, quiet(), WithGuardOptions(
+		ratelimit.TrustProxies("X-Forwarded-For", "10.0.0.0/8"), ratelimit.IPv6Prefix(56),
+		ratelimit.WithHeaders(ratelimit.IETFDraftHeaders), ratelimit.WithProblemJSON(), ratelimit.WithTimeout(time.Second),
+		ratelimit.RejectMissingKey(http.StatusUnauthorized), ratelimit.WaitForSlot(time.Second),
+		ratelimit.InFlightStatus(http.StatusServiceUnavailable),
+		ratelimit.WithErrorHandler(func(ratelimit.Request, error) { calls("WithErrorHandler") }),
+		ratelimit.WithSkip(func(ratelimit.Request) bool { calls("WithSkip"); return false }),
+		ratelimit.CountIf(func(int) bool { calls("CountIf"); return true }),
+		ratelimit.WithDenyResponse(func(ratelimit.Request, ratelimit.Decision) (int, string, []byte) {
+			calls("WithDenyResponse")
+			return 429, "", nil
+		}),
+		ratelimit.WithKey(func(ratelimit.Request) (string, error) { calls("WithKey"); return "k", nil }),
+		ratelimit.WithCost(func(ratelimit.Request) int64 { calls("WithCost"); return 1 }),
+	))
+	if err != nil {
+		t.Errorf("NewEngine with guard options that fit: %v", err)
+	}
+	if called != "" {
+		t.Errorf("NewEngine called the functions of%s", called)
+	}
+}
