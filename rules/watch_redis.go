@@ -217,6 +217,13 @@ func (w *redisWatch) failed(ctx context.Context, err error) {
 			"source", w.source, "version", w.e.Version(), "error", err)
 		return
 	}
+	if unreachable(ctx, err) {
+		// Nothing was refused either: Redis does not answer (its own outage, which the
+		// store's metrics show), and the stored version is read again when it does.
+		w.e.opts.logger.Warn("ratelimit rules: cannot read the rules from Redis; the rules in use stay, and the stored version is read again when Redis answers",
+			"source", w.source, "version", w.e.Version(), "error", err)
+		return
+	}
 	_ = w.e.rejected(w.source, err)
 }
 

@@ -262,3 +262,42 @@ func TestWatchRedisBeforeAnyPush(t *testing.T) {
 		t.Errorf("logged:\n%s\nwant one warning that the key holds no rules, and no error", out)
 	}
 }
+
+// TestWatchRedisOutageIsNoRejection: Redis not answering is not a refused document. The rules
+// in use stay, the log says Redis cannot be read, and nothing counts as rejected: the
+// RulesRejected alert ("the document is invalid") would otherwise fire on every outage.
+func TestWatchRedisOutageIsNoRejection(t *testing.T) {
+	direct := redistest.Standalone(t)
+	key := redistest.Prefix(t) + "rules"
+	if _, err := Push(t.Context(), direct, key, "limits.yaml", limitsDoc("v1", 2, 5)); err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.Start(t, redistest.Addr(t))
+	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1, ReadTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { client.Close() })
+	set, _ := Parse("limits.yaml", limitsDoc("v1", 2, 5))
+	rep, subscribed := newReporter(), make(chan struct{}, 1)
+	logged := &lockedBuffer{}
+	e, err := NewEngine(ratelimit.NewMemoryStore(), set, WithReporter(rep), WithLogger(slog.New(slog.NewTextHandler(logged, nil))),
+		byPlan(), WithPollInterval(10*time.Millisecond), signal(subscribed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.next(t) // v1
+	watching(t, e, client, key, subscribed)
+	proxy.BlackHole() // Redis stops answering: the subscription stays open, the polls time out
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(logged.String(), "cannot read the rules from Redis"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no line of Redis unreachable after 20 s:\n%s", logged.String())
+		}
+	}
+	rep.mu.Lock()
+	rejected := len(rep.rejected)
+	rep.mu.Unlock()
+	if rejected != 0 || strings.Contains(logged.String(), "rejected") {
+		t.Errorf("Redis unreachable counted as %d rejected document(s); logged:\n%s", rejected, logged.String())
+	}
+	if e.Version() != "v1" {
+		t.Errorf("the rules in use: %q; want v1 to stay", e.Version())
+	}
+}
