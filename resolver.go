@@ -3,7 +3,7 @@ package ratelimit
 import (
 	"container/list"
 	"crypto/sha256"
-	"strconv"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -123,25 +123,18 @@ func (c *resolverCache) compile(policies []Policy) (*Limiter, error) {
 	return l, nil
 }
 
-// signature identifies a list of policies by every field that New reads.
+// signature identifies a list of policies by every field of Policy, Go syntax and all (the
+// algorithm with its options, strings quoted), but the compiled form New adds: two lists share
+// a limiter only when nothing New, a store or the guard reads tells them apart (NoDenialCache
+// and Lease change no limit, and still the store's behaviour). A field added to Policy is
+// covered as it is; a pointer in it would only keep equal lists apart.
+// TestSignatureCoversEveryField holds it to that. It runs once per resolution, not per
+// request.
 func signature(policies []Policy) string {
 	var b []byte
 	for _, p := range policies {
-		alg := ""
-		if p.Algorithm != nil {
-			alg = p.Algorithm.Name()
-		}
-		b = append(b, p.Name...)
-		b = append(b, 0)
-		b = append(b, alg...)
-		b = append(b, 0)
-		b = strconv.AppendInt(b, p.Limit, 10)
-		b = append(b, 0)
-		b = strconv.AppendInt(b, int64(p.Window), 10)
-		b = append(b, 0)
-		b = strconv.AppendInt(b, p.Burst, 10)
-		b = strconv.AppendBool(b, p.Shadow)
-		b = append(b, 1)
+		p.compiled = nil
+		b = fmt.Appendf(b, "%#v\n", p)
 	}
 	return string(b)
 }

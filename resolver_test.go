@@ -12,6 +12,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // plans is the application's data of TestResolver: the policies of each API key, and how many
@@ -309,4 +310,49 @@ func TestTierChangeKeepsCount(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Keys whose resolved lists differ in any field of a policy do not share a limiter: here only
+// in NoDenialCache or Lease, which change what the store does, not the limits (issue: the
+// cache shared limiters by name, algorithm, limit, window, burst and shadow alone, so a
+// tenant that opted out of the denial cache, resolved after one that had not, was denied from
+// the cache, and a tenant with a lease got none).
+func TestResolverKeepsEveryPolicyField(t *testing.T) {
+	f := newFaultyRedis(t) // a denial cache, as by default
+	l := mustNew(t, f.store, fixed(100, time.Minute, "default"))
+	resolve := func(_ ratelimit.Request, key string) ([]ratelimit.Policy, error) {
+		p := fixed(1, time.Hour, "api")
+		switch key {
+		case "hdr:x-api-key:asks":
+			p.NoDenialCache = true
+		case "hdr:x-api-key:leases":
+			p.Lease = 10 * time.Millisecond
+		}
+		return []ratelimit.Policy{p}, nil
+	}
+	g, err := ratelimit.NewGuard(l, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.WithResolver(ratelimit.Resolver{Resolve: resolve}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "cached" is resolved first: its limiter is the one the others must not get.
+	for _, tenant := range []string{"cached", "asks"} {
+		if d := g.Check(apiRequest(tenant)).Decision; !d.Allowed || d.Source != observe.SourceStore {
+			t.Fatalf("%s's first request: %+v; want admitted by Redis", tenant, d)
+		}
+		if d := g.Check(apiRequest(tenant)).Decision; d.Allowed || d.Source != observe.SourceStore {
+			t.Fatalf("%s's second request: %+v; want denied by Redis", tenant, d)
+		}
+	}
+	for i := range 3 {
+		if d := g.Check(apiRequest("cached")).Decision; d.Allowed || d.Source != observe.SourceDenialCache {
+			t.Errorf("cached, denied request %d: allowed %v by %v; want denied by the denial cache", i+1, d.Allowed, d.Source)
+		}
+		if d := g.Check(apiRequest("asks")).Decision; d.Allowed || d.Source != observe.SourceStore || !d.Policy.NoDenialCache {
+			t.Errorf("asks (NoDenialCache), denied request %d: allowed %v by %v, NoDenialCache %v; want denied by Redis, every time",
+				i+1, d.Allowed, d.Source, d.Policy.NoDenialCache)
+		}
+	}
+	if d := g.Check(apiRequest("leases")).Decision; !d.Allowed || d.Policy.Lease != 10*time.Millisecond {
+		t.Errorf("leases: allowed %v, its policy's Lease %v; want admitted under its own policy, Lease 10ms", d.Allowed, d.Policy.Lease)
+	}
 }
