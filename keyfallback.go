@@ -26,12 +26,13 @@ var (
 )
 
 // keyFallbackReasons are the reasons of observe.KeyFallbackReasons, in its order.
-var keyFallbackReasons = [...]string{"no_header", "no_user", "no_route", "no_key", "no_proxy_header"}
+var keyFallbackReasons = [...]string{"no_header", "no_user", "no_route", "no_key", "no_proxy_header", "resolver_failed"}
 
 // Indexes of keyFallbackReasons, and the bits of keyFallbacks.logged.
 const (
-	reasonNoKey         = 3
-	reasonNoProxyHeader = 4
+	reasonNoKey          = 3
+	reasonNoProxyHeader  = 4
+	reasonResolverFailed = 5 // logged by the guard's error handler, not here
 	// loggedProxySent is the bit of a trusted proxy that sent another forwarding header than
 	// the one TrustProxies names: logged apart from reasonNoProxyHeader, as it is more likely
 	// a mistake, and says which header.
