@@ -17,7 +17,8 @@ import (
 // resolver reads the header the proxies write from the right, skipping the addresses of trusted
 // proxies: the first address that is not trusted is the client. Everything to its left was
 // written by the client or its own proxies and is never read. When every address is trusted
-// the request came from inside, and the leftmost address is the client.
+// the request came from inside, and the leftmost address is the client. When a trusted proxy's
+// request names no client in the header, the proxy is the client (see [TrustProxies]).
 //
 // Addresses are normalised: IPv4-mapped IPv6 addresses become IPv4, zones and ports are
 // dropped; IPv6 clients are grouped by prefix ([IPv6Prefix]).
@@ -27,6 +28,7 @@ type ipResolver struct {
 	header    string // canonical name of the header the trusted proxies write
 	forwarded bool   // header is Forwarded (RFC 7239)
 	v6bits    int
+	guard     *Guard // told of a trusted proxy's requests that name no client; nil: none
 }
 
 // ipConfig is what the client-IP options set.
@@ -55,6 +57,14 @@ func (c ipConfig) resolver() *ipResolver {
 // IPv6 clients grouped by /64. It is also the resolver of every guard configured so.
 var peerOnly = &ipResolver{header: "X-Forwarded-For", v6bits: 64}
 
+// reportTo makes res, the resolver of guard g, tell g of the requests from a trusted proxy that
+// name no client (see [Guard.proxySentNoClient]). peerOnly trusts no proxy, and is shared.
+func (res *ipResolver) reportTo(g *Guard) {
+	if res != peerOnly {
+		res.guard = g
+	}
+}
+
 // TrustProxies names the reverse proxies in front of the service and the header they write the
 // client's address into. It sets every use of the client IP by the guard:
 // [KeyByIP], and the client IP that limits a request whose key function finds no key.
@@ -70,6 +80,14 @@ var peerOnly = &ipResolver{header: "X-Forwarded-For", v6bits: 64}
 // directly. "unix" trusts a peer on a Unix socket (nginx with proxy_pass to
 // unix:/run/app.sock): a request on the socket without the header has no client IP (a 400),
 // never the socket's quota.
+//
+// A request from a trusted proxy over TCP that names no client in the header (the header is
+// absent or has no address) is limited by the proxy's own address: that is right for the
+// proxy's own requests, such as a load balancer's health checks, which are not refused; but
+// if the proxy forwards clients without the header (it writes another one), they all share
+// the proxy's quota. The guard counts each such request with the [Observer] (KeyFellBack,
+// reason "no_proxy_header") and logs a warning once, and once more, naming the header, for a
+// proxy that sent another forwarding header instead.
 func TrustProxies(header string, proxies ...string) Option {
 	return func(gc *guardConfig) {
 		if !validHeaderName(header) {
@@ -182,15 +200,16 @@ func (res *ipResolver) walk(r Request, client netip.Addr) (netip.Addr, error) {
 	}
 	v := r.Header(res.header)
 	if v == "" {
-		return client, nil
+		return res.noClient(r, client), nil
 	}
 	if len(v) > maxKeyBytes {
 		return netip.Addr{}, fmt.Errorf("%w: header %s is %d bytes, more than %d", ErrBadRequest, res.header, len(v), maxKeyBytes)
 	}
 	if res.forwarded {
-		return res.fromForwarded(client, v)
+		return res.fromForwarded(r, client, v)
 	}
 	// X-Forwarded-For and the like: walk the list from the right while the hop is trusted.
+	named := false // an address was read from the header
 	for rest := v; res.isTrusted(client) && rest != ""; {
 		var elem string
 		if i := strings.LastIndexByte(rest, ','); i >= 0 {
@@ -206,16 +225,32 @@ func (res *ipResolver) walk(r Request, client netip.Addr) (netip.Addr, error) {
 		if !ok {
 			return netip.Addr{}, fmt.Errorf("ratelimit: client IP: %s entry %q is not an IP address", res.header, clip(elem))
 		}
-		client = a
+		client, named = a, true
+	}
+	if !named { // every element was empty
+		return res.noClient(r, client), nil
 	}
 	return client, nil
 }
 
+// noClient returns the client of r, whose peer, a trusted proxy, named none in the header:
+// the peer, which a guard is told of. The peer of a Unix socket has no address, and r none
+// (clientIP refuses it).
+func (res *ipResolver) noClient(r Request, peer netip.Addr) netip.Addr {
+	if peer.IsValid() && res.guard != nil {
+		res.guard.proxySentNoClient(r, peer, res.header)
+	}
+	return peer
+}
+
 // fromForwarded walks the for= parameters of a Forwarded header from the right.
-func (res *ipResolver) fromForwarded(client netip.Addr, v string) (netip.Addr, error) {
+func (res *ipResolver) fromForwarded(r Request, client netip.Addr, v string) (netip.Addr, error) {
 	elems, err := forwarded.Parse(v)
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("ratelimit: client IP: %w", err)
+	}
+	if len(elems) == 0 { // only empty elements
+		return res.noClient(r, client), nil
 	}
 	for i := len(elems) - 1; i >= 0 && res.isTrusted(client); i-- {
 		node := elems[i].For

@@ -1,10 +1,14 @@
 package ratelimit_test
 
 import (
+	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/a7d3e0dd/ratelimit"
 )
@@ -254,4 +258,93 @@ func fromHeader(a netip.Addr, r, xff, realIP *ratelimit.IPResolver, xffValue, re
 		}
 	}
 	return false
+}
+
+// A request from a trusted proxy without the header the proxies write (TrustProxies names
+// X-Real-IP; the load balancer writes X-Forwarded-For, or sends a health check of its own) is
+// limited by the proxy's own address, as the peer it is: every client behind that proxy then
+// shares one quota. It must not be silent: counted each time (no_proxy_header), logged once
+// per guard, naming the header the proxy did send when it sent one, at warning level. A
+// request that carries the header is neither; a Unix socket's is refused 400, not counted.
+func TestProxyWithoutHeader(t *testing.T) {
+	var logged syncBuffer
+	obs := &fallbackCounter{}
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithObserver(obs),
+		ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+	l := mustNew(t, store, ratelimit.Policy{Limit: 2, Window: time.Minute})
+	h := ratelimit.Middleware(l, ratelimit.TrustProxies("X-Real-IP", "10.0.0.0/8", "unix"))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	serve := func(remote string, header ...string) int {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = remote
+		for i := 0; i < len(header); i += 2 {
+			r.Header.Set(header[i], header[i+1])
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+
+	// Behind the header it names, each client has its own quota, and nothing is reported.
+	var codes []int
+	for i := range 3 {
+		codes = append(codes, serve("10.0.0.1:5000", "X-Real-IP", fmt.Sprintf("203.0.113.%d", i+1)))
+	}
+	if fmt.Sprint(codes) != "[200 200 200]" || len(obs.n) != 0 || logged.String() != "" {
+		t.Fatalf("three clients behind the proxy's X-Real-IP: %v, fallbacks %v, logged %q; want each its own quota, nothing reported", codes, obs.n, logged.String())
+	}
+
+	// The load balancer writes X-Forwarded-For: ten clients share the proxy's quota.
+	codes = nil
+	for i := range 10 {
+		codes = append(codes, serve("10.0.0.2:5000", "X-Forwarded-For", fmt.Sprintf("203.0.113.%d", i+1)))
+	}
+	if fmt.Sprint(codes) != "[200 200 429 429 429 429 429 429 429 429]" {
+		t.Errorf("ten clients behind a proxy that writes no X-Real-IP: %v; want them limited as the proxy's address, 10.0.0.2", codes)
+	}
+	if obs.n["no_proxy_header"] != 10 {
+		t.Errorf("fallbacks counted: %v; want 10 for no_proxy_header", obs.n)
+	}
+	lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "reason=no_proxy_header") ||
+		!strings.Contains(lines[0], "header=X-Real-Ip") || !strings.Contains(lines[0], "sent=X-Forwarded-For") || !strings.Contains(lines[0], "proxy=10.0.0.2") {
+		t.Errorf("logged:\n%s\nwant one warning with reason=no_proxy_header, header=X-Real-Ip, sent=X-Forwarded-For, proxy=10.0.0.2", logged.String())
+	}
+
+	// A health check of the proxy's own, without any such header: limited as the proxy,
+	// counted, and logged once more (it says less); then neither is logged again.
+	for range 3 {
+		serve("10.0.0.3:5000")
+		serve("10.0.0.4:5000", "X-Forwarded-For", "203.0.113.99")
+	}
+	if obs.n["no_proxy_header"] != 16 {
+		t.Errorf("fallbacks counted: %v; want 16 for no_proxy_header", obs.n)
+	}
+	lines = strings.Split(strings.TrimSpace(logged.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[1], "level=WARN") || !strings.Contains(lines[1], "reason=no_proxy_header") ||
+		!strings.Contains(lines[1], "proxy=10.0.0.3") || strings.Contains(lines[1], "sent=") {
+		t.Errorf("logged:\n%s\nwant a second warning, for the proxy 10.0.0.3 that sent no forwarding header, and no more", logged.String())
+	}
+
+	// KeyByIP in a key function of the guard's reads the same resolver.
+	joined := &fallbackCounter{}
+	l = mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(joined), ratelimit.WithLogger(slog.New(slog.DiscardHandler))), ratelimit.Policy{Limit: 2, Window: time.Minute})
+	g, err := ratelimit.NewGuard(l, ratelimit.TrustProxies("X-Real-IP", "10.0.0.0/8"), ratelimit.WithKey(ratelimit.KeyJoin(ratelimit.KeyByIP(), ratelimit.KeyByMethod())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := g.Check(ipReq("10.0.0.2:5000", "X-Forwarded-For", "203.0.113.1")); !o.Proceed || joined.n["no_proxy_header"] != 1 {
+		t.Errorf("KeyJoin(KeyByIP(), KeyByMethod()) behind a proxy that writes no X-Real-IP: proceed %v, fallbacks %v; want proceed, 1 no_proxy_header", o.Proceed, joined.n)
+	}
+
+	// A Unix socket has no address of its own: refused, as before, and no fallback.
+	if code := serve("@"); code != http.StatusBadRequest {
+		t.Errorf("a request on the trusted Unix socket without X-Real-IP: %d, want 400", code)
+	}
+	if len(obs.n) != 1 || obs.n["no_proxy_header"] != 16 {
+		t.Errorf("fallbacks counted after the Unix socket's request: %v; want only the 16 no_proxy_header", obs.n)
+	}
+	// A header of empty elements names no client either.
+	if code := serve("10.0.0.5:5000", "X-Real-IP", " , "); code != http.StatusOK || obs.n["no_proxy_header"] != 17 {
+		t.Errorf("X-Real-IP of empty elements from a trusted proxy: %d, fallbacks %v; want 200, 17 no_proxy_header", code, obs.n)
+	}
 }

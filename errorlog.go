@@ -21,14 +21,21 @@ func (l *errorLog) report(r Request, err error) {
 		l.dropped.Add(1)
 		return
 	}
-	l.log.get().LogAttrs(r.Context(), slog.LevelWarn, l.message(err), slog.String("kind", errorKind(err)),
-		slog.String("error", err.Error()), slog.Int64("not_logged_since", l.dropped.Swap(0)))
+	msg, kind, dropped := l.message(err), errorKind(err), l.dropped.Swap(0)
+	if kind == "" { // an error of no kind, such as a Resolver's failure: no kind to name
+		l.log.get().LogAttrs(r.Context(), slog.LevelWarn, msg, slog.String("error", err.Error()), slog.Int64("not_logged_since", dropped))
+		return
+	}
+	l.log.get().LogAttrs(r.Context(), slog.LevelWarn, msg, slog.String("kind", kind),
+		slog.String("error", err.Error()), slog.Int64("not_logged_since", dropped))
 }
 
 // message says what the guard did about err.
 func (l *errorLog) message(err error) string {
 	var op *opError
 	switch {
+	case errors.As(err, &op) && op.op == opResolve: // whatever the error says, no store was called
+		return "ratelimit: the Resolver failed; the limiter's own policies decide the request, and the key's others while the failure is kept (a second, or the Resolver's TTL if shorter)"
 	case errors.As(err, &op) && op.kind == ErrBadRequest && op.op == opCost:
 		return "ratelimit: request answered 400: its cost is negative"
 	case errors.Is(err, ErrBadRequest):

@@ -62,6 +62,7 @@ func NewGuard(l *Limiter, opts ...Option) (*Guard, error) {
 		clientIP: c.ip.resolver(), log: loggerOf(l.store), shapes: c.mayShape(l), bounds: newTimeouts(c.timeout),
 	}
 	g.errs = nil
+	g.clientIP.reportTo(g)
 	if g.onError == nil {
 		g.onError = (&errorLog{clock: g.clock, failOpen: g.failStatus == 0, log: g.log}).report
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync/atomic"
 )
 
@@ -25,24 +26,49 @@ var (
 )
 
 // keyFallbackReasons are the reasons of observe.KeyFallbackReasons, in its order.
-var keyFallbackReasons = [...]string{"no_header", "no_user", "no_route", "no_key"}
+var keyFallbackReasons = [...]string{"no_header", "no_user", "no_route", "no_key", "no_proxy_header", "resolver_failed"}
+
+// Indexes of keyFallbackReasons, and the bits of keyFallbacks.logged.
+const (
+	reasonNoKey          = 3
+	reasonNoProxyHeader  = 4
+	reasonResolverFailed = 5 // logged by the guard's error handler, not here
+	// loggedProxySent is the bit of a trusted proxy that sent another forwarding header than
+	// the one TrustProxies names: logged apart from reasonNoProxyHeader, as it is more likely
+	// a mistake, and says which header.
+	loggedProxySent = len(keyFallbackReasons)
+)
 
 // noKeyReason returns the reason of err, an ErrNoKey.
 func noKeyReason(err error) (int, string) {
 	var nk *noKey
 	if errors.As(err, &nk) {
-		for i, r := range keyFallbackReasons {
+		for i, r := range keyFallbackReasons[:reasonNoKey] {
 			if r == nk.reason {
 				return i, r
 			}
 		}
 	}
-	return len(keyFallbackReasons) - 1, "no_key"
+	return reasonNoKey, keyFallbackReasons[reasonNoKey]
 }
 
-// keyFallbacks remembers which reasons of falling back to the client IP a guard has logged:
-// each is logged once, and counted every time.
+// keyFallbacks remembers which reasons of falling back a guard has logged: each is logged
+// once, and counted every time.
 type keyFallbacks struct{ logged atomic.Uint32 }
+
+// first reports whether bit i was not set yet, setting it.
+func (f *keyFallbacks) first(i int) bool {
+	bit := uint32(1) << i
+	for {
+		old := f.logged.Load()
+		if old&bit != 0 {
+			return false
+		}
+		if f.logged.CompareAndSwap(old, old|bit) {
+			return true
+		}
+	}
+}
 
 // fellBack reports that r, for which the guard's key function found no key (err), is limited
 // by its client IP.
@@ -51,8 +77,7 @@ func (g *Guard) fellBack(r Request, err error) {
 	if g.observer != nil {
 		g.observer.KeyFellBack(reason)
 	}
-	bit := uint32(1) << i
-	if old := g.fallbacks.logged.Load(); old&bit != 0 || !g.fallbacks.logged.CompareAndSwap(old, old|bit) {
+	if !g.fallbacks.first(i) {
 		return
 	}
 	level, msg := slog.LevelInfo, "ratelimit: a request has no key of the guard's kind; such requests are limited by their client IP (RejectMissingKey refuses them instead). Logged once per guard; counted every time"
@@ -61,6 +86,48 @@ func (g *Guard) fellBack(r Request, err error) {
 		msg = "ratelimit: KeyByRoute found no route: the middleware runs before the router has matched one (around a ServeMux, say), so requests are limited by their client IP instead of their route. Give the middleware the router (ratelimit.WithRoutes(mux)) or put it on the handler you register. Logged once per guard; counted every time"
 	}
 	g.log.get().LogAttrs(context.WithoutCancel(r.Context()), level, msg, slog.String("reason", reason), slog.String("error", err.Error()))
+}
+
+// forwardingHeaders are the headers proxies commonly write a client's address in, in canonical
+// form: the log of a request from a trusted proxy without the header TrustProxies names says
+// which of them it carried instead.
+var forwardingHeaders = [...]string{"X-Forwarded-For", "Forwarded", "X-Real-Ip", "Cf-Connecting-Ip", "True-Client-Ip", "Fastly-Client-Ip", "X-Client-Ip"}
+
+// proxySentNoClient reports that r, whose peer is the trusted proxy at proxy, names no client
+// in header, the one the proxies write, and is limited by the proxy's own address: right for
+// a request of the proxy's own (a health check), but every client the proxy forwards so
+// shares that one quota. Counted every time; logged once per guard for a request that carries
+// no forwarding header, and once for one that carries another (the headers are looked at only
+// until both are logged).
+func (g *Guard) proxySentNoClient(r Request, proxy netip.Addr, header string) {
+	if g.observer != nil {
+		g.observer.KeyFellBack(keyFallbackReasons[reasonNoProxyHeader])
+	}
+	const both = 1<<reasonNoProxyHeader | 1<<loggedProxySent
+	if g.fallbacks.logged.Load()&both == both {
+		return
+	}
+	sent := ""
+	for _, h := range forwardingHeaders {
+		if h != header && r.Header(h) != "" {
+			sent = h
+			break
+		}
+	}
+	attrs := []slog.Attr{slog.String("reason", keyFallbackReasons[reasonNoProxyHeader]), slog.String("header", header), slog.String("proxy", proxy.String())}
+	msg := "ratelimit: a request from a trusted proxy names no client in the header TrustProxies names, so it is limited by the proxy's own address: " +
+		"right for the proxy's own requests (health checks), but clients it forwards without that header all share the proxy's quota. Logged once per guard; counted every time"
+	bit := reasonNoProxyHeader
+	if sent != "" {
+		bit = loggedProxySent
+		attrs = append(attrs, slog.String("sent", sent))
+		msg = "ratelimit: a trusted proxy sent another forwarding header than the one TrustProxies names, so its clients are limited by the proxy's own address and share one quota. " +
+			"Name the header the proxy writes in TrustProxies. Logged once per guard; counted every time"
+	}
+	if !g.fallbacks.first(bit) {
+		return
+	}
+	g.log.get().LogAttrs(context.WithoutCancel(r.Context()), slog.LevelWarn, msg, attrs...)
 }
 
 // Router is what knows the route pattern of a request before it routes it: *http.ServeMux,

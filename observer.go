@@ -30,9 +30,12 @@ type Observer interface {
 	// (overflow false), or, when every identity it holds has used more, by deciding the new
 	// one on the shared overflow quota (overflow true). See [NewMemoryStore].
 	MemoryStoreFull(overflow bool)
-	// KeyFellBack reports a request for which the guard's key function found no key, and
-	// which the guard limited by its client IP instead; reason is one of
-	// observe.KeyFallbackReasons. A guard also logs each reason once.
+	// KeyFellBack reports a request the guard limited by a fallback rather than as configured;
+	// reason is one of observe.KeyFallbackReasons: by its client IP, its key function having
+	// found no key; by the address of the trusted proxy it came from, which named no client
+	// (no_proxy_header); by the limiter's own policies, the Resolver having failed
+	// (resolver_failed). A guard also logs each reason once (a Resolver's failures through its
+	// error handler, at most once a second by default).
 	KeyFellBack(reason string)
 	// RedisEvictionPolicy reports the maxmemory-policy of the Redis servers a store writes to
 	// (several, comma-separated, when they differ), read when the store is made and again

@@ -230,8 +230,9 @@ func WithTimeout(d time.Duration) Option {
 // WithErrorHandler sets the function told about every error the guard meets; tell them apart
 // with errors.Is: [ErrStore] (the request then fails open or closed, or its refund after the
 // handler failed, see [CountIf]; observe.ErrorKind names the kind of failure) or
-// [ErrBadRequest] (the request is answered 400 Bad Request). It is called on the request's
-// goroutine and must be quick.
+// [ErrBadRequest] (the request is answered 400 Bad Request). An error that is neither is a
+// [Resolver]'s failure (the limiter's own policies decide the request; observe.ErrorKind is
+// ""). It is called on the request's goroutine and must be quick.
 //
 // By default errors are logged with [log/slog] at warning level, at most once a second per
 // guard, with the number of errors not logged since.

@@ -3,7 +3,7 @@ package ratelimit
 import (
 	"container/list"
 	"crypto/sha256"
-	"strconv"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -35,6 +35,7 @@ type resolution struct {
 	limiter *Limiter
 	expires time.Time
 	done    bool
+	failed  bool          // Resolve failed: limiter is the guard's own
 	ready   chan struct{} // closed when done
 	elem    *list.Element
 }
@@ -44,6 +45,8 @@ func newResolverCache(g *Guard, gc *guardConfig) *resolverCache {
 }
 
 // limiter returns the limiter of request r, whose key is key: the cached answer, or Resolve's.
+// A request left on the guard's own limiter by a failed resolution, its own or one kept, is
+// counted (KeyFellBack, resolver_failed); the failure itself goes to the guard's error handler.
 func (c *resolverCache) limiter(r Request, key string) *Limiter {
 	id := cacheID(key)
 	c.mu.Lock()
@@ -51,14 +54,20 @@ func (c *resolverCache) limiter(r Request, key string) *Limiter {
 	if ok && (!e.done || c.g.clock.Now().Before(e.expires)) {
 		c.lru.MoveToFront(e.elem)
 		if e.done {
-			l := e.limiter
+			l, failed := e.limiter, e.failed
 			c.mu.Unlock()
+			if failed {
+				c.failed()
+			}
 			return l
 		}
 		c.mu.Unlock()
 		select {
-		case <-e.ready:
-			return e.limiter // written before ready was closed
+		case <-e.ready: // limiter and failed were written before ready was closed
+			if e.failed {
+				c.failed()
+			}
+			return e.limiter
 		case <-r.Context().Done():
 			return c.g.limiter // the request is over; its decision hardly matters
 		}
@@ -75,10 +84,10 @@ func (c *resolverCache) limiter(r Request, key string) *Limiter {
 	}
 	c.mu.Unlock()
 
-	l, ttl := c.g.limiter, min(resolverRetry, c.r.TTL)
-	defer func() { // also when Resolve panics, so that no request waits for ever
+	l, ttl, failed := c.g.limiter, min(resolverRetry, c.r.TTL), true
+	defer func() { // also when Resolve panics (a failure), so that no request waits for ever
 		c.mu.Lock()
-		e.limiter, e.expires, e.done = l, c.g.clock.Now().Add(ttl), true
+		e.limiter, e.expires, e.failed, e.done = l, c.g.clock.Now().Add(ttl), failed, true
 		c.mu.Unlock()
 		close(e.ready)
 	}()
@@ -91,10 +100,18 @@ func (c *resolverCache) limiter(r Request, key string) *Limiter {
 	}
 	if err != nil {
 		c.g.onError(r, &opError{opResolve, nil, err})
+		c.failed()
 		return l
 	}
-	ttl = c.r.TTL
+	ttl, failed = c.r.TTL, false
 	return l
+}
+
+// failed reports a request left on the guard's own policies by a failed resolution.
+func (c *resolverCache) failed() {
+	if c.g.observer != nil {
+		c.g.observer.KeyFellBack(keyFallbackReasons[reasonResolverFailed])
+	}
 }
 
 // compile returns the limiter of policies over the guard's store, shared with the keys that
@@ -123,25 +140,18 @@ func (c *resolverCache) compile(policies []Policy) (*Limiter, error) {
 	return l, nil
 }
 
-// signature identifies a list of policies by every field that New reads.
+// signature identifies a list of policies by every field of Policy, Go syntax and all (the
+// algorithm with its options, strings quoted), but the compiled form New adds: two lists share
+// a limiter only when nothing New, a store or the guard reads tells them apart (NoDenialCache
+// and Lease change no limit, and still the store's behaviour). A field added to Policy is
+// covered as it is; a pointer in it would only keep equal lists apart.
+// TestSignatureCoversEveryField holds it to that. It runs once per resolution, not per
+// request.
 func signature(policies []Policy) string {
 	var b []byte
 	for _, p := range policies {
-		alg := ""
-		if p.Algorithm != nil {
-			alg = p.Algorithm.Name()
-		}
-		b = append(b, p.Name...)
-		b = append(b, 0)
-		b = append(b, alg...)
-		b = append(b, 0)
-		b = strconv.AppendInt(b, p.Limit, 10)
-		b = append(b, 0)
-		b = strconv.AppendInt(b, int64(p.Window), 10)
-		b = append(b, 0)
-		b = strconv.AppendInt(b, p.Burst, 10)
-		b = strconv.AppendBool(b, p.Shadow)
-		b = append(b, 1)
+		p.compiled = nil
+		b = fmt.Appendf(b, "%#v\n", p)
 	}
 	return string(b)
 }

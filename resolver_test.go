@@ -2,6 +2,8 @@ package ratelimit_test
 
 import (
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // plans is the application's data of TestResolver: the policies of each API key, and how many
@@ -309,4 +312,139 @@ func TestTierChangeKeepsCount(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Keys whose resolved lists differ in any field of a policy do not share a limiter: here only
+// in NoDenialCache or Lease, which change what the store does, not the limits (issue: the
+// cache shared limiters by name, algorithm, limit, window, burst and shadow alone, so a
+// tenant that opted out of the denial cache, resolved after one that had not, was denied from
+// the cache, and a tenant with a lease got none).
+func TestResolverKeepsEveryPolicyField(t *testing.T) {
+	f := newFaultyRedis(t) // a denial cache, as by default
+	l := mustNew(t, f.store, fixed(100, time.Minute, "default"))
+	resolve := func(_ ratelimit.Request, key string) ([]ratelimit.Policy, error) {
+		p := fixed(1, time.Hour, "api")
+		switch key {
+		case "hdr:x-api-key:asks":
+			p.NoDenialCache = true
+		case "hdr:x-api-key:leases":
+			p.Lease = 10 * time.Millisecond
+		}
+		return []ratelimit.Policy{p}, nil
+	}
+	g, err := ratelimit.NewGuard(l, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.WithResolver(ratelimit.Resolver{Resolve: resolve}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "cached" is resolved first: its limiter is the one the others must not get.
+	for _, tenant := range []string{"cached", "asks"} {
+		if d := g.Check(apiRequest(tenant)).Decision; !d.Allowed || d.Source != observe.SourceStore {
+			t.Fatalf("%s's first request: %+v; want admitted by Redis", tenant, d)
+		}
+		if d := g.Check(apiRequest(tenant)).Decision; d.Allowed || d.Source != observe.SourceStore {
+			t.Fatalf("%s's second request: %+v; want denied by Redis", tenant, d)
+		}
+	}
+	for i := range 3 {
+		if d := g.Check(apiRequest("cached")).Decision; d.Allowed || d.Source != observe.SourceDenialCache {
+			t.Errorf("cached, denied request %d: allowed %v by %v; want denied by the denial cache", i+1, d.Allowed, d.Source)
+		}
+		if d := g.Check(apiRequest("asks")).Decision; d.Allowed || d.Source != observe.SourceStore || !d.Policy.NoDenialCache {
+			t.Errorf("asks (NoDenialCache), denied request %d: allowed %v by %v, NoDenialCache %v; want denied by Redis, every time",
+				i+1, d.Allowed, d.Source, d.Policy.NoDenialCache)
+		}
+	}
+	if d := g.Check(apiRequest("leases")).Decision; !d.Allowed || d.Policy.Lease != 10*time.Millisecond {
+		t.Errorf("leases: allowed %v, its policy's Lease %v; want admitted under its own policy, Lease 10ms", d.Allowed, d.Policy.Lease)
+	}
+}
+
+// resolverFailures counts what an Observer is told of a failing Resolver: key fallbacks by
+// reason, and store failures, of which there must be none.
+type resolverFailures struct {
+	fallbackCounter
+	storeFailed atomic.Int32
+}
+
+func (r *resolverFailures) StoreFailed(error) { r.storeFailed.Add(1) }
+
+// A Resolver that fails leaves the request to the limiter's own policies, which decide it,
+// on a fail-open guard and a fail-closed one alike: the log says so, not that the store failed
+// and the request went through unlimited or was refused (issue: it said so), and each request
+// the failure left on the limiter's policies is counted (resolver_failed), none as a store
+// failure.
+func TestResolverFailureReported(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []ratelimit.Option
+	}{
+		{"fail open", nil},
+		{"fail closed", []ratelimit.Option{ratelimit.FailClosed(http.StatusServiceUnavailable)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logged syncBuffer
+			obs := &resolverFailures{}
+			store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithObserver(obs),
+				ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+			l := mustNew(t, store, fixed(1, time.Minute, "default"))
+			resolve := func(ratelimit.Request, string) ([]ratelimit.Policy, error) { return nil, errors.New("database down") }
+			h := ratelimit.Middleware(l, append(tc.opts, ratelimit.WithResolver(ratelimit.Resolver{Resolve: resolve}))...)(
+				http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+			var codes []int
+			for range 3 {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+				codes = append(codes, w.Code)
+			}
+			if fmt.Sprint(codes) != "[200 429 429]" {
+				t.Errorf("three requests of one client while the Resolver fails: %v; want the limiter's 1 a minute to decide them", codes)
+			}
+			if n := obs.n["resolver_failed"]; n != 3 || len(obs.n) != 1 || obs.storeFailed.Load() != 0 {
+				t.Errorf("counted: fallbacks %v, store failures %d; want 3 resolver_failed (the first asked, the others on the failure kept a second), no store failure",
+					obs.n, obs.storeFailed.Load())
+			}
+			log := logged.String()
+			if strings.Count(log, "\n") != 1 || !strings.Contains(log, `msg="ratelimit: the Resolver failed; the limiter's own policies decide the request`) ||
+				!strings.Contains(log, "database down") || strings.Contains(log, "kind=") ||
+				strings.Contains(log, "store failed") || strings.Contains(log, "unlimited") || strings.Contains(log, "refused") {
+				t.Errorf("logged:\n%s\nwant one line: the Resolver failed, the limiter's own policies decide, with the error and no kind", log)
+			}
+		})
+	}
+}
+
+// The requests that waited for a resolution that failed are each counted too.
+func TestResolverFailureCountsWaiters(t *testing.T) {
+	var asked atomic.Int32
+	release := make(chan struct{})
+	resolve := func(ratelimit.Request, string) ([]ratelimit.Policy, error) {
+		asked.Add(1)
+		<-release
+		return nil, errors.New("database down")
+	}
+	obs := &resolverFailures{}
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithObserver(obs)), fixed(100, time.Minute, "default"))
+	g, err := ratelimit.NewGuard(l, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.WithResolver(ratelimit.Resolver{Resolve: resolve}),
+		ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g.Check(apiRequest("same"))
+		}()
+	}
+	for asked.Load() == 0 {
+		time.Sleep(time.Millisecond) // until the first request resolves; no deadline
+	}
+	close(release)
+	wg.Wait()
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if n := obs.n["resolver_failed"]; n != 16 || asked.Load() != 1 {
+		t.Errorf("16 requests of a key whose one resolution failed: %d counted, %d resolutions; want 16, 1", n, asked.Load())
+	}
 }

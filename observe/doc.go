@@ -9,6 +9,7 @@
 //   - [Source]: what made a decision (the store, the denial cache, the local fallback);
 //   - [BreakerState]: the state of a store's circuit breaker;
 //   - [ErrorKind]: the kind of an error (unavailable, timeout, breaker_open, ...);
-//   - [KeyFallbackReasons]: why a request was limited by its client IP instead of its key;
+//   - [KeyFallbackReasons]: why a guard limited a request by a fallback (its client IP
+//     instead of its key, a trusted proxy's address, the limiter's own policies);
 //   - [Degradations]: the features a store runs without, falling back to a costlier way.
 package observe

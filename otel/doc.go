@@ -32,7 +32,7 @@
 //	ratelimit.queued_requests          Int64UpDownCounter      {request}     (none)
 //	ratelimit.request.time_in_queue    Float64Histogram        s             ratelimit.result
 //	ratelimit.memory_store.full        Int64Counter            {identity}    ratelimit.memory_store.action (evicted, overflow)
-//	ratelimit.key.fallbacks            Int64Counter            {request}     ratelimit.key.fallback_reason (no_header, no_user, no_route, no_key)
+//	ratelimit.key.fallbacks            Int64Counter            {request}     ratelimit.key.fallback_reason (no_header, no_user, no_route, no_key, no_proxy_header, resolver_failed)
 //	ratelimit.redis.evictable          Int64ObservableGauge    1             ratelimit.redis.maxmemory_policy
 //	ratelimit.rules.version            Int64ObservableGauge    {version}     ratelimit.rules.version
 //	ratelimit.rules.loads              Int64Counter            {load}        ratelimit.rules.result (applied, rejected)

@@ -107,7 +107,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	o.memoryFull, errs[8] = m.Int64Counter("ratelimit.memory_store.full", metric.WithUnit("{identity}"),
 		metric.WithDescription("New identities a memory store at its bound made room for, by how: evicted (the least-used state, under half its limit, was forgotten) or overflow (decided on the shared overflow quota)."))
 	o.keyFallback, errs[9] = m.Int64Counter("ratelimit.key.fallbacks", metric.WithUnit("{request}"),
-		metric.WithDescription("Requests whose key function found no key, limited by their client IP instead, by reason (no_header, no_user, no_route, no_key)."))
+		metric.WithDescription("Requests a guard limited by a fallback, by reason: by their client IP, their key function having found no key (no_header, no_user, no_route, no_key); by the address of the trusted proxy they came from, which named no client (no_proxy_header); by the guard's own policies, their Resolver having failed (resolver_failed)."))
 	o.evictable, errs[10] = m.Int64ObservableGauge("ratelimit.redis.evictable", metric.WithUnit("1"),
 		metric.WithDescription("1 when the Redis servers of a store may evict the limiter's keys (maxmemory-policy is not noeviction), handing their identities fresh quotas; 0 when they may not."),
 		metric.WithInt64Callback(o.observeEviction))
@@ -317,8 +317,8 @@ func (o *Observer) MemoryStoreFull(overflow bool) {
 	}
 }
 
-// KeyFellBack implements [ratelimit.Observer]: ratelimit.key.fallbacks counts the requests
-// limited by their client IP instead of their key, by reason.
+// KeyFellBack implements [ratelimit.Observer]: ratelimit.key.fallbacks counts the requests a
+// guard limited by a fallback (see observe.KeyFallbackReasons), by reason.
 func (o *Observer) KeyFellBack(reason string) {
 	if opts, ok := o.fellBack[reason]; ok {
 		o.keyFallback.Add(context.Background(), 1, opts...)

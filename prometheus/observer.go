@@ -128,7 +128,7 @@ func New(opts ...Option) *Observer {
 		}, []string{"how"}),
 		keyFallback: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ratelimit_key_fallbacks_total",
-			Help: "Requests whose key function found no key, limited by their client IP instead, by reason (no_header, no_user, no_route, no_key).",
+			Help: "Requests a guard limited by a fallback, by reason: by their client IP, their key function having found no key (no_header, no_user, no_route, no_key); by the address of the trusted proxy they came from, which named no client (no_proxy_header); by the guard's own policies, their Resolver having failed (resolver_failed).",
 		}, []string{"reason"}),
 		evictable: prometheus.NewDesc("ratelimit_redis_evictable",
 			"1 when the Redis servers of a store may evict the limiter's keys (maxmemory-policy is not noeviction), handing their identities fresh quotas; 0 when they may not; the policy as read, \"unknown\" when it could not be.",
@@ -348,7 +348,7 @@ func (o *Observer) MemoryStoreFull(overflow bool) {
 }
 
 // KeyFellBack implements [ratelimit.Observer]: ratelimit_key_fallbacks_total counts the
-// requests limited by their client IP instead of their key, by reason.
+// requests a guard limited by a fallback (see observe.KeyFallbackReasons), by reason.
 func (o *Observer) KeyFellBack(reason string) {
 	if c, ok := o.fellBack[reason]; ok {
 		c.Inc()
