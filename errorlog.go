@@ -48,7 +48,7 @@ func (l *errorLog) message(err error) string {
 		return "ratelimit: a request's in-flight slots could not be renewed"
 	case !l.failOpen:
 		return "ratelimit: the store failed; the request was refused (fail-closed)"
-	case err == errFallback:
+	case errors.As(err, &op) && op.op == opFallback:
 		return "ratelimit: the store failed; the local fallback decided the request under this instance's share of the limits"
 	}
 	return "ratelimit: the store failed; the request was let through unlimited (fail-open)"

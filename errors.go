@@ -75,6 +75,8 @@ const (
 	opRenew   = "store, renewing in-flight slots"
 	opWait    = "shaping wait"
 	opSlot    = "waiting for an in-flight slot"
+	// opFallback names a store failure on which the local fallback decided.
+	opFallback = "store, decided by the local fallback (WithFallback)"
 )
 
 func (e *opError) Error() string {

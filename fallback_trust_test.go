@@ -225,3 +225,27 @@ func TestFunctionsRefusedReported(t *testing.T) {
 		t.Errorf("logged the refusal %d times; want once:\n%s", n, logged.String())
 	}
 }
+
+// The guard's log line of a fallback decision names the store's failure as it was: an OOM
+// here, not "unavailable" whatever happened (the line had the kind unavailable and no cause).
+func TestFallbackLogNamesTheCause(t *testing.T) {
+	addr := redistest.Private(t)
+	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { client.Close() })
+	var logged syncBuffer
+	store := ratelimit.NewRedisStore(client, ratelimit.WithFallback(1), ratelimit.WithDenialCache(0),
+		ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+	l := mustNew(t, store, ratelimit.Policy{Limit: 10, Window: time.Hour})
+	allow(t, l, "warm-up", 1) // the library loaded while there is memory
+	if err := client.ConfigSet(context.Background(), "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	h := ratelimit.Middleware(l)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	if codes := statuses(h, "GET", 1); codes[http.StatusOK] != 1 {
+		t.Fatalf("Redis out of memory, a fallback at share 1: %v; want 200", codes)
+	}
+	line := logged.String()
+	if !strings.Contains(line, "the local fallback decided the request") || !strings.Contains(line, "kind=oom") || !strings.Contains(line, "OOM") {
+		t.Errorf("the guard's line of a fallback decision on an OOM:\n%s\nwant the fallback named, kind=oom and Redis's error", line)
+	}
+}

@@ -197,7 +197,8 @@ func (g *Guard) failedClosed(o *Outcome, r Request, l *Limiter, key string) bool
 	if o.Decision.Source != observe.SourceFallback {
 		return false
 	}
-	g.onError(r, errFallback)
+	cause := fallbackError(l.store)
+	g.onError(r, cause)
 	if g.failStatus == 0 {
 		return false
 	}
@@ -207,7 +208,7 @@ func (g *Guard) failedClosed(o *Outcome, r Request, l *Limiter, key string) bool
 		cancel()
 	}
 	o.Decision = Decision{}
-	g.refuse(o, g.failed, errFallback)
+	g.refuse(o, g.failed, cause)
 	o.retry, o.Result = 1, observe.ResultErrorDenied
 	return true
 }
@@ -218,8 +219,20 @@ func (g *Guard) waits() bool {
 	return g.slotWait > 0 || g.shapes
 }
 
-// errFallback reports a decision of the local fallback: the store was unavailable.
-var errFallback = &opError{opCheck, kindUnavailable, errors.New("unavailable; decided by the local fallback (WithFallback)")}
+// fallbackError returns the error a guard reports for a decision of the local fallback: the
+// store's failure on which it decided, of that failure's kind, or errFallback when the store
+// does not tell it.
+func fallbackError(s Store) error {
+	if c, ok := capability[fallbackCauser](s); ok {
+		if err := c.fallbackCause(); err != nil {
+			return err
+		}
+	}
+	return errFallback
+}
+
+// errFallback reports a decision of the local fallback, when the store does not tell why.
+var errFallback = &opError{opFallback, kindUnavailable, errors.New("the store failed")}
 
 // keyOf returns the key of r: the key function's, or the client IP when it finds none (unless
 // the guard rejects such requests, then ErrNoKey). A key that cannot be used is an error of

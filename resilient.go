@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,6 +18,9 @@ type resilientStore struct {
 	breaker  *breaker     // nil: none
 	fallback *fallback    // nil: none
 	observer Observer     // nil: none
+	// cause is the store failure on which the fallback decided last, as the guards over the
+	// store report it (see fellBackOn); nil before any.
+	cause atomic.Pointer[opError]
 	// stored names an identity as the denial cache does: as the store's keys hold it, which is
 	// how announcements name it (see storedIdentity).
 	stored func(identity string) string
@@ -88,6 +92,7 @@ func (s *resilientStore) Check(ctx context.Context, key string, policies []Polic
 		if !s.report(ctx, err) || s.fallback == nil {
 			return at, err
 		}
+		s.fellBack(err)
 		// The request's deadline may have passed waiting for the store: the local decision
 		// needs no time.
 		return s.fallback.check(context.WithoutCancel(ctx), key, policies, cost, charge, out)
@@ -133,6 +138,30 @@ func (s *resilientStore) local(policies []Policy) (Store, []Policy) {
 		return nil, nil
 	}
 	return s.fallback.store, scaled
+}
+
+// fellBack records err, the store's failure, as the cause of the fallback's decisions: with
+// its kind, so that a guard's log says what failed (a timeout, an OOM, a refused connection)
+// and not only that the fallback decided. A failure already recorded (an open breaker's) is
+// not made again.
+func (s *resilientStore) fellBack(err error) {
+	if c := s.cause.Load(); c != nil && c.err == err {
+		return
+	}
+	kind := error(kindUnavailable)
+	if e, ok := storeError(opCheck, err).(*opError); ok && e.kind != nil {
+		kind = e.kind
+	}
+	s.cause.Store(&opError{opFallback, kind, err})
+}
+
+// fallbackCause declares why the fallback decided (see fallbackCauser): the store's last
+// failure, or nil before any.
+func (s *resilientStore) fallbackCause() error {
+	if c := s.cause.Load(); c != nil {
+		return c
+	}
+	return nil
 }
 
 // checkPolicies declares that a fallback can decide under policies (see policyChecker): a
