@@ -54,8 +54,9 @@ type Observer interface {
 	// StoreDegraded reports a store starting (degraded true) or ceasing (false) to run without
 	// a feature it was made with, falling back to a way that decides the same and costs Redis
 	// more; feature is one of observe.Degradations. Each is also a warning in the store's log.
-	// A store reports each feature once, when it finds the feature unavailable (on a request's
-	// goroutine, or on one of its own); none comes back while the store lives.
+	// A store reports a feature when it finds it unavailable (on a request's goroutine, or on
+	// one of its own), and, for quota_leases, again when it is back; the others do not come
+	// back while the store lives.
 	StoreDegraded(feature string, degraded bool)
 	// Leased reports a request starting to hold in-flight slots (held 0, acquired true) when
 	// its guard admits it, and giving them back (acquired false) after its handler, having
@@ -114,6 +115,7 @@ const (
 	degradedCompactExpiry = "compact_expiry"
 	degradedDenialCache   = "denial_cache"
 	degradedFunctions     = "functions"
+	degradedQuotaLeases   = "quota_leases"
 )
 
 // degraded tells o, when there is one, that its store runs without feature from now on.

@@ -35,6 +35,11 @@ type leasingStore struct {
 
 	mu      sync.Mutex
 	entries map[leaseKey]*leaseEntry
+	// full is set while the layer tracks as many identities as it may, and new ones go to the
+	// store without a lease: told to observer (quota_leases) and logged, when it starts and
+	// when it ends.
+	full     bool
+	observer Observer // nil: none
 }
 
 // maxLeaseEntries bounds the identities the layer tracks at once: when it is full of
@@ -83,7 +88,8 @@ var _ Store = (*leasingStore)(nil)
 
 // leasing wraps s in the leasing layer.
 func leasing(s Store, c *storeConfig) *leasingStore {
-	return &leasingStore{next: s, clock: clockOf(s), log: logs{c.logger}, entries: map[leaseKey]*leaseEntry{}, stored: c.stored}
+	return &leasingStore{next: s, clock: clockOf(s), log: logs{c.logger}, entries: map[leaseKey]*leaseEntry{}, stored: c.stored,
+		observer: c.res.observer}
 }
 
 // Unwrap declares the store below: every capability is its.
@@ -344,15 +350,33 @@ func (s *leasingStore) entry(key string, policies []Policy, lease time.Duration)
 	if len(s.entries) >= maxLeaseEntries {
 		s.sweep()
 		if len(s.entries) >= maxLeaseEntries {
+			s.filled(true)
 			return nil
 		}
 	}
+	s.filled(false)
 	e := &leaseEntry{stored: s.stored(key), of: make([]*compiledPolicy, len(policies)), lease: lease}
 	for i := range policies {
 		e.of[i] = policies[i].compiled
 	}
 	s.entries[k] = e
 	return e
+}
+
+// filled records whether the layer is full, and tells when that changes. The caller holds s.mu.
+func (s *leasingStore) filled(full bool) {
+	if s.full == full {
+		return
+	}
+	s.full = full
+	if full {
+		s.log.get().Warn("ratelimit: the quota leases track as many identities as they may (4,096 seen within their lease's time): new ones go to Redis, a call per request, until some are idle")
+	} else {
+		s.log.get().Info("ratelimit: the quota leases have room again for new identities")
+	}
+	if s.observer != nil {
+		s.observer.StoreDegraded(degradedQuotaLeases, full)
+	}
 }
 
 // isFor reports whether e is the entry of exactly this list.

@@ -3,6 +3,8 @@ package ratelimit_test
 import (
 	"context"
 	"log/slog"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
 	"github.com/a7d3e0dd/ratelimit/observe"
 )
@@ -296,5 +299,34 @@ func TestLeaseDenialCostsNoCall(t *testing.T) {
 	}
 	if n := calls.n.Load() - before; n == 0 {
 		t.Error("the request after the Retry-After made no Redis call")
+	}
+}
+
+// When the leases track as many identities as they may (4,096 seen within their lease's
+// time), a new identity goes to Redis without one: the store says so, once, in its log and to
+// its observer (quota_leases), and again when there is room once more. It had been silent.
+func TestLeasesFullReported(t *testing.T) {
+	clock := fakeclock.New(fakeclock.T0)
+	obs := &evictionSeen{}
+	var logged syncBuffer
+	store := ratelimit.NewRedisStore(redistest.Standalone(t), ratelimit.WithClock(clock), ratelimit.WithPrefix(redistest.Prefix(t)),
+		ratelimit.WithObserver(obs), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+	l := mustNew(t, store, ratelimit.Policy{Limit: 10, Window: time.Hour, Algorithm: algorithms.FixedWindow{}, Lease: time.Second})
+	for i := range 4096 + 2 {
+		allow(t, l, "user:"+strconv.Itoa(i), 1)
+	}
+	if got := obs.degradations(); !slices.Equal(got, []string{"quota_leases"}) {
+		t.Errorf("4,098 identities within a lease's time: reported %v; want [quota_leases]", got)
+	}
+	clock.Advance(2 * time.Second) // every identity idle for two leases
+	allow(t, l, "newcomer", 1)
+	if got := obs.degradations(); !slices.Equal(got, []string{"quota_leases", "-quota_leases"}) {
+		t.Errorf("once the identities are idle: reported %v; want [quota_leases -quota_leases]", got)
+	}
+	if n := strings.Count(logged.String(), "the quota leases track as many identities as they may"); n != 1 {
+		t.Errorf("logged the full leases %d times; want once:\n%s", n, logged.String())
+	}
+	if !strings.Contains(logged.String(), "the quota leases have room again") {
+		t.Errorf("no line of the leases having room again:\n%s", logged.String())
 	}
 }

@@ -1,7 +1,7 @@
 package observe
 
 // degradations are the features of Degradations, in its order.
-var degradations = [...]string{"merged_checks", "compact_expiry", "denial_cache", "functions"}
+var degradations = [...]string{"merged_checks", "compact_expiry", "denial_cache", "functions", "quota_leases"}
 
 // Degradations returns the features an Observer is told a store runs without
 // (ratelimit.Observer.StoreDegraded), each falling back to a way that decides the same and costs
@@ -17,7 +17,10 @@ var degradations = [...]string{"merged_checks", "compact_expiry", "denial_cache"
 //     a denied identity is a Redis call;
 //   - "functions": the server refused FCALL (a server before Redis 7.0, or an ACL without
 //     FCALL or FUNCTION), so checks run as scripts (EVALSHA), which define the library on every
-//     call: about twice the Redis time per check, and no merged checks.
+//     call: about twice the Redis time per check, and no merged checks;
+//   - "quota_leases": the quota leases (Policy.Lease) track as many identities as they may
+//     (4,096 seen within their lease's time), so new ones go to Redis, a call per request,
+//     until some are idle; it ends (degraded false) when there is room again.
 //
 // A metrics module creates its series from them.
 func Degradations() []string { return append([]string(nil), degradations[:]...) }

@@ -26,7 +26,7 @@
 //	ratelimit.breaker.open             Int64UpDownCounter      {breaker}     (none)
 //	ratelimit.breaker.transitions      Int64Counter            {transition}  ratelimit.breaker.state (open, half_open, closed)
 //	ratelimit.denial_cache.deaf        Int64UpDownCounter      {cache}       (none)
-//	ratelimit.store.degraded           Int64UpDownCounter      {store}       ratelimit.store.feature (merged_checks, compact_expiry, denial_cache, functions)
+//	ratelimit.store.degraded           Int64UpDownCounter      {store}       ratelimit.store.feature (merged_checks, compact_expiry, denial_cache, functions, quota_leases)
 //	ratelimit.active_request_leases    Int64UpDownCounter      {request}     (none)
 //	ratelimit.request_lease.duration   Float64Histogram        s             (none)
 //	ratelimit.queued_requests          Int64UpDownCounter      {request}     (none)
@@ -74,7 +74,9 @@
 // observe.Degradations): merged_checks (the server refused a merged call of concurrent checks,
 // so they go one call each), compact_expiry (compact state on a server before Redis 7.0: TATs
 // in values), denial_cache (a client that cannot hear every server: no denial cache),
-// functions (the server refused FCALL: checks run as scripts, at about twice the Redis time).
+// functions (the server refused FCALL: checks run as scripts, at about twice the Redis time), quota_leases (the
+// quota leases track as many identities as they may: new ones go to Redis; it ends when there
+// is room again).
 // Each decides the same and costs Redis more; every feature's series is reported from the start,
 // at 0.
 //

@@ -127,7 +127,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	o.deafCaches, errs[16] = m.Int64UpDownCounter("ratelimit.denial_cache.deaf", metric.WithUnit("{cache}"),
 		metric.WithDescription("Denial caches of Redis stores that do not hear the fleet's refunds and resets now (not yet subscribed, or subscription broken): they cache no new denial, so denied identities cost Redis calls again."))
 	o.degraded, errs[17] = m.Int64UpDownCounter("ratelimit.store.degraded", metric.WithUnit("{store}"),
-		metric.WithDescription("Rate-limit stores running without a feature they were made with, by ratelimit.store.feature (merged_checks, compact_expiry, denial_cache, functions): each decides the same, at a higher cost to Redis."))
+		metric.WithDescription("Rate-limit stores running without a feature they were made with, by ratelimit.store.feature (merged_checks, compact_expiry, denial_cache, functions, quota_leases): each decides the same, at a higher cost to Redis."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}

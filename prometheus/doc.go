@@ -16,7 +16,7 @@
 //	ratelimit_store_errors_total          counter    kind (timeout, unavailable, breaker_open)
 //	ratelimit_breaker_open                gauge      (none)
 //	ratelimit_breaker_transitions_total   counter    to (open, closed)
-//	ratelimit_stores_degraded             gauge      feature (merged_checks, compact_expiry, denial_cache, functions)
+//	ratelimit_stores_degraded             gauge      feature (merged_checks, compact_expiry, denial_cache, functions, quota_leases)
 //	ratelimit_rules_version_info          gauge      version
 //	ratelimit_rules_loads_total           counter    result (applied, rejected)
 //
@@ -50,7 +50,9 @@
 // merged_checks (the server refused a merged call of concurrent checks, so they go one call
 // each), compact_expiry (compact state on a server before Redis 7.0: TATs in values),
 // denial_cache (a client that cannot hear every server: no denial cache), functions (the
-// server refused FCALL: checks run as scripts, at about twice the Redis time). Each decides the
+// server refused FCALL: checks run as scripts, at about twice the Redis time), quota_leases (the
+// quota leases track as many identities as they may: new ones go to Redis; it ends when there
+// is room again). Each decides the
 // same and costs Redis more; every feature's series is exported from the start, at 0.
 //
 // The rules module's Engine reports to an Observer given to it with rules.WithReporter: the

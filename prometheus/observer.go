@@ -116,7 +116,7 @@ func New(opts ...Option) *Observer {
 		}),
 		degraded: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ratelimit_stores_degraded",
-			Help: "Rate-limit stores running without a feature they were made with, by feature (merged_checks, compact_expiry, denial_cache, functions): each decides the same, at a higher cost to Redis.",
+			Help: "Rate-limit stores running without a feature they were made with, by feature (merged_checks, compact_expiry, denial_cache, functions, quota_leases): each decides the same, at a higher cost to Redis.",
 		}, []string{"feature"}),
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ratelimit_breaker_transitions_total",
