@@ -23,7 +23,8 @@ type failoverTimes struct {
 // (issue: with a fixed 1 s cool-down it errored for 2.4–2.8 s where it had errored for 1.2 s).
 // Two Sentinel groups fail over at once, one store with the default breaker, one without; each
 // is measured from its own replica's promotion to its store's first decision, so the groups'
-// own failover times cancel out. The breaker may add at most a few probe waits.
+// own failover times cancel out. The breaker may add at most a few probe waits (and what a
+// busy machine adds to both).
 func TestSentinelFailoverBreakerAddsNoOutage(t *testing.T) {
 	measure := func(g *redistest.SentinelGroup, opts []ratelimit.RedisOption, out *failoverTimes, start <-chan struct{}) func() {
 		client := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: g.MasterName, SentinelAddrs: g.SentinelAddrs,
@@ -93,8 +94,12 @@ func TestSentinelFailoverBreakerAddsNoOutage(t *testing.T) {
 	lagOn, lagOff := withBreaker.recovered-withBreaker.promoted, without.recovered-without.promoted
 	t.Logf("with the default breaker: promoted after %v, deciding again %v later, %d checks failed; without: promoted after %v, deciding again %v later, %d failed",
 		withBreaker.promoted, lagOn, withBreaker.failed, without.promoted, lagOff, without.failed)
-	if slack := 3 * breakerCooldown; lagOn > lagOff+slack {
-		t.Errorf("the store decided again %v after the promotion with the breaker, %v without: the breaker lengthened the outage by more than %v (three probe waits)",
+	// The two groups share a machine that may be busy (another test run beside this one):
+	// the margin is three probe waits and half the lag without a breaker, which the load
+	// stretches as much. The fault this holds (a fixed cool-down: 2.4–2.8 s against 1.2 s)
+	// still exceeds it.
+	if slack := 3*breakerCooldown + lagOff/2; lagOn > lagOff+slack {
+		t.Errorf("the store decided again %v after the promotion with the breaker, %v without: the breaker lengthened the outage by more than %v (three probe waits and half the lag without it)",
 			lagOn, lagOff, slack)
 	}
 }
