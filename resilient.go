@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync/atomic"
 	"time"
+
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // resilientStore puts in front of a store what keeps a service deciding when the store is slow,
@@ -78,6 +80,13 @@ func (s *resilientStore) Check(ctx context.Context, key string, policies []Polic
 	if err == nil {
 		at, err = s.next.Check(ctx, key, policies, cost, charge, out)
 		s.release(err, probe)
+	}
+	if err == nil {
+		// The store decided: out may hold another decider's label from an earlier call with
+		// the same results (the lease layer asks again for the request alone).
+		for i := range out {
+			out[i].source = observe.SourceStore
+		}
 	}
 	switch {
 	case refresh:
