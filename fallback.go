@@ -95,6 +95,9 @@ func (f *fallback) scaled(policies []Policy) ([]Policy, error) {
 		}
 		c, err := q.compile()
 		if err != nil {
+			c, err = decidable(q)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("%w: WithFallback(%g) cannot scale policy %q to its share (limit %d, burst %d): %w",
 				errInvalidPolicy, f.share, p.Name, q.Limit, q.Burst, err)
 		}
@@ -113,6 +116,30 @@ func (f *fallback) scaled(policies []Policy) ([]Policy, error) {
 	f.compiled++
 	return s, nil
 }
+
+// decidable returns q with the largest limit below its own (at least half of it) that it can
+// decide exactly, and its burst lowered alike. A share of a valid limit may not be: 10,000,000
+// a day is exact, a third of it (3,333,333, prime to the day's microseconds) is not, and
+// 3,333,000 is. The fallback is an approximation of the limit anyway; it errs below.
+func decidable(q Policy) (Policy, error) {
+	limit, burst := q.Limit, q.Burst
+	var err error
+	for d := limit - 1; d >= max(1, limit/2, limit-maxDecidableSteps); d-- {
+		q.Limit = d
+		if burst > 0 {
+			q.Burst = max(1, burst*d/limit)
+		}
+		var c Policy
+		if c, err = q.compile(); err == nil {
+			return c, nil
+		}
+	}
+	return q, err
+}
+
+// maxDecidableSteps bounds the limits decidable tries: a limit ending in three zeros is never
+// more than a thousand away.
+const maxDecidableSteps = 4096
 
 // lookup returns the scaled list of policies, or nil. The caller holds f.mu.
 func (f *fallback) lookup(policies []Policy) []Policy {

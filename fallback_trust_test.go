@@ -54,20 +54,40 @@ func TestFallbackKeepsShadow(t *testing.T) {
 	}
 }
 
-// A limit whose share cannot be decided exactly is refused when the limiter is made, with an
-// error that says why: not found out in an outage, when every check would fail (and a guard
-// fail open).
-func TestFallbackRefusesALimitItCannotScale(t *testing.T) {
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+// A limit whose exact share the fallback cannot decide (10,000,000 a day is exact, a third of
+// it, 3,333,333 a day, is not) is decided on the largest limit below that it can: the
+// fallback decides in an outage (every check failed, and guards failed open), and the
+// limiter is made as any other (New had refused it, and a Resolver's plan with it fell back
+// to the default policies with Redis up).
+func TestFallbackScalesEveryLimit(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
-	store := ratelimit.NewRedisStore(rdb, ratelimit.WithFallback(1.0/3))
-	// 10,000,000 a day is exact; a third of it, 3,333,333 a day, is not.
-	_, err := ratelimit.New(store, ratelimit.Policy{Name: "daily", Limit: 10_000_000, Window: 24 * time.Hour})
-	if err == nil || !strings.Contains(err.Error(), "WithFallback(0.333") || !strings.Contains(err.Error(), `"daily"`) {
-		t.Errorf("New: %v; want an error naming WithFallback and the policy", err)
+	store := ratelimit.NewRedisStore(rdb, ratelimit.WithFallback(1.0/3), ratelimit.WithDenialCache(0))
+	l := mustNew(t, store, ratelimit.Policy{Name: "daily", Limit: 10_000_000, Window: 24 * time.Hour})
+	d := allow(t, l, "k", 1)
+	if !d.Allowed || d.Source != observe.SourceFallback {
+		t.Fatalf("Redis down, a fallback at a third of 10,000,000 a day: allowed %v by the %v; want admitted by the fallback", d.Allowed, d.Source)
 	}
-	if _, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 10_000_000, Window: 24 * time.Hour}); err != nil {
-		t.Errorf("the same policy without a fallback: %v", err)
+	// The share decided: 3,333,000 a day (the largest exact limit at or below a third),
+	// whatever the headers name. Its burst is spent after exactly that many.
+	if got := d.Results()[0].Remaining; got < 3_332_000 || got > 3_333_332 {
+		t.Errorf("remaining after one: %d; want about a third of the limit", got)
+	}
+}
+
+// A Resolver's plan that the fallback can decide only approximately is enforced as it is
+// while Redis answers: its tenant keeps its plan (New had refused it at every resolution,
+// and the tenant got the default 5 a minute: 15 of 20 refused; found by a review).
+func TestResolverPlanThroughAFallback(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { client.Close() })
+	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithFallback(1.0/3))
+	l := mustNew(t, store, ratelimit.Policy{Name: "default", Limit: 5, Window: time.Minute})
+	h := ratelimit.Middleware(l, ratelimit.WithResolver(ratelimit.Resolver{Resolve: func(ratelimit.Request, string) ([]ratelimit.Policy, error) {
+		return []ratelimit.Policy{{Name: "enterprise", Limit: 10_000_000, Window: 24 * time.Hour}}, nil
+	}}))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	if codes := statuses(h, "GET", 20); codes[http.StatusOK] != 20 {
+		t.Errorf("an enterprise tenant (10,000,000 a day), Redis up: %v; want 20 × 200", codes)
 	}
 }
 

@@ -79,11 +79,7 @@ func New(store Store, policies ...Policy) (*Limiter, error) {
 	if !enforced {
 		return nil, fmt.Errorf("%w: every policy has Shadow set; a limiter needs one it enforces", errInvalidPolicy)
 	}
-	if c, ok := capability[policyChecker](store); ok {
-		if err := c.checkPolicies(l.policies); err != nil {
-			return nil, err
-		}
-	}
+
 	l.header = policyHeader(l.policies)
 	return l, nil
 }

@@ -173,17 +173,6 @@ func (s *resilientStore) fallbackCause() error {
 	return nil
 }
 
-// checkPolicies declares that a fallback can decide under policies (see policyChecker): a
-// limit whose share cannot be decided exactly is refused when the limiter is made, not
-// found out in an outage.
-func (s *resilientStore) checkPolicies(policies []Policy) error {
-	if s.fallback == nil {
-		return nil
-	}
-	_, err := s.fallback.scaled(policies)
-	return err
-}
-
 // Reset implements [Store]: through the breaker, and forgetting a cached denial and the
 // fallback's state too.
 func (s *resilientStore) Reset(ctx context.Context, key string, policies []Policy) error {

@@ -62,9 +62,6 @@ type (
 	localDecider interface {
 		local(policies []Policy) (Store, []Policy)
 	}
-	// policyChecker is a layer that cannot decide under every valid list of policies (the
-	// fallback, which scales each limit to its share): New asks it first.
-	policyChecker interface{ checkPolicies(policies []Policy) error }
 	// fallbackCauser is a layer whose fallback decides on the store's failures: it tells the
 	// last, for a guard's log.
 	fallbackCauser interface{ fallbackCause() error }
