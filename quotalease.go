@@ -37,8 +37,10 @@ type leasingStore struct {
 	entries map[leaseKey]*leaseEntry
 	// full is set while the layer tracks as many identities as it may, and new ones go to the
 	// store without a lease: told to observer (quota_leases) and logged, when it starts and
-	// when it ends.
+	// when it ends, a minute after the last identity turned away (one reclaimed entry is no
+	// end: under churn it would flap with every sweep). refused is when that was.
 	full     bool
+	refused  time.Time
 	observer Observer // nil: none
 }
 
@@ -363,16 +365,25 @@ func (s *leasingStore) entry(key string, policies []Policy, lease time.Duration)
 	return e
 }
 
-// filled records whether the layer is full, and tells when that changes. The caller holds s.mu.
+// leasesFullQuiet is how long the layer turns no identity away before it says it has room.
+const leasesFullQuiet = time.Minute
+
+// filled records an identity turned away (full) or tracked (not full), and tells when the
+// layer starts being full, or stops: a minute after it last turned one away. The caller holds
+// s.mu.
 func (s *leasingStore) filled(full bool) {
-	if s.full == full {
+	now := s.clock.Now()
+	if full {
+		s.refused = now
+	}
+	if s.full == full || !full && now.Sub(s.refused) < leasesFullQuiet {
 		return
 	}
 	s.full = full
 	if full {
 		s.log.get().Warn("ratelimit: the quota leases track as many identities as they may (4,096 seen within their lease's time): new ones go to Redis, a call per request, until some are idle")
 	} else {
-		s.log.get().Info("ratelimit: the quota leases have room again for new identities")
+		s.log.get().Info("ratelimit: the quota leases have room again for new identities (none turned away for a minute)")
 	}
 	if s.observer != nil {
 		s.observer.StoreDegraded(degradedQuotaLeases, full)

@@ -20,7 +20,8 @@ var degradations = [...]string{"merged_checks", "compact_expiry", "denial_cache"
 //     call: about twice the Redis time per check, and no merged checks;
 //   - "quota_leases": the quota leases (Policy.Lease) track as many identities as they may
 //     (4,096 seen within their lease's time), so new ones go to Redis, a call per request,
-//     until some are idle; it ends (degraded false) when there is room again.
+//     until some are idle; it ends (degraded false) when none has been turned away for a
+//     minute.
 //
 // A metrics module creates its series from them.
 func Degradations() []string { return append([]string(nil), degradations[:]...) }

@@ -75,8 +75,8 @@
 // so they go one call each), compact_expiry (compact state on a server before Redis 7.0: TATs
 // in values), denial_cache (a client that cannot hear every server: no denial cache),
 // functions (the server refused FCALL: checks run as scripts, at about twice the Redis time), quota_leases (the
-// quota leases track as many identities as they may: new ones go to Redis; it ends when there
-// is room again).
+// quota leases track as many identities as they may: new ones go to Redis; it ends a minute
+// after the last one turned away).
 // Each decides the same and costs Redis more; every feature's series is reported from the start,
 // at 0.
 //

@@ -51,8 +51,8 @@
 // each), compact_expiry (compact state on a server before Redis 7.0: TATs in values),
 // denial_cache (a client that cannot hear every server: no denial cache), functions (the
 // server refused FCALL: checks run as scripts, at about twice the Redis time), quota_leases (the
-// quota leases track as many identities as they may: new ones go to Redis; it ends when there
-// is room again). Each decides the
+// quota leases track as many identities as they may: new ones go to Redis; it ends a minute
+// after the last one turned away). Each decides the
 // same and costs Redis more; every feature's series is exported from the start, at 0.
 //
 // The rules module's Engine reports to an Observer given to it with rules.WithReporter: the
