@@ -239,9 +239,22 @@ func (w *redisWatch) lost(err error) {
 		"source", w.source, "version", w.e.Version(), "error", err)
 }
 
-// unreachable reports whether err is a failure to reach Redis, after which the same version
-// is read again, rather than a document that cannot be applied.
+// unreachable reports whether err is a failure to reach Redis or to be served by it (loading
+// its dataset after a restart, a Cluster or a Sentinel group failing over, a script holding
+// it), after which the same version is read again, rather than a document that cannot be
+// applied.
 func unreachable(ctx context.Context, err error) bool {
 	var ne net.Error
-	return ctx.Err() != nil || errors.As(err, &ne) || errors.Is(err, redis.ErrClosed)
+	if ctx.Err() != nil || errors.As(err, &ne) || errors.Is(err, redis.ErrClosed) {
+		return true
+	}
+	for _, prefix := range notServing {
+		if redis.HasErrorPrefix(err, prefix) {
+			return true
+		}
+	}
+	return false
 }
+
+// notServing are the prefixes of the errors of a Redis that is there but not serving now.
+var notServing = []string{"LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "BUSY"}

@@ -301,3 +301,41 @@ func TestWatchRedisOutageIsNoRejection(t *testing.T) {
 		t.Errorf("the rules in use: %q; want v1 to stay", e.Version())
 	}
 }
+
+// TestWatchRedisLoadingIsNoRejection: a Redis that is there but not serving (loading its
+// dataset after a restart: -LOADING to every read) is no refused document either; it was
+// counted as one, and the version it could not read was marked refused for good (found by a
+// review).
+func TestWatchRedisLoadingIsNoRejection(t *testing.T) {
+	direct := redistest.Standalone(t)
+	key := redistest.Prefix(t) + "rules"
+	if _, err := Push(t.Context(), direct, key, "limits.yaml", limitsDoc("v1.2.3", 2, 5)); err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.Start(t, redistest.Addr(t))
+	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { client.Close() })
+	set, _ := Parse("limits.yaml", limitsDoc("v1.2.3", 2, 5))
+	rep, subscribed := newReporter(), make(chan struct{}, 1)
+	logged := &lockedBuffer{}
+	e, err := NewEngine(ratelimit.NewMemoryStore(), set, WithReporter(rep), WithLogger(slog.New(slog.NewTextHandler(logged, nil))),
+		byPlan(), WithPollInterval(10*time.Millisecond), signal(subscribed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.next(t) // v1.2.3
+	watching(t, e, client, key, subscribed)
+	proxy.Rewrite("$6\r\nv1.2.3\r\n", "-LOADING x\r\n") // the stored version, read at each poll: Redis is loading
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(logged.String(), "cannot read the rules from Redis") &&
+		!strings.Contains(logged.String(), "rejected"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no line of Redis loading after 20 s:\n%s", logged.String())
+		}
+	}
+	rep.mu.Lock()
+	rejected := len(rep.rejected)
+	rep.mu.Unlock()
+	if rejected != 0 || strings.Contains(logged.String(), "rejected") {
+		t.Errorf("Redis loading its dataset counted as %d rejected document(s); logged:\n%s", rejected, logged.String())
+	}
+}
