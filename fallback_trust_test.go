@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -267,5 +268,20 @@ func TestFallbackLogNamesTheCause(t *testing.T) {
 	line := logged.String()
 	if !strings.Contains(line, "the local fallback decided the request") || !strings.Contains(line, "kind=oom") || !strings.Contains(line, "OOM") {
 		t.Errorf("the guard's line of a fallback decision on an OOM:\n%s\nwant the fallback named, kind=oom and Redis's error", line)
+	}
+}
+
+// A request the fallback decided before and after a wait for a slot is one failure to the
+// error handler, not two (a handler that counts errors double-counted; found by a review).
+func TestSlotWaitOnTheFallbackReportedOnce(t *testing.T) {
+	l := mustNew(t, downStore(t), ratelimit.Policy{Name: "running", Limit: 1, Window: time.Minute, Algorithm: algorithms.InFlight{}})
+	allow(t, l, "ip:192.0.2.1", 1) // holds the fallback's one slot
+	var errs atomic.Int32
+	h := ratelimit.Middleware(l, ratelimit.WaitForSlot(20*time.Millisecond),
+		ratelimit.WithErrorHandler(func(ratelimit.Request, error) { errs.Add(1) }))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+	if n := errs.Load(); n != 1 {
+		t.Errorf("one request (answered %d): the error handler was told %d times; want once", w.Code, n)
 	}
 }

@@ -136,10 +136,11 @@ func (g *Guard) check(r Request, o *Outcome) {
 		g.storeFailed(o, r, err)
 		return
 	}
-	if g.failedClosed(o, r, l, key) {
+	if g.failedClosed(o, r, l, key, true) {
 		return
 	}
 	if !o.Decision.Allowed && g.slotWait > 0 && waitsForSlots(&o.Decision) {
+		reported := o.Decision.Source == observe.SourceFallback
 		if err := g.waitForSlot(r, l, key, cost, &o.Decision); err != nil {
 			if r.Context().Err() == nil {
 				g.storeFailed(o, r, err)
@@ -150,7 +151,7 @@ func (g *Guard) check(r Request, o *Outcome) {
 			}
 			return
 		}
-		if g.failedClosed(o, r, l, key) { // the store failed during the wait
+		if g.failedClosed(o, r, l, key, !reported) { // the store failed during the wait
 			return
 		}
 	}
@@ -191,14 +192,18 @@ func (g *Guard) check(r Request, o *Outcome) {
 }
 
 // failedClosed handles a decision of the local fallback, made because the store was
-// unavailable: it is logged, and a guard that fails closed refuses it (the fallback does not
-// open the route), giving back what the fallback charged for it. It reports whether it refused.
-func (g *Guard) failedClosed(o *Outcome, r Request, l *Limiter, key string) bool {
+// unavailable: it is reported to the error handler (unless report is false: the request's
+// fallback was reported already), and a guard that fails closed refuses it (the fallback does
+// not open the route), giving back what the fallback charged for it. It reports whether it
+// refused.
+func (g *Guard) failedClosed(o *Outcome, r Request, l *Limiter, key string, report bool) bool {
 	if o.Decision.Source != observe.SourceFallback {
 		return false
 	}
 	cause := fallbackError(l.store)
-	g.onError(r, cause)
+	if report {
+		g.onError(r, cause)
+	}
 	if g.failStatus == 0 {
 		return false
 	}
