@@ -4,8 +4,11 @@ import (
 	"container/list"
 	"crypto/sha256"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
+
+	"github.com/a7d3e0dd/ratelimit/algorithms"
 )
 
 // opResolve names a Resolver's failure in the guard's errors.
@@ -144,16 +147,33 @@ func (c *resolverCache) compile(policies []Policy) (*Limiter, error) {
 // algorithm with its options, strings quoted), but the compiled form New adds: two lists share
 // a limiter only when nothing New, a store or the guard reads tells them apart (NoDenialCache
 // and Lease change no limit, and still the store's behaviour). A field added to Policy is
-// covered as it is; a pointer in it would only keep equal lists apart.
+// covered as it is; a pointer in it would only keep equal lists apart (the algorithm's is
+// followed, see algorithmValue).
 // TestSignatureCoversEveryField holds it to that. It runs once per resolution, not per
 // request.
 func signature(policies []Policy) string {
 	var b []byte
 	for _, p := range policies {
 		p.compiled = nil
+		p.Algorithm = algorithmValue(p.Algorithm)
 		b = fmt.Appendf(b, "%#v\n", p)
 	}
 	return string(b)
+}
+
+// algorithmValue is a as a signature prints it: GCRA{} for none (the default), and the value a
+// pointer points to, so that a Resolver that allocates its algorithms on every call still
+// shares limiters (the pointer's address would keep equal lists apart).
+func algorithmValue(a algorithms.Algorithm) algorithms.Algorithm {
+	if a == nil {
+		return algorithms.GCRA{}
+	}
+	if v := reflect.ValueOf(a); v.Kind() == reflect.Pointer && !v.IsNil() {
+		if e, ok := v.Elem().Interface().(algorithms.Algorithm); ok {
+			return e
+		}
+	}
+	return a
 }
 
 // cacheID is the key a resolution is kept under: key itself, or when it is longer than 64

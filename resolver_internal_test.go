@@ -72,3 +72,23 @@ func TestSignatureCoversEveryField(t *testing.T) {
 		t.Error("lists of other lengths or orders have one signature")
 	}
 }
+
+// Equal lists have one signature however their algorithm is given: a pointer a Resolver
+// allocates on every call, or none for the default GCRA (the pointer's address kept them
+// apart, each resolution making a limiter of its own; found by a review).
+func TestSignatureOfEqualLists(t *testing.T) {
+	for _, c := range []struct{ a, b Policy }{
+		{Policy{Name: "p", Limit: 10, Window: time.Minute, Algorithm: &algorithms.LeakyBucket{Shaping: true}},
+			Policy{Name: "p", Limit: 10, Window: time.Minute, Algorithm: &algorithms.LeakyBucket{Shaping: true}}},
+		{Policy{Name: "p", Limit: 10, Window: time.Minute},
+			Policy{Name: "p", Limit: 10, Window: time.Minute, Algorithm: algorithms.GCRA{}}},
+	} {
+		if sa, sb := signature([]Policy{c.a}), signature([]Policy{c.b}); sa != sb {
+			t.Errorf("equal lists, signatures\n%s\n%s", sa, sb)
+		}
+	}
+	if signature([]Policy{{Limit: 10, Window: time.Minute, Algorithm: &algorithms.LeakyBucket{Shaping: true}}}) ==
+		signature([]Policy{{Limit: 10, Window: time.Minute, Algorithm: &algorithms.LeakyBucket{}}}) {
+		t.Error("a shaping leaky bucket and a policing one: one signature")
+	}
+}
