@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -230,7 +231,7 @@ func TestFunctionsRefusedReported(t *testing.T) {
 	}
 	client := redis.NewClient(&redis.Options{Addr: addr, Username: "app", Password: "pw", ContextTimeoutEnabled: true})
 	t.Cleanup(func() { client.Close() })
-	obs := &evictionSeen{}
+	obs := &operationsSeen{evictionSeen: &evictionSeen{}}
 	var logged syncBuffer
 	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithObserver(obs), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil)))),
 		ratelimit.Policy{Limit: 3, Window: time.Hour})
@@ -245,6 +246,31 @@ func TestFunctionsRefusedReported(t *testing.T) {
 	if n := strings.Count(logged.String(), "Redis refused FCALL"); n != 1 {
 		t.Errorf("logged the refusal %d times; want once:\n%s", n, logged.String())
 	}
+	// The metrics' database attributes name the calls as they are (they said FCALL).
+	if ops := obs.operations(); len(ops) != 4 || ops[3] != "EVALSHA" {
+		t.Errorf("the decisions' db.operation.name: %v; want EVALSHA", ops)
+	}
+}
+
+// operationsSeen keeps the store operation of every decision it is told.
+type operationsSeen struct {
+	*evictionSeen
+	mu  sync.Mutex
+	ops []string
+}
+
+func (o *operationsSeen) Decided(e ratelimit.DecisionEvent) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if e.Store != nil {
+		o.ops = append(o.ops, e.Store.Operation)
+	}
+}
+
+func (o *operationsSeen) operations() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.ops)
 }
 
 // The guard's log line of a fallback decision names the store's failure as it was: an OOM

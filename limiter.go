@@ -21,7 +21,7 @@ type Limiter struct {
 	policies []Policy
 	observer Observer           // the store's; nil: none
 	timed    bool               // time the decisions for the observer
-	info     *observe.StoreInfo // the store's description, for the observer; nil: none
+	describe describedStore // the store that describes itself, for the observer; nil: none
 	slots    bool               // a policy is an in-flight limit: an admitted request holds slots
 	header   string             // the RateLimit-Policy header of the policies
 	// capacity is the largest cost every enforced policy can admit, and shadowCapacity the
@@ -49,7 +49,7 @@ func New(store Store, policies ...Policy) (*Limiter, error) {
 	l := &Limiter{store: store, policies: make([]Policy, len(policies)), observer: observerOf(store),
 		capacity: math.MaxInt64, shadowCapacity: math.MaxInt64}
 	l.timed = l.observer != nil
-	l.info = infoOf(store)
+	l.describe, _ = capability[describedStore](store)
 	names := make(map[string]bool, len(policies))
 	enforced := false
 	for i, p := range policies {
@@ -240,7 +240,10 @@ func (l *Limiter) observe(start time.Time, d *Decision, raw []PolicyResult) {
 	for i := range raw {
 		raw[i].Policy = l.policies[i]
 	}
-	e := DecisionEvent{Allowed: d.Allowed, Source: d.Source, Results: raw, Store: l.info}
+	e := DecisionEvent{Allowed: d.Allowed, Source: d.Source, Results: raw}
+	if l.describe != nil {
+		e.Store = l.describe.info() // it may change: a store whose server refused Functions calls scripts
+	}
 	if l.timed {
 		e.Latency = time.Since(start)
 	}

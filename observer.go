@@ -90,13 +90,6 @@ type DecisionEvent struct {
 // describedStore is the capability of a store that describes itself (see observe.StoreInfo).
 type describedStore interface{ info() *observe.StoreInfo }
 
-// infoOf returns the description of s, or nil.
-func infoOf(s Store) *observe.StoreInfo {
-	if d, ok := capability[describedStore](s); ok {
-		return d.info()
-	}
-	return nil
-}
 
 // observedStore is the capability of a store that has an Observer (see [Store]).
 type observedStore interface{ Observer() Observer }

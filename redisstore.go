@@ -50,7 +50,9 @@ type redisStore struct {
 	// observer is the store's, for what only the store knows (its servers' eviction policy).
 	observer Observer
 	eviction evictionCheck
-	desc     *observe.StoreInfo
+	// desc describes the store's calls: FCALL of the function, or EVALSHA once the server
+	// refused Functions.
+	desc atomic.Pointer[observe.StoreInfo]
 	// pingEvery is how long the subscription of the denial cache stays quiet before it checks
 	// its connection (see forgets.go).
 	pingEvery time.Duration
@@ -64,7 +66,7 @@ var _ Store = (*redisStore)(nil)
 func (s *redisStore) logger() logs { return s.log }
 
 // info declares what the store is (see [observe.StoreInfo]).
-func (s *redisStore) info() *observe.StoreInfo { return s.desc }
+func (s *redisStore) info() *observe.StoreInfo { return s.desc.Load() }
 
 // describeRedis describes a Redis store over client: its calls, and the server's address
 // where the client has one.
@@ -117,11 +119,6 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 			checkScript.Function()+" but not "+redisscripts.Merged()+"): checks go one call each from now on, which costs Redis more per check", "error", err)
 		degraded(c.res.observer, degradedMergedChecks)
 	})
-	calls.OnFunctionsRefused(func(err error) {
-		log.get().Warn("ratelimit: Redis refused FCALL (a server before Redis 7.0, or an ACL without FCALL or FUNCTION): checks run as scripts (EVALSHA) from now on, "+
-			"defining the library on every call, which costs Redis about twice the time per check", "error", err)
-		degraded(c.res.observer, degradedFunctions)
-	})
 	if c.compact {
 		prefix := c.prefix
 		c.stored = func(id string) string {
@@ -130,7 +127,16 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 		}
 	}
 	s := &redisStore{client: client, calls: calls, prefix: c.prefix, compact: c.compact, forgets: forgetChannel(c.prefix), clock: c.clock, direct: honoursDeadlines(client), log: log, dials: watchDials(client),
-		observer: c.res.observer, desc: describeRedis(client), pingEvery: pingEvery}
+		observer: c.res.observer, pingEvery: pingEvery}
+	s.desc.Store(describeRedis(client))
+	calls.OnFunctionsRefused(func(err error) {
+		log.get().Warn("ratelimit: Redis refused FCALL (a server before Redis 7.0, or an ACL without FCALL or FUNCTION): checks run as scripts (EVALSHA) from now on, "+
+			"defining the library on every call, which costs Redis about twice the time per check", "error", err)
+		scripts := *s.desc.Load() // the calls as the observer's attributes name them
+		scripts.Operation, scripts.Procedure = "EVALSHA", ""
+		s.desc.Store(&scripts)
+		degraded(c.res.observer, degradedFunctions)
+	})
 	s.startEviction()
 	r := resilient(s, c)
 	if rs, ok := r.(*resilientStore); ok && rs.breaker != nil && s.dials != nil {
