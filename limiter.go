@@ -19,11 +19,11 @@ import (
 type Limiter struct {
 	store    Store
 	policies []Policy
-	observer Observer           // the store's; nil: none
-	timed    bool               // time the decisions for the observer
+	observer Observer       // the store's; nil: none
+	timed    bool           // time the decisions for the observer
 	describe describedStore // the store that describes itself, for the observer; nil: none
-	slots    bool               // a policy is an in-flight limit: an admitted request holds slots
-	header   string             // the RateLimit-Policy header of the policies
+	slots    bool           // a policy is an in-flight limit: an admitted request holds slots
+	header   string         // the RateLimit-Policy header of the policies
 	// capacity is the largest cost every enforced policy can admit, and shadowCapacity the
 	// largest every shadow policy can (MaxInt64 without one): computed once, so that a check
 	// compares its cost with two numbers instead of asking every policy.

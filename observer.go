@@ -90,7 +90,6 @@ type DecisionEvent struct {
 // describedStore is the capability of a store that describes itself (see observe.StoreInfo).
 type describedStore interface{ info() *observe.StoreInfo }
 
-
 // observedStore is the capability of a store that has an Observer (see [Store]).
 type observedStore interface{ Observer() Observer }
 
