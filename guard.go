@@ -183,11 +183,28 @@ func (g *Guard) check(r Request, o *Outcome) {
 		if g.observer != nil {
 			g.observer.Queued(false)
 		}
-		if err != nil {
+		if err != nil { // the client left before its turn: nothing was served
+			g.abandon(o, l, key)
 			*o = Outcome{}
 			g.refuse(o, g.gone, &opError{opWait, nil, err})
 			o.Result = observe.ResultCanceled
 		}
+	}
+}
+
+// abandon gives back everything an admitted request took when its client leaves before the
+// handler runs (during its shaping wait): the renewals of its slots stop, and its charge and
+// slots are refunded. (Dropped, the slots were renewed for as long as the process ran.)
+func (g *Guard) abandon(o *Outcome, l *Limiter, key string) {
+	d := o.Decision
+	if o.lease != nil {
+		d = o.lease.stop()
+		o.lease = nil
+	}
+	ctx, cancel := g.deadline(context.WithoutCancel(o.req.Context()))
+	defer cancel()
+	if err := l.Refund(ctx, key, d); err != nil {
+		g.onError(o.req, g.timedOut(err))
 	}
 }
 
