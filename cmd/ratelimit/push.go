@@ -70,7 +70,7 @@ or no instance watches the key.
 	defer client.Close()
 	name := filepath.Base(files[0])
 	if dryRun {
-		return dryRunPush(ctx, fs, rf, client, name, data, stdout)
+		return dryRunPush(ctx, fs, rf, client, name, data, expect, stdout)
 	}
 	o := rules.PushOptions{Force: force, AllowEmpty: allowEmpty}
 	if expect.set {
@@ -87,11 +87,12 @@ or no instance watches the key.
 	if wait <= 0 {
 		return 0
 	}
-	return awaitFleet(ctx, rf, client, set.Version(), wait, stdout, stderr)
+	return awaitFleet(rf, client, set.Version(), wait, stdout, stderr)
 }
 
-// dryRunPush prints what pushing data would change against the stored version.
-func dryRunPush(ctx context.Context, fs *flags, rf *redisFlags, client redis.UniversalClient, name string, data []byte, stdout io.Writer) int {
+// dryRunPush prints what pushing data would change against the stored version, and the
+// refusals the push would meet (expect is -expect's).
+func dryRunPush(ctx context.Context, fs *flags, rf *redisFlags, client redis.UniversalClient, name string, data []byte, expect optionalString, stdout io.Writer) int {
 	set, err := rules.Parse(name, data, parseOptions...)
 	if err != nil {
 		return fs.fail(err)
@@ -106,6 +107,14 @@ func dryRunPush(ctx context.Context, fs *flags, rf *redisFlags, client redis.Uni
 		return fs.fail(rf.failed(err))
 	}
 	fmt.Fprintf(stdout, "dry run: version %s over %s at %s\n", set.Version(), from, rf.key)
+	if storedVersion := ""; expect.set {
+		if stored != nil {
+			storedVersion = stored.Version()
+		}
+		if storedVersion != expect.value {
+			fmt.Fprintf(stdout, "refused without -force: the stored version is %q, not the -expect %q\n", storedVersion, expect.value)
+		}
+	}
 	if stored != nil && rules.CompareVersions(set.Version(), stored.Version()) <= 0 {
 		fmt.Fprintf(stdout, "refused without -force: version %s is not newer than %s\n", set.Version(), stored.Version())
 	}
@@ -122,14 +131,19 @@ func dryRunPush(ctx context.Context, fs *flags, rf *redisFlags, client redis.Uni
 	return 0
 }
 
-// awaitFleet waits until every live instance has applied or refused version, at most wait
-// (and -timeout), and reports.
-func awaitFleet(ctx context.Context, rf *redisFlags, client redis.UniversalClient, version string, wait time.Duration, stdout, stderr io.Writer) int {
+// awaitFleet waits until every live instance has applied or refused version, at most wait,
+// and reports. Each reading of the fleet has -timeout of its own: the wait is not bounded by
+// the -timeout of the push before it (with the defaults, 10 s each, a lagging instance
+// turned a successful push into "no answer within -timeout", exit 1, and no report).
+func awaitFleet(rf *redisFlags, client redis.UniversalClient, version string, wait time.Duration, stdout, stderr io.Writer) int {
 	deadline := time.Now().Add(wait)
 	var fleet []rules.Instance
 	for {
+		ctx, cancel := context.WithTimeout(context.Background(), rf.timeout)
 		var err error
-		if fleet, err = rules.Fleet(ctx, client, rf.key); err != nil {
+		fleet, err = rules.Fleet(ctx, client, rf.key)
+		cancel()
+		if err != nil {
 			fmt.Fprintf(stderr, "ratelimit push: %v\n", rf.failed(err))
 			return 1
 		}
@@ -138,13 +152,10 @@ func awaitFleet(ctx context.Context, rf *redisFlags, client redis.UniversalClien
 			fmt.Fprintf(stderr, "ratelimit push: no instance is watching %s\n", rf.key)
 			return exitWaiting
 		}
-		if answered(fleet, version) == len(fleet) || time.Now().After(deadline) || ctx.Err() != nil {
+		if answered(fleet, version) == len(fleet) || time.Now().After(deadline) {
 			break
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
-		}
+		time.Sleep(min(100*time.Millisecond, time.Until(deadline)+time.Millisecond))
 	}
 	applied, refused, pending := fleetReport(fleet, version)
 	line := fmt.Sprintf("applied on %d of %d instances", len(applied), len(fleet))

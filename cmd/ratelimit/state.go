@@ -138,6 +138,16 @@ func stateCmd(name, about string, args []string, stdout, stderr io.Writer, f fun
 	return 0
 }
 
+// holdsNothing reports whether d, a check of cost 0, found every policy whole.
+func holdsNothing(d ratelimit.Decision) bool {
+	for _, r := range d.Results() {
+		if r.Remaining < capacity(r.Policy) {
+			return false
+		}
+	}
+	return true
+}
+
 // rules returns the rules of -file, or else those stored in Redis, and says where they are.
 func (s *stateFlags) rules(ctx context.Context, client redis.UniversalClient) (*rules.Set, string, error) {
 	if len(s.limits.policies) > 0 {
@@ -219,9 +229,17 @@ allowed (Limiter.Peek), with its storage key. Nothing is charged.
 func resetCmd(args []string, stdout, stderr io.Writer) int {
 	return stateCmd("reset", `Forgets what IDENTITY has used under each policy of the rule -rule, or of the -policy
 flags (Limiter.Reset): its next request finds every policy whole. It prints, for each
-policy, what remained before and the storage key it deleted. The rule comes from the rules
-in Redis, or -file; the store is Redis with the application's -prefix.
+policy, what remained before and the storage key it deleted; for an identity that has used
+nothing at those keys it says so on standard error (its state, if the application refuses
+it, is elsewhere). The rule comes from the rules in Redis, or -file; the store is Redis with
+the application's -prefix.
 `, args, stdout, stderr, func(ctx context.Context, st *state, before ratelimit.Decision) error {
+		if holdsNothing(before) {
+			// Nothing to delete: said so, for an identity the application refuses has its
+			// state elsewhere (another prefix, compact keys, another identity).
+			fmt.Fprintf(stderr, "ratelimit reset: %s has used nothing under these policies at these keys, so nothing was reset; "+
+				"if the application refuses it, its state is elsewhere: check -prefix, -compact and the identity (inspect reads the same keys)\n", st.identity)
+		}
 		if err := st.limiter.Reset(ctx, st.identity); err != nil {
 			return err
 		}
