@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit/observe"
@@ -184,7 +185,7 @@ func (g *Guard) check(r Request, o *Outcome) {
 			g.observer.Queued(false)
 		}
 		if err != nil { // the client left before its turn: nothing was served
-			g.abandon(o, l, key)
+			g.abandon(o, r, l, key)
 			*o = Outcome{}
 			g.refuse(o, g.gone, &opError{opWait, nil, err})
 			o.Result = observe.ResultCanceled
@@ -195,16 +196,16 @@ func (g *Guard) check(r Request, o *Outcome) {
 // abandon gives back everything an admitted request took when its client leaves before the
 // handler runs (during its shaping wait): the renewals of its slots stop, and its charge and
 // slots are refunded. (Dropped, the slots were renewed for as long as the process ran.)
-func (g *Guard) abandon(o *Outcome, l *Limiter, key string) {
+func (g *Guard) abandon(o *Outcome, r Request, l *Limiter, key string) {
 	d := o.Decision
 	if o.lease != nil {
 		d = o.lease.stop()
 		o.lease = nil
 	}
-	ctx, cancel := g.deadline(context.WithoutCancel(o.req.Context()))
+	ctx, cancel := g.deadline(context.WithoutCancel(r.Context()))
 	defer cancel()
 	if err := l.Refund(ctx, key, d); err != nil {
-		g.onError(o.req, g.timedOut(err))
+		g.onError(r, g.timedOut(err))
 	}
 }
 
@@ -333,6 +334,41 @@ func (g *Guard) Done(o *Outcome, status int) {
 		g.onError(o.req, g.timedOut(err))
 	}
 }
+
+// DoneLater is [Guard.Done] for a response still being sent when its handler returns (a
+// Fiber body stream, which fasthttp writes afterwards): it returns the completion, to call
+// once with the status when the response has been sent or abandoned, and nil when nothing is
+// pending. It keeps of the request what the completion may need, now, for a framework may
+// recycle its request when the handler returns: an error the completion reports reaches the
+// error handler with a request that has the method, path, route, client address and the
+// context's values (copied: a framework may reuse the bytes), but no headers.
+func (g *Guard) DoneLater(o *Outcome) func(status int) {
+	if !o.Pending {
+		return nil
+	}
+	if o.guard != g { // a Switch's outcome: the guard it chose completes it
+		return o.guard.DoneLater(o)
+	}
+	later := *o
+	later.req = keptRequest{ctx: context.WithoutCancel(o.req.Context()), method: strings.Clone(o.req.Method()),
+		path: strings.Clone(o.req.Path()), route: strings.Clone(o.req.Route()), remote: strings.Clone(o.req.RemoteAddr())}
+	o.Pending = false
+	return func(status int) { g.Done(&later, status) }
+}
+
+// keptRequest is what DoneLater keeps of a request: no headers, no values but its context's.
+type keptRequest struct {
+	ctx                         context.Context
+	method, path, route, remote string
+}
+
+func (k keptRequest) Context() context.Context { return k.ctx }
+func (k keptRequest) Method() string           { return k.method }
+func (k keptRequest) Path() string             { return k.path }
+func (k keptRequest) Route() string            { return k.route }
+func (k keptRequest) Header(string) string     { return "" }
+func (k keptRequest) RemoteAddr() string       { return k.remote }
+func (k keptRequest) Value(key any) any        { return k.ctx.Value(key) }
 
 // deadline bounds a store call: by the guard's timeout (see [timeouts]), unless the store
 // answers without I/O.

@@ -31,6 +31,7 @@ import (
 	"net/netip"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/gofiber/fiber/v3"
 
@@ -84,9 +85,32 @@ func FromGuard(g *ratelimit.Guard) fiber.Handler {
 		if err != nil && c.App().ErrorHandler(c, err) != nil {
 			_ = c.SendStatus(fiber.StatusInternalServerError)
 		}
+		if c.Response().IsBodyStream() { // sent after this returns: its slots go back when it is
+			if later := g.DoneLater(&o); later != nil {
+				c.RequestCtx().SetUserValue(sentKey{}, &sent{status: c.Response().StatusCode(), done: later})
+			}
+			return nil
+		}
 		g.Done(&o, c.Response().StatusCode())
 		return nil
 	}
+}
+
+// sentKey is the request user value that completes a streamed response: fasthttp writes a body
+// stream (SendStream, SetBodyStreamWriter) after the handler has returned, then closes the
+// request's user values.
+type sentKey struct{}
+
+// sent completes a streamed response, once, when fasthttp closes it.
+type sent struct {
+	once   sync.Once
+	status int
+	done   func(status int)
+}
+
+func (s *sent) Close() error {
+	s.once.Do(func() { s.done(s.status) })
+	return nil
 }
 
 // Decision returns the decision the middleware made for the request of c, or false when no

@@ -1,0 +1,80 @@
+package fiberv3limit_test
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v3"
+
+	"github.com/a7d3e0dd/ratelimit"
+	fiberv3limit "github.com/a7d3e0dd/ratelimit/adapters/fiberv3"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+)
+
+// TestInFlightHeldWhileTheBodyStreams: an in-flight slot is held for the request's whole life,
+// in every adapter (README "In-flight limits", whose example is an export). A Fiber handler
+// that streams its body (c.SendStream, SetBodyStreamWriter: fasthttp writes it after the
+// handler returns) held it only until the handler returned: with one slot and one export
+// still streaming, a second export was served (found by a review). The slot comes back once
+// the body is sent.
+func TestInFlightHeldWhileTheBodyStreams(t *testing.T) {
+	l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1, Window: time.Minute, Algorithm: algorithms.InFlight{}})
+	app := fiber.New()
+	app.Use(fiberv3limit.New(l))
+	release := make(chan struct{})
+	app.Get("/export", func(c fiber.Ctx) error {
+		c.RequestCtx().SetBodyStreamWriter(func(w *bufio.Writer) {
+			w.WriteString("first row\n")
+			w.Flush()
+			<-release // the rest of the export
+			w.WriteString("last row\n")
+		})
+		return nil
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go app.Listener(ln, fiber.ListenConfig{DisableStartupMessage: true})
+	defer app.Shutdown()
+	url := "http://" + ln.Addr().String() + "/export"
+
+	first, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Body.Close()
+	if line, _ := bufio.NewReader(first.Body).ReadString('\n'); line != "first row\n" { // the first export is streaming
+		t.Fatalf("first export: %d, %q", first.StatusCode, line)
+	}
+
+	second, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	io.Copy(io.Discard, second.Body)
+	second.Body.Close()
+	if second.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("a second export while the first streams: %d; want 429 (one slot)", second.StatusCode)
+	}
+	io.Copy(io.Discard, first.Body) // the first export ends
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		third, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, third.Body)
+		third.Body.Close()
+		if third.StatusCode == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("20 s after the first export was sent, a third is still answered %d: its slot never came back", third.StatusCode)
+		}
+	}
+}
