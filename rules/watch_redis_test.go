@@ -263,40 +263,57 @@ func TestWatchRedisBeforeAnyPush(t *testing.T) {
 	}
 }
 
-// TestWatchRedisOutageIsNoRejection: Redis not answering is not a refused document. The rules
-// in use stay, the log says Redis cannot be read, and nothing counts as rejected: the
-// RulesRejected alert ("the document is invalid") would otherwise fire on every outage.
-func TestWatchRedisOutageIsNoRejection(t *testing.T) {
-	direct := redistest.Standalone(t)
+// pollingThroughProxy starts an engine applying version, stored at a key of its own, and
+// watching it through a fault proxy, polling every 10 ms and logging to logged: what the
+// tests of a Redis that does not serve need.
+func pollingThroughProxy(t *testing.T, version string, opts *redis.Options) (e *Engine, rep *reporter, proxy *faultproxy.Proxy, logged *lockedBuffer) {
+	t.Helper()
 	key := redistest.Prefix(t) + "rules"
-	if _, err := Push(t.Context(), direct, key, "limits.yaml", limitsDoc("v1", 2, 5)); err != nil {
+	if _, err := Push(t.Context(), redistest.Standalone(t), key, "limits.yaml", limitsDoc(version, 2, 5)); err != nil {
 		t.Fatal(err)
 	}
-	proxy := faultproxy.Start(t, redistest.Addr(t))
-	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1, ReadTimeout: 200 * time.Millisecond})
+	proxy = faultproxy.Start(t, redistest.Addr(t))
+	opts.Addr, opts.MaxRetries = proxy.Addr(), -1
+	client := redis.NewClient(opts)
 	t.Cleanup(func() { client.Close() })
-	set, _ := Parse("limits.yaml", limitsDoc("v1", 2, 5))
+	set, _ := Parse("limits.yaml", limitsDoc(version, 2, 5))
 	rep, subscribed := newReporter(), make(chan struct{}, 1)
-	logged := &lockedBuffer{}
+	logged = &lockedBuffer{}
 	e, err := NewEngine(ratelimit.NewMemoryStore(), set, WithReporter(rep), WithLogger(slog.New(slog.NewTextHandler(logged, nil))),
 		byPlan(), WithPollInterval(10*time.Millisecond), signal(subscribed))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep.next(t) // v1
+	rep.next(t) // version
 	watching(t, e, client, key, subscribed)
-	proxy.BlackHole() // Redis stops answering: the subscription stays open, the polls time out
-	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(logged.String(), "cannot read the rules from Redis"); time.Sleep(5 * time.Millisecond) {
+	return e, rep, proxy, logged
+}
+
+// noRejection waits until logged says Redis cannot be read (or that something was rejected),
+// then holds that nothing was: a Redis that does not serve is no refused document.
+func noRejection(t *testing.T, rep *reporter, logged *lockedBuffer) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(logged.String(), "cannot read the rules from Redis") &&
+		!strings.Contains(logged.String(), "rejected"); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no line of Redis unreachable after 20 s:\n%s", logged.String())
+			t.Fatalf("no line of Redis not serving after 20 s:\n%s", logged.String())
 		}
 	}
 	rep.mu.Lock()
 	rejected := len(rep.rejected)
 	rep.mu.Unlock()
 	if rejected != 0 || strings.Contains(logged.String(), "rejected") {
-		t.Errorf("Redis unreachable counted as %d rejected document(s); logged:\n%s", rejected, logged.String())
+		t.Errorf("Redis not serving counted as %d rejected document(s); logged:\n%s", rejected, logged.String())
 	}
+}
+
+// TestWatchRedisOutageIsNoRejection: Redis not answering is not a refused document. The rules
+// in use stay, the log says Redis cannot be read, and nothing counts as rejected: the
+// RulesRejected alert ("the document is invalid") would otherwise fire on every outage.
+func TestWatchRedisOutageIsNoRejection(t *testing.T) {
+	e, rep, proxy, logged := pollingThroughProxy(t, "v1", &redis.Options{ReadTimeout: 200 * time.Millisecond})
+	proxy.BlackHole() // Redis stops answering: the subscription stays open, the polls time out
+	noRejection(t, rep, logged)
 	if e.Version() != "v1" {
 		t.Errorf("the rules in use: %q; want v1 to stay", e.Version())
 	}
@@ -307,35 +324,7 @@ func TestWatchRedisOutageIsNoRejection(t *testing.T) {
 // counted as one, and the version it could not read was marked refused for good (found by a
 // review).
 func TestWatchRedisLoadingIsNoRejection(t *testing.T) {
-	direct := redistest.Standalone(t)
-	key := redistest.Prefix(t) + "rules"
-	if _, err := Push(t.Context(), direct, key, "limits.yaml", limitsDoc("v1.2.3", 2, 5)); err != nil {
-		t.Fatal(err)
-	}
-	proxy := faultproxy.Start(t, redistest.Addr(t))
-	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1})
-	t.Cleanup(func() { client.Close() })
-	set, _ := Parse("limits.yaml", limitsDoc("v1.2.3", 2, 5))
-	rep, subscribed := newReporter(), make(chan struct{}, 1)
-	logged := &lockedBuffer{}
-	e, err := NewEngine(ratelimit.NewMemoryStore(), set, WithReporter(rep), WithLogger(slog.New(slog.NewTextHandler(logged, nil))),
-		byPlan(), WithPollInterval(10*time.Millisecond), signal(subscribed))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep.next(t) // v1.2.3
-	watching(t, e, client, key, subscribed)
+	_, rep, proxy, logged := pollingThroughProxy(t, "v1.2.3", &redis.Options{})
 	proxy.Rewrite("$6\r\nv1.2.3\r\n", "-LOADING x\r\n") // the stored version, read at each poll: Redis is loading
-	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(logged.String(), "cannot read the rules from Redis") &&
-		!strings.Contains(logged.String(), "rejected"); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no line of Redis loading after 20 s:\n%s", logged.String())
-		}
-	}
-	rep.mu.Lock()
-	rejected := len(rep.rejected)
-	rep.mu.Unlock()
-	if rejected != 0 || strings.Contains(logged.String(), "rejected") {
-		t.Errorf("Redis loading its dataset counted as %d rejected document(s); logged:\n%s", rejected, logged.String())
-	}
+	noRejection(t, rep, logged)
 }
