@@ -17,6 +17,7 @@ import (
 // twice its limit (see [WithFallback]).
 type fallback struct {
 	share float64
+	log   logs  // the store's
 	store Store // a memory store on the wrapped store's clock
 
 	mu sync.RWMutex
@@ -55,7 +56,7 @@ func newFallback(c *storeConfig) *fallback {
 	if m, ok := capability[*memoryStore](store); ok {
 		m.of = "the local fallback (WithFallback)"
 	}
-	return &fallback{share: c.res.share, store: store, lists: map[*compiledPolicy][]scaledList{}}
+	return &fallback{share: c.res.share, log: logs{c.logger}, store: store, lists: map[*compiledPolicy][]scaledList{}}
 }
 
 // check decides on the local store, under the scaled policies.
@@ -95,7 +96,10 @@ func (f *fallback) scaled(policies []Policy) ([]Policy, error) {
 		}
 		c, err := q.compile()
 		if err != nil {
-			c, err = decidable(q)
+			if c, err = decidable(q); err == nil { // once per list: scaled lists are kept
+				f.log.get().Info("ratelimit: the local fallback decides a policy's share on a lower limit, the largest it can decide exactly",
+					"policy", p.Name, "share", q.Limit, "limit", c.Limit, "burst", c.Burst)
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: WithFallback(%g) cannot scale policy %q to its share (limit %d, burst %d): %w",
@@ -119,8 +123,9 @@ func (f *fallback) scaled(policies []Policy) ([]Policy, error) {
 
 // decidable returns q with the largest limit below its own (at least half of it) that it can
 // decide exactly, and its burst lowered alike. A share of a valid limit may not be: 10,000,000
-// a day is exact, a third of it (3,333,333, prime to the day's microseconds) is not, and
-// 3,333,000 is. The fallback is an approximation of the limit anyway; it errs below.
+// a day is exact, a third of it (3,333,333, which shares only 3 with the day's
+// microseconds) is not, and 3,333,330 is. The fallback is an approximation of the limit
+// anyway; it errs below.
 func decidable(q Policy) (Policy, error) {
 	limit, burst := q.Limit, q.Burst
 	var err error

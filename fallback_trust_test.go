@@ -64,16 +64,22 @@ func TestFallbackKeepsShadow(t *testing.T) {
 func TestFallbackScalesEveryLimit(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
-	store := ratelimit.NewRedisStore(rdb, ratelimit.WithFallback(1.0/3), ratelimit.WithDenialCache(0))
+	var logged syncBuffer
+	store := ratelimit.NewRedisStore(rdb, ratelimit.WithFallback(1.0/3), ratelimit.WithDenialCache(0),
+		ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 	l := mustNew(t, store, ratelimit.Policy{Name: "daily", Limit: 10_000_000, Window: 24 * time.Hour})
 	d := allow(t, l, "k", 1)
 	if !d.Allowed || d.Source != observe.SourceFallback {
 		t.Fatalf("Redis down, a fallback at a third of 10,000,000 a day: allowed %v by the %v; want admitted by the fallback", d.Allowed, d.Source)
 	}
-	// The share decided: 3,333,000 a day (the largest exact limit at or below a third),
+	// The share decided: 3,333,330 a day (the largest exact limit at or below a third),
 	// whatever the headers name. Its burst is spent after exactly that many.
 	if got := d.Results()[0].Remaining; got < 3_332_000 || got > 3_333_332 {
 		t.Errorf("remaining after one: %d; want about a third of the limit", got)
+	}
+	allow(t, l, "k", 1) // the scaled list is kept: said once
+	if n := strings.Count(logged.String(), "decides a policy's share on a lower limit"); n != 1 || !strings.Contains(logged.String(), "limit=3333330") {
+		t.Errorf("the lowered share logged %d times; want once, naming 3333330:\n%s", n, logged.String())
 	}
 }
 
