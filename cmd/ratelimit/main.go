@@ -124,6 +124,13 @@ type flags struct {
 	stdout, stderr        io.Writer
 }
 
+// given reports whether the flag name was set on the command line (not left at its default).
+func (fs *flags) given(name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // newFlags returns the flags of the subcommand name, whose help shows the synopsis (what
 // follows the name) and about, a text of whole lines, before the flags.
 func newFlags(name, synopsis, about string, stdout, stderr io.Writer) *flags {

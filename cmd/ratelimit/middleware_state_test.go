@@ -123,6 +123,9 @@ func TestInspectResetMiddleware(t *testing.T) {
 		{[]string{"-policy", "limit=5,window=1m,algorithm=nope", "1.2.3.4"}, `unknown algorithm "nope"`},
 		{[]string{"-policy", "limit=5,window=1m", "-keyed-by", "session", "1.2.3.4"}, `unknown key "session"`},
 		{[]string{"-policy", "limit=5,window=1m", "-rule", "api", "1.2.3.4"}, "give -rule or -policy, not both"},
+		// Flags that belong to the other way of naming limits are refused, not ignored.
+		{[]string{"-policy", "limit=5,window=1m", "-file", "rules.yaml", "1.2.3.4"}, "-file goes with -rule"},
+		{[]string{"-rule", "api", "-keyed-by", "user", "1.2.3.4"}, "-keyed-by goes with -policy"},
 	} {
 		cli(t, append([]string{"inspect", "-redis", addr}, tc.args...)...).want(t, 2, "", tc.want)
 	}

@@ -86,6 +86,10 @@ func stateCmd(name, about string, args []string, stdout, stderr io.Writer, f fun
 		return fs.usageError("-rule is required: the name of the rule (or -policy, for a middleware's limits)")
 	case s.rule != "" && len(s.limits.policies) > 0:
 		return fs.usageError("give -rule or -policy, not both")
+	case s.file != "" && len(s.limits.policies) > 0:
+		return fs.usageError("-file goes with -rule (a rule of the file); -policy names a middleware's limits without one")
+	case s.rule != "" && fs.given("keyed-by"):
+		return fs.usageError("-keyed-by goes with -policy: a rule is keyed as the rules say")
 	case len(s.limits.policies) > 0 && s.limitsInvalid() != nil:
 		return fs.usageError("%v", s.limitsInvalid())
 	case strings.ContainsAny(s.prefix, "{}"):
