@@ -76,11 +76,21 @@ func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 				if err != nil {
 					c.Error(err)
 				}
-				g.Done(&o, c.Response().Status)
+				g.Done(&o, status(c.Response().Status))
 			}
 			return err
 		}
 	}
+}
+
+// status returns the status the client got when Echo's Response holds s: an interim status
+// (1xx but 101), which the Response keeps, refusing every later one, was followed on the wire by
+// the 200 net/http sends with the body.
+func status(s int) int {
+	if s < http.StatusOK && s != http.StatusSwitchingProtocols {
+		return http.StatusOK
+	}
+	return s
 }
 
 // Decision returns the decision the middleware made for the request of c: the remaining quota,

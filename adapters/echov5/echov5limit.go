@@ -103,24 +103,30 @@ func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 
 // status returns the status of the response to c: the one written (as rec recorded it, else
 // as Echo's Response has it), else the one an error handler would write for err, an error no
-// error handler has answered (a Context without its Echo), else 200.
+// error handler has answered (a Context without its Echo), else 200. An interim status (1xx
+// but 101) that Echo's Response kept, having refused every later one, was followed on the wire
+// by the 200 net/http sends with the body.
 func status(c *echo.Context, rec *statusRecorder, err error) int {
 	if rec != nil && rec.status != 0 {
 		return rec.status
 	}
 	_, s := echo.ResolveResponseStatus(c.Response(), err)
+	if s < http.StatusOK && s != http.StatusSwitchingProtocols {
+		return http.StatusOK
+	}
 	return s
 }
 
-// statusRecorder records the first status written through it. It unwraps to the writer it
-// wraps, for [echo.UnwrapResponse] and [http.ResponseController].
+// statusRecorder records the first final status written through it: 1xx are interim
+// responses, which net/http sends before the final one (as the core's middleware records). It
+// unwraps to the writer it wraps, for [echo.UnwrapResponse] and [http.ResponseController].
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
 }
 
 func (w *statusRecorder) WriteHeader(code int) {
-	if w.status == 0 {
+	if w.status == 0 && code >= 200 {
 		w.status = code
 	}
 	w.ResponseWriter.WriteHeader(code)

@@ -67,8 +67,18 @@ func FromGuard(g *ratelimit.Guard) gin.HandlerFunc {
 			}()
 		}
 		c.Next()
-		g.Done(&o, c.Writer.Status())
+		g.Done(&o, status(c.Writer.Status()))
 	}
+}
+
+// status returns the status the client got when Gin's writer holds s: an interim status (1xx
+// but 101) sent with WriteHeaderNow, after which Gin refuses every later one, was followed on
+// the wire by the 200 net/http sends with the body.
+func status(s int) int {
+	if s < http.StatusOK && s != http.StatusSwitchingProtocols {
+		return http.StatusOK
+	}
+	return s
 }
 
 // Decision returns the decision the middleware made for the request of c: the remaining quota,

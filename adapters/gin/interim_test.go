@@ -1,0 +1,42 @@
+package ginlimit_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/adapters/gin"
+)
+
+// TestCountIfSeesTheFinalStatus checks that CountIf is given the status the client got, not an
+// interim one: a handler that sends 103 Early Hints before its answer is counted by the 200
+// that follows (net/http sends 1xx as interim responses), as the net/http middleware counts it.
+func TestCountIfSeesTheFinalStatus(t *testing.T) {
+	l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 10, Window: time.Minute})
+	seen := make(chan int, 1)
+	r := gin.New()
+	r.Use(ginlimit.New(l, ratelimit.CountIf(func(status int) bool { seen <- status; return true })))
+	r.GET("/", func(c *gin.Context) {
+		c.Header("Link", "</style.css>; rel=preload; as=style")
+		c.Writer.WriteHeader(http.StatusEarlyHints)
+		c.Writer.WriteHeaderNow()
+		c.String(http.StatusOK, "ok")
+	})
+	srv := httptest.NewServer(r)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the client got %d, want 200", resp.StatusCode)
+	}
+	if got := <-seen; got != http.StatusOK {
+		t.Errorf("CountIf was given %d, want the 200 the client got", got)
+	}
+}
