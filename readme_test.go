@@ -68,13 +68,20 @@ func readmeGo(t *testing.T, marker string) []string {
 	return lines
 }
 
-// funcBody returns the lines of the body of func name in readme_test.go, one tab less, but
-// those that stand for a README line that cannot run here (marked "// README: ...").
+// funcBody returns the lines of the body of func name in readme_test.go or
+// readme_snippets_test.go, one tab less, but those that stand for a README line that cannot
+// run here (marked "// README: ..."). A line marked "// README: as written, returned" is
+// README's line behind a return: README shows a value (an option, a policy) that the function
+// hands to its test.
 func funcBody(t *testing.T, name string) []string {
 	t.Helper()
-	source, err := os.ReadFile("readme_test.go")
-	if err != nil {
-		t.Fatal(err)
+	var source []byte
+	for _, file := range []string{"readme_test.go", "readme_snippets_test.go"} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		source = append(source, b...)
 	}
 	_, body, ok := strings.Cut(string(source), "\nfunc "+name+"(")
 	if ok {
@@ -88,6 +95,10 @@ func funcBody(t *testing.T, name string) []string {
 	}
 	var lines []string
 	for _, line := range strings.Split(body, "\n") {
+		if l, ok := strings.CutSuffix(line, " // README: as written, returned"); ok {
+			indent := l[:len(l)-len(strings.TrimLeft(l, "\t"))]
+			line = indent + strings.TrimPrefix(strings.TrimLeft(l, "\t"), "return ")
+		}
 		if !strings.Contains(line, "// README: ") {
 			lines = append(lines, strings.TrimPrefix(line, "\t"))
 		}
@@ -100,7 +111,14 @@ func TestReadmeCodeAsWritten(t *testing.T) {
 	for marker, name := range map[string]string{
 		"## Use it":            "readmeUseIt",
 		"### In-flight limits": "readmeInFlight",
-		"### Millions of identities: compact state": "readmeCompact",
+		"### Millions of identities: compact state":          "readmeCompact",
+		"## Policies and algorithms":                         "readmePolicies",
+		"### When Redis is slow, down or flooded":            "readmeResilience",
+		"### Plans (tiers)":                                  "readmeTiers",
+		"address that is not a trusted proxy is the client:": "readmeTrustProxies",
+		"RejectMissingKey(http.StatusUnauthorized)))":        "readmeUserNetHTTP",
+		"**Try a limit before enforcing it.**":               "readmeShadow",
+		"### Limits from your own data":                      "readmeResolver",
 	} {
 		if got, want := funcBody(t, name), readmeGo(t, marker); !slices.Equal(got, want) {
 			t.Errorf("README's code under %q and %s differ:\nREADME:\n%s\n%s:\n%s", marker, name, strings.Join(want, "\n"), name, strings.Join(got, "\n"))

@@ -136,7 +136,7 @@
 //
 // ratelimit.policy.decisions is an asynchronous counter: Decided adds to an atomic count of the
 // policy, source and outcome, and the SDK reads the counts when it collects. Each policy
-// reports its six series (three sources, two outcomes) from its first decision on, at zero
+// reports its eight series (four sources, two outcomes) from its first decision on, at zero
 // until counted. The counts and attribute sets of a policy are made when it is first seen, and
 // looked up in a map that is only read on the request path.
 //

@@ -10,24 +10,33 @@
 //
 // # Metrics
 //
-//	name                                  type       labels
-//	ratelimit_decisions_total             counter    policy, outcome (allowed, denied), source (store, denial_cache, fallback, lease)
-//	ratelimit_decision_duration_seconds   histogram  source
-//	ratelimit_store_errors_total          counter    kind (timeout, unavailable, breaker_open)
-//	ratelimit_breaker_open                gauge      (none)
-//	ratelimit_breaker_transitions_total   counter    to (open, closed)
-//	ratelimit_stores_degraded             gauge      feature (merged_checks, compact_expiry, denial_cache, functions, quota_leases)
-//	ratelimit_rules_version_info          gauge      version
-//	ratelimit_rules_loads_total           counter    result (applied, rejected)
+//	name                                      type       labels
+//	ratelimit_requests_total                  counter    result (allowed, denied, unlimited, fallback_allowed, fallback_denied, error_denied, rejected, canceled, skipped)
+//	ratelimit_decisions_total                 counter    policy, outcome (allowed, denied), source (store, denial_cache, fallback, lease)
+//	ratelimit_decision_duration_seconds       histogram  source
+//	ratelimit_store_errors_total              counter    kind (unavailable, timeout, breaker_open, busy, oom, readonly, script, other)
+//	ratelimit_breaker_open                    gauge      (none)
+//	ratelimit_breaker_transitions_total       counter    to (open, half_open, closed)
+//	ratelimit_denial_caches_deaf              gauge      (none)
+//	ratelimit_stores_degraded                 gauge      feature (merged_checks, compact_expiry, denial_cache, functions, quota_leases)
+//	ratelimit_active_request_leases           gauge      (none)
+//	ratelimit_request_lease_duration_seconds  histogram  (none)
+//	ratelimit_queued_requests                 gauge      (none)
+//	ratelimit_request_time_in_queue_seconds   histogram  result
+//	ratelimit_memory_store_full_total         counter    how (evicted, overflow)
+//	ratelimit_key_fallbacks_total             counter    reason (no_header, no_user, no_route, no_key, no_proxy_header, resolver_failed)
+//	ratelimit_redis_evictable                 gauge      policy (the maxmemory-policy, or unknown)
+//	ratelimit_rules_version_info              gauge      version
+//	ratelimit_rules_loads_total               counter    result (applied, rejected)
 //
 // ratelimit_decisions_total counts each policy's own verdict: a request checked against two
 // policies adds one to each, outcome "denied" only for the policy that refused it (a request
 // is denied when any policy denies it, and then no policy charged it). The rejection rate of a
 // policy is thus its denied count over its total. Peeks ([ratelimit.Limiter.Peek]) and checks
 // of cost 0 are decisions too, and are counted. The number of decisions over a store that does
-// I/O (Redis), one per check whatever its policies, is ratelimit_decision_duration_seconds_count:
-// the memory store's decisions are not timed (ratelimit.DecisionEvent.Latency is 0), and not
-// in the histogram.
+// I/O (Redis), one per check whatever its policies, is ratelimit_decision_duration_seconds_count;
+// the memory store's decisions are timed too (ratelimit.DecisionEvent.Latency), and in the
+// histogram.
 //
 // The policy label is the policy's Name, which comes from code or configuration and never
 // from a request: the identity a request is limited by (its key) is never a label. Policies
@@ -42,8 +51,9 @@
 // them: "unavailable", "timeout", "breaker_open" (a call the circuit breaker did not make),
 // "busy", "oom", "readonly", "script", "other" (see observe.ErrorKinds).
 //
-// ratelimit_breaker_open is the number of open circuit breakers among the stores that report
-// to this Observer: 1 while the breaker of a single store is open, 0 when it is closed.
+// ratelimit_breaker_open is the number of circuit breakers that are not closed among the
+// stores that report to this Observer: 1 while the breaker of a single store is open or
+// half-open, 0 when it is closed.
 //
 // ratelimit_stores_degraded is the number of stores, among those that report to this Observer,
 // that run without a feature they were made with, by feature (see observe.Degradations):
@@ -65,9 +75,10 @@
 // and those rejected (invalid or unreadable: the last good rules stay in use, and the version
 // shown stays).
 //
-// Every label value but the version is known in advance, so the series are few and fixed: six
-// per policy for the decisions, three histograms, three error counters, the breaker gauge, two
-// transition counters, the version gauge and two load counters.
+// Every label value but the policy's and the version is known in advance, so the series are
+// few and fixed: eight per policy for the decisions (four sources, two outcomes), and New
+// creates every other series but the version's and the eviction gauge's, one per value listed
+// above (the durations one histogram per source, the errors one counter per kind).
 // To prefix the names or add constant labels, register the Observer through
 // [prometheus.WrapRegistererWithPrefix] or [prometheus.WrapRegistererWith].
 //

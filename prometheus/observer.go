@@ -104,7 +104,7 @@ func New(opts ...Option) *Observer {
 		}, []string{"source"}),
 		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ratelimit_store_errors_total",
-			Help: "Failed rate-limit store calls, by kind (timeout, unavailable, breaker_open).",
+			Help: "Failed rate-limit store calls, by kind (unavailable, timeout, breaker_open, busy, oom, readonly, script, other).",
 		}, []string{"kind"}),
 		breakerOpen: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ratelimit_breaker_open",
@@ -242,7 +242,7 @@ func (o *Observer) Decided(e ratelimit.DecisionEvent) {
 	if s >= len(o.latency) { // a source this module does not know counts as the store's
 		s = 0
 	}
-	if e.Latency > 0 { // 0: a store in this process, not timed
+	if e.Latency > 0 { // 0: not timed (an event made by hand, say)
 		o.latency[s].Observe(e.Latency.Seconds())
 	}
 	for _, r := range e.Results {

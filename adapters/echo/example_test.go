@@ -24,7 +24,7 @@ func show(w *httptest.ResponseRecorder) {
 	fmt.Println()
 }
 
-// Limit every route of an Echo server to 2 requests per second and 100 per hour per client IP.
+// Limit every route of an Echo server to 2 requests per minute and 100 per hour per client IP.
 func ExampleNew() {
 	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 2, Window: time.Minute}, ratelimit.Policy{Limit: 100, Window: time.Hour})
 	if err != nil {

@@ -26,7 +26,7 @@ func show(resp *http.Response) {
 	fmt.Println()
 }
 
-// Limit every route of a Fiber app to 2 requests per second and 100 per hour per client IP.
+// Limit every route of a Fiber app to 2 requests per minute and 100 per hour per client IP.
 func ExampleNew() {
 	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 2, Window: time.Minute}, ratelimit.Policy{Limit: 100, Window: time.Hour})
 	if err != nil {
