@@ -437,3 +437,43 @@ func TestFallbackScalesEachListOnce(t *testing.T) {
 		}
 	}
 }
+
+// A request that a rate policy denies while the in-flight policy has no slot either is a
+// refusal by the rate: 429 (not the InFlightStatus), and the rate's Retry-After (not the "try
+// again in 1 s" of a slot), though the lease of the slot ends later than the rate's wait and
+// so binds the decision. It was answered 503 with Retry-After: 1, a retry the rate refuses
+// again (found by a review).
+func TestInFlightDenialMasksNoRateDenial(t *testing.T) {
+	clock := newFakeClock()
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)),
+		ratelimit.Policy{Name: "rate", Limit: 1, Window: 10 * time.Second, Algorithm: algorithms.SlidingLog{}}, inFlight(1))
+	for _, status := range []int{0, http.StatusServiceUnavailable} {
+		opts := []ratelimit.Option{ratelimit.WithKey(keyOfTest(t))}
+		if status != 0 {
+			opts = append(opts, ratelimit.InFlightStatus(status))
+		}
+		g, err := ratelimit.NewGuard(l, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := ratelimit.HTTPRequest(httptest.NewRequest("GET", "/", nil))
+		held := g.Check(req) // takes the slot, and the rate's one request per 10 s
+		if !held.Proceed {
+			t.Fatalf("the first request: %d", held.Status)
+		}
+		clock.Advance(time.Second)
+		refused := g.Check(req)
+		if d := refused.Decision; d.Allowed || d.Policy.Name != "slots" {
+			t.Fatalf("the second request: allowed %v, binding %q; want denied, the slot's lease (59 s) binding", d.Allowed, d.Policy.Name)
+		}
+		w := httptest.NewRecorder()
+		refused.Write(w)
+		if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "9" {
+			t.Errorf("InFlightStatus(%d), refused by the rate (9 s) and the slot: %d, Retry-After %q; want 429, 9", status, w.Code, w.Header().Get("Retry-After"))
+		}
+		g.Done(&held, http.StatusOK)
+		if err := l.Reset(ctx, keyOf(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -65,7 +65,9 @@ func (g *Guard) denied(r Request, o *Outcome) {
 	if g.deny == nil {
 		o.Status = http.StatusTooManyRequests
 		if g.slotStatus != 0 && o.Decision.Policy.holds() {
-			o.Status = g.slotStatus
+			if _, rate := rateDenial(&o.Decision); !rate { // a refusal by a rate policy stays 429
+				o.Status = g.slotStatus
+			}
 		}
 		o.ContentType, o.Body = denyBody(&o.Decision, o.retry, g.problem)
 		return
