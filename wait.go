@@ -27,7 +27,9 @@ func (l *Limiter) Wait(ctx context.Context, key string) (Decision, error) {
 // will not wait for (past the deadline, or ctx ending during the wait) is given back. A cost no policy can ever admit (RetryAfter [Never]) is an error at once, wrapping
 // [ErrBadRequest]. A store failure is returned as AllowN returns it: WaitN does not fail open.
 // While an in-flight policy denies, WaitN asks again at growing intervals (5 ms, doubling to
-// 100 ms) rather than at its Retry-After, since a slot comes back when a request ends.
+// 100 ms) rather than at its Retry-After, since a slot comes back when a request ends. The
+// decision WaitN returns then holds its slots, as [Limiter.AllowN]'s does: give them back with
+// [Limiter.Release] when the work ends ([Transport] does, when a response's body is closed).
 func (l *Limiter) WaitN(ctx context.Context, key string, cost int64) (Decision, error) {
 	clock := clockOf(l.store)
 	step := slotPollFirst
