@@ -50,6 +50,9 @@ type shardState struct {
 	soonest []expiring
 	// scratch serves the calls made under the lock, one at a time (see work).
 	scratch []checked
+	// overflowKeys are the entries of the shard's overflow quota among entries: they are
+	// beside the bound (see room).
+	overflowKeys int
 }
 
 // checked is one policy of a call under way: its entry (nil: none yet), the state its model
@@ -68,6 +71,21 @@ func (sh *memoryShard) add(key string, e *memoryEntry) {
 		sh.entries = make(map[string]*memoryEntry)
 	}
 	sh.entries[key] = e
+}
+
+// remove drops the entry e under key. The caller holds sh.mu.
+func (sh *memoryShard) remove(key string, e *memoryEntry) {
+	delete(sh.entries, key)
+	if e.overflow {
+		sh.overflowKeys--
+	}
+}
+
+// room reports whether sh has room for need more entries of identities: the keys of its
+// overflow quota are beside the bound. The caller holds sh.mu.
+func (sh *memoryShard) room(need, perShard int) bool {
+	n := len(sh.entries) - sh.overflowKeys
+	return n == 0 || n+need <= perShard
 }
 
 // work returns n slots for the policies of a call under way, from the shard's scratch, which
@@ -95,6 +113,9 @@ type memoryEntry struct {
 	state   algo.State
 	expires int64           // microseconds; the state is gone from then on
 	policy  *compiledPolicy // whose state it is: what weighs its use at the bound
+	// overflow marks the state of a shard's overflow quota, which is never forgotten to make
+	// room (see evict): it limits the identities the shard cannot hold.
+	overflow bool
 }
 
 // NewMemoryStore returns an empty store that keeps rate-limit state in this process: the
@@ -283,7 +304,7 @@ func (s *memoryStore) makeRoom(sh *memoryShard, need int, ents []checked, now in
 	if sh.writes%16 == 0 {
 		sh.sweep(now, ents) // housekeeping: expired state goes as the store is used
 	}
-	room := func() bool { return len(sh.entries) == 0 || len(sh.entries)+need <= s.perShard }
+	room := func() bool { return sh.room(need, s.perShard) }
 	if room() {
 		return true
 	}
@@ -294,7 +315,7 @@ func (s *memoryStore) makeRoom(sh *memoryShard, need int, ents []checked, now in
 		}
 		sh.soonest = sh.soonest[:len(sh.soonest)-1]
 		if e := sh.entries[c.key]; e != nil && e.expires <= now && !holds(ents, e) {
-			delete(sh.entries, c.key)
+			sh.remove(c.key, e)
 		}
 	}
 	if room() {
@@ -324,7 +345,7 @@ func (sh *memoryShard) sweep(now int64, keep []checked) {
 	seen := 0
 	for k, e := range sh.entries { // map iteration starts at a random entry
 		if e.expires <= now-sweepGrace && !holds(keep, e) {
-			delete(sh.entries, k)
+			sh.remove(k, e)
 		}
 		if seen++; seen >= sample {
 			break
@@ -340,7 +361,7 @@ func (sh *memoryShard) scan(now int64, keep []checked) {
 		switch {
 		case holds(keep, e):
 		case e.expires <= now:
-			delete(sh.entries, k)
+			sh.remove(k, e)
 		default:
 			live = append(live, expiring{k, e.expires})
 		}
@@ -379,7 +400,7 @@ func (s *memoryStore) Refund(ctx context.Context, key string, policies []Policy,
 		switch {
 		case work.A == e.state.A && work.B == e.state.B && work.C == e.state.C && len(work.Log) == len(e.state.Log):
 		case ttl <= 0:
-			delete(sh.entries, string(k))
+			sh.remove(string(k), e)
 		default:
 			e.state, e.expires = *work, now+ttl
 		}

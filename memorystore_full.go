@@ -57,6 +57,9 @@ func (s *memoryStore) evict(sh *memoryShard, keep []checked, now int64) bool {
 			victim = k // already gone
 			break
 		}
+		if e.overflow { // what limits the identities the shard cannot hold: kept
+			continue
+		}
 		state = e.state // the model reads a copy; a check of cost 0 moves nothing
 		e.policy.model.Check(&e.policy.params, &state, now, 0, &result)
 		capacity := e.policy.params.Capacity()
@@ -70,7 +73,11 @@ func (s *memoryStore) evict(sh *memoryShard, keep []checked, now int64) bool {
 	if victim == "" || least >= 0.5 {
 		return false
 	}
-	delete(sh.entries, victim)
+	gone := sh.entries[victim]
+	sh.remove(victim, gone)
+	if gone.overflow { // expired: no identity was forgotten
+		return true
+	}
 	s.full.evicted.Add(1)
 	if s.observer != nil {
 		s.observer.MemoryStoreFull(false)
@@ -91,6 +98,12 @@ func (s *memoryStore) overflow(sh *memoryShard, policies []Policy, cost int64, n
 	}
 	if all {
 		sh.charge(id, policies, checks, cost, now, out)
+		for i := range checks {
+			if e := checks[i].entry; e != nil && !e.overflow {
+				e.overflow = true
+				sh.overflowKeys++
+			}
+		}
 	}
 }
 

@@ -144,3 +144,30 @@ func TestMemoryStoreOverflow(t *testing.T) {
 		t.Error("a newcomer an hour later was refused")
 	}
 }
+
+// The overflow quota is never forgotten to make room: it is what a newcomer the store cannot
+// hold is limited by. Forgotten whenever it had used less than half its limit, as an identity
+// is, it started afresh for every request, so an identity the store could not hold was never
+// limited: 1,000 of 1,000 admitted under 10 an hour, and counted as identities forgotten
+// (found by a review).
+func TestMemoryStoreOverflowIsKept(t *testing.T) {
+	obs := &fullCounter{}
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithMaxKeys(64), ratelimit.WithObserver(obs))
+	api := mustNew(t, store, ratelimit.Policy{Name: "api", Limit: 2, Window: time.Hour})
+	for i := range 2000 { // every shard full of identities that used their limit
+		allow(t, api, "heavy-"+strconv.Itoa(i), 2)
+	}
+	login := mustNew(t, store, ratelimit.Policy{Name: "login", Limit: 10, Window: time.Hour})
+	evicted, admitted := obs.evicted, 0
+	for range 1000 {
+		if allow(t, login, "newcomer", 1).Allowed {
+			admitted++
+		}
+	}
+	if admitted == 0 || admitted > 10 {
+		t.Errorf("an identity the full store cannot hold was admitted %d times under 10 an hour; want 1 to 10 (its shard's overflow quota)", admitted)
+	}
+	if n := obs.evicted - evicted; n != 0 {
+		t.Errorf("%d identities reported forgotten; want none (every one had used its limit)", n)
+	}
+}
