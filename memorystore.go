@@ -246,6 +246,7 @@ func (sh *memoryShard) evaluate(id []byte, policies []Policy, cost, now int64, o
 		}
 		p.compiled.model.Check(&p.compiled.params, &c.state, now, cost, &c.result)
 		out[i].set(&c.result)
+		out[i].overflow = false                     // the identity's own state (overflow sets it for the quota's)
 		all = all && (c.result.Allowed || p.Shadow) // a shadow policy never decides
 	}
 	return checks, all
@@ -374,14 +375,18 @@ func (sh *memoryShard) scan(now int64, keep []checked) {
 
 // Refund implements [Store].
 func (s *memoryStore) Refund(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) error {
+	var buf [160]byte
+	return s.refund(ctx, key, appendIdentity(buf[:0], key), policies, cost, at)
+}
+
+// refund is Refund of the state of id (see appendIdentity) in the shard of key.
+func (s *memoryStore) refund(ctx context.Context, key string, id []byte, policies []Policy, cost int64, at time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if err := compiledAll(policies); err != nil {
 		return err
 	}
-	var buf [160]byte
-	id := appendIdentity(buf[:0], key)
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -411,14 +416,19 @@ func (s *memoryStore) Refund(ctx context.Context, key string, policies []Policy,
 // Renew declares that the store holds in-flight slots (see [Store]): it moves the slots that
 // Check charged at time at to now, so that their leases start again.
 func (s *memoryStore) Renew(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) (time.Time, error) {
+	var buf [160]byte
+	return s.renew(ctx, key, appendIdentity(buf[:0], key), false, policies, cost, at)
+}
+
+// renew is Renew of the slots of id (see appendIdentity) in the shard of key; overflow: id is
+// the shard's overflow quota.
+func (s *memoryStore) renew(ctx context.Context, key string, id []byte, overflow bool, policies []Policy, cost int64, at time.Time) (time.Time, error) {
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, err
 	}
 	if err := renewable(policies); err != nil {
 		return time.Time{}, err
 	}
-	var buf [160]byte
-	id := appendIdentity(buf[:0], key)
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -429,8 +439,11 @@ func (s *memoryStore) Renew(ctx context.Context, key string, policies []Policy, 
 		k := append(id, p.tag()...)
 		e := sh.entries[string(k)]
 		if e == nil { // the slot had expired and its state was dropped: the request still runs
-			e = &memoryEntry{policy: p.compiled}
+			e = &memoryEntry{policy: p.compiled, overflow: overflow}
 			sh.add(string(k), e)
+			if overflow {
+				sh.overflowKeys++
+			}
 		} else if e.expires <= now {
 			e.state = algo.State{}
 		}

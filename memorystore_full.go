@@ -92,6 +92,9 @@ func (s *memoryStore) overflow(sh *memoryShard, policies []Policy, cost int64, n
 	var buf [len(overflowIdentity) + 16]byte
 	id := append(buf[:0], overflowIdentity...)
 	checks, all := sh.evaluate(id, policies, cost, now, out)
+	for i := range out {
+		out[i].overflow = true
+	}
 	s.full.overflowed.Add(1)
 	if s.observer != nil {
 		s.observer.MemoryStoreFull(true)
@@ -105,6 +108,23 @@ func (s *memoryStore) overflow(sh *memoryShard, policies []Policy, cost int64, n
 			}
 		}
 	}
+}
+
+// overflowQuota declares that the store decides the identities it cannot hold on its shards'
+// overflow quotas (see overflowStore).
+func (s *memoryStore) overflowQuota() Store { return overflowQuota{s} }
+
+// overflowQuota is a memory store seen through the overflow quota of each key's shard: the
+// store on which what a decision made there charged is refunded, and its slots released and
+// renewed (a decision says so in its results: PolicyResult.overflow).
+type overflowQuota struct{ *memoryStore }
+
+func (q overflowQuota) Refund(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) error {
+	return q.refund(ctx, key, []byte(overflowIdentity), policies, cost, at)
+}
+
+func (q overflowQuota) Renew(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) (time.Time, error) {
+	return q.renew(ctx, key, []byte(overflowIdentity), true, policies, cost, at)
 }
 
 // report logs, once and then at most once a minute while it lasts, that the store is full.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
 )
 
 // fullCounter counts what a memory store at its bound tells its observer.
@@ -169,5 +170,54 @@ func TestMemoryStoreOverflowIsKept(t *testing.T) {
 	}
 	if n := obs.evicted - evicted; n != 0 {
 		t.Errorf("%d identities reported forgotten; want none (every one had used its limit)", n)
+	}
+}
+
+// A request decided on a full shard's overflow quota was charged there, and what gives its
+// charge back gives it back there: a refund (CountIf) and the release of in-flight slots. They
+// went to the identity's own state, which the store does not hold, so the overflow quota kept
+// every charge: newcomers were refused requests that did not count, and slots of requests that
+// had ended (found by a review).
+func TestMemoryStoreOverflowGivesBack(t *testing.T) {
+	for name, policy := range map[string]ratelimit.Policy{
+		"refund":  {Name: "rate", Limit: 4, Window: time.Hour},
+		"release": {Name: "slots", Limit: 4, Window: time.Hour, Algorithm: algorithms.InFlight{}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			obs := &fullCounter{}
+			store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithMaxKeys(64), ratelimit.WithObserver(obs))
+			l := mustNew(t, store, policy)
+			// Identities that used half their limit, kept, until a shard is full of them.
+			for i := 0; obs.overflows == 0; i++ {
+				allow(t, l, "half-"+strconv.Itoa(i), 2)
+			}
+			// A newcomer the store cannot hold: decided on its shard's overflow quota.
+			newcomer := ""
+			for i := 0; newcomer == ""; i++ {
+				before, id := obs.overflows, "newcomer-"+strconv.Itoa(i)
+				d := allow(t, l, id, 1)
+				if obs.overflows > before {
+					newcomer = id
+				}
+				if err := l.Refund(ctx, id, d); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range 8 {
+				d := allow(t, l, newcomer, 1)
+				if !d.Allowed {
+					t.Fatalf("request %d of the newcomer, each given back: refused; the overflow quota kept what was given back", i+1)
+				}
+				var err error
+				if name == "refund" {
+					err = l.Refund(ctx, newcomer, d)
+				} else {
+					err = l.Release(ctx, newcomer, d)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
 	}
 }
