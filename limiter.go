@@ -146,7 +146,8 @@ func (l *Limiter) Refund(ctx context.Context, key string, d Decision) error {
 }
 
 // Release gives back the in-flight slots that decision d holds for key (see
-// [algorithms.InFlight] and [Decision.Holds]), leaving what d charged to the rate policies:
+// [algorithms.InFlight]: an admission by a limiter with an in-flight policy holds them),
+// leaving what d charged to the rate policies:
 // call it once, when the request d admitted ends. The [Guard] does so for the requests it
 // lets through. A decision that holds no slot releases nothing.
 func (l *Limiter) Release(ctx context.Context, key string, d Decision) error {
