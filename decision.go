@@ -51,6 +51,12 @@ type Decision struct {
 	held    time.Time // when its in-flight slots were taken or last renewed; zero: it holds none
 }
 
+// overflowed reports whether d was decided on a memory store's overflow quota.
+func (d *Decision) overflowed() bool {
+	r := d.Results()
+	return len(r) > 0 && r[0].overflow
+}
+
 // holds reports whether the decision holds in-flight slots ([algorithms.InFlight]): the request
 // was admitted by a limiter with an in-flight policy, and its slots are taken until
 // [Limiter.Release] (the [Guard] releases them when the handler returns).
@@ -63,6 +69,9 @@ type PolicyResult struct {
 	// Allowed reports whether this policy admitted the request.
 	Allowed bool
 	source  observe.Source // set by the layers in front of a store (beside Allowed: one word)
+	// overflow reports a decision of a memory store at its bound on a shard's overflow quota:
+	// what it charged is given back there (see onOverflow).
+	overflow bool
 	// Remaining is how many more requests of cost 1 this policy would admit now.
 	Remaining int64
 	// ResetAfter is the time until this policy is fully reset.

@@ -143,10 +143,10 @@ func (g *Guard) check(r Request, o *Outcome) {
 	if !o.Decision.Allowed && g.slotWait > 0 && waitsForSlots(&o.Decision) {
 		reported := o.Decision.Source == observe.SourceFallback
 		if err := g.waitForSlot(r, l, key, cost, &o.Decision); err != nil {
+			*o = Outcome{} // the denial it waited on decides nothing now
 			if r.Context().Err() == nil {
 				g.storeFailed(o, r, err)
 			} else {
-				*o = Outcome{}
 				g.refuse(o, g.gone, err)
 				o.Result = observe.ResultCanceled
 			}

@@ -47,8 +47,12 @@ func (g *Guard) describe(o *Outcome, l *Limiter) {
 		o.retry = retrySeconds(d.RetryAfter)
 		if d.Policy.holds() && o.retry > 1 {
 			// A slot is sure to be free when a lease ends, but comes back as soon as any request
-			// in flight ends, which nothing foretells: ask the client to try again soon.
+			// in flight ends, which nothing foretells: ask the client to try again soon — or
+			// when a rate policy that denied it too admits it, no sooner.
 			o.retry = 1
+			if wait, ok := rateDenial(d); ok {
+				o.retry = retrySeconds(wait)
+			}
 		}
 	}
 	o.style = g.headers
@@ -66,6 +70,25 @@ func (g *Guard) describe(o *Outcome, l *Limiter) {
 	if g.headers&ShadowHeaders != 0 {
 		o.shadow = shadowDenials(d)
 	}
+}
+
+// rateDenial returns the longest wait among the enforced policies that denied d's request
+// and are not in-flight limits, and whether there is one: a request refused by a rate policy
+// is refused by the rate, even when the lease of an in-flight slot, ending later, binds d.
+func rateDenial(d *Decision) (time.Duration, bool) {
+	var (
+		wait   time.Duration
+		denied bool
+	)
+	for _, r := range d.Results() {
+		if !r.Allowed && !r.Policy.Shadow && !r.Policy.holds() {
+			if !denied || longer(r.RetryAfter, wait) {
+				wait = r.RetryAfter
+			}
+			denied = true
+		}
+	}
+	return wait, denied
 }
 
 // shadowDenials lists the shadow policies that denied d's request, or returns "". A single

@@ -437,3 +437,99 @@ func TestFallbackScalesEachListOnce(t *testing.T) {
 		}
 	}
 }
+
+// A request that a rate policy denies while the in-flight policy has no slot either is a
+// refusal by the rate: 429 (not the InFlightStatus), and the rate's Retry-After (not the "try
+// again in 1 s" of a slot), though the lease of the slot ends later than the rate's wait and
+// so binds the decision. It was answered 503 with Retry-After: 1, a retry the rate refuses
+// again (found by a review).
+func TestInFlightDenialMasksNoRateDenial(t *testing.T) {
+	clock := newFakeClock()
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)),
+		ratelimit.Policy{Name: "rate", Limit: 1, Window: 10 * time.Second, Algorithm: algorithms.SlidingLog{}}, inFlight(1))
+	for _, status := range []int{0, http.StatusServiceUnavailable} {
+		opts := []ratelimit.Option{ratelimit.WithKey(keyOfTest(t))}
+		if status != 0 {
+			opts = append(opts, ratelimit.InFlightStatus(status))
+		}
+		g, err := ratelimit.NewGuard(l, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := ratelimit.HTTPRequest(httptest.NewRequest("GET", "/", nil))
+		held := g.Check(req) // takes the slot, and the rate's one request per 10 s
+		if !held.Proceed {
+			t.Fatalf("the first request: %d", held.Status)
+		}
+		clock.Advance(time.Second)
+		refused := g.Check(req)
+		if d := refused.Decision; d.Allowed || d.Policy.Name != "slots" {
+			t.Fatalf("the second request: allowed %v, binding %q; want denied, the slot's lease (59 s) binding", d.Allowed, d.Policy.Name)
+		}
+		w := httptest.NewRecorder()
+		refused.Write(w)
+		if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "9" {
+			t.Errorf("InFlightStatus(%d), refused by the rate (9 s) and the slot: %d, Retry-After %q; want 429, 9", status, w.Code, w.Header().Get("Retry-After"))
+		}
+		g.Done(&held, http.StatusOK)
+		if err := l.Reset(ctx, keyOf(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// failingFrom is a store that fails every check from the nth on (counting from 1), as Redis
+// going away while a request waits for a slot.
+type failingFrom struct {
+	ratelimit.Store
+	n, checks atomic.Int64
+}
+
+func (s *failingFrom) Check(ctx context.Context, key string, policies []ratelimit.Policy, cost int64, charge bool, out []ratelimit.PolicyResult) (time.Time, error) {
+	if s.checks.Add(1) >= s.n.Load() {
+		return time.Time{}, errors.New("connection refused")
+	}
+	return s.Store.Check(ctx, key, policies, cost, charge, out)
+}
+
+func (s *failingFrom) Unwrap() ratelimit.Store { return s.Store }
+
+// A request that waits for a slot and fails open because the store failed meanwhile proceeds
+// as any request the store failed: unlimited, with no decision for its handler and no
+// rate-limit headers. Its handler was handed the denial it had while it waited, as if the
+// limiter had decided (found by a review).
+func TestSlotWaitFailsOpenWithoutADecision(t *testing.T) {
+	store := &failingFrom{Store: ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()))}
+	store.n.Store(3) // the first request's check, the second's, then its first check again
+	l := mustNew(t, store, inFlight(1))
+	var (
+		handled bool
+		decided bool
+		gotD    ratelimit.Decision
+	)
+	g, err := ratelimit.NewGuard(l, ratelimit.WithKey(keyOfTest(t)), ratelimit.WaitForSlot(time.Second),
+		ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := g.Check(ratelimit.HTTPRequest(httptest.NewRequest("GET", "/", nil)))
+	if !held.Proceed {
+		t.Fatalf("the first request: %d", held.Status)
+	}
+	h := ratelimit.FromGuard(g)(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		handled = true
+		gotD, decided = ratelimit.DecisionFrom(r.Context())
+	}))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+	if w.Code != http.StatusOK || !handled {
+		t.Fatalf("the store failed during the wait, fail-open: %d, handled %v; want 200, handled", w.Code, handled)
+	}
+	if decided {
+		t.Errorf("the handler was handed a decision (allowed %v, limit %d) though no limit decided the request", gotD.Allowed, gotD.Limit)
+	}
+	if v := w.Header().Get("X-RateLimit-Limit"); v != "" {
+		t.Errorf("X-RateLimit-Limit %q on a request no limit decided", v)
+	}
+	g.Done(&held, http.StatusOK)
+}

@@ -142,11 +142,12 @@ func (l *Limiter) Refund(ctx context.Context, key string, d Decision) error {
 			return nil
 		}
 	}
-	return storeError(opRefund, store.Refund(ctx, key, policies, d.cost, d.at))
+	return storeError(opRefund, onOverflow(store, &d).Refund(ctx, key, policies, d.cost, d.at))
 }
 
 // Release gives back the in-flight slots that decision d holds for key (see
-// [algorithms.InFlight] and [Decision.Holds]), leaving what d charged to the rate policies:
+// [algorithms.InFlight]: an admission by a limiter with an in-flight policy holds them),
+// leaving what d charged to the rate policies:
 // call it once, when the request d admitted ends. The [Guard] does so for the requests it
 // lets through. A decision that holds no slot releases nothing.
 func (l *Limiter) Release(ctx context.Context, key string, d Decision) error {
@@ -160,7 +161,7 @@ func (l *Limiter) Release(ctx context.Context, key string, d Decision) error {
 	if store == nil {
 		return nil
 	}
-	return storeError(opRelease, store.Refund(ctx, key, policies, d.cost, d.held))
+	return storeError(opRelease, onOverflow(store, &d).Refund(ctx, key, policies, d.cost, d.held))
 }
 
 // renew moves the in-flight slots that d holds for key to now, so that their leases start
@@ -170,7 +171,7 @@ func (l *Limiter) renew(ctx context.Context, key string, d *Decision) error {
 	if store == nil {
 		return nil
 	}
-	r, ok := capability[renewer](store)
+	r, ok := capability[renewer](onOverflow(store, d))
 	if !ok {
 		return storeError(opRenew, errNoSlots)
 	}
@@ -193,6 +194,18 @@ func (l *Limiter) slotStore(d *Decision) (Store, []Policy) {
 		return f.local(policies)
 	}
 	return nil, nil
+}
+
+// onOverflow returns the store that holds what d charged in s: s, or the overflow quota of a
+// memory store at its bound that decided d there.
+func onOverflow(s Store, d *Decision) Store {
+	if !d.overflowed() {
+		return s
+	}
+	if o, ok := capability[overflowStore](s); ok {
+		return o.overflowQuota()
+	}
+	return s
 }
 
 // without returns the policies for which drop is false.
@@ -266,7 +279,9 @@ func (l *Limiter) decide(ctx context.Context, d *Decision, key string, cost int6
 		defer results.Put(buf)
 		raw = buf[:n]
 		for i := range raw {
-			raw[i].source = observe.SourceStore // a pooled buffer: only the layers in front of a store set it
+			// A pooled buffer: only the layers in front of a store set the source, and only a
+			// memory store at its bound sets overflow.
+			raw[i].source, raw[i].overflow = observe.SourceStore, false
 		}
 	} else {
 		raw = make([]PolicyResult, n)

@@ -50,6 +50,9 @@ type shardState struct {
 	soonest []expiring
 	// scratch serves the calls made under the lock, one at a time (see work).
 	scratch []checked
+	// overflowKeys are the entries of the shard's overflow quota among entries: they are
+	// beside the bound (see room).
+	overflowKeys int
 }
 
 // checked is one policy of a call under way: its entry (nil: none yet), the state its model
@@ -68,6 +71,21 @@ func (sh *memoryShard) add(key string, e *memoryEntry) {
 		sh.entries = make(map[string]*memoryEntry)
 	}
 	sh.entries[key] = e
+}
+
+// remove drops the entry e under key. The caller holds sh.mu.
+func (sh *memoryShard) remove(key string, e *memoryEntry) {
+	delete(sh.entries, key)
+	if e.overflow {
+		sh.overflowKeys--
+	}
+}
+
+// room reports whether sh has room for need more entries of identities: the keys of its
+// overflow quota are beside the bound. The caller holds sh.mu.
+func (sh *memoryShard) room(need, perShard int) bool {
+	n := len(sh.entries) - sh.overflowKeys
+	return n == 0 || n+need <= perShard
 }
 
 // work returns n slots for the policies of a call under way, from the shard's scratch, which
@@ -95,6 +113,9 @@ type memoryEntry struct {
 	state   algo.State
 	expires int64           // microseconds; the state is gone from then on
 	policy  *compiledPolicy // whose state it is: what weighs its use at the bound
+	// overflow marks the state of a shard's overflow quota, which is never forgotten to make
+	// room (see evict): it limits the identities the shard cannot hold.
+	overflow bool
 }
 
 // NewMemoryStore returns an empty store that keeps rate-limit state in this process: the
@@ -225,6 +246,7 @@ func (sh *memoryShard) evaluate(id []byte, policies []Policy, cost, now int64, o
 		}
 		p.compiled.model.Check(&p.compiled.params, &c.state, now, cost, &c.result)
 		out[i].set(&c.result)
+		out[i].overflow = false                     // the identity's own state (overflow sets it for the quota's)
 		all = all && (c.result.Allowed || p.Shadow) // a shadow policy never decides
 	}
 	return checks, all
@@ -283,7 +305,7 @@ func (s *memoryStore) makeRoom(sh *memoryShard, need int, ents []checked, now in
 	if sh.writes%16 == 0 {
 		sh.sweep(now, ents) // housekeeping: expired state goes as the store is used
 	}
-	room := func() bool { return len(sh.entries) == 0 || len(sh.entries)+need <= s.perShard }
+	room := func() bool { return sh.room(need, s.perShard) }
 	if room() {
 		return true
 	}
@@ -294,7 +316,7 @@ func (s *memoryStore) makeRoom(sh *memoryShard, need int, ents []checked, now in
 		}
 		sh.soonest = sh.soonest[:len(sh.soonest)-1]
 		if e := sh.entries[c.key]; e != nil && e.expires <= now && !holds(ents, e) {
-			delete(sh.entries, c.key)
+			sh.remove(c.key, e)
 		}
 	}
 	if room() {
@@ -324,7 +346,7 @@ func (sh *memoryShard) sweep(now int64, keep []checked) {
 	seen := 0
 	for k, e := range sh.entries { // map iteration starts at a random entry
 		if e.expires <= now-sweepGrace && !holds(keep, e) {
-			delete(sh.entries, k)
+			sh.remove(k, e)
 		}
 		if seen++; seen >= sample {
 			break
@@ -340,7 +362,7 @@ func (sh *memoryShard) scan(now int64, keep []checked) {
 		switch {
 		case holds(keep, e):
 		case e.expires <= now:
-			delete(sh.entries, k)
+			sh.remove(k, e)
 		default:
 			live = append(live, expiring{k, e.expires})
 		}
@@ -353,14 +375,18 @@ func (sh *memoryShard) scan(now int64, keep []checked) {
 
 // Refund implements [Store].
 func (s *memoryStore) Refund(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) error {
+	var buf [160]byte
+	return s.refund(ctx, key, appendIdentity(buf[:0], key), policies, cost, at)
+}
+
+// refund is Refund of the state of id (see appendIdentity) in the shard of key.
+func (s *memoryStore) refund(ctx context.Context, key string, id []byte, policies []Policy, cost int64, at time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if err := compiledAll(policies); err != nil {
 		return err
 	}
-	var buf [160]byte
-	id := appendIdentity(buf[:0], key)
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -379,7 +405,7 @@ func (s *memoryStore) Refund(ctx context.Context, key string, policies []Policy,
 		switch {
 		case work.A == e.state.A && work.B == e.state.B && work.C == e.state.C && len(work.Log) == len(e.state.Log):
 		case ttl <= 0:
-			delete(sh.entries, string(k))
+			sh.remove(string(k), e)
 		default:
 			e.state, e.expires = *work, now+ttl
 		}
@@ -390,14 +416,19 @@ func (s *memoryStore) Refund(ctx context.Context, key string, policies []Policy,
 // Renew declares that the store holds in-flight slots (see [Store]): it moves the slots that
 // Check charged at time at to now, so that their leases start again.
 func (s *memoryStore) Renew(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) (time.Time, error) {
+	var buf [160]byte
+	return s.renew(ctx, key, appendIdentity(buf[:0], key), false, policies, cost, at)
+}
+
+// renew is Renew of the slots of id (see appendIdentity) in the shard of key; overflow: id is
+// the shard's overflow quota.
+func (s *memoryStore) renew(ctx context.Context, key string, id []byte, overflow bool, policies []Policy, cost int64, at time.Time) (time.Time, error) {
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, err
 	}
 	if err := renewable(policies); err != nil {
 		return time.Time{}, err
 	}
-	var buf [160]byte
-	id := appendIdentity(buf[:0], key)
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -408,8 +439,11 @@ func (s *memoryStore) Renew(ctx context.Context, key string, policies []Policy, 
 		k := append(id, p.tag()...)
 		e := sh.entries[string(k)]
 		if e == nil { // the slot had expired and its state was dropped: the request still runs
-			e = &memoryEntry{policy: p.compiled}
+			e = &memoryEntry{policy: p.compiled, overflow: overflow}
 			sh.add(string(k), e)
+			if overflow {
+				sh.overflowKeys++
+			}
 		} else if e.expires <= now {
 			e.state = algo.State{}
 		}

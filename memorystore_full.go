@@ -57,6 +57,9 @@ func (s *memoryStore) evict(sh *memoryShard, keep []checked, now int64) bool {
 			victim = k // already gone
 			break
 		}
+		if e.overflow { // what limits the identities the shard cannot hold: kept
+			continue
+		}
 		state = e.state // the model reads a copy; a check of cost 0 moves nothing
 		e.policy.model.Check(&e.policy.params, &state, now, 0, &result)
 		capacity := e.policy.params.Capacity()
@@ -70,7 +73,11 @@ func (s *memoryStore) evict(sh *memoryShard, keep []checked, now int64) bool {
 	if victim == "" || least >= 0.5 {
 		return false
 	}
-	delete(sh.entries, victim)
+	gone := sh.entries[victim]
+	sh.remove(victim, gone)
+	if gone.overflow { // expired: no identity was forgotten
+		return true
+	}
 	s.full.evicted.Add(1)
 	if s.observer != nil {
 		s.observer.MemoryStoreFull(false)
@@ -85,13 +92,39 @@ func (s *memoryStore) overflow(sh *memoryShard, policies []Policy, cost int64, n
 	var buf [len(overflowIdentity) + 16]byte
 	id := append(buf[:0], overflowIdentity...)
 	checks, all := sh.evaluate(id, policies, cost, now, out)
+	for i := range out {
+		out[i].overflow = true
+	}
 	s.full.overflowed.Add(1)
 	if s.observer != nil {
 		s.observer.MemoryStoreFull(true)
 	}
 	if all {
 		sh.charge(id, policies, checks, cost, now, out)
+		for i := range checks {
+			if e := checks[i].entry; e != nil && !e.overflow {
+				e.overflow = true
+				sh.overflowKeys++
+			}
+		}
 	}
+}
+
+// overflowQuota declares that the store decides the identities it cannot hold on its shards'
+// overflow quotas (see overflowStore).
+func (s *memoryStore) overflowQuota() Store { return overflowQuota{s} }
+
+// overflowQuota is a memory store seen through the overflow quota of each key's shard: the
+// store on which what a decision made there charged is refunded, and its slots released and
+// renewed (a decision says so in its results: PolicyResult.overflow).
+type overflowQuota struct{ *memoryStore }
+
+func (q overflowQuota) Refund(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) error {
+	return q.refund(ctx, key, []byte(overflowIdentity), policies, cost, at)
+}
+
+func (q overflowQuota) Renew(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) (time.Time, error) {
+	return q.renew(ctx, key, []byte(overflowIdentity), true, policies, cost, at)
 }
 
 // report logs, once and then at most once a minute while it lasts, that the store is full.

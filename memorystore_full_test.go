@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
 )
 
 // fullCounter counts what a memory store at its bound tells its observer.
@@ -142,5 +143,81 @@ func TestMemoryStoreOverflow(t *testing.T) {
 	clock.Advance(time.Hour)
 	if !allow(t, l, "newcomer-later", 1).Allowed {
 		t.Error("a newcomer an hour later was refused")
+	}
+}
+
+// The overflow quota is never forgotten to make room: it is what a newcomer the store cannot
+// hold is limited by. Forgotten whenever it had used less than half its limit, as an identity
+// is, it started afresh for every request, so an identity the store could not hold was never
+// limited: 1,000 of 1,000 admitted under 10 an hour, and counted as identities forgotten
+// (found by a review).
+func TestMemoryStoreOverflowIsKept(t *testing.T) {
+	obs := &fullCounter{}
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithMaxKeys(64), ratelimit.WithObserver(obs))
+	api := mustNew(t, store, ratelimit.Policy{Name: "api", Limit: 2, Window: time.Hour})
+	for i := range 2000 { // every shard full of identities that used their limit
+		allow(t, api, "heavy-"+strconv.Itoa(i), 2)
+	}
+	login := mustNew(t, store, ratelimit.Policy{Name: "login", Limit: 10, Window: time.Hour})
+	evicted, admitted := obs.evicted, 0
+	for range 1000 {
+		if allow(t, login, "newcomer", 1).Allowed {
+			admitted++
+		}
+	}
+	if admitted == 0 || admitted > 10 {
+		t.Errorf("an identity the full store cannot hold was admitted %d times under 10 an hour; want 1 to 10 (its shard's overflow quota)", admitted)
+	}
+	if n := obs.evicted - evicted; n != 0 {
+		t.Errorf("%d identities reported forgotten; want none (every one had used its limit)", n)
+	}
+}
+
+// A request decided on a full shard's overflow quota was charged there, and what gives its
+// charge back gives it back there: a refund (CountIf) and the release of in-flight slots. They
+// went to the identity's own state, which the store does not hold, so the overflow quota kept
+// every charge: newcomers were refused requests that did not count, and slots of requests that
+// had ended (found by a review).
+func TestMemoryStoreOverflowGivesBack(t *testing.T) {
+	for name, policy := range map[string]ratelimit.Policy{
+		"refund":  {Name: "rate", Limit: 4, Window: time.Hour},
+		"release": {Name: "slots", Limit: 4, Window: time.Hour, Algorithm: algorithms.InFlight{}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			obs := &fullCounter{}
+			store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithMaxKeys(64), ratelimit.WithObserver(obs))
+			l := mustNew(t, store, policy)
+			// Identities that used half their limit, kept, until a shard is full of them.
+			for i := 0; obs.overflows == 0; i++ {
+				allow(t, l, "half-"+strconv.Itoa(i), 2)
+			}
+			// A newcomer the store cannot hold: decided on its shard's overflow quota.
+			newcomer := ""
+			for i := 0; newcomer == ""; i++ {
+				before, id := obs.overflows, "newcomer-"+strconv.Itoa(i)
+				d := allow(t, l, id, 1)
+				if obs.overflows > before {
+					newcomer = id
+				}
+				if err := l.Refund(ctx, id, d); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range 8 {
+				d := allow(t, l, newcomer, 1)
+				if !d.Allowed {
+					t.Fatalf("request %d of the newcomer, each given back: refused; the overflow quota kept what was given back", i+1)
+				}
+				var err error
+				if name == "refund" {
+					err = l.Refund(ctx, newcomer, d)
+				} else {
+					err = l.Release(ctx, newcomer, d)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -284,7 +284,8 @@ func WithHeaders(styles ...HeaderStyle) Option {
 // WithProblemJSON makes the guard answer its refusals with an RFC 9457 problem document
 // (application/problem+json) instead of plain text. A denial uses the problem type
 // https://iana.org/assignments/http-problem-types#quota-exceeded of the IETF rate-limit draft
-// and lists the names of the violated policies in "violated-policies".
+// and lists the names of the violated policies in "violated-policies" (the enforced ones: a
+// shadow policy never shows in a response).
 func WithProblemJSON() Option {
 	return func(gc *guardConfig) {
 		gc.problem = true

@@ -65,7 +65,9 @@ func (g *Guard) denied(r Request, o *Outcome) {
 	if g.deny == nil {
 		o.Status = http.StatusTooManyRequests
 		if g.slotStatus != 0 && o.Decision.Policy.holds() {
-			o.Status = g.slotStatus
+			if _, rate := rateDenial(&o.Decision); !rate { // a refusal by a rate policy stays 429
+				o.Status = g.slotStatus
+			}
 		}
 		o.ContentType, o.Body = denyBody(&o.Decision, o.retry, g.problem)
 		return
@@ -78,7 +80,8 @@ func (g *Guard) denied(r Request, o *Outcome) {
 
 // denyBody returns the body of a 429 for decision d, whose Retry-After is retry seconds (0
 // when the request can never be admitted), in one allocation: a flood of denied requests is
-// the guard's hot path.
+// the guard's hot path. A problem document lists the enforced policies that denied it: a
+// shadow policy changes no response (see Policy.Shadow).
 func denyBody(d *Decision, retry int64, problem bool) (string, []byte) {
 	var buf [96]byte
 	detail := appendDenyDetail(buf[:0], retry)
@@ -101,7 +104,7 @@ func denyBody(d *Decision, retry int64, problem bool) (string, []byte) {
 	b = append(b, `,"violated-policies":[`...)
 	first := true
 	for _, r := range d.Results() {
-		if r.Allowed {
+		if r.Allowed || r.Policy.Shadow { // a shadow policy never shows in a response
 			continue
 		}
 		if !first {

@@ -106,3 +106,26 @@ func TestShadowHeader(t *testing.T) {
 		}
 	}
 }
+
+// A shadow policy never changes a response, its body included: a refusal's problem document
+// lists the enforced policies that denied it, never a shadow policy that would have (it did,
+// telling clients of a limit not in force; found by a review).
+func TestShadowPolicyNotInProblemJSON(t *testing.T) {
+	l := mustNew(t, ratelimit.NewMemoryStore(),
+		ratelimit.Policy{Name: "enforced", Limit: 1, Window: time.Hour},
+		ratelimit.Policy{Name: "trial", Limit: 1, Window: time.Hour, Shadow: true})
+	h := ratelimit.Middleware(l, ratelimit.WithProblemJSON())(okHandler)
+	for i, want := range []int{http.StatusOK, http.StatusTooManyRequests} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+		if w.Code != want {
+			t.Fatalf("request %d: %d; want %d", i+1, w.Code, want)
+		}
+		if body := w.Body.String(); strings.Contains(body, "trial") {
+			t.Errorf("request %d: the body names the shadow policy: %s", i+1, body)
+		}
+		if want == http.StatusTooManyRequests && !strings.Contains(w.Body.String(), `"violated-policies":["enforced"]`) {
+			t.Errorf("the refusal's violated policies: %s; want [\"enforced\"]", w.Body.String())
+		}
+	}
+}

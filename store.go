@@ -65,6 +65,10 @@ type (
 	// fallbackCauser is a layer whose fallback decides on the store's failures: it tells the
 	// last, for a guard's log.
 	fallbackCauser interface{ fallbackCause() error }
+	// overflowStore is a store that decides the identities it cannot hold on a shared overflow
+	// quota (the memory store at its bound): what such a decision charged is refunded, and
+	// its slots released and renewed, on the store it returns.
+	overflowStore interface{ overflowQuota() Store }
 )
 
 // errNoSlots is the error of renewing on a store that holds no in-flight slots.

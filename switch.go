@@ -1,8 +1,12 @@
 package ratelimit
 
+import "github.com/a7d3e0dd/ratelimit/observe"
+
 // Switch returns a guard that hands each request to the guard pick returns for it: the guard
 // of the request's route, its tenant, or the rule of a rules document that matches it. A
-// request for which pick returns nil is not limited: it proceeds, without rate-limit headers.
+// request for which pick returns nil is not limited: it proceeds, without rate-limit headers,
+// and its outcome's Result is observe.ResultSkipped (reported to no observer: the switch has
+// none).
 // Every framework takes the switch as any guard (FromGuard), and [Guard.Done] completes an
 // outcome with the guard that decided it.
 //
@@ -27,7 +31,7 @@ func Switch(pick func(Request) *Guard) *Guard {
 func (g *Guard) dispatch(r Request) Outcome {
 	h := g.pick(r)
 	if h == nil {
-		return Outcome{Proceed: true}
+		return Outcome{Proceed: true, Result: observe.ResultSkipped}
 	}
 	return h.Check(r)
 }

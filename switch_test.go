@@ -9,6 +9,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // TestSwitch: a switch hands each request to the guard it picks, lets a request it picks none
@@ -70,4 +71,15 @@ func TestSwitch(t *testing.T) {
 		}()
 		ratelimit.Switch(nil)
 	}()
+}
+
+// A request a switch picks no guard for is not limited: its outcome says so (skipped), as the
+// outcome of a request WithSkip exempts does, not allowed — which says the store admitted it
+// (found by a review). Nothing counts it: a switch has no observer of its own.
+func TestSwitchPicksNoneResult(t *testing.T) {
+	sw := ratelimit.Switch(func(ratelimit.Request) *ratelimit.Guard { return nil })
+	o := sw.Check(ratelimit.HTTPRequest(httptest.NewRequest(http.MethodGet, "/", nil)))
+	if !o.Proceed || o.Result != observe.ResultSkipped {
+		t.Errorf("a request no guard is picked for: proceed %v, result %v; want it to proceed, skipped", o.Proceed, o.Result)
+	}
 }

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -22,6 +23,10 @@ import (
 // spent, hold back every later request of that key until then — the response itself is
 // returned to the caller as it came, never retried. A request whose turn would come after its
 // context's deadline fails at once, unsent, with an error wrapping context.DeadlineExceeded.
+//
+// Under an in-flight policy ([algorithms.InFlight]) a request holds its slots while it is in
+// flight: until the caller closes its response's body (as it must anyway), or at once when
+// the round trip fails. Nothing renews them: choose a lease longer than a request takes.
 type Transport struct {
 	// Limiter decides each request. Required.
 	Limiter *Limiter
@@ -67,7 +72,8 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 			}
 		}
 	}
-	if _, err := t.Limiter.WaitN(ctx, key, cost); err != nil {
+	d, err := t.Limiter.WaitN(ctx, key, cost)
+	if err != nil {
 		return nil, err
 	}
 	base := t.Base
@@ -75,6 +81,14 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		base = http.DefaultTransport
 	}
 	resp, err := base.RoundTrip(r)
+	if d.holds() { // in flight until its body is closed
+		s := &slots{l: t.Limiter, ctx: context.WithoutCancel(ctx), key: key, d: d}
+		if err != nil || resp == nil || resp.Body == nil {
+			_ = s.release() // nothing to report it to: the round trip's own error says more
+		} else {
+			resp.Body = s.wrap(resp.Body)
+		}
+	}
 	if err == nil {
 		if wait, ok := serverWait(resp); ok {
 			now := clock.Now()
@@ -83,6 +97,65 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return resp, err
 }
+
+// slots are the in-flight slots of a request the Transport sent, held until its response's
+// body is closed.
+type slots struct {
+	l    *Limiter
+	ctx  context.Context
+	key  string
+	d    Decision
+	once sync.Once
+	err  error
+}
+
+// releaseTimeout bounds the release of a request's slots, which no caller's deadline bounds
+// (the request may have ended).
+const releaseTimeout = time.Second
+
+// release gives the slots back, once.
+func (s *slots) release() error {
+	s.once.Do(func() {
+		ctx, cancel := context.WithTimeout(s.ctx, releaseTimeout)
+		defer cancel()
+		s.err = s.l.Release(ctx, s.key, s.d)
+	})
+	return s.err
+}
+
+// wrap returns body, giving the slots back when it is closed. A body that can be written (a
+// response of 101 Switching Protocols) stays one.
+func (s *slots) wrap(body io.ReadCloser) io.ReadCloser {
+	b := &releasingBody{ReadCloser: body, slots: s}
+	if w, ok := body.(io.ReadWriteCloser); ok {
+		return &releasingConn{releasingBody: b, w: w}
+	}
+	return b
+}
+
+// releasingBody is a response's body that gives its request's slots back when closed.
+type releasingBody struct {
+	io.ReadCloser
+	slots *slots
+}
+
+// Close closes the body and gives the slots back; it returns the body's error, else the
+// release's.
+func (b *releasingBody) Close() error {
+	err := b.ReadCloser.Close()
+	if rerr := b.slots.release(); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// releasingConn is a releasingBody that can be written: the connection of a protocol switch.
+type releasingConn struct {
+	*releasingBody
+	w io.Writer
+}
+
+func (c *releasingConn) Write(p []byte) (int, error) { return c.w.Write(p) }
 
 // heldUntil returns until when the server said key's requests must wait, if it did.
 func (t *Transport) heldUntil(key string) (time.Time, bool) {

@@ -146,3 +146,54 @@ func TestTransportKeysByHost(t *testing.T) {
 		t.Fatalf("each host's first request passes and its second waits: %v, %d, %d", err, na.Load(), nb.Load())
 	}
 }
+
+// roundTripFunc is an http.RoundTripper of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Under an in-flight policy a request holds its slot while it is in flight: until its
+// response's body is closed, or until the round trip fails. The slots were never given back,
+// so a limit of 1 request at a time allowed 1 per lease (found by a review).
+func TestTransportReleasesSlots(t *testing.T) {
+	clock := &sleepingClock{now: t0}
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)),
+		ratelimit.Policy{Name: "running", Limit: 1, Window: time.Minute, Algorithm: algorithms.InFlight{}})
+	srv, n := api(t, func(int64, http.ResponseWriter) {})
+	c := &http.Client{Transport: &ratelimit.Transport{Limiter: l}}
+	for i := range 3 {
+		if _, err := get(t, c, srv.URL, time.Hour); err != nil {
+			t.Fatalf("request %d: %v", i+1, err)
+		}
+	}
+	if waited := clock.Now().Sub(t0); n.Load() != 3 || waited != 0 {
+		t.Fatalf("3 requests one after the other, 1 at a time: %d sent, after %v; want 3 at once", n.Load(), waited)
+	}
+	// While a response's body is open, its request is in flight.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := l.Peek(context.Background(), srv.Listener.Addr().String()); d.Allowed {
+		t.Error("a slot is free while a response's body is open")
+	}
+	resp.Body.Close()
+	resp.Body.Close() // twice: released once
+	if d, _ := l.Peek(context.Background(), srv.Listener.Addr().String()); !d.Allowed {
+		t.Error("no slot free once the body is closed")
+	}
+	// A round trip that fails gives its slot back.
+	failing := &http.Client{Transport: &ratelimit.Transport{Limiter: l, Key: func(*http.Request) string { return "down" },
+		Base: roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New("connection refused") })}}
+	for i := range 2 {
+		if _, err := get(t, failing, srv.URL, time.Hour); err == nil {
+			t.Fatalf("request %d through a failing transport: no error", i+1)
+		}
+	}
+	if waited := clock.Now().Sub(t0); waited != 0 {
+		t.Errorf("a request after a failed one waited %v; want none", waited)
+	}
+}

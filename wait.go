@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -22,10 +23,13 @@ func (l *Limiter) Wait(ctx context.Context, key string) (Decision, error) {
 //
 // WaitN returns at once, without waiting, when the wait would outlast ctx's deadline: its
 // error then wraps context.DeadlineExceeded, and the decision says how long it would have
-// been. A cost no policy can ever admit (RetryAfter [Never]) is an error at once, wrapping
+// been. Nothing stays charged when WaitN fails: a shaping policy's slot that it reserved and
+// will not wait for (past the deadline, or ctx ending during the wait) is given back. A cost no policy can ever admit (RetryAfter [Never]) is an error at once, wrapping
 // [ErrBadRequest]. A store failure is returned as AllowN returns it: WaitN does not fail open.
 // While an in-flight policy denies, WaitN asks again at growing intervals (5 ms, doubling to
-// 100 ms) rather than at its Retry-After, since a slot comes back when a request ends.
+// 100 ms) rather than at its Retry-After, since a slot comes back when a request ends. The
+// decision WaitN returns then holds its slots, as [Limiter.AllowN]'s does: give them back with
+// [Limiter.Release] when the work ends ([Transport] does, when a response's body is closed).
 func (l *Limiter) WaitN(ctx context.Context, key string, cost int64) (Decision, error) {
 	clock := clockOf(l.store)
 	step := slotPollFirst
@@ -46,17 +50,30 @@ func (l *Limiter) WaitN(ctx context.Context, key string, cost int64) (Decision, 
 			step = min(2*step, slotPollMax)
 		}
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait { // deadlines are the system clock's
-			return d, &opError{opWaitN, nil, fmt.Errorf("admitted in %v at the earliest, after the context's deadline: %w", wait, context.DeadlineExceeded)}
+			return d, l.abandon(ctx, key, d, &opError{opWaitN, nil, fmt.Errorf("admitted in %v at the earliest, after the context's deadline: %w", wait, context.DeadlineExceeded)})
 		}
 		if wait > 0 {
 			if err := clock.Sleep(ctx, wait); err != nil {
-				return d, &opError{opWaitN, nil, err}
+				return d, l.abandon(ctx, key, d, &opError{opWaitN, nil, err})
 			}
 		}
 		if d.Allowed {
 			return d, nil
 		}
 	}
+}
+
+// abandon returns err, the error of a WaitN that gives up, having given back what d charged
+// when it was an admission whose slot (under a shaping policy) the caller will not wait for:
+// the next caller gets the turn. A refund that fails is joined to err.
+func (l *Limiter) abandon(ctx context.Context, key string, d Decision, err error) error {
+	if !d.Allowed {
+		return err
+	}
+	if rerr := l.Refund(context.WithoutCancel(ctx), key, d); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	return err
 }
 
 // opWaitN is what WaitN names in its errors.

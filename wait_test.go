@@ -164,3 +164,48 @@ func TestWaitReturnsAtOnce(t *testing.T) {
 		t.Fatalf("Wait once the turn came: %+v, %v; the earlier waits must have charged nothing", d, err)
 	}
 }
+
+// cancelOnSleep is a fake clock whose Sleep ends the context it was given the cancel of: a
+// caller that gives up while it waits.
+type cancelOnSleep struct {
+	*fakeClock
+	cancel context.CancelFunc
+}
+
+func (c cancelOnSleep) Sleep(ctx context.Context, d time.Duration) error {
+	c.cancel()
+	return ctx.Err()
+}
+
+// Under a shaping policy WaitN's admission reserves a slot in the queue. When WaitN returns
+// without waiting for it — its turn comes after the context's deadline, or the context ends
+// during the wait — it gives the slot back: the caller sends nothing, and the next caller
+// gets the turn. The reservation was kept, so each abandoned wait pushed every later turn back
+// by a slot (found by a review).
+func TestWaitGivesBackAnAbandonedSlot(t *testing.T) {
+	shaping := ratelimit.Policy{Limit: 1, Window: time.Minute, Burst: 3, Algorithm: algorithms.LeakyBucket{Shaping: true}}
+	t.Run("deadline", func(t *testing.T) {
+		l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock())), shaping)
+		allow(t, l, "k", 1) // goes at once; the next slot is in a minute
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if d, err := l.Wait(ctx, "k"); !errors.Is(err, context.DeadlineExceeded) || d.Delay != time.Minute {
+			t.Fatalf("Wait with its slot after the deadline: delay %v, %v; want a minute and DeadlineExceeded", d.Delay, err)
+		}
+		if d := allow(t, l, "k", 1); !d.Allowed || d.Delay != time.Minute {
+			t.Errorf("the next request: allowed %v, delay %v; want the abandoned slot, in a minute", d.Allowed, d.Delay)
+		}
+	})
+	t.Run("canceled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(cancelOnSleep{newFakeClock(), cancel})), shaping)
+		allow(t, l, "k", 1)
+		if _, err := l.Wait(ctx, "k"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Wait whose context ends during its slot's wait: %v; want Canceled", err)
+		}
+		if d := allow(t, l, "k", 1); !d.Allowed || d.Delay != time.Minute {
+			t.Errorf("the next request: allowed %v, delay %v; want the abandoned slot, in a minute", d.Allowed, d.Delay)
+		}
+	})
+}
