@@ -38,7 +38,7 @@ func readmeInAHandler(c *gin.Context) {
 // calling the handler, and answers as net/http's middleware does with the same options (the
 // same status, headers and body); the handler reads the login policy's decision.
 func TestReadmeSetup(t *testing.T) {
-	want := readmetest.Gofmt(t, readmetest.Code(t, "../../README.md", "## Gin, Echo and Fiber"))
+	want := readmetest.Gofmt(t, readmetest.Code(readmetest.Containing(t, "../../README.md", `r.POST("/login", ginlimit.New(`, "go")))
 	readmetest.Same(t, "Gin code", append(readmetest.FuncBody(t, "readme_login_test.go", "readmeSetup"), readmetest.FuncBody(t, "readme_login_test.go", "readmeInAHandler")...), want)
 
 	var logged bytes.Buffer

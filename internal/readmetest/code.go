@@ -12,17 +12,45 @@ import (
 // run in a test: FuncBody leaves it out.
 const Marked = "// README: "
 
-// Code returns the lines of the first Go block that follows marker in the README at path, as
-// written, without its import line or block and the blank line after it.
-func Code(t testing.TB, path, marker string) []string {
-	t.Helper()
-	block := strings.TrimSpace(Block(t, path, marker, "go"))
+// Code returns the lines of README Go block, as written, without its import line or block and
+// the blank line after it.
+func Code(block string) []string {
+	block = strings.TrimSpace(block)
 	if strings.HasPrefix(block, "import (") {
 		_, block, _ = strings.Cut(block, ")\n")
 	} else if strings.HasPrefix(block, "import ") {
 		_, block, _ = strings.Cut(block, "\n")
 	}
 	return strings.Split(strings.TrimSpace(block), "\n")
+}
+
+// Containing returns the fenced block of lang in the README at path that contains text, as
+// written; the test fails unless exactly one does.
+func Containing(t testing.TB, path, text, lang string) string {
+	t.Helper()
+	readme, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	rest := string(readme)
+	for {
+		var block string
+		var ok bool
+		if _, rest, ok = strings.Cut(rest, "```"+lang+"\n"); !ok {
+			break
+		}
+		if block, rest, ok = strings.Cut(rest, "```"); !ok {
+			break
+		}
+		if strings.Contains(block, text) {
+			found = append(found, block)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%s has %d %s blocks containing %q; want 1", path, len(found), lang, text)
+	}
+	return found[0]
 }
 
 // FuncBody returns the lines of the body of the function name (its first line starts with
