@@ -12,9 +12,13 @@ import (
 // run in a test: FuncBody leaves it out.
 const Marked = "// README: "
 
-// Code returns the lines of README Go block, as written, without its import line or block and
-// the blank line after it.
+// Code returns the lines of a README Go block, as written, without its import line or block
+// and the blank line after it, and without the indentation of a block in a list item.
 func Code(block string) []string {
+	block = strings.Trim(block, "\n")
+	if indent := block[:len(block)-len(strings.TrimLeft(block, " "))]; indent != "" { // a block in a list item
+		block = strings.ReplaceAll(strings.TrimPrefix(block, indent), "\n"+indent, "\n")
+	}
 	block = strings.TrimSpace(block)
 	if strings.HasPrefix(block, "import (") {
 		_, block, _ = strings.Cut(block, ")\n")
