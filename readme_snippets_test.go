@@ -13,9 +13,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
 	"github.com/a7d3e0dd/ratelimit/internal/readmetest"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // The functions readme* of this file are README's Go blocks, as written (TestReadmeCodeAsWritten
@@ -288,5 +290,40 @@ func TestReadmeRedis(t *testing.T) {
 		if n, err := rdb.Exists(ctx, key).Result(); n != 1 || err != nil {
 			t.Errorf("key %s in Redis: %d, %v; want it written", key, n, err)
 		}
+	}
+}
+
+// readmeLease is README's policy with a quota lease, as written.
+func readmeLease() ratelimit.Policy {
+	return ratelimit.Policy{Name: "tenant", Limit: 40_000, Window: time.Second, // README: as written, returned
+		Algorithm: algorithms.FixedWindow{}, Lease: 20 * time.Millisecond}
+}
+
+// What README says of quota leases, with its policy over Redis on a clock that stands still:
+// an identity seen twice takes a lease, and its next requests are admitted from it
+// (observe.SourceLease) without a Redis call; the window admits exactly 40,000, and the next
+// request is denied; New refuses a lease on another algorithm.
+func TestReadmeLease(t *testing.T) {
+	clock := fakeclock.New(fakeclock.T0)
+	store := ratelimit.NewRedisStore(redistest.Standalone(t), ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithClock(clock))
+	l := mustNew(t, store, readmeLease())
+	sources := map[observe.Source]int{}
+	for i := range 40_000 {
+		d := allow(t, l, "tenant:1", 1)
+		if !d.Allowed {
+			t.Fatalf("request %d of 40,000 in the window: %+v; want admitted", i+1, d)
+		}
+		sources[d.Source]++
+	}
+	if d := allow(t, l, "tenant:1", 1); d.Allowed {
+		t.Fatalf("the 40,001st request in the window: %+v; want denied", d)
+	}
+	if sources[observe.SourceLease] < 39_000 {
+		t.Errorf("admitted by source: %v; want nearly all from leases", sources)
+	}
+	p := readmeLease()
+	p.Algorithm = algorithms.SlidingLog{}
+	if _, err := ratelimit.New(store, p); err == nil {
+		t.Error("New accepted Lease on a sliding log; README says it refuses it")
 	}
 }

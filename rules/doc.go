@@ -94,6 +94,9 @@
 // (ratelimit.FromGuard) and every adapter (FromGuard):
 //
 //	e, err := rules.Open(store, "limits.yaml", rules.WithTier(planOf))
+//	if err != nil {
+//		return nil, err // every error of the file, each with its line and field
+//	}
 //	go e.WatchFile(ctx, "limits.yaml")
 //	handler := ratelimit.FromGuard(e.Guard())(mux)
 //
