@@ -33,9 +33,11 @@ func TestRedis(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true, DialTimeout: time.Second})
 	t.Cleanup(func() { client.Close() })
 	m := newMeter(t)
+	seen, hearing := outagespec.Hearing(m)
 	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithClock(clock),
-		ratelimit.WithBreaker(1, time.Second), ratelimit.WithDenialCache(100), ratelimit.WithObserver(m))
+		ratelimit.WithBreaker(1, time.Second), ratelimit.WithDenialCache(100), ratelimit.WithObserver(seen))
 	l := mustNew(t, store, ratelimit.Policy{Name: "one", Limit: 1, Window: time.Hour})
+	hearing(t) // the cache caches denials once it hears refunds
 	for i, want := range []struct {
 		allowed bool
 		source  observe.Source

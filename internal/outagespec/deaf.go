@@ -68,3 +68,18 @@ func (r *deafReports) DenialCacheDeaf(deaf bool) {
 	}
 	r.Observer.DenialCacheDeaf(deaf)
 }
+
+// Hearing returns obs wrapped, for one Redis store, and a function that waits until that store
+// has reported its denial cache subscribed: before, the cache caches no denial (it could not
+// hear a refund that ends one), so a test of a denial answered by the cache must wait for it.
+func Hearing(obs ratelimit.Observer) (ratelimit.Observer, func(t *testing.T)) {
+	seen := &deafReports{Observer: obs}
+	return seen, func(t *testing.T) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); seen.hearing.Load() == 0; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the store's denial cache reported no subscription after 20 s")
+			}
+		}
+	}
+}
