@@ -89,23 +89,30 @@ func (s *memoryStore) evict(sh *memoryShard, keep []checked, now int64) bool {
 // under the identity overflowIdentity, charged when it allows. Its entries are not bounded by
 // the shard's room: there is one per policy of the application. The caller holds sh.mu.
 func (s *memoryStore) overflow(sh *memoryShard, policies []Policy, cost int64, now int64, out []PolicyResult) {
+	s.full.overflowed.Add(1)
+	if s.observer != nil {
+		s.observer.MemoryStoreFull(true)
+	}
+	sh.onOverflow(policies, cost, true, now, out)
+}
+
+// onOverflow runs a check on the shard's overflow quota, charging it when charge is set and
+// every policy allows, and marks the results as its. The caller holds sh.mu.
+func (sh *memoryShard) onOverflow(policies []Policy, cost int64, charge bool, now int64, out []PolicyResult) {
 	var buf [len(overflowIdentity) + 16]byte
 	id := append(buf[:0], overflowIdentity...)
 	checks, all := sh.evaluate(id, policies, cost, now, out)
 	for i := range out {
 		out[i].overflow = true
 	}
-	s.full.overflowed.Add(1)
-	if s.observer != nil {
-		s.observer.MemoryStoreFull(true)
+	if !all || !charge || cost == 0 {
+		return
 	}
-	if all {
-		sh.charge(id, policies, checks, cost, now, out)
-		for i := range checks {
-			if e := checks[i].entry; e != nil && !e.overflow {
-				e.overflow = true
-				sh.overflowKeys++
-			}
+	sh.charge(id, policies, checks, cost, now, out)
+	for i := range checks {
+		if e := checks[i].entry; e != nil && !e.overflow {
+			e.overflow = true
+			sh.overflowKeys++
 		}
 	}
 }
@@ -118,6 +125,23 @@ func (s *memoryStore) overflowQuota() Store { return overflowQuota{s} }
 // store on which what a decision made there charged is refunded, and its slots released and
 // renewed (a decision says so in its results: PolicyResult.overflow).
 type overflowQuota struct{ *memoryStore }
+
+// Check runs a check on the overflow quota of key's shard, as the store's Check runs one on
+// the state of key (a decision of a lease's give-back reports what the quota has left).
+func (q overflowQuota) Check(ctx context.Context, key string, policies []Policy, cost int64, charge bool, out []PolicyResult) (time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, err
+	}
+	if err := compiledAll(policies); err != nil {
+		return time.Time{}, err
+	}
+	sh := q.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	t := q.clock.Now()
+	sh.onOverflow(policies, cost, charge, t.UnixMicro(), out)
+	return t, nil
+}
 
 func (q overflowQuota) Refund(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) error {
 	return q.refund(ctx, key, []byte(overflowIdentity), policies, cost, at)

@@ -251,7 +251,15 @@ func (s *leasingStore) giveBackLocally(ctx context.Context, key string, policies
 		return
 	}
 	store, scaled := f.local(policies)
-	if store == nil || store.Refund(ctx, key, scaled, units, at) != nil {
+	if store == nil {
+		return
+	}
+	if len(out) > 0 && out[0].overflow { // charged on the overflow quota of a full memory store:
+		if o, ok := capability[overflowStore](store); ok { // given back, and read, there
+			store = o.overflowQuota()
+		}
+	}
+	if store.Refund(ctx, key, scaled, units, at) != nil {
 		return // a memory store: it does not fail
 	}
 	if _, err := store.Check(ctx, key, scaled, 0, false, out); err != nil {
