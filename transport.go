@@ -48,8 +48,40 @@ const maxHeld = 10_000
 
 // RoundTrip waits for r's turn, sends it, and reads what the server says of its limits.
 func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	key, d, err := t.admit(r)
+	if err != nil {
+		if r.Body != nil { // a RoundTripper closes the body, also of a request it does not send
+			_ = r.Body.Close()
+		}
+		return nil, err
+	}
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	resp, err := base.RoundTrip(r)
+	if d.holds() { // in flight until its body is closed
+		s := &slots{l: t.Limiter, ctx: context.WithoutCancel(r.Context()), key: key, d: d}
+		if err != nil || resp == nil || resp.Body == nil {
+			_ = s.release() // nothing to report it to: the round trip's own error says more
+		} else {
+			resp.Body = s.wrap(resp.Body)
+		}
+	}
+	if err == nil {
+		if wait, ok := serverWait(resp); ok {
+			now := clockOf(t.Limiter.store).Now()
+			t.hold(key, now.Add(wait), now)
+		}
+	}
+	return resp, err
+}
+
+// admit waits until r may be sent: past what a server said to wait for its key, and for the
+// limiter's admission. It returns the key and the decision.
+func (t *Transport) admit(r *http.Request) (string, Decision, error) {
 	if t.Limiter == nil {
-		return nil, fmt.Errorf("ratelimit: Transport without a Limiter")
+		return "", Decision{}, fmt.Errorf("ratelimit: Transport without a Limiter")
 	}
 	key := r.URL.Host
 	if t.Key != nil {
@@ -64,38 +96,16 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if until, ok := t.heldUntil(key); ok {
 		wait := until.Sub(clock.Now())
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
-			return nil, &opError{opWaitN, nil, fmt.Errorf("the server said to wait %v for %s, past the request's deadline: %w", wait.Round(time.Millisecond), key, context.DeadlineExceeded)}
+			return "", Decision{}, &opError{opWaitN, nil, fmt.Errorf("the server said to wait %v for %s, past the request's deadline: %w", wait.Round(time.Millisecond), key, context.DeadlineExceeded)}
 		}
 		if wait > 0 {
 			if err := clock.Sleep(ctx, wait); err != nil {
-				return nil, &opError{opWaitN, nil, err}
+				return "", Decision{}, &opError{opWaitN, nil, err}
 			}
 		}
 	}
 	d, err := t.Limiter.WaitN(ctx, key, cost)
-	if err != nil {
-		return nil, err
-	}
-	base := t.Base
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	resp, err := base.RoundTrip(r)
-	if d.holds() { // in flight until its body is closed
-		s := &slots{l: t.Limiter, ctx: context.WithoutCancel(ctx), key: key, d: d}
-		if err != nil || resp == nil || resp.Body == nil {
-			_ = s.release() // nothing to report it to: the round trip's own error says more
-		} else {
-			resp.Body = s.wrap(resp.Body)
-		}
-	}
-	if err == nil {
-		if wait, ok := serverWait(resp); ok {
-			now := clock.Now()
-			t.hold(key, now.Add(wait), now)
-		}
-	}
-	return resp, err
+	return key, d, err
 }
 
 // slots are the in-flight slots of a request the Transport sent, held until its response's

@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -195,5 +196,42 @@ func TestTransportReleasesSlots(t *testing.T) {
 	}
 	if waited := clock.Now().Sub(t0); waited != 0 {
 		t.Errorf("a request after a failed one waited %v; want none", waited)
+	}
+}
+
+// closeCount is a request body that counts its Close calls.
+type closeCount struct{ closed *atomic.Int64 }
+
+func (closeCount) Read([]byte) (int, error) { return 0, io.EOF }
+func (b closeCount) Close() error           { b.closed.Add(1); return nil }
+
+// A request the Transport does not send has its body closed all the same, as an
+// http.RoundTripper must: one it cannot admit (a cost above the limit, a context that ended
+// during the wait) and one of a Transport without a Limiter.
+func TestTransportClosesTheBodyItDoesNotSend(t *testing.T) {
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(&sleepingClock{now: time.Unix(0, 0)})),
+		ratelimit.Policy{Limit: 2, Window: time.Minute})
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name string
+		tr   *ratelimit.Transport
+		ctx  context.Context
+	}{
+		{"a cost above the limit", &ratelimit.Transport{Limiter: l, Cost: func(*http.Request) int64 { return 3 }}, context.Background()},
+		{"a context that has ended", &ratelimit.Transport{Limiter: l}, ended},
+		{"no Limiter", &ratelimit.Transport{}, context.Background()},
+	} {
+		var closed atomic.Int64
+		req, err := http.NewRequestWithContext(tc.ctx, http.MethodPost, "http://api.example/", closeCount{closed: &closed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tc.tr.RoundTrip(req); err == nil {
+			t.Fatalf("%s: the round trip succeeded; want an error", tc.name)
+		}
+		if n := closed.Load(); n != 1 {
+			t.Errorf("%s: the request's body was closed %d times; want once", tc.name, n)
+		}
 	}
 }
