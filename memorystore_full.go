@@ -53,9 +53,9 @@ func (s *memoryStore) evict(sh *memoryShard, keep []checked, now int64) bool {
 		if e.policy == nil || holds(keep, e) {
 			continue
 		}
-		if e.expires <= now {
-			victim = k // already gone
-			break
+		if e.expires <= now { // already gone: dropping it forgets no identity
+			sh.remove(k, e)
+			return true
 		}
 		if e.overflow { // what limits the identities the shard cannot hold: kept
 			continue
@@ -73,11 +73,7 @@ func (s *memoryStore) evict(sh *memoryShard, keep []checked, now int64) bool {
 	if victim == "" || least >= 0.5 {
 		return false
 	}
-	gone := sh.entries[victim]
-	sh.remove(victim, gone)
-	if gone.overflow { // expired: no identity was forgotten
-		return true
-	}
+	sh.remove(victim, sh.entries[victim])
 	s.full.evicted.Add(1)
 	if s.observer != nil {
 		s.observer.MemoryStoreFull(false)
