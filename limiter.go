@@ -303,6 +303,9 @@ func (l *Limiter) decide(ctx context.Context, d *Decision, key string, cost int6
 				raw[i].neverAllowed()
 			}
 		}
+		if err := l.shadowsOf(ctx, key, cost, raw); err != nil {
+			return storeError(opCheck, err)
+		}
 		d.decide(l.policies, raw, at)
 		l.observe(start, d, raw)
 		return nil
@@ -327,6 +330,35 @@ func (l *Limiter) record(d *Decision, cost int64, charge bool) {
 	if l.slots {
 		d.held = d.at
 	}
+}
+
+// shadowsOf evaluates, at cost and charging nothing (the request is denied), the shadow
+// policies that can hold cost of a request too costly for an enforced policy: each reports
+// what it would have done with it, as beside a request the enforced policies decide. Without
+// such a policy it makes no call.
+func (l *Limiter) shadowsOf(ctx context.Context, key string, cost int64, raw []PolicyResult) error {
+	fits := func(p *Policy) bool { return p.Shadow && cost <= p.capacity() }
+	var run []Policy
+	for i := range l.policies {
+		if fits(&l.policies[i]) {
+			run = append(run, l.policies[i])
+		}
+	}
+	if len(run) == 0 {
+		return nil
+	}
+	out := make([]PolicyResult, len(run))
+	if _, err := l.store.Check(ctx, key, run, cost, false, out); err != nil {
+		return err
+	}
+	j := 0
+	for i := range l.policies {
+		if fits(&l.policies[i]) {
+			raw[i] = out[j]
+			j++
+		}
+	}
+	return nil
 }
 
 // decideWithout decides a request too costly for some shadow policies, but not for an enforced

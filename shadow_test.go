@@ -87,6 +87,34 @@ func TestShadowPolicyTooCostly(t *testing.T) {
 	})
 }
 
+// A request too costly for an enforced policy is denied for ever, and a shadow policy that
+// could hold its cost reports what it would have done with it, not with nothing: here denied,
+// its 10 a minute having 3 left for a cost of 5 (it reported allowed, at cost 0).
+func TestShadowPolicyBesideATooCostlyRequest(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
+		l := mustNew(t, store,
+			ratelimit.Policy{Name: "enforced", Limit: 4, Window: time.Minute},
+			ratelimit.Policy{Name: "trial", Limit: 10, Window: time.Minute, Shadow: true})
+		key := keyOf(t)
+		for range 7 { // 4 admitted by the enforced limit: the trial then has 6 left
+			allow(t, l, key, 1)
+		}
+		for _, c := range []struct {
+			cost      int64
+			allowed   bool
+			remaining int64 // after the request, had it been admitted
+		}{{5, true, 1}, {7, false, 6}} {
+			d := allow(t, l, key, c.cost)
+			if d.Allowed || d.RetryAfter != ratelimit.Never {
+				t.Fatalf("a cost of %d under an enforced 4 a minute: %+v; want denied for ever", c.cost, d)
+			}
+			if trial := d.Results()[1]; trial.Allowed != c.allowed || trial.Remaining != c.remaining {
+				t.Errorf("a cost of %d, the shadow policy with 6 left: allowed %v, remaining %d; want %v, %d", c.cost, trial.Allowed, trial.Remaining, c.allowed, c.remaining)
+			}
+		}
+	})
+}
+
 // ShadowHeaders name the shadow policies that would have denied a request, and change nothing
 // else.
 func TestShadowHeader(t *testing.T) {
