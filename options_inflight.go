@@ -23,7 +23,8 @@ func WaitForSlot(max time.Duration) Option {
 // InFlightStatus answers status, 503 Service Unavailable or 429 Too Many Requests (the
 // default), to a request refused because its in-flight policy has no free slot: 503 says the
 // service is busy rather than that the client asks too often. A refusal by a rate policy stays
-// 429, with the rate's Retry-After, also when no slot was free either. It needs an in-flight policy on the guard's limiter.
+// 429, with the rate's Retry-After, also when no slot was free either. It needs an in-flight
+// policy on the guard's limiter.
 func InFlightStatus(status int) Option {
 	return func(gc *guardConfig) {
 		if status != http.StatusServiceUnavailable && status != http.StatusTooManyRequests {

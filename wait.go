@@ -24,8 +24,9 @@ func (l *Limiter) Wait(ctx context.Context, key string) (Decision, error) {
 // WaitN returns at once, without waiting, when the wait would outlast ctx's deadline: its
 // error then wraps context.DeadlineExceeded, and the decision says how long it would have
 // been. Nothing stays charged when WaitN fails: a shaping policy's slot that it reserved and
-// will not wait for (past the deadline, or ctx ending during the wait) is given back. A cost no policy can ever admit (RetryAfter [Never]) is an error at once, wrapping
-// [ErrBadRequest]. A store failure is returned as AllowN returns it: WaitN does not fail open.
+// will not wait for (past the deadline, or ctx ending during the wait) is given back. A cost
+// no policy can ever admit (RetryAfter [Never]) is an error at once, wrapping [ErrBadRequest].
+// A store failure is returned as AllowN returns it: WaitN does not fail open.
 // While an in-flight policy denies, WaitN asks again at growing intervals (5 ms, doubling to
 // 100 ms) rather than at its Retry-After, since a slot comes back when a request ends. The
 // decision WaitN returns then holds its slots, as [Limiter.AllowN]'s does: give them back with
