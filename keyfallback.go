@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"path"
+	"strings"
 	"sync/atomic"
 )
 
@@ -144,7 +146,9 @@ type Router interface {
 //		ratelimit.WithKey(ratelimit.KeyJoin(ratelimit.KeyByIP(), ratelimit.KeyByRoute())),
 //		ratelimit.WithRoutes(mux))(mux))
 //
-// The adapters need none: their frameworks route before middleware runs.
+// A request the router only redirects to add a slash to its path has no route (see routeOf),
+// nor has one it does not match. The adapters need none: their frameworks route before
+// middleware runs.
 func WithRoutes(router Router) Option {
 	return func(gc *guardConfig) {
 		if router == nil {
@@ -153,6 +157,23 @@ func WithRoutes(router Router) Option {
 		}
 		gc.routes = router
 	}
+}
+
+// routeOf returns the pattern router matches for r, or "" when it matches none. A ServeMux
+// answers a path that matches only with a slash added ("/users/a" under "/users/{id}/") with
+// a redirect, and names as its pattern the path it redirects to, the client's own path and a
+// slash: for a CONNECT request, and for every request before Go 1.25 (golang/go#73688). Keyed
+// by that, every path a client made up would have a quota of its own, stored; the route of
+// such a request is unknown instead, and it is limited by its client IP (a pattern registered
+// as that very path, such as "/files/" for a request of "/files", is a redirect too).
+func routeOf(router Router, r *http.Request) string {
+	_, pattern := router.Handler(r)
+	if dir, ok := strings.CutSuffix(pattern, "/"); ok && r.URL != nil && dir != "" {
+		if p := r.URL.EscapedPath(); dir == p || dir == path.Clean("/"+p) {
+			return ""
+		}
+	}
+	return pattern
 }
 
 // routedRequest is *http.Request seen as a Request, with the route its router would match.

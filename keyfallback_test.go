@@ -94,3 +94,29 @@ func TestKeyFallbackNoHeader(t *testing.T) {
 		t.Errorf("logged:\n%s\nwant one info line with reason=no_header", logged.String())
 	}
 }
+
+// A ServeMux answers a path that matches only with a slash added ("/users/a" under
+// "/users/{id}/") with a redirect, and names as its pattern the path it redirects to, which the
+// client wrote: for CONNECT requests, and for every method before Go 1.25 (golang/go#73688).
+// Keyed by that, each path the client made up had a quota of its own, and was stored: the
+// route of such a request is unknown, so it is limited by its client IP.
+func TestKeyByRouteRedirectMintsNoQuota(t *testing.T) {
+	for _, method := range []string{"CONNECT", "GET"} {
+		t.Run(method, func(t *testing.T) {
+			l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock())), ratelimit.Policy{Limit: 1, Window: time.Hour})
+			mux := http.NewServeMux()
+			mux.HandleFunc("/users/{id}/", func(http.ResponseWriter, *http.Request) {})
+			h := ratelimit.Middleware(l, ratelimit.WithKey(ratelimit.KeyByRoute()), ratelimit.WithRoutes(mux),
+				ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}))(mux)
+			var got []int
+			for i := range 4 {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, httptest.NewRequest(method, fmt.Sprintf("/users/%d", i), nil))
+				got = append(got, w.Code)
+			}
+			if fmt.Sprint(got) != "[307 429 429 429]" {
+				t.Errorf("one client, four made-up paths: %v; want [307 429 429 429] (one quota)", got)
+			}
+		})
+	}
+}

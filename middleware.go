@@ -50,8 +50,7 @@ type limitHandler struct {
 func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var o Outcome
 	if h.g.routes != nil && r.Pattern == "" {
-		_, pattern := h.g.routes.Handler(r)
-		o = h.g.Check(routedRequest{httpRequest{r}, pattern})
+		o = h.g.Check(routedRequest{httpRequest{r}, routeOf(h.g.routes, r)})
 	} else {
 		o = h.g.Check(httpRequest{r})
 	}

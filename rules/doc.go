@@ -60,7 +60,11 @@
 // enforced policy can ever admit. Rules must have names apart, the policies of a rule too (the
 // names New makes up included), and no two rules may share a pattern and a tier. Patterns are
 // registered on an http.ServeMux, which refuses what is not a pattern and two patterns of which
-// neither is more specific (such as "/a/{x}" and "/{y}/b").
+// neither is more specific (such as "/a/{x}" and "/{y}/b"). A pattern that matches no
+// request a client sends, whose rule would silently limit nothing, is refused too: a method in
+// lower case ("post /login"), a host with a port ("example.com:8443/x": hosts are matched
+// without their port), and a path with an empty, "." or ".." segment ("/a/../b": paths are
+// matched cleaned).
 //
 // Policies of different rules that share a name, an algorithm and a window share their quota
 // for one key, whatever their limits, as with ratelimit.WithPolicies: name them apart, or key

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -168,6 +169,39 @@ func TestEngineUnmatched(t *testing.T) {
 		if w := serve(e, "GET", "/items/1", "", ""); w.Code != 200 || len(w.Header()) != 0 {
 			t.Fatalf("unmatched: %d %v, want 200 without headers", w.Code, w.Header())
 		}
+	}
+}
+
+// TestEngineMatchesTheEscapedPath: a rule's pattern applies to every request the application's
+// ServeMux routes to that pattern. ServeMux matches the escaped path, so "/search/x%2Fy" is
+// served by "GET /search/{q}" (q = "x/y"); the engine matched the decoded path,
+// "/search/x/y", which no pattern matches, and the client whose search quota was spent was
+// served again, unlimited, by escaping a slash (and "/search/..%2Fadmin" was matched as
+// "/admin"). Echo routes on the escaped path too.
+//
+// Reported, not fixed: ratelimit.Request hands the engine only the decoded path (Path), and
+// the fix needs the escaped one from the core's net/http Request and Echo's (a new method the
+// adapters and the core would implement: a new exported name).
+func TestEngineMatchesTheEscapedPath(t *testing.T) {
+	t.Skip("reported: needs the request's escaped path from ratelimit.Request")
+	e, _ := engineFor(t, []byte(`rules:
+  - name: search
+    match: {pattern: "GET /search/{q}"}
+    key: ip
+    policies: [{name: search, algorithm: fixed_window, limit: 1, window: 1m}]
+`))
+	mux := http.NewServeMux()
+	var served []string
+	mux.HandleFunc("GET /search/{q}", func(w http.ResponseWriter, r *http.Request) { served = append(served, r.PathValue("q")) })
+	h := ratelimit.FromGuard(e.Guard())(mux)
+	var got []int
+	for _, target := range []string{"/search/a", "/search/a", "/search/x%2Fy", "/search/..%2Fadmin"} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", target, nil))
+		got = append(got, w.Code)
+	}
+	if want := []int{200, 429, 429, 429}; !slices.Equal(got, want) {
+		t.Errorf("one client's searches: %v, want %v (the searches served: %q)", got, want, served)
 	}
 }
 

@@ -84,6 +84,11 @@ func (s *Set) index(c *checker, where []written) {
 			c.add(where[i].pattern, field, "%q is not a ServeMux pattern: %v", r.Pattern, err)
 			continue
 		}
+		if why := matchesNothing(r.Pattern); why != "" {
+			refused[r.Pattern] = true
+			c.add(where[i].pattern, field, "%q matches no request%s", r.Pattern, why)
+			continue
+		}
 		if s.mux == nil {
 			s.mux = http.NewServeMux()
 		}
@@ -102,6 +107,36 @@ func (s *Set) index(c *checker, where []written) {
 		sc.add(r)
 		s.patterns[r.Pattern] = sc
 	}
+}
+
+// matchesNothing says why a ServeMux pattern matches no request a client sends, a rule of
+// it silently limiting nothing, or returns "" when it may match. ServeMux registers them all:
+// a method in lower case (methods are case-sensitive, and clients send them in upper case), a
+// host with a port (a request's host is matched without its port), and, in a pattern without
+// a method, a path with an empty, "." or ".." segment (requests' paths are cleaned before
+// they are matched, but for CONNECT; with a method other than CONNECT, ServeMux refuses it).
+func matchesNothing(pattern string) string {
+	method, rest := "", pattern
+	if i := strings.IndexAny(pattern, " \t"); i >= 0 {
+		method, rest = pattern[:i], strings.TrimLeft(pattern[i:], " \t")
+	}
+	host, path := rest, ""
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		host, path = rest[:i], rest[i:]
+	}
+	switch {
+	case method != strings.ToUpper(method):
+		return fmt.Sprintf(": methods are case-sensitive, and clients send them in upper case; write %s", strings.ToUpper(method))
+	case strings.Contains(host, ":") && !(strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]")):
+		return ": a request's host is matched without its port; leave the port out"
+	case method == "":
+		for seg := range strings.SplitSeq(strings.TrimSuffix(strings.TrimPrefix(path, "/"), "/"), "/") {
+			if path != "/" && (seg == "" || seg == "." || seg == "..") {
+				return ` but CONNECT: the paths of the others are matched cleaned, without empty, "." or ".." segments`
+			}
+		}
+	}
+	return ""
 }
 
 // register registers pattern on mux, returning the error for which Handle panics.

@@ -3,6 +3,7 @@ package grpclimit
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"google.golang.org/grpc"
 
@@ -46,10 +47,21 @@ func mustGuard(l *ratelimit.Limiter, opts []ratelimit.Option) *ratelimit.Guard {
 	return g
 }
 
+// fullMethod returns the full method m of a call with its leading slash. A call's :path is
+// its full method, and gRPC before v1.79.3 serves one written without the slash
+// ("pkg.Service/Method") as the method itself, handing a stream interceptor the path as it
+// came: keyed as written, one method would have two routes, and two quotas.
+func fullMethod(m string) string {
+	if !strings.HasPrefix(m, "/") {
+		return "/" + m
+	}
+	return m
+}
+
 // unary returns the unary interceptor of g.
 func unary(g *ratelimit.Guard) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		o := g.Check(&request{ctx: ctx, method: info.FullMethod})
+		o := g.Check(&request{ctx: ctx, method: fullMethod(info.FullMethod)})
 		md, retryAfter := headers(&o)
 		if md != nil {
 			_ = grpc.SetHeader(ctx, md) // fails only outside a gRPC server: nothing to send then
@@ -80,7 +92,7 @@ func unary(g *ratelimit.Guard) grpc.UnaryServerInterceptor {
 func stream(g *ratelimit.Guard) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		ctx := ss.Context()
-		o := g.Check(&request{ctx: ctx, method: info.FullMethod})
+		o := g.Check(&request{ctx: ctx, method: fullMethod(info.FullMethod)})
 		md, retryAfter := headers(&o)
 		if md != nil {
 			_ = ss.SetHeader(md) // fails only once headers were sent, which nothing did yet

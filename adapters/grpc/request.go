@@ -11,7 +11,8 @@ import (
 // request is a gRPC call seen as a [ratelimit.Request]:
 //
 //   - Method is "POST", the HTTP/2 method of every gRPC call;
-//   - Path and Route are the full method, "/pkg.Service/Method";
+//   - Path and Route are the full method, "/pkg.Service/Method", with its leading slash even
+//     when the call's :path had none (see fullMethod);
 //   - Header reads the incoming metadata, whose keys are lower-case: Header("X-API-Key")
 //     reads x-api-key, and Header("Host") the call's :authority;
 //   - RemoteAddr is the address of the peer ([peer.FromContext]);

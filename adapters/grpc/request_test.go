@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,9 +13,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	"github.com/a7d3e0dd/ratelimit"
-	"github.com/a7d3e0dd/ratelimit/adapters/grpc"
+	grpclimit "github.com/a7d3e0dd/ratelimit/adapters/grpc"
 )
 
 // TestRequest checks what key functions see of a call, unary and streaming, through a real
@@ -150,5 +153,50 @@ func TestUnixSocketPeer(t *testing.T) {
 		if err := l.Reset(context.Background(), "ip:203.0.113.9"); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A call's :path is its full method, and gRPC before v1.79.3 serves one written without its
+// leading slash ("spec.Items/GetStream") as the method itself, handing the stream interceptor
+// the path as FullMethod (a unary call's FullMethod is its generated constant). Keyed by the
+// route as written, each method had two quotas: the route is the full method with its slash.
+func TestRouteWithoutLeadingSlash(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		routes []string
+	)
+	record := func(r ratelimit.Request) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		routes = append(routes, r.Route()+" "+r.Path())
+		return false
+	}
+	l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1, Window: time.Minute})
+	u, s := grpclimit.FromGuard(mustGuard(l, ratelimit.WithKey(ratelimit.KeyByRoute()), ratelimit.WithSkip(record)))
+	srv := startServer(t, false, nil, grpc.UnaryInterceptor(u), grpc.StreamInterceptor(s))
+	conn := srv.client(t, "", "")
+	var codesGot []codes.Code
+	for _, method := range []string{"/spec.Items/GetStream", "spec.Items/GetStream"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		st, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, method)
+		if err == nil {
+			err = st.SendMsg(&healthpb.HealthCheckRequest{})
+		}
+		if err == nil {
+			err = st.CloseSend()
+		}
+		if err == nil {
+			err = st.RecvMsg(new(healthpb.HealthCheckResponse))
+		}
+		cancel()
+		codesGot = append(codesGot, status.Code(err))
+	}
+	if codesGot[1] == codes.Unimplemented {
+		t.Skip("this gRPC refuses a :path without its leading slash")
+	}
+	if want := []codes.Code{codes.OK, codes.ResourceExhausted}; !slices.Equal(codesGot, want) {
+		mu.Lock()
+		defer mu.Unlock()
+		t.Errorf("one method, its path with and without the slash: %v, want %v (one quota; routes and paths seen %q)", codesGot, want, routes)
 	}
 }
