@@ -34,6 +34,16 @@ type Request interface {
 	Value(key any) any
 }
 
+// A Request of a router that routes on the path as the client escaped it (net/http's
+// ServeMux, Echo) also has the method
+//
+//	EscapedPath() string
+//
+// returning that path (url.URL.EscapedPath): "/search/x%2Fy", whose Path is "/search/x/y". What
+// picks a limit by the route a request will take (the rules engine's patterns) matches on it,
+// as the router does; without it, a client could escape a slash to reach a route no limit
+// matches. The core's net/http requests and the Echo adapters' have it.
+
 // httpRequest is *http.Request seen as a Request. A struct of one pointer is stored in an
 // interface as the pointer itself, so the conversion does not allocate. Route is r.Pattern,
 // which net/http sets when a ServeMux routes the request: it is known to a middleware on a
@@ -51,6 +61,14 @@ func (h httpRequest) Path() string {
 		return ""
 	}
 	return h.r.URL.Path
+}
+
+// EscapedPath returns the path as the client escaped it (see [Request]).
+func (h httpRequest) EscapedPath() string {
+	if h.r.URL == nil {
+		return ""
+	}
+	return h.r.URL.EscapedPath()
 }
 
 func (h httpRequest) Header(name string) string {

@@ -238,11 +238,20 @@ func (e *Engine) pick(r ratelimit.Request) *ratelimit.Guard {
 	return a.guards[rule]
 }
 
-// match is Match for a request of any framework: the patterns see its method, host and path.
+// match is Match for a request of any framework: the patterns see its method, host and path,
+// the path as the client escaped it when the request tells it (see ratelimit.Request), as the
+// router matches it: "/search/x%2Fy" is a request of "GET /search/{q}", not of "/search/x/y".
 func (s *Set) match(r ratelimit.Request, tier string) (*Rule, bool) {
 	var hr *http.Request
 	if s.mux != nil {
-		hr = &http.Request{Method: r.Method(), Host: r.Header("Host"), URL: &url.URL{Path: r.Path()}}
+		u := &url.URL{Path: r.Path()}
+		if e, ok := r.(escaped); ok {
+			u.RawPath = e.EscapedPath()
+		}
+		hr = &http.Request{Method: r.Method(), Host: r.Header("Host"), URL: u}
 	}
 	return s.Match(hr, tier)
 }
+
+// escaped is a ratelimit.Request that tells the path as the client escaped it.
+type escaped interface{ EscapedPath() string }

@@ -177,13 +177,9 @@ func TestEngineUnmatched(t *testing.T) {
 // served by "GET /search/{q}" (q = "x/y"); the engine matched the decoded path,
 // "/search/x/y", which no pattern matches, and the client whose search quota was spent was
 // served again, unlimited, by escaping a slash (and "/search/..%2Fadmin" was matched as
-// "/admin"). Echo routes on the escaped path too.
-//
-// Reported, not fixed: ratelimit.Request hands the engine only the decoded path (Path), and
-// the fix needs the escaped one from the core's net/http Request and Echo's (a new method the
-// adapters and the core would implement: a new exported name).
+// "/admin"). The engine now matches the escaped path, which the core's net/http requests (and
+// Echo's) tell it (EscapedPath). Echo routes on the escaped path too.
 func TestEngineMatchesTheEscapedPath(t *testing.T) {
-	t.Skip("reported: needs the request's escaped path from ratelimit.Request")
 	e, _ := engineFor(t, []byte(`rules:
   - name: search
     match: {pattern: "GET /search/{q}"}

@@ -107,9 +107,13 @@ func Decision(c echo.Context) (ratelimit.Decision, bool) {
 // so converting it to one allocates (as Echo does, building the e.Use chain for each request).
 type request struct{ c echo.Context }
 
-func (r request) Context() context.Context  { return r.c.Request().Context() }
-func (r request) Method() string            { return r.c.Request().Method }
-func (r request) Path() string              { return r.c.Request().URL.Path }
+func (r request) Context() context.Context { return r.c.Request().Context() }
+func (r request) Method() string           { return r.c.Request().Method }
+func (r request) Path() string             { return r.c.Request().URL.Path }
+
+// EscapedPath returns the path as the client escaped it, on which Echo routes (see
+// [ratelimit.Request]).
+func (r request) EscapedPath() string       { return r.c.Request().URL.EscapedPath() }
 func (r request) RemoteAddr() string        { return r.c.Request().RemoteAddr }
 func (r request) Header(name string) string { return header(r.c.Request(), name) }
 
