@@ -34,15 +34,18 @@ type Request interface {
 	Value(key any) any
 }
 
-// A Request of a router that routes on the path as the client escaped it (net/http's
-// ServeMux, Echo) also has the method
+// A Request whose router matches routes on another form of the path than Path also has the
+// method
 //
 //	EscapedPath() string
 //
-// returning that path (url.URL.EscapedPath): "/search/x%2Fy", whose Path is "/search/x/y". What
-// picks a limit by the route a request will take (the rules engine's patterns) matches on it,
-// as the router does; without it, a client could escape a slash to reach a route no limit
-// matches. The core's net/http requests and the Echo adapters' have it.
+// returning the path as the router matches it: as the client escaped it (url.URL.EscapedPath:
+// "/search/x%2Fy", whose Path is "/search/x/y") for net/http's ServeMux and Echo; for Fiber,
+// as it compares paths by default, in lower case and without a trailing slash ("/login" for
+// "/LOGIN/"). What picks a limit by the route a request will take (the rules engine's
+// patterns) matches on it, as the router does: without it, a client could reach a route no
+// limit matches by escaping a slash, or changing the case. The core's net/http requests and
+// the Echo and Fiber adapters' have it.
 
 // httpRequest is *http.Request seen as a Request. A struct of one pointer is stored in an
 // interface as the pointer itself, so the conversion does not allocate. Route is r.Pattern,

@@ -246,7 +246,11 @@ func (s *Set) match(r ratelimit.Request, tier string) (*Rule, bool) {
 	if s.mux != nil {
 		u := &url.URL{Path: r.Path()}
 		if e, ok := r.(escaped); ok {
-			u.RawPath = e.EscapedPath()
+			if raw := e.EscapedPath(); raw != u.Path {
+				if p, err := url.PathUnescape(raw); err == nil {
+					u.Path, u.RawPath = p, raw // what the mux reads (URL.EscapedPath) is raw
+				}
+			}
 		}
 		hr = &http.Request{Method: r.Method(), Host: r.Header("Host"), URL: u}
 	}

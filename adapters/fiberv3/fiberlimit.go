@@ -142,6 +142,38 @@ func (r request[C]) Context() context.Context { return r.c.Context() }
 func (r request[C]) Method() string           { return r.c.Method() }
 func (r request[C]) Path() string             { return r.c.Path() }
 
+// EscapedPath returns the path as Fiber matches routes on it (see [ratelimit.Request]): as the
+// client sent it (unless Config.UnescapePath), in lower case unless Config.CaseSensitive, and
+// without trailing slashes unless Config.StrictRouting — what the rules engine's patterns are
+// matched on, so that "/LOGIN/" meets the limit of "POST /login", whose handler it reaches.
+func (r request[C]) EscapedPath() string {
+	cfg := r.c.App().Config()
+	p := r.c.Path()
+	if !cfg.CaseSensitive {
+		p = asciiLower(p)
+	}
+	if !cfg.StrictRouting && len(p) > 1 && p[len(p)-1] == '/' {
+		p = strings.TrimRight(p, "/")
+	}
+	return p
+}
+
+// asciiLower returns s with its ASCII letters in lower case, as Fiber compares paths.
+func asciiLower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if 'A' <= b[j] && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
 // Value returns c.Locals(key), else the value of c.Context().
 func (r request[C]) Value(key any) any {
 	if v := r.c.Locals(key); v != nil {

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/a7d3e0dd/ratelimit"
+	fiberlimit "github.com/a7d3e0dd/ratelimit/adapters/fiber"
+	"github.com/a7d3e0dd/ratelimit/rules"
+)
+
+// A rules engine's guard on Fiber limits every request Fiber serves with a rule's route:
+// Fiber's default routing ignores case and a trailing slash, so "/LOGIN" and "/login/" reach
+// the handler of "POST /login", and meet its rule (they were not limited: the engine matched
+// the path as sent, which no pattern matched).
+func TestRulesMatchAsFiberRoutes(t *testing.T) {
+	set, err := rules.Parse("limits.yaml", []byte(`rules:
+  - name: login
+    match: {pattern: "POST /login"}
+    key: ip
+    policies: [{name: login, algorithm: fixed_window, limit: 1, window: 1m}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine, err := rules.NewEngine(ratelimit.NewMemoryStore(), set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := fiber.New()
+	app.Use(fiberlimit.FromGuard(engine.Guard()))
+	app.Post("/login", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	var got []int
+	for _, path := range []string{"/login", "/login", "/LOGIN", "/login/", "/Login/"} {
+		resp, err := app.Test(httptest.NewRequest(http.MethodPost, path, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, resp.StatusCode)
+	}
+	if fmt.Sprint(got) != "[200 429 429 429 429]" {
+		t.Errorf("one client's logins, as /login, /login, /LOGIN, /login/, /Login/: %v; want [200 429 429 429 429]", got)
+	}
+}
