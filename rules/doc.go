@@ -65,7 +65,9 @@
 // Policies of different rules that share a name, an algorithm and a window share their quota
 // for one key, whatever their limits, as with ratelimit.WithPolicies: name them apart, or key
 // them apart, to keep them separate. So a rule whose limit changes keeps its count, as the
-// core documents for each algorithm.
+// core documents for each algorithm, when its policy is named: the name New makes up for a
+// policy without one, such as gcra-100-per-1m, holds the limit, so such a policy starts from
+// nothing when its limit changes ([Diff] shows it removed and another added).
 //
 // # Bounds
 //
