@@ -54,7 +54,8 @@
 //	limits.yaml:12: rules[1].policies[0].window: "1x" is not a duration (e.g. 1s, 1m, 1h30m)
 //
 // It refuses syntax errors, unknown fields at any level, fields given twice, missing required
-// fields, values of the wrong type, and values out of their range. Each policy is validated by
+// fields, values of the wrong type, values out of their range, and integers written with a
+// leading zero, such as 010, which YAML's parser reads as octal (8). Each policy is validated by
 // ratelimit.New itself, and the policies of a rule together, so a limit the core refuses is
 // refused here with the core's own message, at the field it names; so is a cost above what an
 // enforced policy can ever admit. Rules must have names apart, the policies of a rule too (the
