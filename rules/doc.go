@@ -61,7 +61,10 @@
 // enforced policy can ever admit. Rules must have names apart, the policies of a rule too (the
 // names New makes up included), and no two rules may share a pattern and a tier. Patterns are
 // registered on an http.ServeMux, which refuses what is not a pattern and two patterns of which
-// neither is more specific (such as "/a/{x}" and "/{y}/b").
+// neither is more specific (such as "/a/{x}" and "/{y}/b"); Parse refuses too the patterns
+// ServeMux takes that no client's request matches: a standard method not in upper case
+// ("get /a": methods are case-sensitive) and a host with a port ("example.com:8080/": a
+// request's host is matched without its port).
 //
 // Policies of different rules that share a name, an algorithm and a window share their quota
 // for one key, whatever their limits, as with ratelimit.WithPolicies: name them apart, or key

@@ -3,7 +3,9 @@ package rules
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -84,6 +86,11 @@ func (s *Set) index(c *checker, where []written) {
 			c.add(where[i].pattern, field, "%q is not a ServeMux pattern: %v", r.Pattern, err)
 			continue
 		}
+		if why := neverMatches(r.Pattern); why != "" {
+			refused[r.Pattern] = true
+			c.add(where[i].pattern, field, "%q never matches: %s", r.Pattern, why)
+			continue
+		}
 		if s.mux == nil {
 			s.mux = http.NewServeMux()
 		}
@@ -102,6 +109,28 @@ func (s *Set) index(c *checker, where []written) {
 		sc.add(r)
 		s.patterns[r.Pattern] = sc
 	}
+}
+
+// standardMethods are the methods of RFC 9110 and PATCH, as clients send them.
+var standardMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "CONNECT", "OPTIONS", "TRACE"}
+
+// neverMatches says why a valid ServeMux pattern can match no request a client sends, or
+// returns "". ServeMux takes such patterns: a standard method not in upper case ("get /a":
+// methods are case-sensitive, and clients send GET), and a host with a port
+// ("example.com:8080/": a request's host is matched without its port).
+func neverMatches(pattern string) string {
+	method, rest := "", pattern // split as ServeMux splits it
+	if i := strings.IndexAny(pattern, " \t"); i >= 0 {
+		method, rest = pattern[:i], strings.TrimLeft(pattern[i+1:], " \t")
+	}
+	if i := slices.IndexFunc(standardMethods, func(m string) bool { return strings.EqualFold(m, method) }); i >= 0 && method != standardMethods[i] {
+		return fmt.Sprintf("methods are case-sensitive, and clients send %s", standardMethods[i])
+	}
+	host, _, _ := strings.Cut(rest, "/")
+	if h, port, err := net.SplitHostPort(host); err == nil && port != "" {
+		return fmt.Sprintf("a request's host is matched without its port; write %s", h)
+	}
+	return ""
 }
 
 // register registers pattern on mux, returning the error for which Handle panics.
