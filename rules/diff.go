@@ -29,6 +29,8 @@ func (c Change) String() string {
 // Diff returns what changes, rule by rule, when the rules of from are replaced by those of
 // to: the rules added, removed and changed (match, tier, key, cost, fail mode, and each
 // policy's limit, window, burst, algorithm and shadow), in the order of to and then of from.
+// A key written otherwise that reads the same parts in the same order (api_key and
+// header:x-api-key) is no change: the identities it makes are the same.
 // A nil from is no rules at all.
 //
 // The policies of a rule are told apart by their names as the limiter has them: a policy
@@ -128,7 +130,9 @@ func (n *namer) ruleDiff(a, b *Rule) []string {
 	}
 	field("match.pattern", quoted(a.Pattern), quoted(b.Pattern))
 	field("tier", quoted(a.Tier), quoted(b.Tier))
-	field("key", strings.Join(a.Key, "+"), strings.Join(b.Key, "+"))
+	if !slices.Equal(keyParts(a.Key), keyParts(b.Key)) { // the same parts written otherwise change nothing
+		field("key", strings.Join(a.Key, "+"), strings.Join(b.Key, "+"))
+	}
 	field("cost", a.Cost, b.Cost)
 	field("fail", failMode(a.FailClosed), failMode(b.FailClosed))
 	aNames, bNames := n.names(a), n.names(b)
@@ -154,6 +158,15 @@ func (n *namer) ruleDiff(a, b *Rule) []string {
 		}
 	}
 	return d
+}
+
+// keyParts returns what each part of a key reads, in order (see partID).
+func keyParts(key []string) []string {
+	parts := make([]string, len(key))
+	for i, spec := range key {
+		parts[i] = partID(spec)
+	}
+	return parts
 }
 
 func quoted(s string) string {

@@ -86,3 +86,19 @@ func TestDiffUnnamedPolicies(t *testing.T) {
 		t.Errorf("Diff from nothing: %v", added)
 	}
 }
+
+// TestDiffKeyWrittenAnotherWay: api_key is header:X-API-Key, and a header's name is read in
+// any case; the identities, and so the counts, are the same. Diff showed "key: api_key →
+// header:x-api-key", a change that changes nothing (found by a review); now a key is
+// compared by the parts it reads, and a key that reads another part is still shown.
+func TestDiffKeyWrittenAnotherWay(t *testing.T) {
+	from := mustParseString(t, "rules:\n  - {name: a, key: [api_key, 'header:X-Tenant'], policies: [{name: m, limit: 10, window: 1m}]}\n")
+	to := mustParseString(t, "rules:\n  - {name: a, key: ['header:x-api-key', 'header:x-tenant'], policies: [{name: m, limit: 10, window: 1m}]}\n")
+	if d := Diff(from, to); len(d) != 0 {
+		t.Errorf("Diff of a key written another way: %v, want no change", d)
+	}
+	other := mustParseString(t, "rules:\n  - {name: a, key: ['header:x-tenant', api_key], policies: [{name: m, limit: 10, window: 1m}]}\n")
+	if d := Diff(from, other); len(d) != 1 || d[0].String() != "~ a: key: api_key+header:X-Tenant → header:x-tenant+api_key" {
+		t.Errorf("Diff of the parts in another order (another identity): %v", d)
+	}
+}
