@@ -7,8 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/a7d3e0dd/ratelimit"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/a7d3e0dd/ratelimit"
 )
 
 // The fields of each mapping of the schema; any other field is an error.
