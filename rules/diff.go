@@ -1,11 +1,12 @@
 package rules
 
 import (
-	"github.com/a7d3e0dd/ratelimit"
-
+	"context"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/a7d3e0dd/ratelimit"
 )
 
 // Change is one difference between two versions of rules, rule by rule (see [Diff]).
@@ -28,36 +29,75 @@ func (c Change) String() string {
 // Diff returns what changes, rule by rule, when the rules of from are replaced by those of
 // to: the rules added, removed and changed (match, tier, key, cost, fail mode, and each
 // policy's limit, window, burst, algorithm and shadow), in the order of to and then of from.
+// A key written otherwise that reads the same parts in the same order (api_key and
+// header:x-api-key) is no change: the identities it makes are the same.
 // A nil from is no rules at all.
+//
+// The policies of a rule are told apart by their names as the limiter has them: a policy
+// without a name is named by ratelimit.New from its algorithm, limit and window, such as
+// gcra-100-per-1m, and its counts are kept under that name. So such a policy whose limit
+// changes is a policy removed and another added, whose counts start from nothing.
 func Diff(from, to *Set) []Change {
 	var before []Rule
 	if from != nil {
 		before = from.rules
 	}
+	n := &namer{}
 	var changes []Change
 	for _, r := range to.rules {
 		i := slices.IndexFunc(before, func(b Rule) bool { return b.Name == r.Name })
 		if i < 0 {
-			changes = append(changes, Change{Rule: r.Name, Kind: "added", Details: []string{describeRule(&r)}})
+			changes = append(changes, Change{Rule: r.Name, Kind: "added", Details: []string{n.describeRule(&r)}})
 			continue
 		}
-		if d := ruleDiff(&before[i], &r); len(d) > 0 {
+		if d := n.ruleDiff(&before[i], &r); len(d) > 0 {
 			changes = append(changes, Change{Rule: r.Name, Kind: "changed", Details: d})
 		}
 	}
 	for _, b := range before {
 		if !slices.ContainsFunc(to.rules, func(r Rule) bool { return r.Name == b.Name }) {
-			changes = append(changes, Change{Rule: b.Name, Kind: "removed", Details: []string{describeRule(&b)}})
+			changes = append(changes, Change{Rule: b.Name, Kind: "removed", Details: []string{n.describeRule(&b)}})
 		}
 	}
 	return changes
 }
 
+// namer finds the names of the policies of rules as the limiter has them.
+type namer struct{ store ratelimit.Store }
+
+// names returns the name of each policy of r as ratelimit.New has it: the name written, else
+// the one New makes up, which a check of cost 0 reports (it charges nothing).
+func (n *namer) names(r *Rule) []string {
+	names := make([]string, len(r.Policies))
+	for i, p := range r.Policies {
+		names[i] = p.Name
+	}
+	if !slices.Contains(names, "") {
+		return names
+	}
+	if n.store == nil {
+		n.store = ratelimit.NewMemoryStore()
+	}
+	l, err := ratelimit.New(n.store, r.Policies...)
+	if err != nil {
+		return names // not a rule of Parse's, whose policies New takes
+	}
+	d, err := l.AllowN(context.Background(), "diff", 0)
+	if err != nil || len(d.Results()) != len(names) {
+		return names
+	}
+	for i, res := range d.Results() {
+		names[i] = res.Policy.Name
+	}
+	return names
+}
+
 // describeRule says what a rule is, in one line.
-func describeRule(r *Rule) string {
+func (n *namer) describeRule(r *Rule) string {
 	var policies []string
-	for _, p := range r.Policies {
-		policies = append(policies, describePolicy(p.Name, p.Limit, p.Window.String(), p.Burst, p.Algorithm.Name(), p.Shadow))
+	for i, name := range n.names(r) {
+		p := &r.Policies[i]
+		policies = append(policies, describePolicy(name, p.Limit, p.Window.String(), p.Burst, p.Algorithm.Name(), p.Shadow))
 	}
 	match := quoted(r.Pattern)
 	if r.Pattern == "" {
@@ -81,7 +121,7 @@ func describePolicy(name string, limit int64, window string, burst int64, algori
 }
 
 // ruleDiff lists what differs between two versions of one rule.
-func ruleDiff(a, b *Rule) []string {
+func (n *namer) ruleDiff(a, b *Rule) []string {
 	var d []string
 	field := func(name string, x, y any) {
 		if fmt.Sprint(x) != fmt.Sprint(y) {
@@ -90,29 +130,43 @@ func ruleDiff(a, b *Rule) []string {
 	}
 	field("match.pattern", quoted(a.Pattern), quoted(b.Pattern))
 	field("tier", quoted(a.Tier), quoted(b.Tier))
-	field("key", strings.Join(a.Key, "+"), strings.Join(b.Key, "+"))
+	if !slices.Equal(keyParts(a.Key), keyParts(b.Key)) { // the same parts written otherwise change nothing
+		field("key", strings.Join(a.Key, "+"), strings.Join(b.Key, "+"))
+	}
 	field("cost", a.Cost, b.Cost)
 	field("fail", failMode(a.FailClosed), failMode(b.FailClosed))
-	for _, q := range b.Policies {
-		i := slices.IndexFunc(a.Policies, func(p ratelimit.Policy) bool { return p.Name == q.Name })
+	aNames, bNames := n.names(a), n.names(b)
+	for j, name := range bNames {
+		q := &b.Policies[j]
+		i := slices.Index(aNames, name)
 		if i < 0 {
-			d = append(d, "policy added: "+describePolicy(q.Name, q.Limit, q.Window.String(), q.Burst, q.Algorithm.Name(), q.Shadow))
+			d = append(d, "policy added: "+describePolicy(name, q.Limit, q.Window.String(), q.Burst, q.Algorithm.Name(), q.Shadow))
 			continue
 		}
-		p := a.Policies[i]
-		at := "policies[" + q.Name + "]."
+		p := &a.Policies[i]
+		at := "policies[" + name + "]."
 		field(at+"limit", p.Limit, q.Limit)
 		field(at+"window", p.Window, q.Window)
 		field(at+"burst", p.Burst, q.Burst)
 		field(at+"algorithm", p.Algorithm.Name(), q.Algorithm.Name())
 		field(at+"shadow", p.Shadow, q.Shadow)
 	}
-	for _, p := range a.Policies {
-		if !slices.ContainsFunc(b.Policies, func(q ratelimit.Policy) bool { return q.Name == p.Name }) {
-			d = append(d, "policy removed: "+describePolicy(p.Name, p.Limit, p.Window.String(), p.Burst, p.Algorithm.Name(), p.Shadow))
+	for i, name := range aNames {
+		if !slices.Contains(bNames, name) {
+			p := &a.Policies[i]
+			d = append(d, "policy removed: "+describePolicy(name, p.Limit, p.Window.String(), p.Burst, p.Algorithm.Name(), p.Shadow))
 		}
 	}
 	return d
+}
+
+// keyParts returns what each part of a key reads, in order (see partID).
+func keyParts(key []string) []string {
+	parts := make([]string, len(key))
+	for i, spec := range key {
+		parts[i] = partID(spec)
+	}
+	return parts
 }
 
 func quoted(s string) string {

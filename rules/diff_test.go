@@ -55,3 +55,50 @@ rules:
 		t.Errorf("Diff from nothing: %d changes, want 3 added", n)
 	}
 }
+
+// TestDiffUnnamedPolicies: a policy without a name is named by New from its algorithm, limit
+// and window, and its counts are stored under that name. Diff compared policies by the name
+// written, "" for all of them: a rule of two unnamed policies that did not change was reported
+// changed ("policies[].limit: 20 → 100; policies[].window: 1s → 1m0s", the second policy held
+// against the first), and a limit raised from 10 to 20 read as one policy changed, where the
+// policy gcra-10-per-1s, and its counts, are gone and gcra-20-per-1s starts from nothing
+// (found by a review).
+func TestDiffUnnamedPolicies(t *testing.T) {
+	from := mustParseString(t, "rules:\n  - {name: a, key: ip, policies: [{limit: 10, window: 1s}, {limit: 100, window: 1m}]}\n"+
+		"  - {name: b, match: {pattern: /b}, key: ip, policies: [{limit: 5, window: 1s}, {limit: 50, window: 1m, algorithm: fixed_window}]}\n")
+	to := mustParseString(t, "rules:\n  - {name: a, key: ip, policies: [{limit: 20, window: 1s}, {limit: 100, window: 1m}]}\n"+
+		"  - {name: b, match: {pattern: /b}, key: ip, policies: [{limit: 5, window: 1s}, {limit: 50, window: 1m, algorithm: fixed_window}]}\n")
+	var got []string
+	for _, c := range Diff(from, to) {
+		got = append(got, c.String())
+	}
+	want := []string{
+		`~ a: policy added: gcra-20-per-1s 20/1s gcra; policy removed: gcra-10-per-1s 10/1s gcra`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Diff:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if d := Diff(to, to); len(d) != 0 {
+		t.Errorf("Diff of a version with itself: %v, want no change", d)
+	}
+	added := Diff(nil, from)
+	if len(added) != 2 || added[0].String() != `+ a: every request, key ip, gcra-10-per-1s 10/1s gcra, gcra-100-per-1m 100/1m0s gcra` {
+		t.Errorf("Diff from nothing: %v", added)
+	}
+}
+
+// TestDiffKeyWrittenAnotherWay: api_key is header:X-API-Key, and a header's name is read in
+// any case; the identities, and so the counts, are the same. Diff showed "key: api_key →
+// header:x-api-key", a change that changes nothing (found by a review); now a key is
+// compared by the parts it reads, and a key that reads another part is still shown.
+func TestDiffKeyWrittenAnotherWay(t *testing.T) {
+	from := mustParseString(t, "rules:\n  - {name: a, key: [api_key, 'header:X-Tenant'], policies: [{name: m, limit: 10, window: 1m}]}\n")
+	to := mustParseString(t, "rules:\n  - {name: a, key: ['header:x-api-key', 'header:x-tenant'], policies: [{name: m, limit: 10, window: 1m}]}\n")
+	if d := Diff(from, to); len(d) != 0 {
+		t.Errorf("Diff of a key written another way: %v, want no change", d)
+	}
+	other := mustParseString(t, "rules:\n  - {name: a, key: ['header:x-tenant', api_key], policies: [{name: m, limit: 10, window: 1m}]}\n")
+	if d := Diff(from, other); len(d) != 1 || d[0].String() != "~ a: key: api_key+header:X-Tenant → header:x-tenant+api_key" {
+		t.Errorf("Diff of the parts in another order (another identity): %v", d)
+	}
+}

@@ -54,22 +54,25 @@
 //	limits.yaml:12: rules[1].policies[0].window: "1x" is not a duration (e.g. 1s, 1m, 1h30m)
 //
 // It refuses syntax errors, unknown fields at any level, fields given twice, missing required
-// fields, values of the wrong type, and values out of their range. Each policy is validated by
+// fields, values of the wrong type, values out of their range, and integers written with a
+// leading zero, such as 010, which YAML's parser reads as octal (8). Each policy is validated by
 // ratelimit.New itself, and the policies of a rule together, so a limit the core refuses is
 // refused here with the core's own message, at the field it names; so is a cost above what an
 // enforced policy can ever admit. Rules must have names apart, the policies of a rule too (the
 // names New makes up included), and no two rules may share a pattern and a tier. Patterns are
 // registered on an http.ServeMux, which refuses what is not a pattern and two patterns of which
 // neither is more specific (such as "/a/{x}" and "/{y}/b"). A pattern that matches no
-// request a client sends, whose rule would silently limit nothing, is refused too: a method in
-// lower case ("post /login"), a host with a port ("example.com:8443/x": hosts are matched
-// without their port), and a path with an empty, "." or ".." segment ("/a/../b": paths are
-// matched cleaned).
+// request a client sends, whose rule would silently limit nothing, is refused too: a standard
+// method not in upper case ("post /login": methods are case-sensitive), a host with a port
+// ("example.com:8443/x": hosts are matched without their port), and a path with an empty, "."
+// or ".." segment ("/a/../b": paths are matched cleaned).
 //
 // Policies of different rules that share a name, an algorithm and a window share their quota
 // for one key, whatever their limits, as with ratelimit.WithPolicies: name them apart, or key
 // them apart, to keep them separate. So a rule whose limit changes keeps its count, as the
-// core documents for each algorithm.
+// core documents for each algorithm, when its policy is named: the name New makes up for a
+// policy without one, such as gcra-100-per-1m, holds the limit, so such a policy starts from
+// nothing when its limit changes ([Diff] shows it removed and another added).
 //
 // # Bounds
 //

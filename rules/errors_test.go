@@ -161,8 +161,8 @@ func TestBadDocuments(t *testing.T) {
 			`limits.yaml:15: rules[3].match.pattern: "GET" is not a ServeMux pattern: at offset 0: host/path missing /`,
 		}},
 		{name: "patterns that match no request", doc: "rules:\n  - name: a\n    match: {pattern: \"post /login\"}\n    key: ip\n    policies: [{limit: 1, window: 1s}]\n  - name: b\n    match: {pattern: \"example.com:8443/x\"}\n    key: ip\n    policies: [{limit: 1, window: 1s}]\n  - name: c\n    match: {pattern: \"/a/../b\"}\n    key: ip\n    policies: [{limit: 1, window: 1s}]\n  - name: d\n    match: {pattern: \"GET /api//items/{id}\"}\n    key: ip\n    policies: [{limit: 1, window: 1s}]\n  - name: e\n    match: {pattern: \"/files/./x/\"}\n    key: ip\n    policies: [{limit: 1, window: 1s}]\n  - name: f\n    match: {pattern: \"GET example.com/a/{x}/\"}\n    key: ip\n    policies: [{limit: 1, window: 1s}]\n", want: []string{
-			`limits.yaml:3: rules[0].match.pattern: "post /login" matches no request: methods are case-sensitive, and clients send them in upper case; write POST`,
-			`limits.yaml:7: rules[1].match.pattern: "example.com:8443/x" matches no request: a request's host is matched without its port; leave the port out`,
+			`limits.yaml:3: rules[0].match.pattern: "post /login" matches no request: methods are case-sensitive, and clients send POST`,
+			`limits.yaml:7: rules[1].match.pattern: "example.com:8443/x" matches no request: a request's host is matched without its port; write example.com`,
 			`limits.yaml:11: rules[2].match.pattern: "/a/../b" matches no request but CONNECT: the paths of the others are matched cleaned, without empty, "." or ".." segments`,
 			`limits.yaml:15: rules[3].match.pattern: "GET /api//items/{id}" is not a ServeMux pattern: at offset 4: non-CONNECT pattern with unclean path can never match`,
 			`limits.yaml:19: rules[4].match.pattern: "/files/./x/" matches no request but CONNECT: the paths of the others are matched cleaned, without empty, "." or ".." segments`,

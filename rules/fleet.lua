@@ -3,10 +3,13 @@
 -- JSON; ARGV[3]: how long the record lives unless renewed, in milliseconds.
 -- The field <name> holds the state and <name>:seen "<seen>:<expires>", Unix milliseconds of
 -- the server's TIME, so that every reader judges every record on one clock. The hash itself
--- expires when no instance renews any record.
+-- expires when no instance renews any record: each record makes it live at least ten of its
+-- own lifetimes, never less than it would have (instances may have different heartbeats).
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[3])
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2], ARGV[1] .. ':seen', string.format('%d:%d', now, now + ttl))
-redis.call('PEXPIRE', KEYS[1], 10 * ttl)
+if redis.call('PTTL', KEYS[1]) < 10 * ttl then
+  redis.call('PEXPIRE', KEYS[1], 10 * ttl)
+end
 return now

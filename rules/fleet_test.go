@@ -105,3 +105,32 @@ func TestFleet(t *testing.T) {
 		}
 	})
 }
+
+// TestFleetHashOutlivesEveryRecord: the fleet hash expires when no instance renews its record,
+// and each record set the hash's expiry to ten of its own lifetimes. Instances of different
+// heartbeats (a rollout that changes WithHeartbeat, a canary) cut each other's short: after
+// one of a 10 ms heartbeat recorded, the hash expired within 0.3 s, taking with it the record
+// of one of a 1 h heartbeat, alive and renewing it only hourly, so that status and push saw no
+// instance watching (found by a review). A record now only lengthens the hash's life.
+func TestFleetHashOutlivesEveryRecord(t *testing.T) {
+	onRedis(t, func(t *testing.T, client redis.UniversalClient) {
+		key := redistest.Prefix(t) + "rules"
+		if err := record(t.Context(), client, key, Instance{Name: "slow", Running: "1"}, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if err := record(t.Context(), client, key, Instance{Name: "fast", Running: "1"}, 10*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		ttl, err := client.PTTL(t.Context(), FleetKey(key)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl < 3*time.Hour {
+			t.Errorf("the fleet hash expires in %v, before the record of the instance of a 1 h heartbeat (3 h)", ttl)
+		}
+		fleet, err := Fleet(t.Context(), client, key)
+		if err != nil || len(fleet) != 2 {
+			t.Errorf("Fleet: %+v, %v; want both instances", fleet, err)
+		}
+	})
+}

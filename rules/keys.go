@@ -27,7 +27,7 @@ func keyPart(spec, pattern string, o *options) (ratelimit.KeyFunc, string, error
 	case "method":
 		return ratelimit.KeyByMethod(), spec, nil
 	case "api_key":
-		return ratelimit.KeyByHeader(apiKeyHeader), "header:" + textproto.CanonicalMIMEHeaderKey(apiKeyHeader), nil
+		return ratelimit.KeyByHeader(apiKeyHeader), partID(spec), nil
 	case "user":
 		if o.userKey == nil {
 			return nil, "", fmt.Errorf(`"user" needs to know where the application stores the user's id: pass rules.WithUserKey to Parse`)
@@ -39,9 +39,21 @@ func keyPart(spec, pattern string, o *options) (ratelimit.KeyFunc, string, error
 		if err != nil {
 			return nil, "", fmt.Errorf("%q: %q is not a header name", spec, name)
 		}
-		return fn, "header:" + textproto.CanonicalMIMEHeaderKey(name), nil
+		return fn, partID(spec), nil
 	}
 	return nil, "", fmt.Errorf("unknown key %q; want ip, route, method, user, api_key or header:<Name>", clip(spec))
+}
+
+// partID returns the identity of a part of a key as written: the parts that read one header
+// ("api_key", "header:x-api-key") have one.
+func partID(spec string) string {
+	if spec == "api_key" {
+		spec = "header:" + apiKeyHeader
+	}
+	if name, ok := strings.CutPrefix(spec, "header:"); ok {
+		return "header:" + textproto.CanonicalMIMEHeaderKey(name)
+	}
+	return spec
 }
 
 // byPattern keys a request by the pattern its rule matched, as ratelimit.KeyByRoute keys it

@@ -82,3 +82,34 @@ func TestStartOnDefaultRules(t *testing.T) {
 		t.Errorf("OpenRedis with no rules and no fallback: %v; want an error naming WithLastKnownGood", err)
 	}
 }
+
+// TestStartedOnRulesOfTheStoredVersion: an instance started on its default (or last known good)
+// rules, while Redis held none, learns the fleet's when Redis has them. Its watcher compared
+// versions only: when the fleet's first push bore the version the default rules bore ("1",
+// say) but other rules, the instance kept its defaults, and recorded in the fleet that it ran
+// version 1, so "ratelimit push" reported the push applied everywhere while it limited
+// otherwise than every instance started since (found by a review). The watcher now reads the
+// stored document once when the rules in use did not come from it.
+func TestStartedOnRulesOfTheStoredVersion(t *testing.T) {
+	client := redistest.Standalone(t)
+	key := redistest.Prefix(t) + "rules"
+	defaults := []byte("version: \"1\"\nrules:\n  - {name: default, key: ip, policies: [{limit: 1000, window: 1m}]}\n")
+	subscribed := make(chan struct{}, 1)
+	e, err := OpenRedis(t.Context(), ratelimit.NewMemoryStore(), client, key, WithDefaultRules("default.yaml", defaults),
+		WithLogger(slog.New(slog.DiscardHandler)), WithPollInterval(time.Hour), signal(subscribed), WithInstanceName("a"))
+	if err != nil || e.Version() != "1" {
+		t.Fatalf("OpenRedis with no rules stored: %v, %v; want the default rules, version 1", e, err)
+	}
+	pushed := []byte("version: \"1\"\nrules:\n  - {name: default, key: ip, policies: [{limit: 10, window: 1m}]}\n")
+	if _, err := Push(t.Context(), client, key, "limits.yaml", pushed); err != nil {
+		t.Fatal(err)
+	}
+	watching(t, e, client, key, subscribed)
+	if limit := e.Set().rules[0].Policies[0].Limit; limit != 10 {
+		t.Errorf("after catching up with the stored version 1, the engine limits to %d a minute, not the fleet's 10", limit)
+	}
+	fleet, err := Fleet(t.Context(), client, key)
+	if err != nil || len(fleet) != 1 || fleet[0].Running != "1" || fleet[0].Refused != "" {
+		t.Errorf("Fleet: %+v, %v; want a running version 1", fleet, err)
+	}
+}

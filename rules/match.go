@@ -3,7 +3,9 @@ package rules
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -109,14 +111,18 @@ func (s *Set) index(c *checker, where []written) {
 	}
 }
 
+// standardMethods are the methods of RFC 9110 and PATCH, as clients send them.
+var standardMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "CONNECT", "OPTIONS", "TRACE"}
+
 // matchesNothing says why a ServeMux pattern matches no request a client sends, a rule of
 // it silently limiting nothing, or returns "" when it may match. ServeMux registers them all:
-// a method in lower case (methods are case-sensitive, and clients send them in upper case), a
-// host with a port (a request's host is matched without its port), and, in a pattern without
-// a method, a path with an empty, "." or ".." segment (requests' paths are cleaned before
-// they are matched, but for CONNECT; with a method other than CONNECT, ServeMux refuses it).
+// a standard method not in upper case ("get /a": methods are case-sensitive, and clients send
+// GET; a method of one's own is sent as written), a host with a port (a request's host is
+// matched without its port), and, in a pattern without a method, a path with an empty, "." or
+// ".." segment (requests' paths are cleaned before they are matched, but for CONNECT; with a
+// method other than CONNECT, ServeMux refuses it).
 func matchesNothing(pattern string) string {
-	method, rest := "", pattern
+	method, rest := "", pattern // split as ServeMux splits it
 	if i := strings.IndexAny(pattern, " \t"); i >= 0 {
 		method, rest = pattern[:i], strings.TrimLeft(pattern[i:], " \t")
 	}
@@ -124,12 +130,13 @@ func matchesNothing(pattern string) string {
 	if i := strings.IndexByte(rest, '/'); i >= 0 {
 		host, path = rest[:i], rest[i:]
 	}
-	switch {
-	case method != strings.ToUpper(method):
-		return fmt.Sprintf(": methods are case-sensitive, and clients send them in upper case; write %s", strings.ToUpper(method))
-	case strings.Contains(host, ":") && !(strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]")):
-		return ": a request's host is matched without its port; leave the port out"
-	case method == "":
+	if i := slices.IndexFunc(standardMethods, func(m string) bool { return strings.EqualFold(m, method) }); i >= 0 && method != standardMethods[i] {
+		return ": methods are case-sensitive, and clients send " + standardMethods[i]
+	}
+	if h, port, err := net.SplitHostPort(host); err == nil && port != "" {
+		return ": a request's host is matched without its port; write " + h
+	}
+	if method == "" {
 		for seg := range strings.SplitSeq(strings.TrimSuffix(strings.TrimPrefix(path, "/"), "/"), "/") {
 			if path != "/" && (seg == "" || seg == "." || seg == "..") {
 				return ` but CONNECT: the paths of the others are matched cleaned, without empty, "." or ".." segments`

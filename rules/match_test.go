@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"net/http/httptest"
 	"testing"
 )
@@ -65,5 +66,34 @@ func TestMatchNothing(t *testing.T) {
 	empty := mustParseString(t, "rules: []\n")
 	if _, ok := empty.Match(httptest.NewRequest("GET", "/", nil), ""); ok {
 		t.Error("an empty Set matched a request")
+	}
+}
+
+// TestPatternThatNeverMatches: ServeMux takes a pattern that no request can match, and so did
+// Parse: methods are case-sensitive, so "get /login" matched no GET request, and a host is
+// matched without the request's port, so "api.example.com:8443/" matched nothing; the rule
+// never applied, and validation said the file was fine (found by a review). Both are refused,
+// saying what to write; the patterns that can match still parse.
+func TestPatternThatNeverMatches(t *testing.T) {
+	for pattern, want := range map[string]string{
+		"get /login":               `limits.yaml:2: rules[0].match.pattern: "get /login" matches no request: methods are case-sensitive, and clients send GET`,
+		"Post /login":              `limits.yaml:2: rules[0].match.pattern: "Post /login" matches no request: methods are case-sensitive, and clients send POST`,
+		"api.example.com:8443/":    `limits.yaml:2: rules[0].match.pattern: "api.example.com:8443/" matches no request: a request's host is matched without its port; write api.example.com`,
+		"GET localhost:8080/a/{x}": `limits.yaml:2: rules[0].match.pattern: "GET localhost:8080/a/{x}" matches no request: a request's host is matched without its port; write localhost`,
+	} {
+		_, err := Parse("limits.yaml", []byte(fmt.Sprintf("rules:\n  - {name: a, match: {pattern: %q}, key: ip, policies: [{limit: 1, window: 1s}]}\n", pattern)))
+		if err == nil || err.Error() != want {
+			t.Errorf("pattern %q: %v\nwant %s", pattern, err, want)
+		}
+	}
+	for _, tc := range []struct{ pattern, method, target string }{
+		{"GET /login", "GET", "/login"},
+		{"PURGE /cache/{k}", "PURGE", "/cache/x"}, // a method of one's own, upper-case
+		{"api.example.com/", "GET", "http://api.example.com:8443/"},
+	} {
+		s := mustParseString(t, fmt.Sprintf("rules:\n  - {name: a, match: {pattern: %q}, key: ip, policies: [{limit: 1, window: 1s}]}\n", tc.pattern))
+		if _, ok := s.Match(httptest.NewRequest(tc.method, tc.target, nil), ""); !ok {
+			t.Errorf("pattern %q does not match %s %s", tc.pattern, tc.method, tc.target)
+		}
 	}
 }

@@ -219,3 +219,31 @@ rules:
 		}
 	}
 }
+
+// TestLeadingZeroIsRefused: YAML's parser reads an integer written with a leading zero as
+// octal, as YAML 1.1 did (YAML 1.2 reads it as decimal): "limit: 0100" was a limit of 64, and
+// "cost: 010" a cost of 8, without a word (found by a review). Such a number is now refused at
+// its field; 100, 0o144 and 0x64 say what they mean, and are read so.
+func TestLeadingZeroIsRefused(t *testing.T) {
+	for _, tc := range []struct{ doc, want string }{
+		{"rules:\n  - {name: a, key: ip, policies: [{limit: 0100, window: 1m}]}\n", "limits.yaml:2: rules[0].policies[0].limit: 0100 starts with 0"},
+		{"rules:\n  - {name: a, key: ip, cost: 010, policies: [{limit: 100, window: 1m}]}\n", "limits.yaml:2: rules[0].cost: 010 starts with 0"},
+		{"rules:\n  - {name: a, key: ip, policies: [{limit: 100, window: 1m, burst: !!int '0_20'}]}\n", "limits.yaml:2: rules[0].policies[0].burst: 0_20 starts with 0"},
+	} {
+		_, err := Parse("limits.yaml", []byte(tc.doc))
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("Parse(%q): %v\nwant %s...", tc.doc, err, tc.want)
+		}
+	}
+	for doc, want := range map[string]int64{
+		"rules:\n  - {name: a, key: ip, policies: [{limit: 100, window: 1m}]}\n":            100,
+		"rules:\n  - {name: a, key: ip, policies: [{limit: 0o144, window: 1m}]}\n":          100,
+		"rules:\n  - {name: a, key: ip, policies: [{limit: 0x64, window: 1m}]}\n":           100,
+		"rules:\n  - {name: a, key: ip, cost: 0, policies: [{limit: 100, window: 1m}]}\n":   100,
+		"rules:\n  - {name: a, key: ip, policies: [{limit: 100, window: 1m, burst: -0}]}\n": 100,
+	} {
+		if got := mustParseString(t, doc).rules[0].Policies[0].Limit; got != want {
+			t.Errorf("Parse(%q): limit %d, want %d", doc, got, want)
+		}
+	}
+}

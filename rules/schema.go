@@ -7,8 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/a7d3e0dd/ratelimit"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/a7d3e0dd/ratelimit"
 )
 
 // The fields of each mapping of the schema; any other field is an error.
@@ -372,11 +373,23 @@ func (c *checker) integer(n *yaml.Node, path string) (int64, bool) {
 		}
 		return 0, false
 	}
+	if octal(n.Value) {
+		c.add(n, path, "%s starts with 0, which YAML reads as an octal number; write it without the 0 (or 0o for octal)", clip(n.Value))
+		return 0, false
+	}
 	if err := n.Decode(&v); err != nil {
 		c.add(n, path, "%s is out of range", clip(n.Value))
 		return 0, false
 	}
 	return v, true
+}
+
+// octal reports whether s is an integer of digits written with a leading zero, such as 010,
+// which the YAML parser reads as octal (8), as YAML 1.1 did; YAML 1.2 reads it as decimal (10),
+// and JSON does not allow it.
+func octal(s string) bool {
+	s = strings.TrimLeft(s, "+-")
+	return len(s) > 1 && s[0] == '0' && strings.Trim(s, "0123456789_") == ""
 }
 
 // duration reads a Go duration, such as 1s or 1m30s.

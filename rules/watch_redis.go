@@ -29,8 +29,10 @@ const (
 // subscription starts — the first time, and after any disconnection — it reads the stored
 // version, so an instance that was cut off while the rules changed catches up as soon as it
 // is back. It also reads the version every poll interval ([WithPollInterval], default 30 s),
-// in case an announcement is lost. A document that does not parse here (say, one keyed by
-// "user" without [WithUserKey]) is logged and reported once, and the last good rules stay.
+// in case an announcement is lost. Rules in use that did not come from the stored document —
+// the default or last known good rules [OpenRedis] started on — are replaced by it even when
+// they bear its version. A document that does not parse here (say, one keyed by "user"
+// without [WithUserKey]) is logged and reported once, and the last good rules stay.
 func (e *Engine) WatchRedis(ctx context.Context, client redis.UniversalClient, key string) error {
 	if err := checkRedisArgs("WatchRedis", client, key); err != nil {
 		return err
@@ -100,6 +102,10 @@ type redisWatch struct {
 	rejected string     // the version last refused, so that it is reported once
 	reason   string     // why
 	failing  bool       // reading Redis failed last time: reported once until it works
+	// current is the version of the rules in use when they are known to be the stored
+	// document of that version, read by this watcher: rules of the same version from elsewhere
+	// (the default rules, a last known good file of an earlier Redis) may say otherwise.
+	current string
 
 	name      string        // the instance's, in the fleet hash
 	heartbeat time.Duration // how often it records its state
@@ -155,8 +161,11 @@ func (w *redisWatch) poll(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// sync applies the stored rules when their version is not the one in use. announced is the
-// version a message announced ("" when unknown): the stored one is read when it differs.
+// sync applies the stored rules when they are not the ones in use: when their version is not
+// the one in use, or is and the rules in use were not read from the stored document (the
+// engine started on its default rules, say, which bear the version of the fleet's first
+// push). announced is the version a message announced ("" when unknown): the stored one is
+// read when it differs.
 func (w *redisWatch) sync(ctx context.Context, announced string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -171,7 +180,7 @@ func (w *redisWatch) sync(ctx context.Context, announced string) {
 		}
 		version = v
 	}
-	if version == w.e.Version() || version == w.rejected {
+	if version == w.e.Version() && version == w.current || version == w.rejected {
 		if w.failing || announced != "" {
 			w.report(ctx) // back, or told again: say where this instance stands
 		}
@@ -197,6 +206,7 @@ func (w *redisWatch) sync(ctx context.Context, announced string) {
 		w.rejected, w.reason = s.Version, err.Error()
 	} else {
 		w.rejected, w.reason = "", "" // what is stored now is in use
+		w.current = s.Version
 		w.e.keepLastGood(s.Document)
 	}
 	w.report(ctx)

@@ -149,3 +149,43 @@ func TestRedisSentinel(t *testing.T) {
 	cli(t, "push", "-wait", "0", "-redis", sentinels, "-sentinel-master", g.MasterName, good).want(t, 0, "pushed limits.yaml", "")
 	cli(t, "version", "-redis", sentinels, "-sentinel-master", g.MasterName).want(t, 0, "version    v1", "")
 }
+
+// TestStatusRefusedUnderTheVersionRunning: an instance that started on its default rules of
+// version 1, while Redis held none, and refuses the fleet's first push, also of version 1 (a
+// rule keyed by user, and it has no user key), runs a version 1 that is not the stored one.
+// status (and push's report) read "running 1" first and reported it running the stored
+// version ("1 of 1 instances run the stored version", exit 0) beside its recorded refusal
+// (found by a review). A refusal of the stored version now wins.
+func TestStatusRefusedUnderTheVersionRunning(t *testing.T) {
+	client := redistest.Standalone(t)
+	addr, key := redistest.Addr(t), redistest.Prefix(t)+"rules"
+	e, err := rules.OpenRedis(t.Context(), ratelimit.NewMemoryStore(), client, key, rules.WithInstanceName("api-1"),
+		rules.WithDefaultRules("default.yaml", []byte(doc("1", "ip"))), rules.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil || e.Version() != "1" {
+		t.Fatalf("OpenRedis on the default rules: %v, %v", e, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.WatchRedis(ctx, client, key) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if f, _ := rules.Fleet(t.Context(), client, key); len(f) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the instance never reported")
+		}
+	}
+	users := write(t, "users.yaml", doc("1", "user"))[0]
+	cli(t, "push", "-wait", "0", "-redis", addr, "-key", key, users).want(t, 0, "pushed users.yaml", "")
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if f, _ := rules.Fleet(t.Context(), client, key); len(f) == 1 && f[0].Refused == "1" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the instance never recorded its refusal")
+		}
+	}
+	s := cli(t, "status", "-redis", addr, "-key", key)
+	s.want(t, 1, "0 of 1 instances run the stored version", "refused version 1")
+}

@@ -189,14 +189,16 @@ func answered(fleet []rules.Instance, version string) int {
 }
 
 // fleetReport sorts the instances by what they did with version: the names that applied it,
-// those that refused it with why, and those that have not answered.
+// those that refused it with why, and those that have not answered. A refusal wins: an
+// instance that refused version and runs a version of that name runs other rules under it
+// (the default rules it started on, say).
 func fleetReport(fleet []rules.Instance, version string) (applied, refused, pending []string) {
 	for _, in := range fleet {
 		switch {
-		case in.Running == version:
-			applied = append(applied, in.Name)
 		case in.Refused == version:
 			refused = append(refused, in.Name+": "+in.Reason)
+		case in.Running == version:
+			applied = append(applied, in.Name)
 		default:
 			pending = append(pending, in.Name+" (running "+in.Running+")")
 		}
