@@ -44,7 +44,7 @@ type Guard struct {
 	shapes    bool // a policy of the guard may hold a request for its slot (shaping)
 
 	// Responses that do not depend on the request.
-	missing, badRequest, badCost, failed, gone response
+	missing, badRequest, badCost, failed, gone, busy response
 }
 
 // NewGuard returns a guard of the requests limited by l, configured by opts. It fails when an

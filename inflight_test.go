@@ -533,3 +533,38 @@ func TestSlotWaitFailsOpenWithoutADecision(t *testing.T) {
 	}
 	g.Done(&held, http.StatusOK)
 }
+
+// A refusal answered InFlightStatus(503) says the service is busy, in its body as in its
+// status: it used to read "Too Many Requests: Rate limit exceeded", and its problem document
+// said "status":429 on a 503 response. At 429 the body stays a rate limit's.
+func TestInFlightStatusBody(t *testing.T) {
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()))
+	l := mustNew(t, store, ratelimit.Policy{Name: "rate", Limit: 100, Window: time.Hour}, inFlight(1))
+	for _, tc := range []struct {
+		status  int
+		problem bool
+		want    string
+	}{
+		{503, false, "Service Unavailable: too many requests are in progress. Retry in 1 second.\n"},
+		{503, true, `{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"too many requests are in progress. Retry in 1 second."}` + "\n"},
+		{429, false, "Too Many Requests: Rate limit exceeded. Retry in 1 second.\n"},
+	} {
+		opts := []ratelimit.Option{ratelimit.WithKey(keyOfTest(t)), ratelimit.InFlightStatus(tc.status)}
+		if tc.problem {
+			opts = append(opts, ratelimit.WithProblemJSON())
+		}
+		g, err := ratelimit.NewGuard(l, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := ratelimit.HTTPRequest(httptest.NewRequest("GET", "/", nil))
+		held := g.Check(req)
+		w := httptest.NewRecorder()
+		refused := g.Check(req)
+		refused.Write(w)
+		if w.Code != tc.status || w.Body.String() != tc.want {
+			t.Errorf("InFlightStatus(%d), problem %v: %d %q; want %d %q", tc.status, tc.problem, w.Code, w.Body.String(), tc.status, tc.want)
+		}
+		g.Done(&held, 200)
+	}
+}

@@ -58,6 +58,24 @@ func (g *Guard) prepareResponses() {
 		}
 		g.failed = refusal(g.failStatus, detail, g.problem)
 	}
+	if g.slotStatus != 0 && g.slotStatus != http.StatusTooManyRequests {
+		g.busy = busyBody(g.slotStatus, 1, g.problem)
+	}
+}
+
+// busyBody returns the response to a request refused for want of an in-flight slot with a
+// status other than 429 (InFlightStatus(503)): the service is busy, which a body that said
+// "Too Many Requests" (or a problem document of status 429) would contradict.
+func busyBody(status int, retry int64, problem bool) response {
+	detail := "too many requests are in progress."
+	if retry > 0 {
+		detail += " Retry in " + strconv.FormatInt(retry, 10) + " second"
+		if retry != 1 {
+			detail += "s"
+		}
+		detail += "."
+	}
+	return refusal(status, detail, problem)
 }
 
 // denied fills in the response to a denied request.
@@ -68,6 +86,14 @@ func (g *Guard) denied(r Request, o *Outcome) {
 			if _, rate := rateDenial(&o.Decision); !rate { // a refusal by a rate policy stays 429
 				o.Status = g.slotStatus
 			}
+		}
+		if o.Status != http.StatusTooManyRequests { // the service is busy, not the client too fast
+			busy := g.busy
+			if o.retry != 1 {
+				busy = busyBody(o.Status, o.retry, g.problem)
+			}
+			o.ContentType, o.Body = busy.contentType, busy.body
+			return
 		}
 		o.ContentType, o.Body = denyBody(&o.Decision, o.retry, g.problem)
 		return
