@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -82,5 +83,40 @@ func (p *policyFlags) set() (*rules.Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rules.Parse("-policy.json", doc, parseOptions...)
+	set, err := rules.Parse("-policy", doc, parseOptions...)
+	var errs rules.Errors
+	if errors.As(err, &errs) {
+		// The document is the command's own: name the flag at fault, not a place in it
+		// ("-policy.json:1: rules[0].policies[1].window" said nothing a user had written).
+		msgs := make([]string, len(errs))
+		for i, e := range errs {
+			msgs[i] = p.place(e.Field) + e.Msg
+		}
+		return nil, errors.New(strings.Join(msgs, "\n"))
+	}
+	return set, err
+}
+
+// place names the flag that a field of the document made by set comes from.
+func (p *policyFlags) place(field string) string {
+	if rest, ok := strings.CutPrefix(field, "rules[0].policies["); ok {
+		if i, sub, ok := strings.Cut(rest, "]"); ok {
+			if n, err := strconv.Atoi(i); err == nil && n >= 0 && n < len(p.policies) {
+				if sub = strings.TrimPrefix(sub, "."); sub != "" {
+					return fmt.Sprintf("-policy %q: %s: ", p.policies[n], sub)
+				}
+				return fmt.Sprintf("-policy %q: ", p.policies[n])
+			}
+		}
+	}
+	if field == "rules[0].policies" {
+		return "-policy: "
+	}
+	if strings.HasPrefix(field, "rules[0].key") {
+		return fmt.Sprintf("-keyed-by %q: ", p.keyedBy)
+	}
+	if field != "" {
+		return field + ": "
+	}
+	return ""
 }
