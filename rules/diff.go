@@ -92,7 +92,8 @@ func (n *namer) names(r *Rule) []string {
 	return names
 }
 
-// describeRule says what a rule is, in one line.
+// describeRule says what a rule is, in one line: with its cost and fail mode when they are
+// not the defaults (1, open), which a rule added or removed changes as much as its policies.
 func (n *namer) describeRule(r *Rule) string {
 	var policies []string
 	for i, name := range n.names(r) {
@@ -106,7 +107,14 @@ func (n *namer) describeRule(r *Rule) string {
 	if r.Tier != "" {
 		match += ", tier " + r.Tier
 	}
-	return fmt.Sprintf("%s, key %s, %s", match, strings.Join(r.Key, "+"), strings.Join(policies, ", "))
+	key := "key " + strings.Join(r.Key, "+")
+	if r.Cost != 1 {
+		key += fmt.Sprintf(", cost %d", r.Cost)
+	}
+	if r.FailClosed {
+		key += ", fail closed"
+	}
+	return fmt.Sprintf("%s, %s, %s", match, key, strings.Join(policies, ", "))
 }
 
 func describePolicy(name string, limit int64, window string, burst int64, algorithm string, shadow bool) string {

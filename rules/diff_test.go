@@ -102,3 +102,21 @@ func TestDiffKeyWrittenAnotherWay(t *testing.T) {
 		t.Errorf("Diff of the parts in another order (another identity): %v", d)
 	}
 }
+
+// A rule added or removed is shown with its cost and fail mode when they are not the
+// defaults: push -dry-run of README's rules file showed search-free without "cost 5" and
+// "fail closed", which the push enables as much as its policy (found by a review).
+func TestDiffAddedRuleShowsCostAndFailMode(t *testing.T) {
+	to := mustParseString(t, "rules:\n  - {name: s, match: {pattern: 'GET /search/{q}'}, key: ip, cost: 5, fail: closed, policies: [{name: m, limit: 50, window: 1m}]}\n  - {name: d, key: ip, policies: [{name: n, limit: 10, window: 1m}]}\n")
+	got := Diff(nil, to)
+	want := []string{
+		`+ s: "GET /search/{q}", key ip, cost 5, fail closed, m 50/1m0s gcra`,
+		`+ d: every request, key ip, n 10/1m0s gcra`,
+	}
+	if len(got) != 2 || got[0].String() != want[0] || got[1].String() != want[1] {
+		t.Errorf("Diff from nothing:\n%v\nwant:\n%s", got, strings.Join(want, "\n"))
+	}
+	if removed := Diff(to, mustParseString(t, "rules:\n  - {name: d, key: ip, policies: [{name: n, limit: 10, window: 1m}]}\n")); len(removed) != 1 || removed[0].String() != "- s: "+want[0][len("+ s: "):] {
+		t.Errorf("a rule removed: %v", removed)
+	}
+}
