@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -131,6 +132,46 @@ func TestFleetHashOutlivesEveryRecord(t *testing.T) {
 		fleet, err := Fleet(t.Context(), client, key)
 		if err != nil || len(fleet) != 2 {
 			t.Errorf("Fleet: %+v, %v; want both instances", fleet, err)
+		}
+	})
+}
+
+// TestFleetNamesEndingInSeen: an instance's record is two fields of the fleet hash, <name> and
+// <name>:seen. An instance named "a:seen" wrote its state over the field "a:seen" of instance
+// a, and Fleet, reading a's time there, found it malformed and deleted both fields: a and
+// "a:seen" both vanished from status and push's report (found by a review). A name ending in
+// ":seen", or holding '%', is now written escaped, so that no two names share a field; every
+// other name is written as before, which the status of earlier versions reads.
+func TestFleetNamesEndingInSeen(t *testing.T) {
+	onRedis(t, func(t *testing.T, client redis.UniversalClient) {
+		key := redistest.Prefix(t) + "rules"
+		names := []string{"a", "a:seen", "a:seen:seen", "b%3Aseen", "b%", "api-7:8080"}
+		for _, name := range names {
+			if err := record(t.Context(), client, key, Instance{Name: name, Running: "1"}, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 2 { // a reading deletes nothing of the live
+			fleet, err := Fleet(t.Context(), client, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, in := range fleet {
+				got = append(got, in.Name+"="+in.Running)
+			}
+			if want := "a=1 a:seen=1 a:seen:seen=1 api-7:8080=1 b%=1 b%3Aseen=1"; strings.Join(got, " ") != want {
+				t.Fatalf("Fleet: %s\nwant %s", strings.Join(got, " "), want)
+			}
+		}
+		fields, err := client.HKeys(t.Context(), FleetKey(key)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(fields)
+		// a and api-7:8080 as earlier versions wrote them, which their status reads.
+		if want := "a a%3Aseen a%3Aseen:seen a:seen a:seen%3Aseen a:seen%3Aseen:seen api-7:8080 api-7:8080:seen b%25 b%253Aseen b%253Aseen:seen b%25:seen"; strings.Join(fields, " ") != want {
+			t.Errorf("the fleet hash's fields: %s\nwant %s", strings.Join(fields, " "), want)
 		}
 	})
 }
