@@ -19,8 +19,8 @@ import (
 // What the fleet says: every instance watching the rules in Redis (Engine.WatchRedis) records,
 // in the hash FleetKey(key), the version it runs and the version it refused, with why, and
 // does so again every heartbeat. A record not renewed within three heartbeats is an instance
-// gone: readers ignore it and delete it. The times are the Redis server's, so the instances'
-// clocks do not matter.
+// gone: readers ignore it and delete it, unless it was renewed since they read it. The times
+// are the Redis server's, so the instances' clocks do not matter.
 
 // DefaultHeartbeat is how often a watching instance records its state unless
 // [WithHeartbeat] says otherwise.
@@ -48,6 +48,11 @@ type Instance struct {
 var fleetLua string
 
 var fleetScript = redis.NewScript(fleetLua)
+
+//go:embed fleet_gone.lua
+var fleetGoneLua string
+
+var fleetGoneScript = redis.NewScript(fleetGoneLua)
 
 // WithInstanceName sets the name an Engine records its state under in Redis (default: the
 // host name, the process id and a random suffix). Names must be unique within a fleet. Any
@@ -111,7 +116,8 @@ func record(ctx context.Context, client redis.UniversalClient, key string, in In
 
 // Fleet returns what every live instance watching the rules at key recorded, by name: the
 // version it runs, and the version it refused and why. Records not renewed in time (an
-// instance gone) are left out, and deleted.
+// instance gone) are left out, and deleted, in one script, unless renewed since they were
+// read.
 func Fleet(ctx context.Context, client redis.UniversalClient, key string) ([]Instance, error) {
 	if err := checkRedisArgs("Fleet", client, key); err != nil {
 		return nil, err
@@ -139,19 +145,24 @@ func Fleet(ctx context.Context, client redis.UniversalClient, key string) ([]Ins
 		expMs, err2 := strconv.ParseInt(expires, 10, 64)
 		doc, has := h[state]
 		if !ok || err1 != nil || err2 != nil || !has || expMs < now.UnixMilli() {
-			gone = append(gone, state, field)
+			gone = append(gone, state, field, v)
 			continue
 		}
 		var in Instance
 		if err := json.Unmarshal([]byte(doc), &in); err != nil {
-			gone = append(gone, state, field)
+			gone = append(gone, state, field, v)
 			continue
 		}
 		in.Name, in.Seen = instanceName(state), time.UnixMilli(seenMs)
 		live = append(live, in)
 	}
 	if len(gone) > 0 {
-		if err := client.HDel(ctx, fk, gone...).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		// Only the records still as read: an instance may have renewed its own meanwhile.
+		args := make([]any, len(gone))
+		for i, s := range gone {
+			args[i] = s
+		}
+		if err := fleetGoneScript.Run(ctx, client, []string{fk}, args...).Err(); err != nil && !errors.Is(err, redis.Nil) {
 			return nil, fmt.Errorf("rules: deleting the records of instances gone at Redis key %q: %w", fk, err)
 		}
 	}

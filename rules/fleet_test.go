@@ -175,3 +175,64 @@ func TestFleetNamesEndingInSeen(t *testing.T) {
 		}
 	})
 }
+
+// renewAfterRead runs renew once, after the first HGETALL the client sends: an instance
+// recording its state between Fleet's reading of the hash and its deleting of the records
+// gone.
+type renewAfterRead struct {
+	once  sync.Once
+	renew func()
+}
+
+func (h *renewAfterRead) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *renewAfterRead) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *renewAfterRead) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if cmd.Name() == "hgetall" {
+			h.once.Do(h.renew)
+		}
+		return err
+	}
+}
+
+// TestFleetKeepsARecordRenewedMeanwhile: Fleet read the hash, found a record expired, and
+// deleted it: an instance that renewed its record in between (back from a pause, a slow
+// heartbeat) vanished from status and push's report until its next heartbeat (found by a
+// review). It now deletes, in one script, only the records still as it read them.
+func TestFleetKeepsARecordRenewedMeanwhile(t *testing.T) {
+	onRedis(t, func(t *testing.T, client redis.UniversalClient) {
+		key := redistest.Prefix(t) + "rules"
+		fk := FleetKey(key)
+		// Two records that expired long ago (1970, on the server's clock): a's and gone's.
+		for _, name := range []string{"a", "gone"} {
+			if err := client.HSet(t.Context(), fk, name, `{"name":"`+name+`","running":"1"}`, name+":seen", "1000:2000").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		hook := &renewAfterRead{renew: func() {
+			if err := record(context.Background(), client, key, Instance{Name: "a", Running: "2"}, time.Minute); err != nil {
+				t.Error(err)
+			}
+		}}
+		client.AddHook(hook)
+		if _, err := Fleet(t.Context(), client, key); err != nil {
+			t.Fatal(err)
+		}
+		fields, err := client.HKeys(t.Context(), fk).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(fields)
+		if got := strings.Join(fields, " "); got != "a a:seen" {
+			t.Errorf("after Fleet, the fleet hash holds %q; want a's record, renewed after Fleet read it, and not gone's", got)
+		}
+		fleet, err := Fleet(t.Context(), client, key)
+		if err != nil || len(fleet) != 1 || fleet[0].Name != "a" || fleet[0].Running != "2" {
+			t.Errorf("Fleet: %+v, %v; want a, running 2", fleet, err)
+		}
+	})
+}
