@@ -36,7 +36,11 @@ func (c Change) String() string {
 // The policies of a rule are told apart by their names as the limiter has them: a policy
 // without a name is named by ratelimit.New from its algorithm, limit and window, such as
 // gcra-100-per-1m, and its counts are kept under that name. So such a policy whose limit
-// changes is a policy removed and another added, whose counts start from nothing.
+// changes is a policy removed and another added, whose counts start from nothing: the line
+// of the policy added names the one it replaces and says "counts restart". A policy's state
+// is kept under its name, algorithm and window (ratelimit.StorageKey), so a policy whose
+// window or algorithm changes starts from nothing too, and its changes are followed by
+// "policies[name]: counts restart"; a limit, burst or shadow changed keeps the counts.
 func Diff(from, to *Set) []Change {
 	var before []Rule
 	if from != nil {
@@ -144,11 +148,16 @@ func (n *namer) ruleDiff(a, b *Rule) []string {
 	field("cost", a.Cost, b.Cost)
 	field("fail", failMode(a.FailClosed), failMode(b.FailClosed))
 	aNames, bNames := n.names(a), n.names(b)
+	used := map[string]bool{}
 	for j, name := range bNames {
 		q := &b.Policies[j]
 		i := slices.Index(aNames, name)
 		if i < 0 {
-			d = append(d, "policy added: "+describePolicy(name, q.Limit, q.Window.String(), q.Burst, q.Algorithm.Name(), q.Shadow))
+			line := "policy added: " + describePolicy(name, q.Limit, q.Window.String(), q.Burst, q.Algorithm.Name(), q.Shadow)
+			if old := replaced(a, aNames, bNames, q, used); old != "" {
+				line += ", replacing " + old + ": counts restart (an unnamed policy is named from its limit; name it to keep its counts)"
+			}
+			d = append(d, line)
 			continue
 		}
 		p := &a.Policies[i]
@@ -158,6 +167,9 @@ func (n *namer) ruleDiff(a, b *Rule) []string {
 		field(at+"burst", p.Burst, q.Burst)
 		field(at+"algorithm", p.Algorithm.Name(), q.Algorithm.Name())
 		field(at+"shadow", p.Shadow, q.Shadow)
+		if !sameState(*p, *q, name) {
+			d = append(d, "policies["+name+"]: counts restart (a policy's state is kept under its name, algorithm and window)")
+		}
 	}
 	for i, name := range aNames {
 		if !slices.Contains(bNames, name) {
@@ -166,6 +178,31 @@ func (n *namer) ruleDiff(a, b *Rule) []string {
 		}
 	}
 	return d
+}
+
+// replaced returns the name of the unnamed policy of a, gone from b, that q, an unnamed policy
+// added to b, replaces: one of the same algorithm and window, whose limit or burst made it
+// another name; "" when there is none, or q has a name. used are the names already replaced.
+func replaced(a *Rule, aNames, bNames []string, q *ratelimit.Policy, used map[string]bool) string {
+	if q.Name != "" {
+		return ""
+	}
+	for i, name := range aNames {
+		p := &a.Policies[i]
+		if p.Name == "" && !used[name] && !slices.Contains(bNames, name) &&
+			p.Window == q.Window && p.Algorithm.Name() == q.Algorithm.Name() {
+			used[name] = true
+			return name
+		}
+	}
+	return ""
+}
+
+// sameState reports whether policies p and q, both named name by the limiter, keep their
+// state under the same storage key, so that the counts of one carry over to the other.
+func sameState(p, q ratelimit.Policy, name string) bool {
+	p.Name, q.Name = name, name
+	return ratelimit.StorageKey("", "diff", p) == ratelimit.StorageKey("", "diff", q)
 }
 
 // keyParts returns what each part of a key reads, in order (see partID).

@@ -73,7 +73,7 @@ func TestDiffUnnamedPolicies(t *testing.T) {
 		got = append(got, c.String())
 	}
 	want := []string{
-		`~ a: policy added: gcra-20-per-1s 20/1s gcra; policy removed: gcra-10-per-1s 10/1s gcra`,
+		`~ a: policy added: gcra-20-per-1s 20/1s gcra, replacing gcra-10-per-1s: counts restart (an unnamed policy is named from its limit; name it to keep its counts); policy removed: gcra-10-per-1s 10/1s gcra`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("Diff:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -118,5 +118,31 @@ func TestDiffAddedRuleShowsCostAndFailMode(t *testing.T) {
 	}
 	if removed := Diff(to, mustParseString(t, "rules:\n  - {name: d, key: ip, policies: [{name: n, limit: 10, window: 1m}]}\n")); len(removed) != 1 || removed[0].String() != "- s: "+want[0][len("+ s: "):] {
 		t.Errorf("a rule removed: %v", removed)
+	}
+}
+
+// TestDiffCountsRestart: the state of a policy is kept under its name, its algorithm and its
+// window (ratelimit.StorageKey), so a policy whose window or algorithm changes starts from
+// nothing, and so does an unnamed policy whose limit changes (New names it from its limit).
+// Diff showed "policies[m].window: 1m0s → 1h0m0s" as if it were a limit, a change that keeps
+// the counts (found by a review): the line says the counts restart.
+func TestDiffCountsRestart(t *testing.T) {
+	from := mustParseString(t, "rules:\n  - {name: a, key: ip, policies: [{name: m, limit: 10, window: 1m}, {name: h, limit: 100, window: 1h}, {name: d, limit: 1000, window: 24h}]}\n"+
+		"  - {name: b, match: {pattern: /b}, key: api_key, policies: [{limit: 10, window: 1s}]}\n")
+	to := mustParseString(t, "rules:\n  - {name: a, key: ip, policies: [{name: m, limit: 10, window: 1h}, {name: h, limit: 100, window: 1h, algorithm: fixed_window}, {name: d, limit: 2000, window: 24h}]}\n"+
+		"  - {name: b, match: {pattern: /b}, key: api_key, policies: [{limit: 20, window: 1s}]}\n")
+	var got []string
+	for _, c := range Diff(from, to) {
+		got = append(got, c.String())
+	}
+	want := []string{
+		`~ a: policies[m].window: 1m0s → 1h0m0s; policies[m]: counts restart (a policy's state is kept under its name, algorithm and window); ` +
+			`policies[h].algorithm: gcra → fixed_window; policies[h]: counts restart (a policy's state is kept under its name, algorithm and window); ` +
+			`policies[d].limit: 1000 → 2000`,
+		`~ b: policy added: gcra-20-per-1s 20/1s gcra, replacing gcra-10-per-1s: counts restart (an unnamed policy is named from its limit; name it to keep its counts); ` +
+			`policy removed: gcra-10-per-1s 10/1s gcra`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Diff:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

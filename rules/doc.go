@@ -64,8 +64,12 @@
 // neither is more specific (such as "/a/{x}" and "/{y}/b"). A pattern that matches no
 // request a client sends, whose rule would silently limit nothing, is refused too: a standard
 // method not in upper case ("post /login": methods are case-sensitive), a host with a port
-// ("example.com:8443/x": hosts are matched without their port), and a path with an empty, "."
-// or ".." segment ("/a/../b": paths are matched cleaned).
+// ("example.com:8443/x": hosts are matched without their port), a path with an empty, "."
+// or ".." segment ("/a/../b": paths are matched cleaned); and so is a host with capitals
+// ("API.example.com/"), which ServeMux compares as the request spells it, while clients send
+// hosts in lower case (browsers always do): write it in lower case. A host with a trailing
+// dot ("example.com./") is another host, which clients send when the dot is written: it
+// matches those requests only, not those of example.com.
 //
 // Policies of different rules that share a name, an algorithm and a window share their quota
 // for one key, whatever their limits, as with ratelimit.WithPolicies: name them apart, or key

@@ -19,8 +19,8 @@ import (
 // What the fleet says: every instance watching the rules in Redis (Engine.WatchRedis) records,
 // in the hash FleetKey(key), the version it runs and the version it refused, with why, and
 // does so again every heartbeat. A record not renewed within three heartbeats is an instance
-// gone: readers ignore it and delete it. The times are the Redis server's, so the instances'
-// clocks do not matter.
+// gone: readers ignore it and delete it, unless it was renewed since they read it. The times
+// are the Redis server's, so the instances' clocks do not matter.
 
 // DefaultHeartbeat is how often a watching instance records its state unless
 // [WithHeartbeat] says otherwise.
@@ -49,8 +49,15 @@ var fleetLua string
 
 var fleetScript = redis.NewScript(fleetLua)
 
+//go:embed fleet_gone.lua
+var fleetGoneLua string
+
+var fleetGoneScript = redis.NewScript(fleetGoneLua)
+
 // WithInstanceName sets the name an Engine records its state under in Redis (default: the
-// host name, the process id and a random suffix). Names must be unique within a fleet.
+// host name, the process id and a random suffix). Names must be unique within a fleet. Any
+// name may be given: one that holds '%' or ends in ":seen" is escaped in the fleet hash, so
+// the status of versions before that escape shows it escaped (b%25 for b%).
 func WithInstanceName(name string) Option {
 	return engineOption(func(o *options) { o.instance = name })
 }
@@ -70,6 +77,30 @@ func defaultInstanceName() string {
 	return fmt.Sprintf("%s-%d-%04x", host, os.Getpid(), rand.IntN(1<<16))
 }
 
+// fleetField returns the field of the fleet hash that holds the state of the instance name;
+// the field <field>:seen holds when it was recorded. A name is written as it is, as earlier
+// versions wrote it, unless it holds '%' or ends in ":seen": its '%' is written %25 and
+// its final ":seen" %3Aseen, so that no name's field is another's <field>:seen (the state of
+// an instance "a:seen" was written over the time of instance a, and Fleet deleted both).
+func fleetField(name string) string {
+	field := strings.ReplaceAll(name, "%", "%25")
+	if base, ok := strings.CutSuffix(field, ":seen"); ok {
+		field = base + "%3Aseen"
+	}
+	return field
+}
+
+// unescapeField undoes the escapes of fleetField.
+var unescapeField = strings.NewReplacer("%25", "%", "%3A", ":")
+
+// instanceName returns the name of the instance whose state field is field (see fleetField).
+func instanceName(field string) string {
+	if !strings.Contains(field, "%") {
+		return field
+	}
+	return unescapeField.Replace(field)
+}
+
 // record writes the instance's state to the fleet hash of key.
 func record(ctx context.Context, client redis.UniversalClient, key string, in Instance, heartbeat time.Duration) error {
 	doc, err := json.Marshal(in)
@@ -77,7 +108,7 @@ func record(ctx context.Context, client redis.UniversalClient, key string, in In
 		return err
 	}
 	ttl := 3 * heartbeat.Milliseconds()
-	if err := fleetScript.Run(ctx, client, []string{FleetKey(key)}, in.Name, doc, ttl).Err(); err != nil {
+	if err := fleetScript.Run(ctx, client, []string{FleetKey(key)}, fleetField(in.Name), doc, ttl).Err(); err != nil {
 		return fmt.Errorf("rules: recording the state of instance %q at Redis key %q: %w", in.Name, FleetKey(key), err)
 	}
 	return nil
@@ -85,7 +116,8 @@ func record(ctx context.Context, client redis.UniversalClient, key string, in In
 
 // Fleet returns what every live instance watching the rules at key recorded, by name: the
 // version it runs, and the version it refused and why. Records not renewed in time (an
-// instance gone) are left out, and deleted.
+// instance gone) are left out, and deleted, in one script, unless renewed since they were
+// read.
 func Fleet(ctx context.Context, client redis.UniversalClient, key string) ([]Instance, error) {
 	if err := checkRedisArgs("Fleet", client, key); err != nil {
 		return nil, err
@@ -104,28 +136,33 @@ func Fleet(ctx context.Context, client redis.UniversalClient, key string) ([]Ins
 		gone []string
 	)
 	for field, v := range h {
-		name, ok := strings.CutSuffix(field, ":seen")
+		state, ok := strings.CutSuffix(field, ":seen")
 		if !ok {
 			continue
 		}
 		seen, expires, ok := strings.Cut(v, ":")
 		seenMs, err1 := strconv.ParseInt(seen, 10, 64)
 		expMs, err2 := strconv.ParseInt(expires, 10, 64)
-		doc, has := h[name]
+		doc, has := h[state]
 		if !ok || err1 != nil || err2 != nil || !has || expMs < now.UnixMilli() {
-			gone = append(gone, name, field)
+			gone = append(gone, state, field, v)
 			continue
 		}
 		var in Instance
 		if err := json.Unmarshal([]byte(doc), &in); err != nil {
-			gone = append(gone, name, field)
+			gone = append(gone, state, field, v)
 			continue
 		}
-		in.Name, in.Seen = name, time.UnixMilli(seenMs)
+		in.Name, in.Seen = instanceName(state), time.UnixMilli(seenMs)
 		live = append(live, in)
 	}
 	if len(gone) > 0 {
-		if err := client.HDel(ctx, fk, gone...).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		// Only the records still as read: an instance may have renewed its own meanwhile.
+		args := make([]any, len(gone))
+		for i, s := range gone {
+			args[i] = s
+		}
+		if err := fleetGoneScript.Run(ctx, client, []string{fk}, args...).Err(); err != nil && !errors.Is(err, redis.Nil) {
 			return nil, fmt.Errorf("rules: deleting the records of instances gone at Redis key %q: %w", fk, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -131,6 +132,107 @@ func TestFleetHashOutlivesEveryRecord(t *testing.T) {
 		fleet, err := Fleet(t.Context(), client, key)
 		if err != nil || len(fleet) != 2 {
 			t.Errorf("Fleet: %+v, %v; want both instances", fleet, err)
+		}
+	})
+}
+
+// TestFleetNamesEndingInSeen: an instance's record is two fields of the fleet hash, <name> and
+// <name>:seen. An instance named "a:seen" wrote its state over the field "a:seen" of instance
+// a, and Fleet, reading a's time there, found it malformed and deleted both fields: a and
+// "a:seen" both vanished from status and push's report (found by a review). A name ending in
+// ":seen", or holding '%', is now written escaped, so that no two names share a field; every
+// other name is written as before, which the status of earlier versions reads.
+func TestFleetNamesEndingInSeen(t *testing.T) {
+	onRedis(t, func(t *testing.T, client redis.UniversalClient) {
+		key := redistest.Prefix(t) + "rules"
+		names := []string{"a", "a:seen", "a:seen:seen", "b%3Aseen", "b%", "api-7:8080"}
+		for _, name := range names {
+			if err := record(t.Context(), client, key, Instance{Name: name, Running: "1"}, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 2 { // a reading deletes nothing of the live
+			fleet, err := Fleet(t.Context(), client, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, in := range fleet {
+				got = append(got, in.Name+"="+in.Running)
+			}
+			if want := "a=1 a:seen=1 a:seen:seen=1 api-7:8080=1 b%=1 b%3Aseen=1"; strings.Join(got, " ") != want {
+				t.Fatalf("Fleet: %s\nwant %s", strings.Join(got, " "), want)
+			}
+		}
+		fields, err := client.HKeys(t.Context(), FleetKey(key)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(fields)
+		// a and api-7:8080 as earlier versions wrote them, which their status reads.
+		if want := "a a%3Aseen a%3Aseen:seen a:seen a:seen%3Aseen a:seen%3Aseen:seen api-7:8080 api-7:8080:seen b%25 b%253Aseen b%253Aseen:seen b%25:seen"; strings.Join(fields, " ") != want {
+			t.Errorf("the fleet hash's fields: %s\nwant %s", strings.Join(fields, " "), want)
+		}
+	})
+}
+
+// renewAfterRead runs renew once, after the first HGETALL the client sends: an instance
+// recording its state between Fleet's reading of the hash and its deleting of the records
+// gone.
+type renewAfterRead struct {
+	once  sync.Once
+	renew func()
+}
+
+func (h *renewAfterRead) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *renewAfterRead) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *renewAfterRead) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if cmd.Name() == "hgetall" {
+			h.once.Do(h.renew)
+		}
+		return err
+	}
+}
+
+// TestFleetKeepsARecordRenewedMeanwhile: Fleet read the hash, found a record expired, and
+// deleted it: an instance that renewed its record in between (back from a pause, a slow
+// heartbeat) vanished from status and push's report until its next heartbeat (found by a
+// review). It now deletes, in one script, only the records still as it read them.
+func TestFleetKeepsARecordRenewedMeanwhile(t *testing.T) {
+	onRedis(t, func(t *testing.T, client redis.UniversalClient) {
+		key := redistest.Prefix(t) + "rules"
+		fk := FleetKey(key)
+		// Two records that expired long ago (1970, on the server's clock): a's and gone's.
+		for _, name := range []string{"a", "gone"} {
+			if err := client.HSet(t.Context(), fk, name, `{"name":"`+name+`","running":"1"}`, name+":seen", "1000:2000").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		hook := &renewAfterRead{renew: func() {
+			if err := record(context.Background(), client, key, Instance{Name: "a", Running: "2"}, time.Minute); err != nil {
+				t.Error(err)
+			}
+		}}
+		client.AddHook(hook)
+		if _, err := Fleet(t.Context(), client, key); err != nil {
+			t.Fatal(err)
+		}
+		fields, err := client.HKeys(t.Context(), fk).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(fields)
+		if got := strings.Join(fields, " "); got != "a a:seen" {
+			t.Errorf("after Fleet, the fleet hash holds %q; want a's record, renewed after Fleet read it, and not gone's", got)
+		}
+		fleet, err := Fleet(t.Context(), client, key)
+		if err != nil || len(fleet) != 1 || fleet[0].Name != "a" || fleet[0].Running != "2" {
+			t.Errorf("Fleet: %+v, %v; want a, running 2", fleet, err)
 		}
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,10 +20,11 @@ import (
 const DefaultStartTimeout = 2 * time.Second
 
 // WithLastKnownGood keeps the rules an Engine last applied from Redis in the file at path,
-// written whole (a temporary file renamed over it) each time it applies a version, and has
-// [OpenRedis] start on that file when Redis is down or holds no rules. The file holds the
-// document as pushed; give it the extension of the format you push (a YAML file reads JSON
-// too).
+// written whole (a temporary file, synced to the disk, renamed over it; then the directory
+// synced) each time it applies a version, so that a crash or a power loss leaves one version
+// whole in it, and has [OpenRedis] start on that file when Redis is down or holds no rules.
+// The file holds the document as pushed; give it the extension of the format you push (a
+// YAML file reads JSON too).
 func WithLastKnownGood(path string) Option {
 	return engineOption(func(o *options) { o.lastGood = path })
 }
@@ -118,8 +121,10 @@ func (o options) fallbackRules() (*Set, string, error) {
 }
 
 // keepLastGood writes doc, the document of the rules just applied from Redis, to the last
-// known good file, if there is one: whole, by renaming a temporary file over it. A failure is
-// logged: the rules in use do not depend on it.
+// known good file, if there is one: whole, by renaming a temporary file over it, the
+// temporary file synced before the rename and the directory after it, so that after a crash
+// or a power loss the file holds one version whole. A failure is logged: the rules in use do
+// not depend on it.
 func (e *Engine) keepLastGood(doc []byte) {
 	path := e.opts.lastGood
 	if path == "" {
@@ -135,12 +140,40 @@ func (e *Engine) keepLastGood(doc []byte) {
 			f.Close()
 			return err
 		}
+		if err := syncFile(f); err != nil { // on the disk before the name points at it
+			f.Close()
+			return err
+		}
 		if err := f.Close(); err != nil {
 			return err
 		}
-		return os.Rename(f.Name(), path)
+		if err := os.Rename(f.Name(), path); err != nil {
+			return err
+		}
+		return syncDir(filepath.Dir(path))
 	}()
 	if err != nil {
 		e.opts.logger.Warn("ratelimit rules: cannot keep the last known good rules", "path", path, "error", err)
 	}
+}
+
+// syncFile flushes f to the disk: (*os.File).Sync, a variable for the tests.
+var syncFile = (*os.File).Sync
+
+// syncDir flushes the directory dir, so that a rename in it lasts. Windows cannot sync a
+// directory (its file system journals the rename): there it does nothing. A file system that
+// cannot either (EINVAL) is not reported: the file is renamed all the same.
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err == nil {
+		err = syncFile(d)
+		d.Close()
+	}
+	if err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, errors.ErrUnsupported) {
+		return fmt.Errorf("the file is renamed, but syncing its directory failed: %w", err)
+	}
+	return nil
 }

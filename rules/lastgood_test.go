@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -111,5 +112,59 @@ func TestStartedOnRulesOfTheStoredVersion(t *testing.T) {
 	fleet, err := Fleet(t.Context(), client, key)
 	if err != nil || len(fleet) != 1 || fleet[0].Running != "1" || fleet[0].Refused != "" {
 		t.Errorf("Fleet: %+v, %v; want a running version 1", fleet, err)
+	}
+}
+
+// TestLastKnownGoodSynced: the last known good file was written to a temporary file and
+// renamed over the old one without a sync, so after a power loss the new name could point at
+// an empty or partial file, and the application would start on nothing (found by a review).
+// The temporary file is synced with the whole document before it is renamed, then the
+// directory, which holds the rename; a sync that fails leaves the old file, and is logged.
+func TestLastKnownGoodSynced(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "last-good.yaml")
+	if err := os.WriteFile(path, doc("1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logged lockedBuffer
+	e, err := NewEngine(ratelimit.NewMemoryStore(), mustParseString(t, string(doc("1"))), WithLastKnownGood(path),
+		WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var synced []string // what each sync saw: what it synced, and the content at path
+	defer func(orig func(*os.File) error) { syncFile = orig }(syncFile)
+	syncFile = func(f *os.File) error {
+		at, _ := os.ReadFile(path)
+		switch content, _ := os.ReadFile(f.Name()); {
+		case f.Name() == dir:
+			synced = append(synced, "the directory, with "+string(at))
+		case filepath.Dir(f.Name()) == dir && f.Name() != path:
+			synced = append(synced, "a temporary file of "+string(content)+", with "+string(at))
+		default:
+			synced = append(synced, "another file: "+f.Name())
+		}
+		return f.Sync()
+	}
+	e.keepLastGood(doc("2"))
+	want := []string{"a temporary file of " + string(doc("2")) + ", with " + string(doc("1")), "the directory, with " + string(doc("2"))}
+	if strings.Join(synced, "\n") != strings.Join(want, "\n") {
+		t.Errorf("synced:\n%s\nwant the temporary file with version 2 before the rename, then the directory after it:\n%s",
+			strings.Join(synced, "\n"), strings.Join(want, "\n"))
+	}
+	if data, err := os.ReadFile(path); err != nil || string(data) != string(doc("2")) {
+		t.Errorf("the last known good file: %q, %v; want version 2", data, err)
+	}
+
+	syncFile = func(*os.File) error { return errors.New("disk on fire") }
+	e.keepLastGood(doc("3"))
+	if data, _ := os.ReadFile(path); string(data) != string(doc("2")) {
+		t.Errorf("after a failed sync, the last known good file is %q; want version 2 kept", data)
+	}
+	if !strings.Contains(logged.String(), "cannot keep the last known good rules") || !strings.Contains(logged.String(), "disk on fire") {
+		t.Errorf("a failed sync was not logged:\n%s", logged.String())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("the directory holds %d files after a failed sync; want the temporary file removed", len(entries))
 	}
 }

@@ -88,7 +88,7 @@ func (s *Set) index(c *checker, where []written) {
 		}
 		if why := matchesNothing(r.Pattern); why != "" {
 			refused[r.Pattern] = true
-			c.add(where[i].pattern, field, "%q matches no request%s", r.Pattern, why)
+			c.add(where[i].pattern, field, "%q%s", r.Pattern, why)
 			continue
 		}
 		if s.mux == nil {
@@ -115,12 +115,16 @@ func (s *Set) index(c *checker, where []written) {
 var standardMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "CONNECT", "OPTIONS", "TRACE"}
 
 // matchesNothing says why a ServeMux pattern matches no request a client sends, a rule of
-// it silently limiting nothing, or returns "" when it may match. ServeMux registers them all:
-// a standard method not in upper case ("get /a": methods are case-sensitive, and clients send
-// GET; a method of one's own is sent as written), a host with a port (a request's host is
-// matched without its port), and, in a pattern without a method, a path with an empty, "." or
-// ".." segment (requests' paths are cleaned before they are matched, but for CONNECT; with a
-// method other than CONNECT, ServeMux refuses it).
+// it silently limiting nothing, or returns "" when it may match; the text follows the quoted
+// pattern in the error. ServeMux registers them all: a standard method not in upper case
+// ("get /a": methods are case-sensitive, and clients send GET; a method of one's own is sent
+// as written), a host with a port (a request's host is matched without its port), a host with
+// capitals ("API.example.com/": ServeMux compares hosts as the request spells them, and
+// clients send them in lower case, browsers always), and, in a pattern without a method, a
+// path with an empty, "." or ".." segment (requests' paths are cleaned before they are
+// matched, but for CONNECT; with a method other than CONNECT, ServeMux refuses it). A host
+// with a trailing dot ("example.com./") is another host to ServeMux, which clients send when
+// the dot is written: it matches those requests.
 func matchesNothing(pattern string) string {
 	method, rest := "", pattern // split as ServeMux splits it
 	if i := strings.IndexAny(pattern, " \t"); i >= 0 {
@@ -131,19 +135,32 @@ func matchesNothing(pattern string) string {
 		host, path = rest[:i], rest[i:]
 	}
 	if i := slices.IndexFunc(standardMethods, func(m string) bool { return strings.EqualFold(m, method) }); i >= 0 && method != standardMethods[i] {
-		return ": methods are case-sensitive, and clients send " + standardMethods[i]
+		return " matches no request: methods are case-sensitive, and clients send " + standardMethods[i]
 	}
 	if h, port, err := net.SplitHostPort(host); err == nil && port != "" {
-		return ": a request's host is matched without its port; write " + h
+		return " matches no request: a request's host is matched without its port; write " + lowerASCII(h)
+	}
+	if lower := lowerASCII(host); lower != host {
+		return " matches only requests that spell the host in these capitals: hosts are case-insensitive, clients send them in lower case (browsers always do), and ServeMux compares them as spelled; write " + lower
 	}
 	if method == "" {
 		for seg := range strings.SplitSeq(strings.TrimSuffix(strings.TrimPrefix(path, "/"), "/"), "/") {
 			if path != "/" && (seg == "" || seg == "." || seg == "..") {
-				return ` but CONNECT: the paths of the others are matched cleaned, without empty, "." or ".." segments`
+				return ` matches no request but CONNECT: the paths of the others are matched cleaned, without empty, "." or ".." segments`
 			}
 		}
 	}
 	return ""
+}
+
+// lowerASCII returns s with its ASCII letters in lower case, as clients send a host.
+func lowerASCII(s string) string {
+	return strings.Map(func(r rune) rune {
+		if 'A' <= r && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}, s)
 }
 
 // register registers pattern on mux, returning the error for which Handle panics.

@@ -97,3 +97,32 @@ func TestPatternThatNeverMatches(t *testing.T) {
 		}
 	}
 }
+
+// TestPatternWithUpperCaseHost: ServeMux compares a request's host as the request spells it,
+// and clients send hosts in lower case (browsers always; hosts are case-insensitive), so a
+// rule of "API.example.com/" did not limit the requests to api.example.com, and validation
+// said the file was fine (found by a review). It is refused, saying what to write. A host with
+// a trailing dot is another host to ServeMux, which clients do send ("example.com." typed in a
+// browser's address bar, or a URL with it): it matches those requests, and parses.
+func TestPatternWithUpperCaseHost(t *testing.T) {
+	for pattern, want := range map[string]string{
+		"API.example.com/":         `limits.yaml:2: rules[0].match.pattern: "API.example.com/" matches only requests that spell the host in these capitals: hosts are case-insensitive, clients send them in lower case (browsers always do), and ServeMux compares them as spelled; write api.example.com`,
+		"GET Example.COM/a/{x}":    `limits.yaml:2: rules[0].match.pattern: "GET Example.COM/a/{x}" matches only requests that spell the host in these capitals: hosts are case-insensitive, clients send them in lower case (browsers always do), and ServeMux compares them as spelled; write example.com`,
+		"POST API.example.com:81/": `limits.yaml:2: rules[0].match.pattern: "POST API.example.com:81/" matches no request: a request's host is matched without its port; write api.example.com`,
+	} {
+		_, err := Parse("limits.yaml", []byte(fmt.Sprintf("rules:\n  - {name: a, match: {pattern: %q}, key: ip, policies: [{limit: 1, window: 1s}]}\n", pattern)))
+		if err == nil || err.Error() != want {
+			t.Errorf("pattern %q: %v\nwant %s", pattern, err, want)
+		}
+	}
+	for _, tc := range []struct{ pattern, target string }{
+		{"api.example.com/", "http://api.example.com/x"},
+		{"example.com./", "http://example.com./x"},
+		{"GET /Search/{q}", "/Search/x"}, // paths are case-sensitive: only the host is refused
+	} {
+		s := mustParseString(t, fmt.Sprintf("rules:\n  - {name: a, match: {pattern: %q}, key: ip, policies: [{limit: 1, window: 1s}]}\n", tc.pattern))
+		if _, ok := s.Match(httptest.NewRequest("GET", tc.target, nil), ""); !ok {
+			t.Errorf("pattern %q does not match GET %s", tc.pattern, tc.target)
+		}
+	}
+}

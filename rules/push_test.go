@@ -121,3 +121,22 @@ func TestCompareVersions(t *testing.T) {
 		}
 	}
 }
+
+// TestPushStored: PushStored returns the document as Fetch reads it back, its PushedAt
+// included, which tells the fleet's records made since the push.
+func TestPushStored(t *testing.T) {
+	client := redistest.Standalone(t)
+	key := redistest.Prefix(t) + "rules"
+	s, err := PushStored(t.Context(), client, key, "limits.yaml", doc("1"), PushOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Fetch(t.Context(), client, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.PushedAt.Equal(got.PushedAt) || s.Version != got.Version || s.Name != got.Name || string(s.Document) != string(got.Document) ||
+		s.Forced != got.Forced || s.Previous != got.Previous || s.Set.Version() != "1" {
+		t.Errorf("PushStored: %+v\nFetch:      %+v", s, got)
+	}
+}

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	_ "embed"
@@ -103,6 +104,19 @@ var (
 
 // PushWith is [Push] with the operator's options o.
 func PushWith(ctx context.Context, client redis.UniversalClient, key, name string, data []byte, o PushOptions, opts ...ParseOption) (*Set, error) {
+	s, err := PushStored(ctx, client, key, name, data, o, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return s.Set, nil
+}
+
+// PushStored is [PushWith], returning the document as it is stored, as [Fetch] would read it
+// back then. Its PushedAt, on the Redis server's clock, tells the records of the fleet made
+// after the push ([Instance].Seen) from those made before, which a version's name alone does
+// not: an instance may run other rules under the pushed version's name (the default rules it
+// started on).
+func PushStored(ctx context.Context, client redis.UniversalClient, key, name string, data []byte, o PushOptions, opts ...ParseOption) (*Stored, error) {
 	if err := checkRedisArgs("Push", client, key); err != nil {
 		return nil, err
 	}
@@ -142,7 +156,12 @@ func PushWith(ctx context.Context, client redis.UniversalClient, key, name strin
 	case len(reply) != 3 || reply[0] != "ok":
 		return nil, fmt.Errorf("rules: pushing to Redis key %q: unexpected reply %q", key, reply)
 	}
-	return set, nil
+	ms, err := strconv.ParseInt(reply[1], 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("rules: pushing to Redis key %q: unexpected reply %q", key, reply)
+	}
+	return &Stored{Set: set, Version: set.Version(), Name: name, Document: bytes.Clone(data), PushedAt: time.UnixMilli(ms),
+		Forced: o.Force, Previous: reply[2]}, nil
 }
 
 // CompareVersions orders two versions of rules documents: -1 when a is older than b, 0 when

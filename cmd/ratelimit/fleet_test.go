@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -188,4 +189,29 @@ func TestStatusRefusedUnderTheVersionRunning(t *testing.T) {
 	}
 	s := cli(t, "status", "-redis", addr, "-key", key)
 	s.want(t, 1, "0 of 1 instances run the stored version", "refused version 1")
+}
+
+// TestPushWaitCountsOnlyRecordsAfterThePush: push -wait counted an instance as having applied
+// the version it pushed when its record, made before the push, named that version: an
+// instance on its default rules of version 1 was "applied" by the fleet's first push of a
+// version 1 before it had read it, and before it recorded that it refused it (exit 0; found by
+// a review). Only a record made after the push, on the Redis server's clock, answers it: an
+// instance that has not recorded since is "no answer yet", and push exits 3.
+func TestPushWaitCountsOnlyRecordsAfterThePush(t *testing.T) {
+	client := redistest.Standalone(t)
+	addr, key := redistest.Addr(t), redistest.Prefix(t)+"rules"
+	// The record of an instance on default rules of version 1, made before the push; the
+	// instance does not read the push within the wait (a pause, a slow network).
+	now, err := client.Time(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := now.UnixMilli() - 1
+	if err := client.HSet(t.Context(), rules.FleetKey(key), "api-1", `{"name":"api-1","running":"1"}`,
+		"api-1:seen", fmt.Sprintf("%d:%d", seen, seen+60_000)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	users := write(t, "users.yaml", doc("1", "user"))[0]
+	r := cli(t, "push", "-wait", "300ms", "-redis", addr, "-key", key, users)
+	r.want(t, 3, "applied on 0 of 1 instances; no answer yet from 1: api-1 (running 1, no record since the push)", "not yet applied on 1 of 1 instances")
 }

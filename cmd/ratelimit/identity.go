@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/rules"
 )
 
@@ -26,7 +27,9 @@ const identityHelp = `IDENTITY is the key exactly as the limiter sees it, made b
 A value longer than 256 bytes is replaced by '#' and its digest. A key of several parts
 joins them, each prefixed with its length: "12:ip:192.0.2.1|17:route:/search/{q}".
 Instead of IDENTITY, give each part of the rule's key with -ip, -route, -method, -api-key,
--header and -user: the identity is then made by the rule's own key function. (-ip keys an
+-header and -user: the identity is then made by the rule's own key function. A rule keys
+every request by its own pattern: -route must be that pattern, with or without its method
+(/search/{q} for GET /search/{q}). (-ip keys an
 IPv6 client by its /64, the guard's default; give the IDENTITY if the application sets
 another ratelimit.IPv6Prefix.)
 `
@@ -41,7 +44,7 @@ type partFlags struct {
 func addPartFlags(fs *flag.FlagSet) *partFlags {
 	p := &partFlags{headers: headerFlag{}}
 	fs.StringVar(&p.ip, "ip", "", "the client's `address`, for a key with ip (as the guard resolved it; IPv6 keyed by its /64)")
-	fs.StringVar(&p.route, "route", "", "the route `pattern`, for a key with route, such as /search/{q}")
+	fs.StringVar(&p.route, "route", "", "the route `pattern`, for a key with route, such as /search/{q}: a rule's own pattern (with or without its method), by which it keys every request; another is refused")
 	fs.StringVar(&p.method, "method", "", "the request `method`, for a key with method")
 	fs.StringVar(&p.apiKey, "api-key", "", "the X-API-Key header's `value`, for a key with api_key")
 	fs.Var(p.headers, "header", "a header, `\"Name: value\"`, for a key with header:Name (repeat it for several)")
@@ -140,6 +143,12 @@ func (p *partFlags) identity(rule *rules.Rule) (string, error) {
 		}
 		req.remoteAddr = net.JoinHostPort(a.String(), "0")
 	}
+	if route, ok := given["route"]; ok && rule.Pattern != "" && !sameRoute(route, rule.Pattern) {
+		// The rule's key function keys by the rule's own pattern, whatever the request's route:
+		// another -route would silently make the identity of the rule's.
+		return "", fmt.Errorf("-route %q is not the route of rule %s, which keys every request by its own pattern %q: give -route %q",
+			route, rule.Name, rule.Pattern, routeOf(rule.Pattern))
+	}
 	id, err := rule.KeyFunc()(req)
 	if err != nil {
 		return "", fmt.Errorf("rule %s makes no identity of these parts: %w", rule.Name, err)
@@ -168,3 +177,20 @@ func (r request) Value(key any) any {
 }
 
 var errNoIdentity = errors.New("give the IDENTITY, or the parts of the rule's key (-ip, -route, -method, -api-key, -header, -user)")
+
+// sameRoute reports whether the route flag and a rule's pattern make the same key part, as
+// ratelimit.KeyByRoute makes it: the pattern with or without its method.
+func sameRoute(flag, pattern string) bool {
+	byRoute := ratelimit.KeyByRoute()
+	a, errA := byRoute(request{route: flag})
+	b, errB := byRoute(request{route: pattern})
+	return errA == nil && errB == nil && a == b
+}
+
+// routeOf returns a pattern without its method, as ratelimit.KeyByRoute keys it.
+func routeOf(pattern string) string {
+	if i := strings.IndexAny(pattern, " \t"); i >= 0 && !strings.HasPrefix(pattern, "/") {
+		return strings.TrimLeft(pattern[i:], " \t")
+	}
+	return pattern
+}

@@ -76,18 +76,18 @@ or no instance watches the key.
 	if expect.set {
 		o.IfVersion = &expect.value
 	}
-	set, err := rules.PushWith(ctx, client, rf.key, name, data, o, parseOptions...)
+	stored, err := rules.PushStored(ctx, client, rf.key, name, data, o, parseOptions...)
 	switch {
 	case errors.Is(err, rules.ErrNotNewer), errors.Is(err, rules.ErrVersionChanged), errors.Is(err, rules.ErrEmptyRules):
 		return fs.fail(err) // refused: the message says why, and which flag overrides
 	case err != nil:
 		return fs.fail(rf.failed(err))
 	}
-	fmt.Fprintf(stdout, "pushed %s to %s: version %s, %s\n", name, rf.key, set.Version(), plural(len(set.Rules()), "rule"))
+	fmt.Fprintf(stdout, "pushed %s to %s: version %s, %s\n", name, rf.key, stored.Version, plural(len(stored.Set.Rules()), "rule"))
 	if wait <= 0 {
 		return 0
 	}
-	return awaitFleet(rf, client, set.Version(), wait, stdout, stderr)
+	return awaitFleet(rf, client, stored.Version, stored.PushedAt, wait, stdout, stderr)
 }
 
 // dryRunPush prints what pushing data would change against the stored version, and the
@@ -131,11 +131,14 @@ func dryRunPush(ctx context.Context, fs *flags, rf *redisFlags, client redis.Uni
 	return 0
 }
 
-// awaitFleet waits until every live instance has applied or refused version, at most wait,
-// and reports. Each reading of the fleet has -timeout of its own: the wait is not bounded by
-// the -timeout of the push before it (with the defaults, 10 s each, a lagging instance
-// turned a successful push into "no answer within -timeout", exit 1, and no report).
-func awaitFleet(rf *redisFlags, client redis.UniversalClient, version string, wait time.Duration, stdout, stderr io.Writer) int {
+// awaitFleet waits until every live instance has applied or refused version, pushed at
+// pushedAt (the Redis server's clock), at most wait, and reports. Only a record made since the
+// push answers it: one made before may name the version and describe other rules (the
+// default rules an instance started on, of that version's name). Each reading of the fleet
+// has -timeout of its own: the wait is not bounded by the -timeout of the push before it (with
+// the defaults, 10 s each, a lagging instance turned a successful push into "no answer within
+// -timeout", exit 1, and no report).
+func awaitFleet(rf *redisFlags, client redis.UniversalClient, version string, pushedAt time.Time, wait time.Duration, stdout, stderr io.Writer) int {
 	deadline := time.Now().Add(wait)
 	var fleet []rules.Instance
 	for {
@@ -152,12 +155,12 @@ func awaitFleet(rf *redisFlags, client redis.UniversalClient, version string, wa
 			fmt.Fprintf(stderr, "ratelimit push: no instance is watching %s\n", rf.key)
 			return exitWaiting
 		}
-		if answered(fleet, version) == len(fleet) || time.Now().After(deadline) {
+		if answered(fleet, version, pushedAt) == len(fleet) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(min(100*time.Millisecond, time.Until(deadline)+time.Millisecond))
 	}
-	applied, refused, pending := fleetReport(fleet, version)
+	applied, refused, pending := fleetReport(fleet, version, pushedAt)
 	line := fmt.Sprintf("applied on %d of %d instances", len(applied), len(fleet))
 	if len(refused) > 0 {
 		line += fmt.Sprintf("; refused on %d: %s", len(refused), strings.Join(refused, "; "))
@@ -177,24 +180,24 @@ func awaitFleet(rf *redisFlags, client redis.UniversalClient, version string, wa
 	return 0
 }
 
-// answered counts the instances that applied or refused version.
-func answered(fleet []rules.Instance, version string) int {
-	n := 0
-	for _, in := range fleet {
-		if in.Running == version || in.Refused == version {
-			n++
-		}
-	}
-	return n
+// answered counts the instances that applied or refused version in a record made since
+// (see fleetReport).
+func answered(fleet []rules.Instance, version string, since time.Time) int {
+	_, _, pending := fleetReport(fleet, version, since)
+	return len(fleet) - len(pending)
 }
 
 // fleetReport sorts the instances by what they did with version: the names that applied it,
 // those that refused it with why, and those that have not answered. A refusal wins: an
 // instance that refused version and runs a version of that name runs other rules under it
-// (the default rules it started on, say).
-func fleetReport(fleet []rules.Instance, version string) (applied, refused, pending []string) {
+// (the default rules it started on, say). Only a record made at since or later answers (the
+// push's time, on the Redis server's clock, to the millisecond; the zero time for any): an
+// earlier one may describe rules of that version's name that are not the pushed ones.
+func fleetReport(fleet []rules.Instance, version string, since time.Time) (applied, refused, pending []string) {
 	for _, in := range fleet {
 		switch {
+		case in.Seen.Before(since):
+			pending = append(pending, in.Name+" (running "+in.Running+", no record since the push)")
 		case in.Refused == version:
 			refused = append(refused, in.Name+": "+in.Reason)
 		case in.Running == version:

@@ -237,6 +237,10 @@ func TestInspectErrors(t *testing.T) {
 		{[]string{"-rule", "api", "-api-key", "abc", "-ip", "192.0.2.1"}, 2, "rule api is keyed by [api_key], not by -ip"},
 		{[]string{"-rule", "api", "-api-key", "abc", "-header", "X-Tenant: acme"}, 2, `rule api is keyed by [api_key], not by -header "X-Tenant: value"`},
 		{[]string{"-rule", "search", "-ip", "192.0.2.1:80", "-route", "/x"}, 2, `-ip "192.0.2.1:80" is not an IP address`},
+		// A rule keys by its own pattern, whatever -route said: the identity of another route
+		// was the rule's, silently (found by a review).
+		{[]string{"-rule", "search", "-ip", "192.0.2.1", "-route", "/other/{q}"}, 2, `-route "/other/{q}" is not the route of rule search, which keys every request by its own pattern "GET /search/{q}": give -route "/search/{q}"`},
+		{[]string{"-rule", "search", "-ip", "192.0.2.1", "-route", "/search/shoes"}, 2, `-route "/search/shoes" is not the route of rule search, which keys every request by its own pattern "GET /search/{q}": give -route "/search/{q}"`},
 		{[]string{"-rule", "api", "-api-key", "a,b"}, 2, "rule api makes no identity of these parts: ratelimit: header X-Api-Key has a comma"},
 		{[]string{"-rule", "api", "-key", "nothing:here", "x"}, 1, `no rules are stored at Redis key "nothing:here"`},
 		{[]string{"-rule", "api", "-file", file + ".missing", "x"}, 1, "limits.yaml.missing: no such file or directory"},

@@ -59,7 +59,7 @@ Exit status: 0 when every live instance runs the stored version; 1 when one refu
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s ago\t%s\n", in.Name, in.Running, refused, now.Sub(in.Seen).Round(time.Second), in.Reason)
 	}
 	tw.Flush()
-	applied, refused, pending := fleetReport(fleet, stored)
+	applied, refused, pending := fleetReport(fleet, stored, time.Time{})
 	fmt.Fprintf(stdout, "%d of %d instances run the stored version\n", len(applied), len(fleet))
 	switch {
 	case len(refused) > 0:
