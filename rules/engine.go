@@ -98,11 +98,11 @@ func WithReporter(r Reporter) Option {
 // engine no [WithTier], and when WithGuardOptions holds an option that would decide for every
 // rule what each rule decides (see [WithGuardOptions]).
 func NewEngine(store ratelimit.Store, set *Set, opts ...Option) (*Engine, error) {
-	return newEngine(store, set, collect(opts))
+	return newEngine(store, set, collect(opts), "NewEngine")
 }
 
-// newEngine is NewEngine with its options collected.
-func newEngine(store ratelimit.Store, set *Set, o options) (*Engine, error) {
+// newEngine is NewEngine with its options collected, of a set read from source (for the log).
+func newEngine(store ratelimit.Store, set *Set, o options, source string) (*Engine, error) {
 	if store == nil || set == nil {
 		return nil, fmt.Errorf("rules: NewEngine needs a store and a Set")
 	}
@@ -119,7 +119,7 @@ func newEngine(store ratelimit.Store, set *Set, o options) (*Engine, error) {
 	}
 	e.current.Store(a)
 	e.guard = ratelimit.Switch(e.pick)
-	e.applied(set.Version(), "", "")
+	e.applied(set.Version(), "", source)
 	return e, nil
 }
 
@@ -169,7 +169,10 @@ func (e *Engine) applyChanged(set *Set, source string) error {
 func (e *Engine) applied(version, previous, source string) {
 	args := []any{"version", version, "rules", len(e.current.Load().set.rules)}
 	if source != "" {
-		args = append(args, "source", source, "previous", previous)
+		args = append(args, "source", source)
+	}
+	if previous != "" {
+		args = append(args, "previous", previous)
 	}
 	e.opts.logger.Info("ratelimit rules applied", args...)
 	if e.opts.reporter != nil {

@@ -247,7 +247,7 @@ func TestEngineLogsVersions(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	for _, want := range []string{
-		`msg="ratelimit rules applied" version=v1 rules=3`,
+		`msg="ratelimit rules applied" version=v1 rules=3 source=NewEngine`,
 		`msg="ratelimit rules applied" version=v2 rules=3 source=Apply previous=v1`,
 		`msg="ratelimit rules rejected; the last good rules stay in use" source=limits.yaml version=v2 error="rules: Apply(nil)"`,
 	} {

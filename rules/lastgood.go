@@ -60,7 +60,7 @@ func OpenRedis(ctx context.Context, store ratelimit.Store, client redis.Universa
 	s, err := Fetch(fctx, client, key, asOptions(o))
 	cancel()
 	if err == nil {
-		e, err := newEngine(store, s.Set, o)
+		e, err := newEngine(store, s.Set, o, "redis "+key)
 		if err == nil {
 			e.keepLastGood(s.Document)
 		}
@@ -76,7 +76,7 @@ func OpenRedis(ctx context.Context, store ratelimit.Store, client redis.Universa
 		}
 		return nil, fmt.Errorf("%w; to start without the rules in Redis, give rules.WithLastKnownGood or rules.WithDefaultRules", err)
 	}
-	e, nerr := newEngine(store, set, o)
+	e, nerr := newEngine(store, set, o, source)
 	if nerr != nil {
 		return nil, nerr
 	}

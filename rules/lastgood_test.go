@@ -24,11 +24,15 @@ func TestStartWithoutRedis(t *testing.T) {
 	if _, err := Push(t.Context(), client, key, "limits.yaml", doc("1")); err != nil {
 		t.Fatal(err)
 	}
-	// An instance that ran while Redis was up kept version 1.
+	// An instance that ran while Redis was up kept version 1, and said where it came from.
+	var started lockedBuffer
 	first, err := OpenRedis(t.Context(), ratelimit.NewMemoryStore(), client, key, WithLastKnownGood(lastGood),
-		WithLogger(slog.New(slog.DiscardHandler)))
+		WithLogger(slog.New(slog.NewTextHandler(&started, nil))))
 	if err != nil || first.Version() != "1" {
 		t.Fatalf("OpenRedis with Redis up: %v, %v", first, err)
+	}
+	if want := `msg="ratelimit rules applied" version=1 rules=1 source="redis ` + key + `"`; !strings.Contains(started.String(), want) {
+		t.Errorf("OpenRedis with Redis up logged:\n%s\nwant %s", started.String(), want)
 	}
 	if data, err := os.ReadFile(lastGood); err != nil || string(data) != string(doc("1")) {
 		t.Fatalf("the last known good file: %q, %v; want version 1 as pushed", data, err)

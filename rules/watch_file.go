@@ -37,7 +37,7 @@ func Open(store ratelimit.Store, path string, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newEngine(store, set, o)
+	return newEngine(store, set, o, path)
 }
 
 // readFile reads a rules file, refusing one larger than MaxFileSize before reading it all.
