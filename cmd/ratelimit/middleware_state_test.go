@@ -119,7 +119,7 @@ func TestInspectResetMiddleware(t *testing.T) {
 		want string
 	}{
 		{[]string{"-policy", "limit=x", "1.2.3.4"}, `limit "x" is not a whole number`},
-		{[]string{"-policy", "limit=5,window=1m,shadow=true", "1.2.3.4"}, `"shadow=true" is not name=, rate=, limit=, window=, burst= or algorithm=`},
+		{[]string{"-policy", "limit=5,window=1m,cost=2", "1.2.3.4"}, `"cost=2" is not name=, rate=, limit=, window=, burst=, algorithm= or shadow=`},
 		{[]string{"-policy", "limit=5,window=1m,algorithm=nope", "1.2.3.4"}, `unknown algorithm "nope"`},
 		{[]string{"-policy", "limit=5,window=1m", "-keyed-by", "session", "1.2.3.4"}, `unknown key "session"`},
 		{[]string{"-policy", "limit=5,window=1m", "-rule", "api", "1.2.3.4"}, "give -rule or -policy, not both"},
@@ -129,4 +129,31 @@ func TestInspectResetMiddleware(t *testing.T) {
 	} {
 		cli(t, append([]string{"inspect", "-redis", addr}, tc.args...)...).want(t, 2, "", tc.want)
 	}
+}
+
+// A middleware's shadow policy is given to inspect as the application has it (shadow=true): a
+// spent shadow policy is shown as the shadow it is, and the next request as the application
+// decides it, allowed (without shadow=, inspect could only hold it enforced, and said the
+// next request was denied).
+func TestInspectMiddlewareShadow(t *testing.T) {
+	client, addr := redistest.Standalone(t), redistest.Addr(t)
+	prefix := redistest.Prefix(t)
+	l, err := ratelimit.New(ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix)),
+		ratelimit.Policy{Limit: 100, Window: time.Hour},
+		ratelimit.Policy{Name: "trial", Limit: 1, Window: time.Hour, Shadow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := ratelimit.Middleware(l)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	request := func() *http.Request { return httptest.NewRequest("GET", "/", nil) } // from 192.0.2.1
+	if code := send(h, 2, request); code != http.StatusOK {
+		t.Fatalf("2 requests under 100 an hour and a shadow 1 an hour: %d, want 200", code)
+	}
+	inspect := cli(t, "inspect", "-redis", addr, "-prefix", prefix, "-policy", "rate=100/h", "-policy", "name=trial,limit=1,window=1h,shadow=true", "-ip", "192.0.2.1")
+	inspect.want(t, 0, "next      allowed", "")
+	row(t, inspect.stdout, "trial", "1 per 1h", "0", "denied, retry in")
+	if !strings.Contains(inspect.stdout, "(shadow)") {
+		t.Errorf("inspect does not say trial is a shadow policy:\n%s", inspect.stdout)
+	}
+	cli(t, "inspect", "-redis", addr, "-policy", "limit=5,window=1m,shadow=maybe", "1.2.3.4").want(t, 2, "", `shadow "maybe" is not true or false`)
 }

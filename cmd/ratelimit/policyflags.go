@@ -19,9 +19,9 @@ import (
 // middlewareHelp explains, in the usage of inspect and reset, how to give a middleware's limits.
 const middlewareHelp = `A middleware's limits have no rule: give each of its policies with -policy, as the
 application's ratelimit.Policy has them (name=; rate=, such as 100/min, or limit= and window=;
-burst=; and algorithm=, the Name of an algorithm of package algorithms, gcra when it names
-none; an unnamed policy is
-named as ratelimit.New names it), one -policy for each window of a list, and the key the
+burst=; algorithm=, the Name of an algorithm of package algorithms, gcra when it names
+none; shadow=true for a shadow policy; an unnamed policy is named as ratelimit.New names
+it), one -policy for each window of a list, and the key the
 middleware is limited by with -keyed-by (ip by default, as ratelimit.Middleware's). The
 state's storage keys depend on each policy's name, algorithm and window, and on -prefix.
 `
@@ -43,8 +43,15 @@ func (p *policyFlags) Set(s string) error {
 	return nil
 }
 
-// policyFields are the fields of a -policy, and whether each is a number.
-var policyFields = map[string]bool{"name": false, "rate": false, "limit": true, "window": false, "burst": true, "algorithm": false}
+// The kinds of value of a -policy's fields.
+const (
+	text = iota
+	number
+	boolean
+)
+
+// policyFields are the fields of a -policy, and the kind of value of each.
+var policyFields = map[string]int{"name": text, "rate": text, "limit": number, "window": text, "burst": number, "algorithm": text, "shadow": boolean}
 
 // set returns the rules of the -policy flags: one rule, middlewareRule, keyed by -keyed-by.
 func (p *policyFlags) set() (*rules.Set, error) {
@@ -53,16 +60,22 @@ func (p *policyFlags) set() (*rules.Set, error) {
 		pol := map[string]any{}
 		for _, field := range strings.Split(spec, ",") {
 			k, v, ok := strings.Cut(strings.TrimSpace(field), "=")
-			numeric, known := policyFields[k]
+			kind, known := policyFields[k]
 			switch {
 			case !ok || !known:
-				return nil, fmt.Errorf("-policy %q: %q is not name=, rate=, limit=, window=, burst= or algorithm=", spec, field)
-			case numeric:
+				return nil, fmt.Errorf("-policy %q: %q is not name=, rate=, limit=, window=, burst=, algorithm= or shadow=", spec, field)
+			case kind == number:
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil {
 					return nil, fmt.Errorf("-policy %q: %s %q is not a whole number", spec, k, v)
 				}
 				pol[k] = n
+			case kind == boolean:
+				b, err := strconv.ParseBool(v)
+				if err != nil || v != "true" && v != "false" {
+					return nil, fmt.Errorf("-policy %q: %s %q is not true or false", spec, k, v)
+				}
+				pol[k] = b
 			default:
 				pol[k] = v
 			}

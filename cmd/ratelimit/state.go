@@ -43,7 +43,7 @@ func addStateFlags(fs *flags) *stateFlags {
 	fs.BoolVar(&s.compact, "compact", false, "the application's store keeps compact state (ratelimit.WithCompactState), whose keys are digests: without it, the command reads other keys and finds every policy whole")
 	fs.StringVar(&s.file, "file", "", "take the rule from this rules `file`, not from the rules in Redis (-key)")
 	fs.StringVar(&s.rule, "rule", "", "the `name` of the rule (or -policy)")
-	fs.Var(&s.limits, "policy", "a policy of a middleware limit, `name=api,rate=100/min,algorithm=gcra` (or limit= and window=; burst= too; the name and algorithm as the application's Policy has them, GCRA when it names none); repeat it for each window of a list; instead of -rule")
+	fs.Var(&s.limits, "policy", "a policy of a middleware limit, `name=api,rate=100/min,algorithm=gcra` (or limit= and window=; burst= and shadow=true too; the name and algorithm as the application's Policy has them, GCRA when it names none); repeat it for each window of a list; instead of -rule")
 	fs.StringVar(&s.limits.keyedBy, "keyed-by", "ip", "the `key` of the middleware limit (with -policy), as a rules file writes a key: ip, api_key, user, route, method, header:<Name>, or [ip, route]")
 	s.parts = addPartFlags(fs.FlagSet)
 	return s
