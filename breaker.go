@@ -75,9 +75,21 @@ func (b *breaker) acquire() (ok, probe bool) {
 	return true, true
 }
 
-// release records the outcome of a call that acquire allowed.
+// release records the outcome of a call that acquire allowed. A call whose client went away
+// (context.Canceled) tells nothing of the store, either way: it neither fails nor succeeds, so
+// it resets no run of failures, and a probe canceled so closes nothing (the breaker is open
+// again, the next probe due at once).
 func (b *breaker) release(err error, probe bool) {
-	failed := err != nil && !errors.Is(err, context.Canceled) // a client going away is no failure
+	if err != nil && errors.Is(err, context.Canceled) {
+		if probe {
+			b.mu.Lock()
+			b.probe = false
+			b.mu.Unlock()
+			b.tell(observe.BreakerHalfOpen, observe.BreakerOpen)
+		}
+		return
+	}
+	failed := err != nil
 	if !failed && !probe {
 		if b.run.Load() != 0 {
 			b.run.Store(0)
