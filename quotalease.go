@@ -84,6 +84,18 @@ type leaseEntry struct {
 	deniedAt, deniedUntil time.Time
 	deniedCost            int64
 	denial                []PolicyResult
+	// forgets counts the ends of e's denial by a refund or a reset of the identity (made
+	// here, or announced) and by a subscription made again: a denial that comes back from a
+	// check begun before one of them is not answered (the refund may have made room since the
+	// store denied), as the denial cache does with its epochs.
+	forgets uint64
+}
+
+// forgetDenial ends e's denial, and any that a check under way would bring back. The caller
+// holds e.mu.
+func (e *leaseEntry) forgetDenial() {
+	e.deniedUntil = time.Time{}
+	e.forgets++
 }
 
 var _ Store = (*leasingStore)(nil)
@@ -171,8 +183,9 @@ func (s *leasingStore) Check(ctx context.Context, key string, policies []Policy,
 		k := e.size(cost)
 		ch := make(chan struct{})
 		e.taking = ch
+		forgets := e.forgets
 		e.mu.Unlock()
-		at, err := s.take(ctx, e, key, policies, cost, k, lease, out)
+		at, err := s.take(ctx, e, key, policies, cost, k, lease, forgets, out)
 		e.mu.Lock()
 		e.taking = nil
 		close(ch)
@@ -183,8 +196,9 @@ func (s *leasingStore) Check(ctx context.Context, key string, policies []Policy,
 
 // take asks the store for a lease of k units, of which the request takes cost, and fills
 // out with the request's results. A lease the store refuses is asked again for the request
-// alone; a request the store refuses is answered here until its Retry-After.
-func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, policies []Policy, cost, k int64, lease time.Duration, out []PolicyResult) (time.Time, error) {
+// alone; a request the store refuses is answered here until its Retry-After, unless the
+// identity's denials were forgotten since e.forgets read forgets.
+func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, policies []Policy, cost, k int64, lease time.Duration, forgets uint64, out []PolicyResult) (time.Time, error) {
 	at, err := s.next.Check(ctx, key, policies, k, true, out)
 	if err == nil && k > cost && !allAllowed(out) {
 		e.mu.Lock()
@@ -206,7 +220,7 @@ func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, poli
 	defer e.mu.Unlock()
 	e.remaining = leastRemaining(out)
 	if !allAllowed(out) {
-		if s.heard != nil && s.heard() {
+		if s.heard != nil && s.heard() && e.forgets == forgets {
 			e.deniedAt, e.deniedCost = at, cost
 			e.deniedUntil = at.Add(longestWait(out))
 			e.denial = append(e.denial[:0], out...)
@@ -415,6 +429,9 @@ func (s *leasingStore) sweep() {
 	}
 }
 
+// Refund implements [Store]: a refund of a decision served from the lease that is still
+// active goes back into it; any other goes to the store, and ends the identity's denial here
+// at once (the store's announcement of it comes a message later).
 func (s *leasingStore) Refund(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) error {
 	if leaseOf(policies) > 0 {
 		if e := s.lookup(key, policies); e != nil {
@@ -424,6 +441,7 @@ func (s *leasingStore) Refund(ctx context.Context, key string, policies []Policy
 				e.mu.Unlock()
 				return nil
 			}
+			e.forgetDenial()
 			e.mu.Unlock()
 		}
 	}
@@ -433,7 +451,8 @@ func (s *leasingStore) Refund(ctx context.Context, key string, policies []Policy
 func (s *leasingStore) Reset(ctx context.Context, key string, policies []Policy) error {
 	if e := s.lookup(key, policies); e != nil {
 		e.mu.Lock()
-		e.active, e.deniedUntil = false, time.Time{} // the store forgets the charge itself
+		e.active = false // the store forgets the charge itself
+		e.forgetDenial()
 		e.mu.Unlock()
 	}
 	return s.next.Reset(ctx, key, policies)
@@ -447,7 +466,7 @@ func (s *leasingStore) forget(stored string) {
 	for _, e := range s.entries {
 		if e.stored == stored {
 			e.mu.Lock()
-			e.deniedUntil = time.Time{}
+			e.forgetDenial()
 			e.mu.Unlock()
 		}
 	}
@@ -463,7 +482,7 @@ func (s *leasingStore) subscribed(on bool) {
 	defer s.mu.Unlock()
 	for _, e := range s.entries {
 		e.mu.Lock()
-		e.deniedUntil = time.Time{}
+		e.forgetDenial()
 		e.mu.Unlock()
 	}
 }
