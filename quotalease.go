@@ -70,17 +70,20 @@ type leaseEntry struct {
 	// takes at most an eighth of it, leaving the rest to the other instances.
 	remaining int64
 
-	// The lease: units charged at at, used of them handed out, until when.
-	gen         uint64
-	active      bool
-	at, until   time.Time
-	units, used int64
-	base        []PolicyResult // the results of the charge that took the lease
+	// The lease: units charged at at (the store's time, which a refund names), used of them
+	// handed out; taken (when the store was asked for it) and until are on the layer's clock,
+	// this server's, which may be set apart from the store's (Redis TIME).
+	gen              uint64
+	active           bool
+	at, taken, until time.Time
+	units, used      int64
+	base             []PolicyResult // the results of the charge that took the lease
 
 	// taking is closed when the call that takes a lease returns; nil when none is under way.
 	taking chan struct{}
 
-	// A denial of cost deniedCost or more, answered here until deniedUntil.
+	// A denial of cost deniedCost or more, answered here until deniedUntil; both on the
+	// layer's clock, deniedAt when the store was asked.
 	deniedAt, deniedUntil time.Time
 	deniedCost            int64
 	denial                []PolicyResult
@@ -197,8 +200,11 @@ func (s *leasingStore) Check(ctx context.Context, key string, policies []Policy,
 // take asks the store for a lease of k units, of which the request takes cost, and fills
 // out with the request's results. A lease the store refuses is asked again for the request
 // alone; a request the store refuses is answered here until its Retry-After, unless the
-// identity's denials were forgotten since e.forgets read forgets.
+// identity's denials were forgotten since e.forgets read forgets. The lease's time and the
+// denial's count from when the store was asked, on this server's clock, as the denial cache's
+// do: never past the store's own, whatever sets the two clocks apart.
 func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, policies []Policy, cost, k int64, lease time.Duration, forgets uint64, out []PolicyResult) (time.Time, error) {
+	asked := s.clock.Now()
 	at, err := s.next.Check(ctx, key, policies, k, true, out)
 	if err == nil && k > cost && !allAllowed(out) {
 		e.mu.Lock()
@@ -221,8 +227,8 @@ func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, poli
 	e.remaining = leastRemaining(out)
 	if !allAllowed(out) {
 		if s.heard != nil && s.heard() && e.forgets == forgets {
-			e.deniedAt, e.deniedCost = at, cost
-			e.deniedUntil = at.Add(longestWait(out))
+			e.deniedAt, e.deniedCost = asked, cost
+			e.deniedUntil = asked.Add(longestWait(out))
 			e.denial = append(e.denial[:0], out...)
 		}
 		return at, nil
@@ -235,9 +241,9 @@ func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, poli
 		end = min(end, out[i].ResetAfter) // a fixed window's end: the lease ends with it
 	}
 	e.gen++
-	e.active, e.at, e.until, e.units, e.used = true, at, at.Add(end), k, cost
+	e.active, e.at, e.taken, e.until, e.units, e.used = true, at, asked, asked.Add(end), k, cost
 	e.base = append(e.base[:0], out...)
-	e.serve(at, out)
+	e.serve(asked, out)
 	for i := range out {
 		out[i].source = observe.SourceStore // the store decided this one
 	}
@@ -335,7 +341,7 @@ func (e *leaseEntry) size(cost int64) int64 {
 // store reported when the lease was taken, with the lease's unused units added back and the
 // time since taken off. The caller holds e.mu.
 func (e *leaseEntry) serve(now time.Time, out []PolicyResult) {
-	elapsed := now.Sub(e.at)
+	elapsed := now.Sub(e.taken)
 	left := e.units - e.used
 	for i, b := range e.base {
 		r := &out[i]

@@ -111,3 +111,51 @@ func TestLeaseDenialEndsWithARefundHere(t *testing.T) {
 		t.Fatalf("after a refund here: allowed %v by %v, %v; want admitted (the refund gave a unit back)", d.Allowed, d.Source, err)
 	}
 }
+
+// skewedStore stands for Redis, whose TIME runs ahead of this server's clock: a memory store
+// on the "server's" clock, declaring this server's clock as the store's (as the Redis store
+// declares the system clock while its limits run on the server's TIME).
+type skewedStore struct {
+	Store
+	local Clock
+}
+
+func (s *skewedStore) Clock() Clock { return s.local }
+
+// The lease layer times its denials and leases on this server's clock, from when it asked, as
+// the denial cache does, not from the time the store reports: with the application server's
+// clock 10 s behind Redis, a denial until the end of a fixed window was answered 10 s into the
+// next window, which Redis admitted (README: the limits run on the Redis server's TIME, so
+// application servers with skewed clocks still agree).
+func TestLeaseDenialOnThisServersClock(t *testing.T) {
+	server := fakeclock.New(fakeclock.T0.Truncate(time.Minute))
+	local := fakeclock.New(server.Now().Add(-10 * time.Second))
+	mem := NewMemoryStore(WithClock(server))
+	c := newStoreConfig(false)
+	leases := leasing(&skewedStore{Store: mem, local: local}, c)
+	leases.heard = func() bool { return true }
+	l, err := New(leases, Policy{Name: "tenant", Limit: 10, Window: time.Minute, Algorithm: algorithms.FixedWindow{}, Lease: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	out := make([]PolicyResult, 1) // other instances spent the quota
+	if _, err := mem.Check(ctx, "hot", l.policies, 10, true, out); err != nil || !out[0].Allowed {
+		t.Fatalf("spending the quota: %+v, %v", out[0], err)
+	}
+	var last Decision
+	for i := range 2 { // the second is hot: its denial is answered by the lease layer from then on
+		if last, err = l.Allow(ctx, "hot"); err != nil || last.Allowed {
+			t.Fatalf("request %d: %+v, %v; want denied", i+1, last, err)
+		}
+	}
+	if d, err := l.Allow(ctx, "hot"); err != nil || d.Allowed || d.Source != observe.SourceLease {
+		t.Fatalf("third request: %+v, %v; want denied by the lease layer", d, err)
+	}
+	server.Advance(last.RetryAfter)
+	local.Advance(last.RetryAfter)
+	d, err := l.Allow(ctx, "hot")
+	if err != nil || !d.Allowed {
+		t.Fatalf("at the Retry-After, the window over: allowed %v by %v, %v; want admitted", d.Allowed, d.Source, err)
+	}
+}
