@@ -375,6 +375,41 @@ func TestBreakerProbeCanceledByItsClient(t *testing.T) {
 	}
 }
 
+// A request whose own deadline (a gRPC client's grpc-timeout, an upstream's) comes before the
+// guard's timeout and passes while Redis is answering is a client that went away, not a store
+// that failed: it is neither reported as a failure nor counted by the breaker. Before, each
+// was a timeout of the store's: a client sending requests with a deadline of a few ms opened
+// the breaker for every other client (five in a row), its failures told to the observer as
+// Redis timing out.
+func TestClientDeadlineIsNoStoreFailure(t *testing.T) {
+	f := newFaultyRedis(t, ratelimit.WithDenialCache(0))
+	l := mustNew(t, f.store, ratelimit.Policy{Limit: 1000, Window: time.Hour})
+	h := ratelimit.Middleware(l, ratelimit.WithTimeout(10*time.Second))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	serve := func(ctx context.Context) int {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil).WithContext(ctx))
+		return rec.Code
+	}
+	if code := serve(context.Background()); code != http.StatusOK {
+		t.Fatalf("first request: %d", code)
+	}
+	f.proxy.Delay(100 * time.Millisecond) // Redis answers, in 100 ms
+	for i := range 6 {
+		c, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+		serve(c)
+		cancel()
+		if _, failures, b := f.obs.snapshot(); len(failures) != 0 || len(b) != 0 {
+			t.Fatalf("after %d requests whose own deadline passed: failures %v, breaker changes %v; want none", i+1, failures, b)
+		}
+	}
+	if code := serve(context.Background()); code != http.StatusOK {
+		t.Fatalf("a request with no deadline of its own: %d", code)
+	}
+	if sources, failures, _ := f.obs.snapshot(); len(failures) != 0 || sources[observe.SourceStore] == 0 {
+		t.Errorf("decided by %v with failures %v; want the store, none", sources, failures)
+	}
+}
+
 // With a fallback, a store outage is decided locally under each limit's share, with headers;
 // a guard that fails closed still refuses.
 func TestFallback(t *testing.T) {
