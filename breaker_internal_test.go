@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,7 +51,8 @@ func TestBreakerIgnoresStaleDialFailures(t *testing.T) {
 // the breaker open, its next probe due at once.
 func TestBreakerCanceledCallsTellNothing(t *testing.T) {
 	clock := fakeclock.New(fakeclock.T0)
-	b := &breaker{failures: 3, cooldown: 100 * time.Millisecond, clock: clock}
+	var logged strings.Builder
+	b := &breaker{failures: 3, cooldown: 100 * time.Millisecond, clock: clock, log: logs{slog.New(slog.NewTextHandler(&logged, nil))}}
 	timeout := errors.New("i/o timeout")
 	canceled := fmt.Errorf("ratelimit: redis check: %w", context.Canceled)
 	for range 2 {
@@ -70,5 +73,10 @@ func TestBreakerCanceledCallsTellNothing(t *testing.T) {
 	}
 	if ok, probe := b.acquire(); !ok || !probe {
 		t.Fatalf("acquire after a canceled probe: %v, %v; want the next probe at once", ok, probe)
+	}
+	b.release(canceled, true)
+	b.acquire()
+	if n := strings.Count(logged.String(), "half-open"); n != 1 {
+		t.Errorf("three probes, two canceled, logged half-open %d times; want once:\n%s", n, logged.String())
 	}
 }
