@@ -45,6 +45,7 @@ type breaker struct {
 	wait     time.Duration // the wait before next
 	probe    bool          // a probe is under way
 	probes   int           // probes that failed since the breaker opened
+	probed   bool          // a probe was let through since the breaker opened (logged once)
 	logged   time.Time     // when a failed probe was last logged
 }
 
@@ -64,7 +65,8 @@ func (b *breaker) acquire() (ok, probe bool) {
 		return false, false
 	}
 	b.probe = true
-	first, openFor := b.probes == 0, b.clock.Now().Sub(b.opened)
+	first, openFor := !b.probed, b.clock.Now().Sub(b.opened)
+	b.probed = true
 	b.mu.Unlock()
 	b.tell(observe.BreakerOpen, observe.BreakerHalfOpen)
 	if first {
@@ -75,9 +77,21 @@ func (b *breaker) acquire() (ok, probe bool) {
 	return true, true
 }
 
-// release records the outcome of a call that acquire allowed.
+// release records the outcome of a call that acquire allowed. A call whose client went away
+// (context.Canceled) tells nothing of the store, either way: it neither fails nor succeeds, so
+// it resets no run of failures, and a probe canceled so closes nothing (the breaker is open
+// again, the next probe due at once).
 func (b *breaker) release(err error, probe bool) {
-	failed := err != nil && !errors.Is(err, context.Canceled) // a client going away is no failure
+	if err != nil && errors.Is(err, context.Canceled) {
+		if probe {
+			b.mu.Lock()
+			b.probe = false
+			b.mu.Unlock()
+			b.tell(observe.BreakerHalfOpen, observe.BreakerOpen)
+		}
+		return
+	}
+	failed := err != nil
 	if !failed && !probe {
 		if b.run.Load() != 0 {
 			b.run.Store(0)
@@ -121,7 +135,7 @@ func (b *breaker) release(err error, probe bool) {
 			b.mu.Unlock()
 			return
 		}
-		b.opened, b.wait, b.probes, b.logged = now, min(firstProbe, b.cooldown), 0, now
+		b.opened, b.wait, b.probes, b.probed, b.logged = now, min(firstProbe, b.cooldown), 0, false, now
 		b.next = now.Add(b.wait)
 		b.skipped.Store(0)
 		b.open.Store(true)

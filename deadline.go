@@ -15,7 +15,8 @@ import (
 // context.WithTimeout makes a timer, a channel and three more objects for each call. The
 // shared deadline is the call's rounded up to the next grain, a 32nd of the timeout and at most
 // a millisecond: never earlier than the timeout asks. Any other context gets
-// context.WithTimeout, which also ends the call when the request's context ends.
+// context.WithTimeout, which also ends the call when the request's context ends; unless the
+// request's own deadline comes first (see ownDeadline).
 type timeouts struct {
 	timeout time.Duration
 	grain   int64                // nanoseconds
@@ -43,6 +44,9 @@ func noCancel() {}
 // bound returns ctx bounded by the timeout, and the function that releases what it holds.
 func (t *timeouts) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	if ctx.Done() != nil {
+		if d, ok := ctx.Deadline(); ok && time.Until(d) < t.timeout {
+			return ownDeadline(ctx, t.timeout)
+		}
 		return context.WithTimeout(ctx, t.timeout)
 	}
 	if _, ok := ctx.Deadline(); ok { // a deadline without Done: not a context of the standard library
@@ -55,6 +59,21 @@ func (t *timeouts) bound(ctx context.Context) (context.Context, context.CancelFu
 		k = t.next(want)
 	}
 	return &sharedDeadline{ctx, k.ctx}, noCancel
+}
+
+// ownDeadline bounds a call whose request has a deadline of its own before the guard's timeout
+// (a gRPC client's grpc-timeout, an upstream's): by the timeout alone, and canceled when the
+// request's context ends, whatever ended it. The store's layers then see a client that went
+// away (context.Canceled), as the guard does, and not a store that timed out: a client's
+// deadline of a few ms is no evidence against the store, and was counted by the breaker (five
+// in a row opened it for every client) and told to the observer as a timeout.
+func ownDeadline(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	stop := context.AfterFunc(ctx, cancel)
+	return c, func() {
+		stop()
+		cancel()
+	}
 }
 
 // next returns the tick of a call that must end at want, making it if need be.

@@ -70,20 +70,35 @@ type leaseEntry struct {
 	// takes at most an eighth of it, leaving the rest to the other instances.
 	remaining int64
 
-	// The lease: units charged at at, used of them handed out, until when.
-	gen         uint64
-	active      bool
-	at, until   time.Time
-	units, used int64
-	base        []PolicyResult // the results of the charge that took the lease
+	// The lease: units charged at at (the store's time, which a refund names), used of them
+	// handed out; taken (when the store was asked for it) and until are on the layer's clock,
+	// this server's, which may be set apart from the store's (Redis TIME).
+	gen              uint64
+	active           bool
+	at, taken, until time.Time
+	units, used      int64
+	base             []PolicyResult // the results of the charge that took the lease
 
 	// taking is closed when the call that takes a lease returns; nil when none is under way.
 	taking chan struct{}
 
-	// A denial of cost deniedCost or more, answered here until deniedUntil.
+	// A denial of cost deniedCost or more, answered here until deniedUntil; both on the
+	// layer's clock, deniedAt when the store was asked.
 	deniedAt, deniedUntil time.Time
 	deniedCost            int64
 	denial                []PolicyResult
+	// forgets counts the ends of e's denial by a refund or a reset of the identity (made
+	// here, or announced) and by a subscription made again: a denial that comes back from a
+	// check begun before one of them is not answered (the refund may have made room since the
+	// store denied), as the denial cache does with its epochs.
+	forgets uint64
+}
+
+// forgetDenial ends e's denial, and any that a check under way would bring back. The caller
+// holds e.mu.
+func (e *leaseEntry) forgetDenial() {
+	e.deniedUntil = time.Time{}
+	e.forgets++
 }
 
 var _ Store = (*leasingStore)(nil)
@@ -171,8 +186,9 @@ func (s *leasingStore) Check(ctx context.Context, key string, policies []Policy,
 		k := e.size(cost)
 		ch := make(chan struct{})
 		e.taking = ch
+		forgets := e.forgets
 		e.mu.Unlock()
-		at, err := s.take(ctx, e, key, policies, cost, k, lease, out)
+		at, err := s.take(ctx, e, key, policies, cost, k, lease, forgets, out)
 		e.mu.Lock()
 		e.taking = nil
 		close(ch)
@@ -183,8 +199,12 @@ func (s *leasingStore) Check(ctx context.Context, key string, policies []Policy,
 
 // take asks the store for a lease of k units, of which the request takes cost, and fills
 // out with the request's results. A lease the store refuses is asked again for the request
-// alone; a request the store refuses is answered here until its Retry-After.
-func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, policies []Policy, cost, k int64, lease time.Duration, out []PolicyResult) (time.Time, error) {
+// alone; a request the store refuses is answered here until its Retry-After, unless the
+// identity's denials were forgotten since e.forgets read forgets. The lease's time and the
+// denial's count from when the store was asked, on this server's clock, as the denial cache's
+// do: never past the store's own, whatever sets the two clocks apart.
+func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, policies []Policy, cost, k int64, lease time.Duration, forgets uint64, out []PolicyResult) (time.Time, error) {
+	asked := s.clock.Now()
 	at, err := s.next.Check(ctx, key, policies, k, true, out)
 	if err == nil && k > cost && !allAllowed(out) {
 		e.mu.Lock()
@@ -206,9 +226,9 @@ func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, poli
 	defer e.mu.Unlock()
 	e.remaining = leastRemaining(out)
 	if !allAllowed(out) {
-		if s.heard != nil && s.heard() {
-			e.deniedAt, e.deniedCost = at, cost
-			e.deniedUntil = at.Add(longestWait(out))
+		if s.heard != nil && s.heard() && e.forgets == forgets {
+			e.deniedAt, e.deniedCost = asked, cost
+			e.deniedUntil = asked.Add(longestWait(out))
 			e.denial = append(e.denial[:0], out...)
 		}
 		return at, nil
@@ -221,9 +241,9 @@ func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, poli
 		end = min(end, out[i].ResetAfter) // a fixed window's end: the lease ends with it
 	}
 	e.gen++
-	e.active, e.at, e.until, e.units, e.used = true, at, at.Add(end), k, cost
+	e.active, e.at, e.taken, e.until, e.units, e.used = true, at, asked, asked.Add(end), k, cost
 	e.base = append(e.base[:0], out...)
-	e.serve(at, out)
+	e.serve(asked, out)
 	for i := range out {
 		out[i].source = observe.SourceStore // the store decided this one
 	}
@@ -321,7 +341,7 @@ func (e *leaseEntry) size(cost int64) int64 {
 // store reported when the lease was taken, with the lease's unused units added back and the
 // time since taken off. The caller holds e.mu.
 func (e *leaseEntry) serve(now time.Time, out []PolicyResult) {
-	elapsed := now.Sub(e.at)
+	elapsed := now.Sub(e.taken)
 	left := e.units - e.used
 	for i, b := range e.base {
 		r := &out[i]
@@ -415,6 +435,9 @@ func (s *leasingStore) sweep() {
 	}
 }
 
+// Refund implements [Store]: a refund of a decision served from the lease that is still
+// active goes back into it; any other goes to the store, and ends the identity's denial here
+// at once (the store's announcement of it comes a message later).
 func (s *leasingStore) Refund(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) error {
 	if leaseOf(policies) > 0 {
 		if e := s.lookup(key, policies); e != nil {
@@ -424,6 +447,7 @@ func (s *leasingStore) Refund(ctx context.Context, key string, policies []Policy
 				e.mu.Unlock()
 				return nil
 			}
+			e.forgetDenial()
 			e.mu.Unlock()
 		}
 	}
@@ -433,7 +457,8 @@ func (s *leasingStore) Refund(ctx context.Context, key string, policies []Policy
 func (s *leasingStore) Reset(ctx context.Context, key string, policies []Policy) error {
 	if e := s.lookup(key, policies); e != nil {
 		e.mu.Lock()
-		e.active, e.deniedUntil = false, time.Time{} // the store forgets the charge itself
+		e.active = false // the store forgets the charge itself
+		e.forgetDenial()
 		e.mu.Unlock()
 	}
 	return s.next.Reset(ctx, key, policies)
@@ -447,7 +472,7 @@ func (s *leasingStore) forget(stored string) {
 	for _, e := range s.entries {
 		if e.stored == stored {
 			e.mu.Lock()
-			e.deniedUntil = time.Time{}
+			e.forgetDenial()
 			e.mu.Unlock()
 		}
 	}
@@ -463,7 +488,7 @@ func (s *leasingStore) subscribed(on bool) {
 	defer s.mu.Unlock()
 	for _, e := range s.entries {
 		e.mu.Lock()
-		e.deniedUntil = time.Time{}
+		e.forgetDenial()
 		e.mu.Unlock()
 	}
 }

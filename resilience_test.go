@@ -313,6 +313,103 @@ func TestBreakerOneProbe(t *testing.T) {
 	}
 }
 
+// A probe whose client went away learnt nothing of the store: it neither closes the breaker
+// nor counts as a failed probe. Before, a probe canceled while Redis was silent closed the
+// breaker ("the store answers again"), and every check after it waited out its deadline on a
+// Redis that still did not answer: a client leaving cost everyone else.
+//
+// The client lacks ContextTimeoutEnabled, so that the store leaves the call as soon as its
+// context is canceled (go-redis with it reads on until the deadline, and then reports the
+// timeout, which is a failure).
+func TestBreakerProbeCanceledByItsClient(t *testing.T) {
+	f := &faultyRedis{proxy: faultproxy.Start(t, redistest.Addr(t)), clock: newFakeClock(), obs: newRecorder()}
+	client := redis.NewClient(&redis.Options{Addr: f.proxy.Addr(), DialTimeout: time.Second})
+	t.Cleanup(func() { client.Close() })
+	f.store = ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithClock(f.clock),
+		ratelimit.WithObserver(f.obs), ratelimit.WithBreaker(1, time.Second), ratelimit.WithDenialCache(0))
+	l := mustNew(t, f.store, ratelimit.Policy{Limit: 100, Window: time.Hour})
+	if _, err := l.Peek(ctx, "warm"); err != nil {
+		t.Fatal(err)
+	}
+	f.proxy.BlackHole()
+	c, cancel := short()
+	l.Allow(c, "k") // times out: opens the breaker
+	cancel()
+	f.clock.Advance(time.Second)
+
+	// The probe: its client leaves while Redis is silent, before the deadline.
+	c, cancel = short()
+	before := f.sent() + f.proxy.Commands("hello")
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Allow(c, "k")
+		done <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); f.sent()+f.proxy.Commands("hello") == before; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the probe never reached Redis")
+		}
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the probe whose client left: %v; want context.Canceled", err)
+	}
+	if _, _, b := f.obs.snapshot(); slices.Contains(b, observe.BreakerClosed) {
+		t.Fatalf("breaker changes: %v; a canceled probe closed the breaker", b)
+	}
+	// Redis is still silent: the next probe goes at once (the canceled one tested nothing),
+	// and the one after it finds the breaker open.
+	c, cancel = short()
+	_, err := l.Allow(c, "k")
+	cancel()
+	if observe.ErrorKind(err) != "timeout" {
+		t.Fatalf("the next probe: %v; want a timeout", err)
+	}
+	if _, err := l.Allow(ctx, "k"); observe.ErrorKind(err) != "breaker_open" {
+		t.Fatalf("a check after the probe timed out: %v; want breaker_open, the breaker still open", err)
+	}
+	want := []observe.BreakerState{observe.BreakerOpen, observe.BreakerHalfOpen, observe.BreakerOpen,
+		observe.BreakerHalfOpen, observe.BreakerOpen}
+	if _, _, b := f.obs.snapshot(); !slices.Equal(b, want) {
+		t.Fatalf("breaker changes: %v; want %v", b, want)
+	}
+}
+
+// A request whose own deadline (a gRPC client's grpc-timeout, an upstream's) comes before the
+// guard's timeout and passes while Redis is answering is a client that went away, not a store
+// that failed: it is neither reported as a failure nor counted by the breaker. Before, each
+// was a timeout of the store's: a client sending requests with a deadline of a few ms opened
+// the breaker for every other client (five in a row), its failures told to the observer as
+// Redis timing out.
+func TestClientDeadlineIsNoStoreFailure(t *testing.T) {
+	f := newFaultyRedis(t, ratelimit.WithDenialCache(0))
+	l := mustNew(t, f.store, ratelimit.Policy{Limit: 1000, Window: time.Hour})
+	h := ratelimit.Middleware(l, ratelimit.WithTimeout(10*time.Second))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	serve := func(ctx context.Context) int {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil).WithContext(ctx))
+		return rec.Code
+	}
+	if code := serve(context.Background()); code != http.StatusOK {
+		t.Fatalf("first request: %d", code)
+	}
+	f.proxy.Delay(100 * time.Millisecond) // Redis answers, in 100 ms
+	for i := range 6 {
+		c, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+		serve(c)
+		cancel()
+		if _, failures, b := f.obs.snapshot(); len(failures) != 0 || len(b) != 0 {
+			t.Fatalf("after %d requests whose own deadline passed: failures %v, breaker changes %v; want none", i+1, failures, b)
+		}
+	}
+	if code := serve(context.Background()); code != http.StatusOK {
+		t.Fatalf("a request with no deadline of its own: %d", code)
+	}
+	if sources, failures, _ := f.obs.snapshot(); len(failures) != 0 || sources[observe.SourceStore] == 0 {
+		t.Errorf("decided by %v with failures %v; want the store, none", sources, failures)
+	}
+}
+
 // With a fallback, a store outage is decided locally under each limit's share, with headers;
 // a guard that fails closed still refuses.
 func TestFallback(t *testing.T) {

@@ -152,7 +152,8 @@ func (b *batcher) sendBatch(batch []*queued) {
 	var again []redis.Cmder
 	for _, m := range merges {
 		if err := m.cmd.Err(); refusedMerged(err) { // it ran nothing: its calls go unmerged, from now on
-			if b.merges.CompareAndSwap(true, false) && b.refused != nil {
+			// (a key that an ACL refuses refuses its own call, merged or not: this batch only)
+			if !dataRefused(err) && b.merges.CompareAndSwap(true, false) && b.refused != nil {
 				if f := b.refused.Load(); f != nil {
 					(*f)(err)
 				}

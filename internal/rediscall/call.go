@@ -320,9 +320,18 @@ func isFunctionMissing(err error) bool {
 }
 
 // refused reports whether the server turned Functions down: a server before Redis 7 does not
-// know FCALL or FUNCTION, and an ACL may forbid them. Either way it ran nothing.
+// know FCALL or FUNCTION, and an ACL may forbid them. Either way it ran nothing. An ACL that
+// refuses a call one of its keys (see dataRefused) refuses that call, not Functions.
 func refused(err error) bool {
-	return err != nil && (redis.HasErrorPrefix(err, "NOPERM") || redis.HasErrorPrefix(err, "unknown command"))
+	return err != nil && (redis.HasErrorPrefix(err, "NOPERM") && !dataRefused(err) || redis.HasErrorPrefix(err, "unknown command"))
+}
+
+// dataRefused reports whether an ACL refused a call a key or a channel it names, having run
+// nothing ("NOPERM this user has no permissions to access one of the keys used as arguments"
+// before Redis 7.2, "NOPERM No permissions to access a key" since; a command refused is "no
+// permissions to run"): that call fails, and so would it as a script or unmerged.
+func dataRefused(err error) bool {
+	return err != nil && redis.HasErrorPrefix(err, "NOPERM") && strings.Contains(err.Error(), "permissions to access")
 }
 
 // stateReloader is a client that routes by a map of the servers it can reload:

@@ -29,7 +29,8 @@ import (
 // would. One that the server refuses to run merged, having run nothing — keys of several
 // slots on a server in cluster mode behind one address (CROSSSLOT), an ACL that allows the
 // function but not its merged form (NOPERM) — makes its batcher stop merging: its calls are
-// sent again unmerged, as a pipeline.
+// sent again unmerged, as a pipeline. An ACL that refuses one of its keys (NOPERM too) has
+// its calls sent again unmerged, each answered alone, and the batcher merging still.
 
 // maxMerged is the most calls merged into one: the server runs a merged call without serving
 // anyone else meanwhile, so a long queue leaves as several (32 checks hold it about 0.1 ms).

@@ -245,3 +245,45 @@ func refusedThenAnswered(t *testing.T, client *redis.Client, caller *Caller) {
 	}
 	wg.Wait()
 }
+
+// An ACL that refuses a call one of its keys (a pattern of keys the store's keys do not all
+// match: compact keys, which do not start with the prefix) refuses that call, not Functions,
+// nor merged calls: the caller does not turn to scripts for good (it did, telling its store's
+// log that Redis refused FCALL and the observer that the store ran without Functions), and a
+// batch holding such a call is answered unmerged, the batcher merging still.
+func TestKeyRefusedByAnACL(t *testing.T) {
+	admin := redistest.Standalone(t)
+	ctx := context.Background()
+	p := redistest.Prefix(t)
+	if _, err := NewCaller(admin).RunInts(ctx, checkScript, checkArgs(p+"{warm}", "0", "")); err != nil { // loads the library
+		t.Fatal(err)
+	}
+	user := strings.NewReplacer(":", "-", "/", "-").Replace(p) + "somekeys"
+	if err := admin.Do(ctx, "ACL", "SETUSER", user, "reset", "on", ">pw", "~"+p+"*", "&*", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Do(context.Background(), "ACL", "DELUSER", user) })
+	client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), Username: user, Password: "pw"})
+	t.Cleanup(func() { client.Close() })
+	caller := NewCaller(client)
+	told := false
+	caller.OnFunctionsRefused(func(error) { told = true })
+	if _, err := caller.RunInts(ctx, checkScript, checkArgs("elsewhere{x}", "0", "")); err == nil || !redis.HasErrorPrefix(err, "NOPERM") {
+		t.Fatalf("a call of a key the ACL refuses: %v; want NOPERM", err)
+	}
+	if caller.scriptsOnly.Load() || told {
+		t.Error("a key refused by an ACL turned the caller to scripts")
+	}
+	b := newBatcher(client, true)
+	batch := []*queued{
+		{ctx: ctx, cmd: checkScript.cmd(ctx, fcallArg, checkScript.fnArg, checkArgs(p+"{a}", "0", ""), true), done: make(chan struct{})},
+		{ctx: ctx, cmd: checkScript.cmd(ctx, fcallArg, checkScript.fnArg, checkArgs("elsewhere{y}", "0", ""), true), done: make(chan struct{})},
+	}
+	b.sendBatch(batch)
+	if err0, err1 := batch[0].cmd.Err(), batch[1].cmd.Err(); err0 != nil || err1 == nil || !redis.HasErrorPrefix(err1, "NOPERM") {
+		t.Errorf("merged: %v, %v; want an answer, then the ACL's refusal of the key", err0, err1)
+	}
+	if !b.merges.Load() {
+		t.Error("a key refused by an ACL stopped the batcher merging")
+	}
+}
