@@ -68,7 +68,7 @@ func (s *redisStore) readEviction() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s.checkCompactServers(ctx)
-	policies, err := maxmemoryPolicies(ctx, s.client)
+	policies, unbounded, err := maxmemoryPolicies(ctx, s.client)
 	if err != nil {
 		if k := kindOf(err); k == kindUnavailable || k == kindTimeout {
 			s.eviction.next.Store(s.now() + int64(evictionRetry)) // down, not refusing: ask again soon
@@ -79,11 +79,16 @@ func (s *redisStore) readEviction() {
 	if err != nil {
 		seen = "unknown"
 	}
+	// A server without maxmemory never evicts, whatever its policy: it is reported by its
+	// policy, and evicts only once a maxmemory is set (the next read sees it).
+	evicts := slices.ContainsFunc(policies, func(p string) bool { return p != "noeviction" && !slices.Contains(unbounded, p) })
+	if len(unbounded) > 0 {
+		seen += " (without maxmemory: " + strings.Join(unbounded, ",") + ")"
+	}
 	if seen == s.eviction.seen {
 		return
 	}
 	s.eviction.seen = seen
-	evicts := slices.ContainsFunc(policies, func(p string) bool { return p != "noeviction" })
 	log := s.log.get()
 	switch {
 	case err != nil:
@@ -92,15 +97,20 @@ func (s *redisStore) readEviction() {
 	case evicts:
 		log.LogAttrs(ctx, slog.LevelWarn, "ratelimit: Redis can evict the limiter's keys: under memory pressure it drops live counters and hands their identities fresh quotas. Set maxmemory-policy noeviction, or give the limiter a Redis of its own",
 			slog.String("maxmemory_policy", seen))
+	case len(unbounded) > 0:
+		log.LogAttrs(ctx, slog.LevelInfo, "ratelimit: Redis will not evict the limiter's keys: it has no maxmemory, so its maxmemory-policy does not apply (if one is set, the store says so at its next read, within 5 minutes)",
+			slog.String("maxmemory_policy", strings.Join(policies, ",")))
 	default:
 		log.LogAttrs(ctx, slog.LevelInfo, "ratelimit: Redis will not evict the limiter's keys", slog.String("maxmemory_policy", seen))
 	}
-	if s.compact && slices.ContainsFunc(policies, func(p string) bool { return strings.Contains(p, "lru") || strings.Contains(p, "lfu") }) {
+	if s.compact && slices.ContainsFunc(policies, func(p string) bool {
+		return (strings.Contains(p, "lru") || strings.Contains(p, "lfu")) && !slices.Contains(unbounded, p)
+	}) {
 		log.LogAttrs(ctx, slog.LevelInfo, "ratelimit: compact state under an LRU or LFU maxmemory-policy: with maxmemory set, Redis shares no numbers, so each key's value takes an object of its own (16 B more per identity); the keys stay short",
 			slog.String("maxmemory_policy", seen))
 	}
 	if o := s.observer; o != nil {
-		policy := seen
+		policy := strings.Join(policies, ",")
 		if err != nil {
 			policy = ""
 		}
@@ -109,14 +119,15 @@ func (s *redisStore) readEviction() {
 }
 
 // maxmemoryPolicies returns the maxmemory-policy of each server client writes to (each master
-// of a Cluster, each shard of a Ring), without repeats, sorted.
-func maxmemoryPolicies(ctx context.Context, client redis.Scripter) ([]string, error) {
+// of a Cluster, each shard of a Ring), without repeats, sorted; and those that evict but are
+// held by no server with a maxmemory (a server without one never evicts).
+func maxmemoryPolicies(ctx context.Context, client redis.Scripter) (policies, unbounded []string, err error) {
 	var (
-		mu       sync.Mutex
-		policies []string
+		mu      sync.Mutex
+		bounded []string // policies of a server with a maxmemory
 	)
 	read := func(ctx context.Context, c *redis.Client) error {
-		v, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
+		v, err := c.ConfigGet(ctx, "maxmemory*").Result() // one pattern: Redis 6 takes no more
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.Options().Addr, err)
 		}
@@ -129,11 +140,19 @@ func maxmemoryPolicies(ctx context.Context, client redis.Scripter) ([]string, er
 		if !slices.Contains(policies, p) {
 			policies = append(policies, p)
 		}
+		if m, ok := v["maxmemory"]; (!ok || m != "0") && !slices.Contains(bounded, p) {
+			bounded = append(bounded, p)
+		}
 		return nil
 	}
-	err := forEachServer(ctx, client, read)
+	err = forEachServer(ctx, client, read)
 	slices.Sort(policies)
-	return policies, err
+	for _, p := range policies {
+		if p != "noeviction" && !slices.Contains(bounded, p) {
+			unbounded = append(unbounded, p)
+		}
+	}
+	return policies, unbounded, err
 }
 
 // forEachServer calls read for each server client writes to: each master of a Cluster, each

@@ -63,9 +63,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // The store reads Redis's maxmemory-policy when it is made: a policy that can evict the
-// limiter's keys is logged once, as a warning, and reported; noeviction is not warned of; a
-// server that refuses CONFIG is reported as unknown; a policy changed later is seen at the
-// next read.
+// limiter's keys is logged once, as a warning, and reported; noeviction is not warned of, nor
+// is a policy that evicts on a server without maxmemory, which never evicts (it was, a false
+// alarm and an alert); a server that refuses CONFIG is reported as unknown; a policy changed
+// later, or a maxmemory set later, is seen at the next read.
 func TestRedisEvictionPolicy(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -74,9 +75,10 @@ func TestRedisEvictionPolicy(t *testing.T) {
 		want   string // what the observer is told first
 		warned bool
 	}{
-		{"noeviction", []string{"--maxmemory-policy", "noeviction"}, "", "noeviction", false},
-		{"volatile-lru", []string{"--maxmemory-policy", "volatile-lru"}, "", "volatile-lru evicts", true},
-		{"allkeys-lru", []string{"--maxmemory-policy", "allkeys-lru"}, "", "allkeys-lru evicts", true},
+		{"noeviction", []string{"--maxmemory-policy", "noeviction", "--maxmemory", "1gb"}, "", "noeviction", false},
+		{"volatile-lru", []string{"--maxmemory-policy", "volatile-lru", "--maxmemory", "1gb"}, "", "volatile-lru evicts", true},
+		{"allkeys-lru", []string{"--maxmemory-policy", "allkeys-lru", "--maxmemory", "1gb"}, "", "allkeys-lru evicts", true},
+		{"volatile-lru without maxmemory", []string{"--maxmemory-policy", "volatile-lru"}, "", "volatile-lru", false},
 		{"config refused", []string{"--maxmemory-policy", "volatile-lru", "--user", "app", "on", ">s3cret", "~*", "&*", "+@all", "-config"}, "app", "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,6 +109,9 @@ func TestRedisEvictionPolicy(t *testing.T) {
 			}
 			// A change is seen at the next read, due after five minutes and made by a check.
 			if err := client.ConfigSet(context.Background(), "maxmemory-policy", "volatile-ttl").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := client.ConfigSet(context.Background(), "maxmemory", "1gb").Err(); err != nil {
 				t.Fatal(err)
 			}
 			l := mustNew(t, store, ratelimit.Policy{Limit: 5, Window: time.Minute})

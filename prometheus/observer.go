@@ -131,7 +131,7 @@ func New(opts ...Option) *Observer {
 			Help: "Requests a guard limited by a fallback, by reason: by their client IP, their key function having found no key (no_header, no_user, no_route, no_key); by the address of the trusted proxy they came from, which named no client (no_proxy_header); by the guard's own policies, their Resolver having failed (resolver_failed).",
 		}, []string{"reason"}),
 		evictable: prometheus.NewDesc("ratelimit_redis_evictable",
-			"1 when the Redis servers of a store may evict the limiter's keys (maxmemory-policy is not noeviction), handing their identities fresh quotas; 0 when they may not; the policy as read, \"unknown\" when it could not be.",
+			"1 when the Redis servers of a store may evict the limiter's keys (maxmemory-policy is not noeviction, and a maxmemory is set), handing their identities fresh quotas; 0 when they may not; the policy as read, \"unknown\" when it could not be.",
 			[]string{"policy"}, nil),
 		leases: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ratelimit_active_request_leases",
