@@ -2,6 +2,8 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -214,6 +216,10 @@ func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, poli
 		at, err = s.next.Check(ctx, key, policies, k, true, out)
 	}
 	if err != nil {
+		if k > cost && unanswered(err) {
+			s.warn("ratelimit: a lease's check got no answer; if it ran in Redis, the lease's units stay charged until their window ends (fewer admitted, never more)",
+				"units", k, "error", err)
+		}
 		return at, err
 	}
 	if fellBack(out) { // decided by the local fallback: neither a lease nor a denial of the store's
@@ -302,15 +308,35 @@ func (s *leasingStore) end(e *leaseEntry, key string, policies []Policy) {
 		defer cancel()
 		if err := s.next.Refund(ctx, key, policies, unused, at); err != nil {
 			// The units stay charged until their window ends: fewer admitted, never more.
-			now, last := time.Now().Unix(), s.lastLog.Load()
-			if now == last || !s.lastLog.CompareAndSwap(last, now) {
-				s.notLogged.Add(1)
-				return
-			}
-			s.log.get().Warn("ratelimit: a lease's unused units could not be given back; they stay charged until their window ends",
-				"units", unused, "error", err, "not_logged_since", s.notLogged.Swap(0))
+			s.warn("ratelimit: a lease's unused units could not be given back; they stay charged until their window ends",
+				"units", unused, "error", err)
 		}
 	}()
+}
+
+// warn logs a warning of units a lease leaves charged, at most one a second, saying how many
+// it did not log since the last.
+func (s *leasingStore) warn(msg string, args ...any) {
+	now, last := time.Now().Unix(), s.lastLog.Load()
+	if now == last || !s.lastLog.CompareAndSwap(last, now) {
+		s.notLogged.Add(1)
+		return
+	}
+	s.log.get().Warn(msg, append(args, "not_logged_since", s.notLogged.Swap(0))...)
+}
+
+// unanswered reports whether err leaves unknown whether a call ran in Redis: it timed out or
+// was canceled after it was sent, or its connection broke on the way.
+func unanswered(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return false // never sent
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	k := kindOf(err)
+	return k == kindTimeout || k == kindUnavailable
 }
 
 // leaseRefundTimeout bounds the refund of a lease's unused units.

@@ -16,6 +16,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/internal/faultproxy"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
 	"github.com/a7d3e0dd/ratelimit/observe"
 )
@@ -338,5 +339,32 @@ func TestLeasesFullReported(t *testing.T) {
 	}
 	if !strings.Contains(logged.String(), "the quota leases have room again") {
 		t.Errorf("no line of the leases having room again:\n%s", logged.String())
+	}
+}
+
+// TestLeaseCheckWithoutAnswerIsLogged: a check that would take a lease and gets no answer in
+// time may still have run in Redis, charging the lease's units; they then stay charged until
+// their window ends (fewer admitted, never more), and the store says so, naming them (it said
+// nothing).
+func TestLeaseCheckWithoutAnswerIsLogged(t *testing.T) {
+	proxy := faultproxy.Start(t, redistest.Addr(t))
+	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = client.Close() })
+	var buf syncBuffer
+	clock := newFakeClock()
+	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithClock(clock), ratelimit.WithBreaker(0, 0), ratelimit.WithDenialCache(0),
+		ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&buf, nil)))),
+		ratelimit.Policy{Name: "w", Limit: 1000, Window: time.Hour, Algorithm: algorithms.FixedWindow{}, Lease: time.Minute})
+	if d, err := l.Allow(context.Background(), "k"); err != nil || !d.Allowed { // not hot yet: a call of its own
+		t.Fatalf("%+v, %v", d, err)
+	}
+	proxy.Delay(time.Hour) // every reply from now on is held back
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := l.Allow(ctx, "k"); err == nil { // hot: it takes a lease, and gets no answer
+		t.Fatal("a check without an answer succeeded")
+	}
+	if got := buf.String(); !strings.Contains(got, "a lease's check got no answer") || !strings.Contains(got, "units=") {
+		t.Errorf("logged %q; want that the lease's units may stay charged, and how many", got)
 	}
 }
