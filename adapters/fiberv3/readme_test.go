@@ -1,13 +1,9 @@
 package fiberv3limit_test
 
 import (
-	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
-	"slices"
 	"testing"
 	"time"
 
@@ -16,6 +12,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit"
 	fiberv3limit "github.com/a7d3e0dd/ratelimit/adapters/fiberv3"
 	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/internal/readmelogin"
 	"github.com/a7d3e0dd/ratelimit/internal/readmetest"
 )
 
@@ -34,10 +31,7 @@ func TestReadmeSetup(t *testing.T) {
 		readmetest.Code(readmetest.Containing(t, "../../README.md", `app.Use(fiberv3limit.New(limiter))`, "go")))
 
 	clock := fakeclock.New(fakeclock.T0)
-	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), ratelimit.Policy{Limit: 100, Window: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	limiter := readmelogin.NewLimiter(t, clock)
 	app := fiber.New()
 	app.Use(func(c fiber.Ctx) error { // the client's address, which app.Test does not set
 		c.RequestCtx().SetRemoteAddr(net.TCPAddrFromAddrPort(netip.MustParseAddrPort(c.Get(remoteAddrHeader))))
@@ -53,76 +47,19 @@ func TestReadmeSetup(t *testing.T) {
 	}
 	app.Post("/login", fiberv3limit.New(limiter, ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 5, Window: time.Minute})), login)
 
-	// The same, over net/http's middleware and a limiter of its own.
-	refLimiter, err := ratelimit.New(ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), ratelimit.Policy{Limit: 100, Window: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("POST /login", ratelimit.Middleware(refLimiter, ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 5, Window: time.Minute}))(
-		http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			w.Write([]byte("welcome\n"))
-		})))
-	ref := ratelimit.Middleware(refLimiter)(mux)
-
-	type response struct {
-		code   int
-		header http.Header
-		body   string
-	}
-	send := func(ip string) response {
-		req := httptest.NewRequest("POST", "/login", nil)
-		req.Header.Set(remoteAddrHeader, ip+":1000")
-		resp, err := app.Test(req, noTimeout)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Header.Del("Content-Length") // fasthttp's, which net/http's recorder does not add
-		resp.Header.Del("Date")
-		return response{resp.StatusCode, resp.Header, string(body)}
-	}
-	sendRef := func(ip string) response {
-		req := httptest.NewRequest("POST", "/login", nil)
-		req.RemoteAddr = ip + ":1000"
-		w := httptest.NewRecorder()
-		ref.ServeHTTP(w, req)
-		return response{w.Code, w.Header(), w.Body.String()}
-	}
-	for i := range 6 {
-		got, want := send("192.0.2.1"), sendRef("192.0.2.1")
-		if wantCode := map[bool]int{true: 200, false: 429}[i < 5]; got.code != wantCode {
-			t.Fatalf("login %d: %d; want %d", i+1, got.code, wantCode)
-		}
-		if got.code != want.code || got.body != want.body || !sameHeaders(got.header, want.header) {
-			t.Errorf("login %d: Fiber v3 answered %d %v %q; net/http %d %v %q", i+1, got.code, got.header, got.body, want.code, want.header, want.body)
-		}
-		if i == 5 && (got.header.Get("Retry-After") != "12" || got.header.Get("X-RateLimit-Limit") != "5") {
-			t.Errorf("the 6th login in a minute: Retry-After %q, X-RateLimit-Limit %q; want 12 (5 a minute), 5", got.header.Get("Retry-After"), got.header.Get("X-RateLimit-Limit"))
-		}
-	}
-	if fmt.Sprint(left) != "[4 3 2 1 0]" {
-		t.Errorf("the handler ran with Remaining %v; want [4 3 2 1 0]: five logins, each with the login policy's decision", left)
-	}
-	if r := send("192.0.2.2"); r.code != http.StatusOK {
-		t.Errorf("another client's login: %d; want 200", r.code)
-	}
-	clock.Advance(12 * time.Second)
-	if r := send("192.0.2.1"); r.code != http.StatusOK {
-		t.Errorf("a login after Retry-After: %d; want 200", r.code)
-	}
-}
-
-// sameHeaders reports whether two responses have the same header fields and values.
-func sameHeaders(a, b http.Header) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if !slices.Equal(v, b[k]) {
-			return false
-		}
-	}
-	return true
+	readmelogin.Run(t, clock, readmelogin.App{
+		Name: "Fiber v3",
+		Serve: func(req *http.Request) *http.Response {
+			req.Header.Set(remoteAddrHeader, req.RemoteAddr)
+			resp, err := app.Test(req, noTimeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Header.Del("Content-Length") // fasthttp's, which net/http's recorder does not add
+			resp.Header.Del("Date")
+			return resp
+		},
+		ContentType: "text/plain; charset=utf-8",
+		Remaining:   func() []int64 { return left },
+	})
 }
