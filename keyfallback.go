@@ -165,12 +165,16 @@ func WithRoutes(router Router) Option {
 // slash: for a CONNECT request, and for every request before Go 1.25 (golang/go#73688). Keyed
 // by that, every path a client made up would have a quota of its own, stored; the route of
 // such a request is unknown instead, and it is limited by its client IP (a pattern registered
-// as that very path, such as "/files/" for a request of "/files", is a redirect too).
+// as that very path, such as "/files/" for a request of "/files", is a redirect too). The
+// path named is the decoded one (URL.Path, cleaned), not the path as escaped: both are
+// compared, or a path holding an escape ("/users/1%41") would still be a route of its own.
 func routeOf(router Router, r *http.Request) string {
 	_, pattern := router.Handler(r)
 	if dir, ok := strings.CutSuffix(pattern, "/"); ok && r.URL != nil && dir != "" {
-		if p := r.URL.EscapedPath(); dir == p || dir == path.Clean("/"+p) {
-			return ""
+		for _, p := range [2]string{r.URL.EscapedPath(), r.URL.Path} {
+			if dir == p || dir == path.Clean("/"+p) {
+				return ""
+			}
 		}
 	}
 	return pattern
