@@ -381,7 +381,9 @@ func (l *Limiter) decideWithout(ctx context.Context, d *Decision, key string, co
 			raw[i] = out[j]
 			j++
 		} else {
-			raw[i] = PolicyResult{source: out[0].source}
+			// Made up, but of the same decision: where it was made (a memory store's overflow
+			// quota, which a refund then goes to: see onOverflow), as who made it.
+			raw[i] = PolicyResult{source: out[0].source, overflow: out[0].overflow}
 			raw[i].neverAllowed()
 		}
 	}

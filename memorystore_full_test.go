@@ -221,3 +221,39 @@ func TestMemoryStoreOverflowGivesBack(t *testing.T) {
 		})
 	}
 }
+
+// A request too costly for a shadow policy listed first, but not for the enforced ones, is
+// checked without that policy (its result is made up: denied for ever); decided on the overflow
+// quota of a full memory store, its refund goes back there all the same: the decision's first
+// result, the made-up one, hid that it was the overflow quota's, and the refund went to the
+// identity's own state, which the store does not hold.
+func TestMemoryStoreOverflowGivesBackBesideATooCostlyShadow(t *testing.T) {
+	obs := &fullCounter{}
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithMaxKeys(64), ratelimit.WithObserver(obs))
+	l := mustNew(t, store,
+		ratelimit.Policy{Name: "trial", Limit: 1, Window: time.Hour, Shadow: true},
+		ratelimit.Policy{Name: "rate", Limit: 4, Window: time.Hour})
+	for i := 0; obs.overflows == 0; i++ {
+		allow(t, l, "half-"+strconv.Itoa(i), 2) // half their limit: kept
+	}
+	newcomer := ""
+	for i := 0; newcomer == ""; i++ {
+		before, id := obs.overflows, "newcomer-"+strconv.Itoa(i)
+		d := allow(t, l, id, 2)
+		if obs.overflows > before {
+			newcomer = id
+		}
+		if err := l.Refund(ctx, id, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 6 {
+		d := allow(t, l, newcomer, 2)
+		if !d.Allowed {
+			t.Fatalf("request %d of cost 2 of the newcomer, each refunded: refused; the refunds did not reach the overflow quota", i+1)
+		}
+		if err := l.Refund(ctx, newcomer, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
