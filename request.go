@@ -45,7 +45,13 @@ type Request interface {
 // "/LOGIN/"). What picks a limit by the route a request will take (the rules engine's
 // patterns) matches on it, as the router does: without it, a client could reach a route no
 // limit matches by escaping a slash, or changing the case. The core's net/http requests and
-// the Echo and Fiber adapters' have it.
+// the Echo and Fiber adapters' have it. A Request whose router compares paths in lower case,
+// its routes' too (Fiber by default), also has the method
+//
+//	FoldsCase() bool
+//
+// returning true: the rules engine then matches its patterns with their paths in lower case
+// ("GET /api/getUser/{id}" is the route of "/api/getuser/bob" there).
 
 // httpRequest is *http.Request seen as a Request. A struct of one pointer is stored in an
 // interface as the pointer itself, so the conversion does not allocate. Route is r.Pattern,

@@ -256,9 +256,17 @@ func (s *Set) match(r ratelimit.Request, tier string) (*Rule, bool) {
 			}
 		}
 		hr = &http.Request{Method: r.Method(), Host: r.Header("Host"), URL: u}
+		if f, ok := r.(foldsCase); ok && f.FoldsCase() {
+			return s.matchOn(s.fold, s.folded, hr, tier) // the router compares paths in lower case
+		}
 	}
 	return s.Match(hr, tier)
 }
 
 // escaped is a ratelimit.Request that tells the path as the client escaped it.
 type escaped interface{ EscapedPath() string }
+
+// foldsCase is a ratelimit.Request whose router compares paths in lower case, its routes'
+// too (Fiber by default): its EscapedPath is in lower case, and is matched on the patterns
+// with their paths in lower case (see Set.indexFolded).
+type foldsCase interface{ FoldsCase() bool }

@@ -47,8 +47,17 @@ func (sc *scope) pick(tier string) *Rule {
 //
 // The rule is the Set's own: read it, do not modify it.
 func (s *Set) Match(r *http.Request, tier string) (*Rule, bool) {
-	if s.mux != nil && r != nil && r.URL != nil {
-		if _, pattern := s.mux.Handler(r); pattern != "" {
+	return s.matchOn(s.mux, nil, r, tier)
+}
+
+// matchOn is Match, finding the pattern on mux; names, when not nil, name the pattern as
+// written of each pattern registered there (see indexFolded).
+func (s *Set) matchOn(mux *http.ServeMux, names map[string]string, r *http.Request, tier string) (*Rule, bool) {
+	if mux != nil && r != nil && r.URL != nil {
+		if _, pattern := mux.Handler(r); pattern != "" {
+			if names != nil {
+				pattern = names[pattern]
+			}
 			if sc, ok := s.patterns[pattern]; ok {
 				if rule := sc.pick(tier); rule != nil {
 					return rule, true
@@ -109,6 +118,45 @@ func (s *Set) index(c *checker, where []written) {
 		sc.add(r)
 		s.patterns[r.Pattern] = sc
 	}
+	s.indexFolded()
+}
+
+// indexFolded registers every pattern of the Set's mux on its fold mux with its path in lower
+// case, for the requests of a router that compares paths in lower case, the paths it was given
+// too (Fiber by default): "GET /api/getUser/{id}" is the route of "/api/getuser/bob" there, and
+// its rule must limit that request, as "/api/getUser/Bob". Of two patterns the same in lower
+// case, the first in the document is kept, as such a router serves the first route registered.
+func (s *Set) indexFolded() {
+	for i := range s.rules {
+		p := s.rules[i].Pattern
+		if _, ok := s.patterns[p]; !ok {
+			continue
+		}
+		f := foldPath(p)
+		if _, ok := s.folded[f]; ok {
+			continue
+		}
+		if s.fold == nil {
+			s.fold, s.folded = http.NewServeMux(), map[string]string{}
+		}
+		if register(s.fold, f) == nil {
+			s.folded[f] = p
+		}
+	}
+}
+
+// foldPath returns pattern with its path in lower case (its method and host as they are).
+func foldPath(pattern string) string {
+	rest := pattern // split as ServeMux splits it
+	if i := strings.IndexAny(pattern, " \t"); i >= 0 {
+		rest = strings.TrimLeft(pattern[i:], " \t")
+	}
+	i := strings.IndexByte(rest, '/')
+	if i < 0 {
+		return pattern
+	}
+	path := rest[i:]
+	return pattern[:len(pattern)-len(path)] + lowerASCII(path)
 }
 
 // standardMethods are the methods of RFC 9110 and PATCH, as clients send them.

@@ -19,7 +19,11 @@ type Set struct {
 
 	mux      *http.ServeMux    // every distinct pattern, registered to find the one a request matches
 	patterns map[string]*scope // the rules of each pattern
-	anywhere scope             // the rules without a pattern
+	// fold has every pattern with its path in lower case, for the requests of a router that
+	// compares paths so (see match); folded names each one's pattern as written.
+	fold     *http.ServeMux
+	folded   map[string]string
+	anywhere scope // the rules without a pattern
 }
 
 // Rule is one rule of a document: the policies a request gets when the rule matches it, and

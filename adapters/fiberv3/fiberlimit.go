@@ -158,6 +158,12 @@ func (r request[C]) EscapedPath() string {
 	return p
 }
 
+// FoldsCase reports whether Fiber compares paths in lower case, its routes' too (unless
+// Config.CaseSensitive): the rules engine then matches EscapedPath on its patterns with their
+// paths in lower case, so that the rule of "GET /api/getUser/{id}" limits "/api/getuser/bob",
+// which Fiber serves with that route (see [ratelimit.Request]).
+func (r request[C]) FoldsCase() bool { return !r.c.App().Config().CaseSensitive }
+
 // asciiLower returns s with its ASCII letters in lower case, as Fiber compares paths.
 func asciiLower(s string) string {
 	for i := 0; i < len(s); i++ {

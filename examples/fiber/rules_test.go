@@ -46,3 +46,37 @@ func TestRulesMatchAsFiberRoutes(t *testing.T) {
 		t.Errorf("one client's logins, as /login, /login, /LOGIN, /login/, /Login/: %v; want [200 429 429 429 429]", got)
 	}
 }
+
+// A pattern with capitals in its path ("/getUser", as camelCase routes are written) limits the
+// requests Fiber serves with that route: Fiber compares paths in lower case, registered ones
+// too, so "/getUser", "/getuser" and "/GETUSER/" all reach its handler. The engine matched the
+// path in lower case against the pattern as written: no request met such a rule.
+func TestRulesWithCapitalsMatchAsFiberRoutes(t *testing.T) {
+	set, err := rules.Parse("limits.yaml", []byte(`rules:
+  - name: user
+    match: {pattern: "GET /api/getUser/{id}"}
+    key: ip
+    policies: [{name: user, algorithm: fixed_window, limit: 1, window: 1m}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine, err := rules.NewEngine(ratelimit.NewMemoryStore(), set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := fiber.New()
+	app.Use(fiberlimit.FromGuard(engine.Guard()))
+	app.Get("/api/getUser/:id", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	var got []int
+	for _, path := range []string{"/api/getUser/Bob", "/api/getUser/Bob", "/api/getuser/bob", "/API/GETUSER/bob/"} {
+		resp, err := app.Test(httptest.NewRequest(http.MethodGet, path, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, resp.StatusCode)
+	}
+	if fmt.Sprint(got) != "[200 429 429 429]" {
+		t.Errorf("one client's requests of GET /api/getUser/{id}, written three ways: %v; want [200 429 429 429]", got)
+	}
+}
