@@ -69,6 +69,10 @@ func (t *timeouts) bound(ctx context.Context) (context.Context, context.CancelFu
 // in a row opened it for every client) and told to the observer as a timeout.
 func ownDeadline(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
 	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	if ctx.Err() != nil { // ended already: done at once (AfterFunc would cancel a goroutine later)
+		cancel()
+		return c, cancel
+	}
 	stop := context.AfterFunc(ctx, cancel)
 	return c, func() {
 		stop()

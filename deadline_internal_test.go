@@ -55,3 +55,17 @@ func TestSharedDeadline(t *testing.T) {
 		t.Errorf("error %v, want the parent's cancellation", ctx.Err())
 	}
 }
+
+// A request whose own deadline has passed already (a gRPC call's, expired before the
+// interceptor) is a client gone: its store call's context is done from the start, canceled
+// (no store failure), and not a call sent to the store, charged there for a request that
+// ended, while the context was canceled a goroutine later (context.AfterFunc).
+func TestOwnDeadlinePassedAlready(t *testing.T) {
+	parent, cancelParent := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
+	defer cancelParent()
+	ctx, cancel := newTimeouts(time.Second).bound(parent)
+	defer cancel()
+	if err := ctx.Err(); !errors.Is(err, context.Canceled) {
+		t.Errorf("the call's context of a request past its deadline: %v at once; want context.Canceled", err)
+	}
+}
