@@ -205,7 +205,8 @@ func inspectCmd(args []string, stdout, stderr io.Writer) int {
 as the application's limiter sees it: the policies (of the rules in Redis, of -file, or of
 -policy) over the Redis store with the application's -prefix. For each policy: its limit,
 what remains now, when it is whole again, and whether a next request of cost 1 would be
-allowed (Limiter.Peek), with its storage key. Nothing is charged.
+allowed (Limiter.Peek), with its storage key; for a rule whose requests cost more, whether
+one of that cost would be allowed now. Nothing is charged.
 `, args, stdout, stderr, func(ctx context.Context, st *state, now ratelimit.Decision) error {
 		next, err := st.limiter.Peek(ctx, st.identity)
 		if err != nil {
@@ -213,7 +214,11 @@ allowed (Limiter.Peek), with its storage key. Nothing is charged.
 		}
 		st.header(stdout)
 		fmt.Fprintf(stdout, "cost      %d a request\n", st.rule.Cost)
-		fmt.Fprintf(stdout, "next      %s (a request of cost 1)\n\n", verdict(next.Allowed, next.RetryAfter))
+		fmt.Fprintf(stdout, "next      %s (a request of cost 1)\n", verdict(next.Allowed, next.RetryAfter))
+		if st.rule.Cost > 1 {
+			fmt.Fprintf(stdout, "          %s\n", costVerdict(now, st.rule.Cost))
+		}
+		fmt.Fprintln(stdout)
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "POLICY\tALGORITHM\tLIMIT\tREMAINING\tWHOLE IN\tNEXT\tSTORAGE KEY")
 		for i, r := range now.Results() {
@@ -302,6 +307,27 @@ func span(d time.Duration) string {
 }
 
 // verdict describes whether a request is allowed, and when it would be.
+// costVerdict says whether a request of the rule's cost would be allowed now, from what each
+// policy has left (now, a check of cost 0): a policy admits a request of cost c when it has c
+// left. When one would not, it names the one with least left (how long until it has enough
+// is not known from what it has left).
+func costVerdict(now ratelimit.Decision, cost int64) string {
+	var least *ratelimit.PolicyResult
+	for _, r := range now.Results() {
+		if !r.Policy.Shadow && r.Remaining < cost && (least == nil || r.Remaining < least.Remaining) {
+			least = &r
+		}
+	}
+	what := fmt.Sprintf("a request of the rule's cost, %d", cost)
+	switch {
+	case least == nil:
+		return "allowed (" + what + ")"
+	case cost > capacity(least.Policy):
+		return fmt.Sprintf("denied for ever (%s: above %s's capacity, %d)", what, least.Policy.Name, capacity(least.Policy))
+	}
+	return fmt.Sprintf("denied now (%s: %s has %d left)", what, least.Policy.Name, least.Remaining)
+}
+
 func verdict(allowed bool, retryAfter time.Duration) string {
 	switch {
 	case allowed:

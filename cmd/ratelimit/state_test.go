@@ -256,3 +256,35 @@ func TestInspectErrors(t *testing.T) {
 		}
 	}
 }
+
+// inspect of a rule whose requests cost more than 1 says also whether a request of that cost
+// would be allowed: "next allowed (a request of cost 1)" alone read as the application's
+// answer, where it refuses a request of cost 3 with 1 left.
+func TestInspectRuleCost(t *testing.T) {
+	client, addr := redistest.Standalone(t), redistest.Addr(t)
+	prefix := redistest.Prefix(t)
+	const doc = `version: c1
+rules:
+  - name: export
+    key: api_key
+    cost: 3
+    policies:
+      - {name: per-hour, limit: 4, window: 1h}
+      - {name: per-day, limit: 100, window: 24h}
+`
+	file := write(t, "limits.yaml", doc)[0]
+	set, err := rules.Parse("limits.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ratelimit.New(ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix)), set.Rules()[0].Policies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const identity = "hdr:x-api-key:abc"
+	if d, err := l.AllowN(t.Context(), identity, 3); err != nil || !d.Allowed {
+		t.Fatalf("the first export: %+v, %v", d, err)
+	}
+	cli(t, "inspect", "-redis", addr, "-prefix", prefix, "-file", file, "-rule", "export", identity).want(t, 0,
+		"next      allowed (a request of cost 1)\n          denied now (a request of the rule's cost, 3: per-hour has 1 left)\n", "")
+}
