@@ -215,3 +215,28 @@ func TestPushWaitCountsOnlyRecordsAfterThePush(t *testing.T) {
 	r := cli(t, "push", "-wait", "300ms", "-redis", addr, "-key", key, users)
 	r.want(t, 3, "applied on 0 of 1 instances; no answer yet from 1: api-1 (running 1, no record since the push)", "not yet applied on 1 of 1 instances")
 }
+
+// TestStatusWithNoRulesStored: instances watching a key that holds no rules (none pushed
+// yet, or a Redis restarted without its data) run rules of their own and refused nothing.
+// status matched their empty refusal with the empty stored version and said "1 of 1
+// instances refused version " with exit 1, the code of a refused push (found running a
+// fleet whose Redis was restarted without persistence). It says no rules are stored, and
+// exits 3, as when the fleet has not caught up.
+func TestStatusWithNoRulesStored(t *testing.T) {
+	client := redistest.Standalone(t)
+	addr, key := redistest.Addr(t), redistest.Prefix(t)+"rules"
+	now, err := client.Time(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := now.UnixMilli()
+	if err := client.HSet(t.Context(), rules.FleetKey(key), "api-1", `{"name":"api-1","running":"1"}`,
+		"api-1:seen", fmt.Sprintf("%d:%d", seen, seen+60_000)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s := cli(t, "status", "-redis", addr, "-key", key)
+	s.want(t, 3, "no rules stored: 1 instances run rules of their own", "no rules stored at "+key)
+	if strings.Contains(s.stdout+s.stderr, "refused") {
+		t.Errorf("status with no rules stored says an instance refused them:\n%s%s", s.stdout, s.stderr)
+	}
+}

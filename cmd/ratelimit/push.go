@@ -198,7 +198,7 @@ func fleetReport(fleet []rules.Instance, version string, since time.Time) (appli
 		switch {
 		case in.Seen.Before(since):
 			pending = append(pending, in.Name+" (running "+in.Running+", no record since the push)")
-		case in.Refused == version:
+		case in.Refused != "" && in.Refused == version:
 			refused = append(refused, in.Name+": "+in.Reason)
 		case in.Running == version:
 			applied = append(applied, in.Name)

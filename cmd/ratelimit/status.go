@@ -18,7 +18,8 @@ last reported. An instance reports every heartbeat (10 s by default); one that h
 reported for three is gone and not shown.
 
 Exit status: 0 when every live instance runs the stored version; 1 when one refused it;
-3 when one runs another version (it has not caught up yet) or none watches the key.
+3 when one runs another version (it has not caught up yet), none watches the key, or no
+rules are stored there.
 `, stdout, stderr)
 	rf := addRedisFlags(fs.FlagSet)
 	if _, code, ok := fs.parse(args, "", 0, 0); !ok {
@@ -59,6 +60,13 @@ Exit status: 0 when every live instance runs the stored version; 1 when one refu
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s ago\t%s\n", in.Name, in.Running, refused, now.Sub(in.Seen).Round(time.Second), in.Reason)
 	}
 	tw.Flush()
+	if stored == "" {
+		// Nothing pushed (or the key was lost with a Redis that kept no data): every instance
+		// runs rules of its own, its default or last known good ones. None refused anything.
+		fmt.Fprintf(stdout, "no rules stored: %d instances run rules of their own until a push\n", len(fleet))
+		fmt.Fprintf(stderr, "ratelimit status: no rules stored at %s; %d instances run rules of their own\n", rf.key, len(fleet))
+		return exitWaiting
+	}
 	applied, refused, pending := fleetReport(fleet, stored, time.Time{})
 	fmt.Fprintf(stdout, "%d of %d instances run the stored version\n", len(applied), len(fleet))
 	switch {
