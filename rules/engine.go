@@ -180,10 +180,12 @@ func (e *Engine) applied(version, previous, source string) {
 	}
 }
 
-// rejected logs and reports a document refused, and returns err.
-func (e *Engine) rejected(source string, err error) error {
+// rejected logs and reports a document refused, and returns err; attrs are more attributes
+// of the log line ("refused" and the version refused, when it is known apart from the
+// document: the version logged is the one that stays in use).
+func (e *Engine) rejected(source string, err error, attrs ...any) error {
 	e.opts.logger.Error("ratelimit rules rejected; the last good rules stay in use",
-		"source", source, "version", e.Version(), "error", err)
+		append([]any{"source", source, "version", e.Version()}, append(attrs, "error", err)...)...)
 	if e.opts.reporter != nil {
 		e.opts.reporter.RulesRejected(err)
 	}

@@ -101,7 +101,9 @@ type redisWatch struct {
 	mu       sync.Mutex // serializes sync
 	rejected string     // the version last refused, so that it is reported once
 	reason   string     // why
-	failing  bool       // reading Redis failed last time: reported once until it works
+	// failing is what went wrong reading Redis last time ("" when it worked): each kind of
+	// failure is reported once until reading works again, or another kind comes.
+	failing failure
 	// current is the version of the rules in use when they are known to be the stored
 	// document of that version, read by this watcher: rules of the same version from elsewhere
 	// (the default rules, a last known good file of an earlier Redis) may say otherwise.
@@ -181,22 +183,28 @@ func (w *redisWatch) sync(ctx context.Context, announced string) {
 		version = v
 	}
 	if version == w.e.Version() && version == w.current || version == w.rejected {
-		if w.failing || announced != "" {
+		if w.failing != "" || announced != "" {
 			w.report(ctx) // back, or told again: say where this instance stands
 		}
-		w.failing = false
+		w.failing = ""
 		return
 	}
 	s, err := Fetch(ctx, w.client, w.key, asOptions(w.e.opts))
 	if err != nil {
-		w.failed(ctx, err)
-		if !errors.Is(err, ErrNoRules) && !unreachable(ctx, err) {
-			w.rejected, w.reason = version, err.Error() // the document itself: reading it again will not help
-			w.report(ctx)
+		if errors.Is(err, ErrNoRules) || unreachable(ctx, err) {
+			w.failed(ctx, err)
+			return
 		}
+		// The document itself: reading it again will not help. Each version refused is
+		// logged and reported, whatever failed before it (a version refused a moment ago, an
+		// outage): sync reads a version again only when it is not the one refused.
+		w.failing = ""
+		w.rejected, w.reason = version, err.Error()
+		_ = w.e.rejected(w.source, err, "refused", version)
+		w.report(ctx)
 		return
 	}
-	w.failing = false
+	w.failing = ""
 	running := w.e.Version()
 	if s.Forced && s.Version != running {
 		w.e.opts.logger.Warn("ratelimit rules: the stored rules were pushed with force; applying them whatever their version",
@@ -215,11 +223,21 @@ func (w *redisWatch) sync(ctx context.Context, announced string) {
 // failed reports an error reading the rules, once until reading works again. The end of the
 // watch is no failure.
 func (w *redisWatch) failed(ctx context.Context, err error) {
-	if ctx.Err() != nil && errors.Is(err, ctx.Err()) || w.failing {
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return
 	}
-	w.failing = true
-	if errors.Is(err, ErrNoRules) {
+	kind := failedOther
+	switch {
+	case errors.Is(err, ErrNoRules):
+		kind = failedNoRules
+	case unreachable(ctx, err):
+		kind = failedUnreachable
+	}
+	if w.failing == kind {
+		return
+	}
+	w.failing = kind
+	if kind == failedNoRules {
 		// Nothing was refused: the key is empty (nothing pushed yet, or it was deleted), and
 		// the rules in use stay. Not counted as a rejected document, whose alert would fire
 		// on every new deployment.
@@ -227,7 +245,7 @@ func (w *redisWatch) failed(ctx context.Context, err error) {
 			"source", w.source, "version", w.e.Version(), "error", err)
 		return
 	}
-	if unreachable(ctx, err) {
+	if kind == failedUnreachable {
 		// Nothing was refused either: Redis does not answer (its own outage, which the
 		// store's metrics show), and the stored version is read again when it does.
 		w.e.opts.logger.Warn("ratelimit rules: cannot read the rules from Redis; the rules in use stay, and the stored version is read again when Redis answers",
@@ -241,13 +259,22 @@ func (w *redisWatch) failed(ctx context.Context, err error) {
 func (w *redisWatch) lost(err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.failing {
+	if w.failing == failedUnreachable {
 		return
 	}
-	w.failing = true
+	w.failing = failedUnreachable
 	w.e.opts.logger.Warn("ratelimit rules: the subscription to Redis failed; subscribing again, then catching up",
 		"source", w.source, "version", w.e.Version(), "error", err)
 }
+
+// failure is a kind of failure to read the rules from Redis (see redisWatch.failing).
+type failure string
+
+const (
+	failedNoRules     failure = "no rules"    // the key holds no rules: nothing pushed, or lost
+	failedUnreachable failure = "unreachable" // Redis does not answer, or does not serve yet
+	failedOther       failure = "other"       // any other error reading Redis
+)
 
 // unreachable reports whether err is a failure to reach Redis or to be served by it (loading
 // its dataset after a restart, a Cluster or a Sentinel group failing over, a script holding

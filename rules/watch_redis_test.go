@@ -328,3 +328,108 @@ func TestWatchRedisLoadingIsNoRejection(t *testing.T) {
 	proxy.Rewrite("$6\r\nv1.2.3\r\n", "-LOADING x\r\n") // the stored version, read at each poll: Redis is loading
 	noRejection(t, rep, logged)
 }
+
+// TestWatchRedisEachRefusalReported: two documents refused one after the other are each
+// logged, with the version refused, and each counted as rejected. The second was neither
+// logged nor reported (ratelimit_rules_loads_total{result="rejected"} stayed put) when it came
+// before the next poll: the first had set the latch that keeps an outage to one warning, and
+// only a poll cleared it. ratelimit status showed the refusal; the log and the metric did not
+// (found pushing a fixed but still invalid document right after an invalid one).
+func TestWatchRedisEachRefusalReported(t *testing.T) {
+	client := redistest.Standalone(t)
+	key := redistest.Prefix(t) + "rules"
+	if _, err := Push(t.Context(), client, key, "limits.yaml", limitsDoc("v1", 2, 5)); err != nil {
+		t.Fatal(err)
+	}
+	logged := &lockedBuffer{}
+	rep, subscribed := newReporter(), make(chan struct{}, 1)
+	e, err := OpenRedis(t.Context(), ratelimit.NewMemoryStore(), client, key, WithReporter(rep),
+		WithLogger(slog.New(slog.NewTextHandler(logged, nil))), byPlan(), WithPollInterval(time.Hour),
+		signal(subscribed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := rep.next(t); ev != "applied v1" {
+		t.Fatalf("OpenRedis: %q, want v1 applied", ev)
+	}
+	watching(t, e, client, key, subscribed)
+	for _, v := range []string{"v2", "v3"} { // written by hand: Push would refuse them
+		bad := strings.Replace(string(limitsDoc(v, 4, 5)), "limit: 4", "limit: four", 1)
+		if err := client.HSet(t.Context(), key, "version", v, "document", bad).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := client.Publish(t.Context(), key, v).Err(); err != nil {
+			t.Fatal(err)
+		}
+		// The instance records its refusal (as ratelimit status shows it) once it has read it.
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if f, _ := Fleet(t.Context(), client, key); len(f) == 1 && f[0].Refused == v {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the instance did not record its refusal of %s in 20 s", v)
+			}
+		}
+	}
+	if _, err := Push(t.Context(), client, key, "limits.yaml", limitsDoc("v4", 5, 5)); err != nil {
+		t.Fatal(err)
+	}
+	var events []string
+	for ev := ""; ev != "applied v4"; {
+		ev = rep.next(t)
+		events = append(events, ev)
+	}
+	if len(events) != 3 || !strings.HasPrefix(events[0], "rejected") || !strings.HasPrefix(events[1], "rejected") {
+		t.Errorf("reported: %q; want v2 rejected, v3 rejected, v4 applied", events)
+	}
+	out := logged.String()
+	for _, v := range []string{"v2", "v3"} {
+		if !strings.Contains(out, "rules rejected; the last good rules stay in use\" source=\"redis "+key+"\" version=v1 refused="+v+" ") {
+			t.Errorf("logged:\n%s\nwant the refusal of %s, naming it beside v1 in use", out, v)
+		}
+	}
+}
+
+// TestWatchRedisSaysTheKeyIsEmptyAfterAnOutage: an instance whose subscription broke (Redis
+// restarted) and whose Redis came back without the rules (a Redis that kept no data) says
+// that the key holds no rules. It said nothing: the subscription's warning had set the latch
+// that keeps an outage to one line, so the empty key went unsaid, and a new instance of the
+// fleet would start on its default rules while this one runs the lost version.
+func TestWatchRedisSaysTheKeyIsEmptyAfterAnOutage(t *testing.T) {
+	client := redistest.Standalone(t)
+	key := redistest.Prefix(t) + "rules"
+	if _, err := Push(t.Context(), client, key, "limits.yaml", limitsDoc("v1", 2, 5)); err != nil {
+		t.Fatal(err)
+	}
+	logged := &lockedBuffer{}
+	rep, subscribed := newReporter(), make(chan struct{}, 1)
+	watcher := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), ClientName: "watcher-" + redistest.Prefix(t)})
+	t.Cleanup(func() { watcher.Close() })
+	e, err := OpenRedis(t.Context(), ratelimit.NewMemoryStore(), watcher, key, WithReporter(rep),
+		WithLogger(slog.New(slog.NewTextHandler(logged, nil))), byPlan(), WithPollInterval(time.Hour),
+		signal(subscribed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.next(t) // v1 applied
+	watching(t, e, watcher, key, subscribed)
+	if err := client.Del(t.Context(), key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Break the watcher's subscription, as a restart of Redis does.
+	if err := client.Do(t.Context(), "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-subscribed: // subscribed again, having read the key
+	case <-time.After(30 * time.Second):
+		t.Fatal("the watcher did not subscribe again in 30 s")
+	}
+	out := logged.String()
+	if !strings.Contains(out, "the subscription to Redis failed") || !strings.Contains(out, "Redis holds no rules at the key") {
+		t.Errorf("logged:\n%s\nwant the subscription's failure, then that the key holds no rules", out)
+	}
+	if e.Version() != "v1" || strings.Contains(out, "level=ERROR") {
+		t.Errorf("version %q, logged:\n%s\nwant v1 kept and nothing rejected", e.Version(), out)
+	}
+}
