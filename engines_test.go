@@ -32,6 +32,13 @@ var engines = []engine{
 	{"cluster", func(t *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store {
 		return redisStore(t, redistest.Cluster(t), optionsOf[ratelimit.RedisOption](opts)...)
 	}},
+	// Hash state (WithHashState): a hash per identity, a field per policy.
+	{"redis-hash", func(t *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store {
+		return redisStore(t, redistest.Standalone(t), append(optionsOf[ratelimit.RedisOption](opts), ratelimit.WithHashState())...)
+	}},
+	{"cluster-hash-compact", func(t *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store {
+		return redisStore(t, redistest.Cluster(t), append(optionsOf[ratelimit.RedisOption](opts), ratelimit.WithHashState(), ratelimit.WithCompactState())...)
+	}},
 	// Compact keys (WithCompactState) on a Cluster: the tests' injected clocks keep TATs in
 	// values (TestCompactState* keep them in expiry, on the server's clock).
 	{"cluster-compact", func(t *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store {

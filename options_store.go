@@ -10,6 +10,7 @@ import (
 type storeConfig struct {
 	prefix  string
 	compact bool // WithCompactState
+	hash    bool // WithHashState
 	// stored names an identity as the store's keys hold it between their braces (see
 	// storedIdentity), for the layers that hear announcements (see forgets.go).
 	stored  func(identity string) string
@@ -105,6 +106,25 @@ func WithPrefix(prefix string) StoreOption {
 // application to compact state, or back, starts every identity afresh: its keys are others.
 func WithCompactState() RedisOption {
 	return redisOption(func(sc *storeConfig) { sc.compact = true })
+}
+
+// WithHashState makes the Redis store keep all of an identity's state in one hash, a field
+// per policy, for services whose policy lists combine windows (10/s and 100/min and 1000/h):
+// one key per identity rather than one per policy, read and written once per check whatever
+// the number of policies. A check of three policies then takes about a third less of Redis's
+// time, and an identity under three policies about 40 % of the bytes (README: Performance).
+// Decisions are the same, exactly.
+//
+// The price: an identity under one policy takes about 30 bytes more than with a key of its
+// own, and its check a little more of Redis's time (a hash must be read, written and kept
+// alive); the hash lives as long as its longest-lived policy needs. The sliding log and
+// in-flight limits keep a sorted set each, under keys of their own, as without this option.
+// The hash is prefix + "{" + identity + "}" (the fields are the tags that end each policy's
+// key, see [StorageKey]); with [WithCompactState] too, a 14-byte digest of the prefix and
+// the identity. Switching an application to hash state, or back, starts every identity
+// afresh: its state is under other keys.
+func WithHashState() RedisOption {
+	return redisOption(func(sc *storeConfig) { sc.hash = true })
 }
 
 // WithClock makes a store run on clock: its limits read clock.Now, and a [Guard] of a limiter

@@ -87,6 +87,11 @@ type compiledPolicy struct {
 	params    algo.Params
 	model     algo.Model
 	redisArgs []any // the policy's ARGV in check.lua: one string, "code:limit:window:burst:shadow"
+	// hashArgs is redisArgs for a store with hash state (WithHashState): the policy's tag
+	// after a colon, the field of the identity's hash that holds its state; redisArgs itself
+	// for a policy whose state is a log, which keeps a key of its own (hashed false).
+	hashArgs []any
+	hashed   bool
 	holds     bool  // an in-flight limit: its charges are slots, held until given back
 	// cached: a denial of this policy may be answered by the denial cache until its
 	// Retry-After, which its model says is exact, and NoDenialCache is not set.
@@ -133,8 +138,12 @@ func (p Policy) compile() (Policy, error) {
 	if p.Shadow {
 		shadow = 1
 	}
-	c.redisArgs = []any{m.Code() + ":" + strconv.FormatInt(c.params.Limit, 10) + ":" + strconv.FormatInt(c.params.Window, 10) +
-		":" + strconv.FormatInt(c.params.Burst, 10) + ":" + strconv.Itoa(shadow)}
+	spec := m.Code() + ":" + strconv.FormatInt(c.params.Limit, 10) + ":" + strconv.FormatInt(c.params.Window, 10) +
+		":" + strconv.FormatInt(c.params.Burst, 10) + ":" + strconv.Itoa(shadow)
+	c.redisArgs, c.hashArgs = []any{spec}, []any{spec}
+	if c.hashed = !algo.KeepsLog(m); c.hashed {
+		c.hashArgs = []any{spec + ":" + c.tag}
+	}
 	p.compiled = c
 	return p, nil
 }

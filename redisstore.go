@@ -35,6 +35,9 @@ type redisStore struct {
 	// compact is set by WithCompactState: the keys are compact (see CompactStorageKey), and
 	// the scripts may keep a TAT in a key's expiry.
 	compact bool
+	// hash is set by WithHashState: every policy whose state is integers keeps it in a field
+	// of one hash per identity (see hashKeyIn).
+	hash bool
 	// compactChecked is set once the servers' versions were checked for compact state (see
 	// checkCompactServers).
 	compactChecked atomic.Bool
@@ -126,7 +129,7 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 			return string(appendCompactIdentity(b[:0], prefix, id))
 		}
 	}
-	s := &redisStore{client: client, calls: calls, prefix: c.prefix, compact: c.compact, forgets: forgetChannel(c.prefix), clock: c.clock, direct: honoursDeadlines(client), log: log, dials: watchDials(client),
+	s := &redisStore{client: client, calls: calls, prefix: c.prefix, compact: c.compact, hash: c.hash, forgets: forgetChannel(c.prefix), clock: c.clock, direct: honoursDeadlines(client), log: log, dials: watchDials(client),
 		observer: c.res.observer, pingEvery: pingEvery}
 	s.desc.Store(describeRedis(client))
 	calls.OnFunctionsRefused(func(err error) {
@@ -408,8 +411,17 @@ func (s *redisStore) newCall(key string, policies []Policy, extra int) []any {
 		args, keys = make([]any, rediscall.Head+n, rediscall.Head+n+extra), make([]string, n)
 	}
 	args[2] = n
+	hashKey := ""
 	for i := range policies {
-		keys[i] = s.keyIn(&buf, key, &policies[i])
+		switch {
+		case !s.hash || !policies[i].compiled.hashed:
+			keys[i] = s.keyIn(&buf, key, &policies[i])
+		case hashKey != "":
+			keys[i] = hashKey // every field is in the identity's one hash
+		default:
+			keys[i] = s.hashKeyIn(&buf, key)
+			hashKey = keys[i]
+		}
 		// A *string, which go-redis writes as the string, fits an interface without being
 		// copied to the heap.
 		args[rediscall.Head+i] = &keys[i]
@@ -439,6 +451,36 @@ func (s *redisStore) keyIn(buf *[]byte, identity string, p *Policy) string {
 	return unsafe.String(&b[start], len(b)-start)
 }
 
+// hashKeyIn returns the key of identity's hash (WithHashState), its bytes appended to *buf
+// where they fit, as keyIn does.
+func (s *redisStore) hashKeyIn(buf *[]byte, identity string) string {
+	b := *buf
+	if len(b)+len(s.prefix)+len(identity)+keyOverhead > cap(b) {
+		return string(s.appendHashKey(nil, identity))
+	}
+	start := len(b)
+	b = s.appendHashKey(b, identity)
+	*buf = b
+	return unsafe.String(&b[start], len(b)-start)
+}
+
+// appendHashKey appends the key of identity's hash (WithHashState) to b: the storage key of
+// its policies without their tags, prefix + "{" + identity + "}", or with compact state
+// "{" + 4 characters + "}" + 8, as a compact key of no policy is (see appendCompactKey; no
+// policy's key is the same, since a policy's digest has one part more).
+func (s *redisStore) appendHashKey(b []byte, identity string) []byte {
+	if s.compact {
+		b = append(b, '{')
+		b = appendCompactIdentity(b, s.prefix, identity)
+		b = append(b, '}')
+		return appendDigest(b, compactKeyChars, s.prefix, identity)
+	}
+	b = append(b, s.prefix...)
+	b = append(b, '{')
+	b = appendStoredIdentity(b, identity)
+	return append(b, '}')
+}
+
 // scriptArgs returns the arguments of a check.lua call (see newCall); mode is 0 (evaluate),
 // 1 (charge), 2 (refund the charge made at at) or 3 (renew it).
 func (s *redisStore) scriptArgs(key string, policies []Policy, cost int64, mode int, at int64) ([]any, error) {
@@ -462,7 +504,11 @@ func (s *redisStore) scriptArgs(key string, policies []Policy, cost int64, mode 
 	}
 	args = append(args, now, cost, mode, at)
 	for i := range policies {
-		args = append(args, policies[i].compiled.redisArgs...)
+		if s.hash {
+			args = append(args, policies[i].compiled.hashArgs...)
+		} else {
+			args = append(args, policies[i].compiled.redisArgs...)
+		}
 	}
 	if mode == 2 && s.compact {
 		args = append(args, s.forgets) // compact keys hold no prefix to name the channel by
@@ -476,9 +522,24 @@ var compactNow any = "e"
 
 // Reset implements [Store].
 func (s *redisStore) Reset(ctx context.Context, key string, policies []Policy) error {
-	args := s.newCall(key, policies, 1)
-	if s.compact {
+	if err := compiledAll(policies); err != nil {
+		return err
+	}
+	args := s.newCall(key, policies, 1+len(policies))
+	switch {
+	case s.compact:
 		args = append(args, s.forgets) // compact keys hold no prefix to name the channel by
+	case s.hash:
+		args = append(args, "") // reset.lua finds the channel by the key's prefix
+	}
+	if s.hash {
+		for i := range policies { // the field of each policy in the identity's hash, or none
+			field := ""
+			if p := policies[i].compiled; p.hashed {
+				field = p.tag
+			}
+			args = append(args, field)
+		}
 	}
 	if _, err := s.run(ctx, resetScript, args); err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("ratelimit: redis reset: %w", err)

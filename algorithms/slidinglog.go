@@ -35,6 +35,10 @@ func (slidingLog) Code() string    { return "sl" }
 func (slidingLog) UsesBurst() bool { return false }
 func (slidingLog) Shapes() bool    { return false }
 func (slidingLog) ExactWait() bool { return true }
+
+// KeepsLog says that the state is a log of timestamps (see algo.LogKeeper); the in-flight
+// slots, which embed the sliding log, keep one too.
+func (slidingLog) KeepsLog() {}
 func (slidingLog) Validate(p algo.Params) error {
 	if p.Limit > maxLogLimit {
 		return fmt.Errorf("Limit is %d, but the sliding log keeps one entry per unit of cost, written in one step, and allows at most %d; use SlidingCounter (approximate, two counters) or GCRA (exact, one value)", p.Limit, maxLogLimit)

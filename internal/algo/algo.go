@@ -139,6 +139,20 @@ type Renewer interface {
 	Renew(p *Params, s *State, now, cost, at int64) (ttl int64)
 }
 
+// LogKeeper is a model whose state is a log of timestamps ([State].Log) rather than integers:
+// the sliding log and the in-flight slots. The Redis store keeps such a state as a sorted set
+// of its own, never as a field of an identity's hash (WithHashState).
+type LogKeeper interface {
+	Model
+	KeepsLog()
+}
+
+// KeepsLog reports whether m's state is a log (see [LogKeeper]).
+func KeepsLog(m Model) bool {
+	_, ok := m.(LogKeeper)
+	return ok
+}
+
 // Holds reports whether m's charges are leases (see [Renewer]).
 func Holds(m Model) bool {
 	_, ok := m.(Renewer)

@@ -11,10 +11,13 @@
 --           "2" to refund a charge of cost made at ARGV[4] (the reply is then empty), "3" to
 --           renew it (in-flight slots; the reply is then the time of the renewal alone)
 -- ARGV[4]   with "2" or "3": the time of the charge (the last integer of its reply); else "0"
--- ARGV[4+i] policy i, one string "code:limit:window:burst:shadow": algorithm code, limit,
---           window in microseconds, burst (0: the limit), shadow ("1": evaluated and charged
---           with what it admits, never deciding; "0"). A policy's string is the same on every
---           call, so the library parses it once (see spec_of).
+-- ARGV[4+i] policy i, one string "code:limit:window:burst:shadow" or
+--           "code:limit:window:burst:shadow:field": algorithm code, limit, window in
+--           microseconds, burst (0: the limit), shadow ("1": evaluated and charged with what it
+--           admits, never deciding; "0"), and for a store with hash state the field of KEYS[i],
+--           the identity's hash, that holds the policy's state (see hkey in preamble.lua). A
+--           policy's string is the same on every call, so the library parses it once (see
+--           spec_of).
 -- ARGV[5+n] with "2", for compact keys (n policies): the channel of announcements
 --
 -- A refund ("2") announces itself: see announce.
@@ -27,8 +30,12 @@
 -- per policy (see preamble.lua). It is one table for every call, which the library outlives.
 local pending = {}
 
+-- fields holds the names of the hash fields of a check's policies (see hkey in preamble.lua),
+-- reused as pending is.
+local fields = {}
+
 -- specs maps a policy's ARGV string to what it says, parsed once: {check, limit, window, burst,
--- shadow, code}. The library outlives a call, so a service's few policies are parsed on their
+-- shadow, code, field (false: a key of its own)}. The library outlives a call, so a service's few policies are parsed on their
 -- first call only; the table is emptied when it holds too many (a bound, never reached by a
 -- sane configuration). Under EVALSHA the library is defined afresh by each call.
 local specs, nspecs = {}, 0
@@ -38,11 +45,12 @@ local function spec_of(s)
   local p = specs[s]
   if p then return p end
   if type(s) ~= 'string' then return nil, redis.error_reply('ratelimit: missing policy argument') end
-  local code, limit, window, burst, shadow = string.match(s, '^([^:]*):(%d+):(%d+):(%d+):([01])$')
-  if not code then return nil, redis.error_reply('ratelimit: malformed policy argument ' .. s) end
+  local code, limit, window, burst, shadow, field = string.match(s, '^([^:]*):(%d+):(%d+):(%d+):([01])(.*)$')
+  if field and field ~= '' then field = string.match(field, '^:([%w_%-]+)$') end
+  if not code or not field then return nil, redis.error_reply('ratelimit: malformed policy argument ' .. s) end
   local fn = algorithms[code]
   if not fn then return nil, redis.error_reply('ratelimit: unknown algorithm code ' .. code) end
-  p = {fn, tonumber(limit), tonumber(window), tonumber(burst), shadow == '1', code}
+  p = {fn, tonumber(limit), tonumber(window), tonumber(burst), shadow == '1', code, field ~= '' and field}
   if nspecs >= 1000 then specs, nspecs = {}, 0 end
   specs[s], nspecs = p, nspecs + 1
   return p
@@ -78,6 +86,7 @@ end
 local function begin(t, server_now)
   floor, ceil, min_ttl_ms = math.floor, math.ceil, 1
   compact, expiry_write = false, false
+  hash_begin(nil)
   if t == 'e' then -- compact state, on the server's clock
     compact, t = true, '0'
     expiry_write = (redis.REDIS_VERSION_NUM or 0) >= 0x070000
@@ -101,22 +110,34 @@ local function evaluate(KEYS, k0, nk, ARGV, a0, now, out, o)
     local p, err = spec_of(ARGV[a0 + 5])
     if not p then return nil, err end
     local key = KEYS[k0 + 1]
+    if p[7] then -- a field of the identity's hash, read by the algorithm itself
+      hash_begin(key)
+      key = p[7]
+    end
     local ok, remaining, reset, retry, delay, next, write, v1, v2, v3, v4, v5, v6 =
       p[1](key, now, p[2], p[3], p[4], cost)
     -- A shadow policy never decides, and is charged only with what it admits.
     if charge and ok == 1 then write(key, v1, v2, v3, v4, v5, v6) end
+    hash_flush()
     out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6], out[o + 7] =
       ok, remaining, reset, retry, delay, next, now
     return o + 7
   end
 
+  local nf = 0
   for i = 1, nk do -- every code is known before any algorithm runs
     local p, err = spec_of(ARGV[a0 + 4 + i])
     if not p then return nil, err end
+    if p[7] then
+      if nf == 0 then hash_begin(KEYS[k0 + i]) end
+      fields[nf + 1], nf = p[7], nf + 1
+    end
   end
+  if nf > 1 then hash_read(fields, nf) end -- one field: sget reads it
   local all, n, w = true, o, 0
   for i = 1, nk do
-    local p, key = specs[ARGV[a0 + 4 + i]] or spec_of(ARGV[a0 + 4 + i]), KEYS[k0 + i]
+    local p = specs[ARGV[a0 + 4 + i]] or spec_of(ARGV[a0 + 4 + i])
+    local key = p[7] or KEYS[k0 + i]
     local ok, remaining, reset, retry, delay, next, write, v1, v2, v3, v4, v5, v6 =
       p[1](key, now, p[2], p[3], p[4], cost)
     out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6] =
@@ -136,6 +157,7 @@ local function evaluate(KEYS, k0, nk, ARGV, a0, now, out, o)
       pending[j](pending[j + 1], pending[j + 2], pending[j + 3], pending[j + 4], pending[j + 5], pending[j + 6], pending[j + 7])
     end
   end
+  hash_flush()
   out[n + 1] = now
   return n + 1
 end
@@ -153,12 +175,14 @@ local function check(KEYS, ARGV)
       local p, err = spec_of(ARGV[4 + i])
       if not p then return err end
       if not fns[p[6]] then return redis.error_reply('ratelimit: algorithm code ' .. p[6] .. ' holds no lease to renew') end
+      if p[7] then hash_begin(KEYS[i]) end
     end
     if mode == '2' then announce(KEYS[1], ARGV[4 + nk + 1]) end
     for i = 1, nk do
       local p = specs[ARGV[4 + i]] or spec_of(ARGV[4 + i])
-      fns[p[6]](KEYS[i], now, p[2], p[3], p[4], cost, at)
+      fns[p[6]](p[7] or KEYS[i], now, p[2], p[3], p[4], cost, at)
     end
+    hash_flush()
     if mode == '3' then return {now} end
     return {}
   end

@@ -75,9 +75,79 @@ local function parse_ints(key, v, count)
   return out
 end
 
+-- hkey is, for a call of a store with hash state (WithHashState), the hash that holds the
+-- identity's state: every policy whose state is integers (all but the sliding log and the
+-- in-flight slots, which keep sorted sets under keys of their own) keeps it in a field, named
+-- by the policy's tag, and an algorithm's key is then that field. nil for a call of a store
+-- with a key per policy. The accessors below read and write either form; a check reads its
+-- fields at once (hash_read) and writes them at once (hash_flush), when every policy decided.
+local hkey = nil
+
+-- hvals holds the fields hash_read read (false: absent); hread says they are there to use.
+-- hwrites holds the field-value pairs to write, nhw their count, hwant the lifetime, in
+-- milliseconds, that the hash needs for them.
+local hvals, hread, hwrites, nhw, hwant = {}, false, {}, 0, 0
+
+-- sget returns the state of key, nil when absent.
+local function sget(key)
+  if not hkey then return redis.call('GET', key) end
+  if hread then return hvals[key] or nil end
+  return redis.call('HGET', hkey, key)
+end
+
+-- sset writes the state v of key with a lifetime of ms milliseconds (see ttl_ms). A field
+-- waits for hash_flush.
+local function sset(key, v, ms)
+  if not hkey then
+    redis.call('SET', key, v, 'PX', ms)
+    return
+  end
+  hwrites[nhw + 1], hwrites[nhw + 2], nhw = key, v, nhw + 2
+  if ms > hwant then hwant = ms end
+end
+
+-- sdel deletes the state of key (back to fresh). A hash left without fields is deleted by
+-- Redis itself.
+local function sdel(key)
+  if not hkey then
+    redis.call('DEL', key)
+  else
+    redis.call('HDEL', hkey, key)
+  end
+end
+
+-- hash_begin starts the state of a call afresh: hash names the identity's hash, or is nil for
+-- a call without one. The state in a hash is never kept in its expiry (see compact), which the
+-- fields share.
+local function hash_begin(hash)
+  hkey, hread, nhw, hwant = hash, false, 0, 0
+  if hash then compact, expiry_write = false, false end
+end
+
+-- hash_read reads the fields of the call's policies (nf names, fields[1..nf]) in one call.
+local function hash_read(fields, nf)
+  local vs = redis.call('HMGET', hkey, unpack(fields, 1, nf))
+  for i = 1, nf do hvals[fields[i]] = vs[i] end
+  hread = true
+end
+
+-- hash_flush writes the fields sset kept, in one call, and makes the hash live at least as
+-- long as the longest of them needs: it never shortens the hash's life, which the fields of
+-- other policy lists of the identity may need (a field past its lifetime reads as no state,
+-- so a hash that lives longer changes nothing but the memory it holds). Then it ends the
+-- hash call.
+local function hash_flush()
+  if hkey and nhw > 0 then
+    redis.call('HSET', hkey, unpack(hwrites, 1, nhw))
+    local left = redis.call('PTTL', hkey) -- -1: a new hash, without expiry yet
+    if left < hwant then redis.call('PEXPIRE', hkey, hwant) end
+  end
+  hash_begin(nil)
+end
+
 -- get_ints reads the state of key (see parse_ints), nil when absent.
 local function get_ints(key, count)
-  local v = redis.call('GET', key)
+  local v = sget(key)
   if not v then return nil end
   return parse_ints(key, v, count)
 end
@@ -86,7 +156,7 @@ end
 local function set_ints(key, values, ttl_us)
   local parts = {}
   for i = 1, #values do parts[i] = int(values[i]) end
-  redis.call('SET', key, table.concat(parts, ':'), 'PX', ttl_ms(ttl_us))
+  sset(key, table.concat(parts, ':'), ttl_ms(ttl_us))
 end
 
 -- put_ints writes a refunded state: nothing when it is unchanged (old), and deletes the key
@@ -96,7 +166,7 @@ local function put_ints(key, old, values, ttl_us)
   for i = 1, #values do same = same and old[i] == values[i] end
   if same then return end
   if ttl_us <= 0 then
-    redis.call('DEL', key)
+    sdel(key)
   else
     set_ints(key, values, ttl_us)
   end

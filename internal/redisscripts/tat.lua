@@ -62,7 +62,7 @@ local function parse_tat(key, v, den)
 end
 
 local function read(key, den)
-  local v = redis.call('GET', key)
+  local v = sget(key)
   if not v then return nil end
   return parse_tat(key, v, den)
 end
@@ -82,7 +82,7 @@ local function store(key, us, fr, den, now)
   end
   local v = us -- a number: redis.call writes its digits
   if fr > 0 then v = int(us) .. ':' .. int(fr) .. ':' .. int(den) end
-  redis.call('SET', key, v, 'PX', ttl_ms(ceil_to(us, fr, now)))
+  sset(key, v, ttl_ms(ceil_to(us, fr, now)))
 end
 
 -- whole_check is tat_check where the interval is a whole number of microseconds (den = 1): every
@@ -90,7 +90,7 @@ end
 -- step of tat_check reduces to the integer arithmetic below, step for step.
 local function whole_check(key, now, capacity, num, cost, shaping)
   local tus = now
-  local v = redis.call('GET', key)
+  local v = sget(key)
   if v then
     local us = parse_tat(key, v, 1) -- a fraction written under another limit rounds up
     if us > now then tus = us end
@@ -160,7 +160,7 @@ local function tat_refund(key, now, limit, window, burst, cost, at)
   local q = idiv(total, den)
   us, fr = us + q, total - q * den
   if not before(now, 0, us, fr) then
-    redis.call('DEL', key) -- back to fresh
+    sdel(key) -- back to fresh
   else
     store(key, us, fr, den, now)
   end
