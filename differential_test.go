@@ -43,6 +43,14 @@ func TestEnginesAgreeOnRandomTraffic(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%d-per-%v-burst-%d/limit-changing-to-%d-and-%d", alg.Name(), p.Limit, p.Window, p.Burst, configs[1][0].Limit, configs[2][0].Limit), func(t *testing.T) {
 				agreeAcross(t, client, rng, configs, 300)
 			})
+			// Lists of different lengths sharing the identity and some of their policies (tiers,
+			// a Resolver): a shared policy has one state, whichever list charges it.
+			q := randomPolicy(rng, allAlgorithms[rng.IntN(len(allAlgorithms))], false)
+			q.Name = "second"
+			shared := [][]ratelimit.Policy{{configs[0][0], q}, {configs[0][0]}, {q}}
+			t.Run(fmt.Sprintf("%s/%d-per-%v-burst-%d/lists-sharing-it-and-%s", alg.Name(), p.Limit, p.Window, p.Burst, q.Algorithm.Name()), func(t *testing.T) {
+				agreeAcross(t, client, rng, shared, 300)
+			})
 		}
 	}
 }
@@ -181,6 +189,13 @@ func agreeOn(t *testing.T, client redis.UniversalClient, rng *rand.Rand, configs
 	if !cached {
 		opts = append(opts, ratelimit.WithDenialCache(0))
 	}
+	// Half the sequences run on hash state (WithHashState): the same decisions, from fields
+	// of one hash per identity.
+	layout := "a key per policy"
+	if rng.IntN(2) == 0 {
+		opts, layout = append(opts, ratelimit.WithHashState()), "hash state"
+	}
+	t.Logf("Redis store: %s", layout)
 	redStore := redisStore(t, client, opts...)
 	mems, reds := make([]*ratelimit.Limiter, len(configs)), make([]*ratelimit.Limiter, len(configs))
 	for i, policies := range configs {

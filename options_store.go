@@ -102,8 +102,9 @@ func WithPrefix(prefix string) StoreOption {
 // clock only (not with [WithClock]); moving a key between servers (MIGRATE, DUMP and RESTORE)
 // carries its expiry as a time to live, so its identity is admitted later by the time the move
 // took, never sooner; under a maxmemory-policy that evicts by LRU or LFU, with maxmemory set,
-// Redis shares no numbers and only the keys shrink (the store logs it). Switching an
-// application to compact state, or back, starts every identity afresh: its keys are others.
+// Redis shares no numbers and only the keys shrink (the store logs it). With [WithHashState],
+// the hash's key is compact and the TATs stay in its fields. Switching an application to
+// compact state, or back, starts every identity afresh: its keys are others.
 func WithCompactState() RedisOption {
 	return redisOption(func(sc *storeConfig) { sc.compact = true })
 }

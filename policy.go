@@ -92,7 +92,7 @@ type compiledPolicy struct {
 	// for a policy whose state is a log, which keeps a key of its own (hashed false).
 	hashArgs []any
 	hashed   bool
-	holds     bool  // an in-flight limit: its charges are slots, held until given back
+	holds    bool // an in-flight limit: its charges are slots, held until given back
 	// cached: a denial of this policy may be answered by the denial cache until its
 	// Retry-After, which its model says is exact, and NoDenialCache is not set.
 	cached bool

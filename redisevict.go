@@ -103,7 +103,7 @@ func (s *redisStore) readEviction() {
 	default:
 		log.LogAttrs(ctx, slog.LevelInfo, "ratelimit: Redis will not evict the limiter's keys", slog.String("maxmemory_policy", seen))
 	}
-	if s.compact && slices.ContainsFunc(policies, func(p string) bool {
+	if s.compact && !s.hash && slices.ContainsFunc(policies, func(p string) bool {
 		return (strings.Contains(p, "lru") || strings.Contains(p, "lfu")) && !slices.Contains(unbounded, p)
 	}) {
 		log.LogAttrs(ctx, slog.LevelInfo, "ratelimit: compact state under an LRU or LFU maxmemory-policy: with maxmemory set, Redis shares no numbers, so each key's value takes an object of its own (16 B more per identity); the keys stay short",
@@ -173,7 +173,7 @@ func forEachServer(ctx context.Context, client redis.Scripter, read func(ctx con
 // Redis 7.0, which has no PEXPIRETIME: the scripts then keep TATs in values, and only the
 // keys are short. It runs with each read of the eviction policy until a read succeeds.
 func (s *redisStore) checkCompactServers(ctx context.Context) {
-	if !s.compact || s.compactChecked.Load() {
+	if !s.compact || s.hash || s.compactChecked.Load() { // hash state keeps every TAT in a field
 		return
 	}
 	var (

@@ -45,6 +45,22 @@ func memoryFigures(ctx context.Context, e *env) (figures, error) {
 	if err != nil {
 		return nil, err
 	}
+	long3 := []ratelimit.Policy{longLived, {Limit: 1000, Window: 24 * time.Hour}, {Limit: 10000, Window: 7 * 24 * time.Hour}}
+	var l1h, l3, l3h, l3hc *ratelimit.Limiter
+	for _, v := range []struct {
+		l        **ratelimit.Limiter
+		policies []ratelimit.Policy
+		opts     []ratelimit.RedisOption
+	}{
+		{&l1h, []ratelimit.Policy{longLived}, []ratelimit.RedisOption{ratelimit.WithHashState()}},
+		{&l3, long3, nil},
+		{&l3h, long3, []ratelimit.RedisOption{ratelimit.WithHashState()}},
+		{&l3hc, long3, []ratelimit.RedisOption{ratelimit.WithHashState(), ratelimit.WithCompactState()}},
+	} {
+		if *v.l, err = limiter(c, memPrefix, v.policies, v.opts...); err != nil {
+			return nil, err
+		}
+	}
 	ttl := longLived.Window / time.Duration(longLived.Limit)
 	set := func(key func(id string) string) caller {
 		return func(ctx context.Context, id string) error {
@@ -69,7 +85,8 @@ func memoryFigures(ctx context.Context, e *env) (figures, error) {
 	for _, m := range []struct {
 		name  string
 		write caller
-	}{{"mem.bare", bare}, {"mem.floor", floor}, {"mem.gcra1", check(l)}, {"mem.cfloor", compactFloor}, {"mem.gcra1c", check(lc)}} {
+	}{{"mem.bare", bare}, {"mem.floor", floor}, {"mem.gcra1", check(l)}, {"mem.cfloor", compactFloor}, {"mem.gcra1c", check(lc)},
+		{"mem.gcra1h", check(l1h)}, {"mem.gcra3", check(l3)}, {"mem.gcra3h", check(l3h)}, {"mem.gcra3hc", check(l3hc)}} {
 		if f[m.name], err = perIdentity(ctx, c, ids, m.write); err != nil {
 			return nil, err
 		}

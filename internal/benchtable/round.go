@@ -61,6 +61,14 @@ func (e *env) redisFigures(ctx context.Context, r int, f figures) error {
 	if err != nil {
 		return err
 	}
+	oneHash, err := limiter(e.client, prefix+"oneh:", gcra1, ratelimit.WithHashState())
+	if err != nil {
+		return err
+	}
+	threeHash, err := limiter(e.client, prefix+"threeh:", gcra3, ratelimit.WithHashState())
+	if err != nil {
+		return err
+	}
 	for _, s := range []subject{
 		{"ping", "ping", e.ping},
 		{"evalsha", "evalsha", e.evalsha},
@@ -69,6 +77,8 @@ func (e *env) redisFigures(ctx context.Context, r int, f figures) error {
 		{"gcra1", "fcall", check(one)},
 		{"gcra1c", "fcall", check(compact)},
 		{"gcra3", "fcall", check(three)},
+		{"gcra1h", "fcall", check(oneHash)},
+		{"gcra3h", "fcall", check(threeHash)},
 	} {
 		if err := e.measure(ctx, s, f); err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
@@ -76,6 +86,8 @@ func (e *env) redisFigures(ctx context.Context, r int, f figures) error {
 	}
 	f["srv.extra"] = (f["srv.gcra3"] - f["srv.gcra1"]) / 2
 	f["srv64.extra"] = (f["srv64.gcra3"] - f["srv64.gcra1"]) / 2
+	f["srv.extrah"] = (f["srv.gcra3h"] - f["srv.gcra1h"]) / 2
+	f["srv64.extrah"] = (f["srv64.gcra3h"] - f["srv64.gcra1h"]) / 2
 	f["srv.tgsextra"] = (f["srv.tgs3"] - f["srv.tgs"]) / 2
 	f["srv64.tgsextra"] = (f["srv64.tgs3"] - f["srv64.tgs"]) / 2
 	n, err := allocs(ctx, check(plain), e.keys, allocRuns)

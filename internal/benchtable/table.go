@@ -72,6 +72,7 @@ var table = []section{
 		{"trivial EVALSHA (floor)", "cpu64.evalsha", "µs", "", nil},
 		{"GCRA check, 1 policy", "cpu64.gcra1", "µs", "cpu64.evalsha", nil},
 		{"GCRA check, 3 policies", "cpu64.gcra3", "µs", "cpu64.evalsha", nil},
+		{"GCRA check, 3 policies, WithHashState", "cpu64.gcra3h", "µs", "cpu64.evalsha", nil},
 		{"client CPU per call (this process, all threads): trivial EVALSHA", "client64.evalsha", "µs", "", nil},
 		{"client CPU per call: GCRA check, 1 policy", "client64.gcra1", "µs", "client64.evalsha", nil},
 		{"client CPU per call: GCRA check, 3 policies", "client64.gcra3", "µs", "client64.evalsha", nil},
@@ -96,6 +97,10 @@ var table = []section{
 		{"GCRA check, 1 policy (100/h: no key expires meanwhile)", "mem.gcra1", "B", "mem.floor", &goal{"<", 117, false}},
 		{"SET of a compact key: the TAT's last 3 digits, expiring at the TAT (floor)", "mem.cfloor", "B", "", nil},
 		{"GCRA check, 1 policy, WithCompactState", "mem.gcra1c", "B", "mem.cfloor", &goal{"<", 117, false}},
+		{"GCRA check, 1 policy, WithHashState", "mem.gcra1h", "B", "mem.floor", nil},
+		{"GCRA check, 3 policies (100/h, 1000/day, 10000/week)", "mem.gcra3", "B", "mem.floor", nil},
+		{"GCRA check, 3 policies, WithHashState", "mem.gcra3h", "B", "mem.floor", nil},
+		{"GCRA check, 3 policies, WithHashState and WithCompactState", "mem.gcra3hc", "B", "mem.floor", nil},
 	}},
 	{"6  memory store, 1 GCRA policy (floor: a map under a mutex, in 64 shards)", []row{
 		{"floor, one key", "ms.floor", "ns", "", nil},
@@ -138,7 +143,13 @@ func redisRows(figure, unit string, g, perPolicy, g3 *goal) []row {
 			// the same three calls on three keys, less them on one, halved.
 			row{"TIME + 3 × (GET + SET PX): each further key, (3 keys − 1) / 2", figure + ".tgsextra", unit, "", nil},
 			row{"each further policy, against a further key of the floor", figure + ".extra", unit, figure + ".tgsextra", nil})
-		return append(rows, row{"GCRA check, 3 policies (10/s, 100/min, 1000/h)", figure + ".gcra3", unit, floor, nil})
+		rows = append(rows, row{"GCRA check, 3 policies (10/s, 100/min, 1000/h)", figure + ".gcra3", unit, floor, nil})
+		// Hash state (WithHashState): one hash per identity, read and written once.
+		return append(rows,
+			row{"WithHashState: GCRA check, 1 policy, against TIME + GET + SET PX", figure + ".gcra1h", unit, tgs, nil},
+			row{"WithHashState: each further policy: (3 policies − 1) / 2", figure + ".extrah", unit, tgs, perPolicy},
+			row{"WithHashState: each further policy, against a further key of the floor", figure + ".extrah", unit, figure + ".tgsextra", nil},
+			row{"WithHashState: GCRA check, 3 policies", figure + ".gcra3h", unit, floor, nil})
 	}
 	rows = append(rows, row{"GCRA check, 1 policy", figure + ".gcra1", unit, floor, g})
 	if figure != "rest" {
@@ -147,7 +158,12 @@ func redisRows(figure, unit string, g, perPolicy, g3 *goal) []row {
 	if perPolicy != nil {
 		rows = append(rows, row{"each further policy: (3 policies − 1) / 2", figure + ".extra", unit, floor, perPolicy})
 	}
-	return append(rows, row{"GCRA check, 3 policies (10/s, 100/min, 1000/h)", figure + ".gcra3", unit, floor, g3})
+	rows = append(rows, row{"GCRA check, 3 policies (10/s, 100/min, 1000/h)", figure + ".gcra3", unit, floor, g3})
+	if figure == "tput" || figure == "lat" {
+		rows = append(rows, row{"WithHashState: GCRA check, 1 policy", figure + ".gcra1h", unit, floor, nil},
+			row{"WithHashState: GCRA check, 3 policies", figure + ".gcra3h", unit, floor, g3})
+	}
+	return rows
 }
 
 // medians returns the median of each figure over the rounds.
