@@ -22,7 +22,7 @@ import (
 const defaultPrefix = "rl:"
 
 // stateSynopsis is the synopsis of inspect and reset.
-const stateSynopsis = redisSynopsis + " [-prefix " + defaultPrefix + "] [-compact] ([-file FILE] -rule NAME | -policy SPEC... [-keyed-by KEY]) (IDENTITY | -ip ADDR -route PATTERN ...)"
+const stateSynopsis = redisSynopsis + " [-prefix " + defaultPrefix + "] [-compact] [-hash] ([-file FILE] -rule NAME | -policy SPEC... [-keyed-by KEY]) (IDENTITY | -ip ADDR -route PATTERN ...)"
 
 // stateFlags address one identity under one rule: the rules (in Redis, or a file), the rule,
 // the store's prefix and the identity.
@@ -30,6 +30,7 @@ type stateFlags struct {
 	redis   *redisFlags
 	prefix  string
 	compact bool
+	hash    bool
 	file    string
 	rule    string
 	parts   *partFlags
@@ -41,6 +42,7 @@ func addStateFlags(fs *flags) *stateFlags {
 	s := &stateFlags{redis: addRedisFlags(fs.FlagSet)}
 	fs.StringVar(&s.prefix, "prefix", defaultPrefix, "the storage `prefix` of the application's store (ratelimit.WithPrefix)")
 	fs.BoolVar(&s.compact, "compact", false, "the application's store keeps compact state (ratelimit.WithCompactState), whose keys are digests: without it, the command reads other keys and finds every policy whole")
+	fs.BoolVar(&s.hash, "hash", false, "the application's store keeps hash state (ratelimit.WithHashState), one hash per identity: without it, the command reads other keys and finds every policy whole")
 	fs.StringVar(&s.file, "file", "", "take the rule from this rules `file`, not from the rules in Redis (-key)")
 	fs.StringVar(&s.rule, "rule", "", "the `name` of the rule (or -policy)")
 	fs.Var(&s.limits, "policy", "a policy of a middleware limit, `name=api,rate=100/min,algorithm=gcra` (or limit= and window=; burst= and shadow=true too; the name and algorithm as the application's Policy has them, GCRA when it names none); repeat it for each window of a list; instead of -rule")
@@ -57,15 +59,34 @@ type state struct {
 	identity string
 	prefix   string
 	compact  bool // -compact
+	hash     bool // -hash
 	limiter  *ratelimit.Limiter
 }
 
 // key returns the storage key of the identity under p, as the application's store names it.
+// With hash state, a policy whose state is a field of the identity's hash (all but the
+// sliding log and in-flight limits, see ratelimit.WithHashState) is named as the hash's key
+// and the field, the tag that ends the policy's own key; a compact hash's key, a digest, by
+// its hash tag, which SCAN finds it by.
 func (st *state) key(p ratelimit.Policy) string {
+	own := ratelimit.StorageKey(st.prefix, st.identity, p)
 	if st.compact {
-		return ratelimit.CompactStorageKey(st.prefix, st.identity, p)
+		own = ratelimit.CompactStorageKey(st.prefix, st.identity, p)
 	}
-	return ratelimit.StorageKey(st.prefix, st.identity, p)
+	switch p.Algorithm.(type) {
+	case algorithms.SlidingLog, algorithms.InFlight: // a sorted set under a key of its own
+		return own
+	}
+	if !st.hash {
+		return own
+	}
+	readable := ratelimit.StorageKey(st.prefix, st.identity, p)
+	end := strings.LastIndex(readable, "}:")
+	field := readable[end+2:]
+	if st.compact {
+		return "the hash " + own[:6] + "… field " + field
+	}
+	return readable[:end+1] + " field " + field
 }
 
 // stateCmd runs the command name on one identity under one rule: it parses args, finds the rule
@@ -107,7 +128,7 @@ func stateCmd(name, about string, args []string, stdout, stderr io.Writer, f fun
 	if err != nil {
 		return fs.fail(s.redis.failed(err))
 	}
-	st := &state{source: source, prefix: s.prefix, compact: s.compact}
+	st := &state{source: source, prefix: s.prefix, compact: s.compact, hash: s.hash}
 	if st.rule, err = find(set, s.rule); err != nil {
 		return fs.fail(err)
 	}
@@ -125,6 +146,9 @@ func stateCmd(name, about string, args []string, stdout, stderr io.Writer, f fun
 		ratelimit.WithBreaker(0, 0)}
 	if s.compact {
 		opts = append(opts, ratelimit.WithCompactState())
+	}
+	if s.hash {
+		opts = append(opts, ratelimit.WithHashState())
 	}
 	store := ratelimit.NewRedisStore(client, opts...)
 	if st.limiter, err = ratelimit.New(store, st.rule.Policies...); err != nil {
@@ -247,7 +271,7 @@ the application's -prefix.
 			// Nothing to delete: said so, for an identity the application refuses has its
 			// state elsewhere (another prefix, compact keys, another identity).
 			fmt.Fprintf(stderr, "ratelimit reset: %s has used nothing under these policies at these keys, so nothing was reset; "+
-				"if the application refuses it, its state is elsewhere: check -prefix, -compact and the identity (inspect reads the same keys)\n", st.identity)
+				"if the application refuses it, its state is elsewhere: check -prefix, -compact, -hash and the identity (inspect reads the same keys)\n", st.identity)
 		}
 		if err := st.limiter.Reset(ctx, st.identity); err != nil {
 			return err

@@ -218,6 +218,60 @@ func TestInspectResetCompact(t *testing.T) {
 	})
 }
 
+// TestInspectResetHash: an application whose store keeps hash state is inspected and reset
+// with -hash, which reads its hashes and names each policy's field (the sliding log keeps its
+// own key); without it the command reads a key per policy, where the token bucket holds
+// nothing. With -compact too, the hash is named by its hash tag.
+func TestInspectResetHash(t *testing.T) {
+	onRedis(t, func(t *testing.T, client redis.UniversalClient, addr string) {
+		key, prefix := redistest.Prefix(t)+"rules", redistest.Prefix(t)
+		file := write(t, "limits.yaml", stateYAML)[0]
+		cli(t, "push", "-wait", "0", "-redis", addr, "-key", key, file).want(t, 0, "version s1", "")
+		api := stateRules(t)[0]
+		id := "hdr:x-api-key:abc"
+		bucketField := ratelimit.StorageKey(prefix, id, api.Policies[1])
+		bucketField = bucketField[strings.LastIndex(bucketField, "}:")+2:]
+		for _, tc := range []struct {
+			name   string
+			flags  []string
+			opts   []ratelimit.RedisOption
+			bucket string // how the token bucket's state is named
+		}{
+			{"readable", []string{"-hash"}, []ratelimit.RedisOption{ratelimit.WithHashState()},
+				prefix + "{" + id + "} field " + bucketField},
+			{"compact", []string{"-hash", "-compact"}, []ratelimit.RedisOption{ratelimit.WithHashState(), ratelimit.WithCompactState()},
+				"the hash " + ratelimit.CompactStorageKey(prefix, id, api.Policies[1])[:6] + "… field " + bucketField},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				h := app(t, client, prefix, tc.opts...)
+				if code := send(h, 3, apiRequest); code != http.StatusOK {
+					t.Fatalf("api: status %d; want 200", code)
+				}
+				flags := []string{"-redis", addr, "-key", key, "-prefix", prefix}
+				state := func(cmd string, args ...string) result {
+					return cli(t, append(append(append([]string{cmd}, flags...), tc.flags...), args...)...)
+				}
+				seen := state("inspect", "-rule", "api", "-api-key", "abc")
+				row(t, seen.stdout, "per-hour", "5 per 1h", "2", "allowed")
+				row(t, seen.stdout, "per-day", "100 per 24h, burst 10", "7", "allowed")
+				if !strings.Contains(seen.stdout, tc.bucket) {
+					t.Errorf("inspect %v printed\n%s\nwant the token bucket named %q", tc.flags, seen.stdout, tc.bucket)
+				}
+				plain := cli(t, append(append([]string{"inspect"}, flags...), append(tc.flags[1:], "-rule", "api", "-api-key", "abc")...)...)
+				row(t, plain.stdout, "per-day", "100 per 24h, burst 10", "10", "allowed")
+
+				reset := state("reset", "-rule", "api", "-api-key", "abc")
+				if want := "per-day 7 of 10 " + tc.bucket + "\n"; !strings.Contains(timeless(reset.stdout), want) {
+					t.Errorf("reset %v printed\n%s\nwant the line %q", tc.flags, reset.stdout, want)
+				}
+				after := state("inspect", "-rule", "api", "-api-key", "abc")
+				row(t, after.stdout, "per-hour", "5 per 1h", "5", "allowed")
+				row(t, after.stdout, "per-day", "100 per 24h, burst 10", "10", "allowed")
+			})
+		}
+	})
+}
+
 // TestInspectErrors: what inspect and reset refuse, and how.
 func TestInspectErrors(t *testing.T) {
 	client := redistest.Standalone(t)
