@@ -66,6 +66,16 @@ func TestRedisAllocations(t *testing.T) {
 			}); n > floor {
 				t.Errorf("a check with compact state allocates %v times, EVALSHA of return 1 %v; want at most as many", n, floor)
 			}
+			// Hash state, under three policies: the identity's hash is one key, built once.
+			hashed := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithHashState()),
+				never, ratelimit.Policy{Name: "minute", Limit: 1 << 30, Window: time.Minute}, ratelimit.Policy{Name: "hour", Limit: 1 << 30, Window: time.Hour})
+			if n := testing.AllocsPerRun(200, func() {
+				if _, err := hashed.Allow(ctx, key); err != nil {
+					t.Error(err)
+				}
+			}); n > floor {
+				t.Errorf("a check of three policies with hash state allocates %v times, EVALSHA of return 1 %v; want at most as many", n, floor)
+			}
 			if !contextTimeout {
 				return // the guard's deadline then needs the store's goroutine
 			}

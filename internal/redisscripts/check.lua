@@ -86,6 +86,7 @@ end
 local function begin(t, server_now)
   floor, ceil, min_ttl_ms = math.floor, math.ceil, 1
   compact, expiry_write = false, false
+  expire_gt = (redis.REDIS_VERSION_NUM or 0) >= 0x070000
   hash_begin(nil)
   if t == 'e' then -- compact state, on the server's clock
     compact, t = true, '0'

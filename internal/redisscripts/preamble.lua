@@ -85,14 +85,21 @@ local hkey = nil
 
 -- hvals holds the fields hash_read read (false: absent); hread says they are there to use.
 -- hwrites holds the field-value pairs to write, nhw their count, hwant the lifetime, in
--- milliseconds, that the hash needs for them.
-local hvals, hread, hwrites, nhw, hwant = {}, false, {}, 0, 0
+-- milliseconds, that the hash needs for them. hseen says that a check found a field, so that
+-- the hash exists, and has an expiry (every write of a field sets one, in the same call).
+local hvals, hread, hwrites, nhw, hwant, hseen = {}, false, {}, 0, 0, false
+
+-- expire_gt says that the server has PEXPIRE's GT option (Redis 7.0 and later), bound by each
+-- call as floor is.
+local expire_gt = false
 
 -- sget returns the state of key, nil when absent.
 local function sget(key)
   if not hkey then return redis.call('GET', key) end
   if hread then return hvals[key] or nil end
-  return redis.call('HGET', hkey, key)
+  local v = redis.call('HGET', hkey, key)
+  if v then hseen = true end
+  return v
 end
 
 -- sset writes the state v of key with a lifetime of ms milliseconds (see ttl_ms). A field
@@ -113,6 +120,7 @@ local function sdel(key)
     redis.call('DEL', key)
   else
     redis.call('HDEL', hkey, key)
+    hseen = false -- the hash may be gone with its last field
   end
 end
 
@@ -120,27 +128,35 @@ end
 -- a call without one. The state in a hash is never kept in its expiry (see compact), which the
 -- fields share.
 local function hash_begin(hash)
-  hkey, hread, nhw, hwant = hash, false, 0, 0
+  hkey, hread, nhw, hwant, hseen = hash, false, 0, 0, false
   if hash then compact, expiry_write = false, false end
 end
 
 -- hash_read reads the fields of the call's policies (nf names, fields[1..nf]) in one call.
 local function hash_read(fields, nf)
   local vs = redis.call('HMGET', hkey, unpack(fields, 1, nf))
-  for i = 1, nf do hvals[fields[i]] = vs[i] end
+  for i = 1, nf do
+    hvals[fields[i]] = vs[i]
+    if vs[i] then hseen = true end
+  end
   hread = true
 end
 
 -- hash_flush writes the fields sset kept, in one call, and makes the hash live at least as
 -- long as the longest of them needs: it never shortens the hash's life, which the fields of
 -- other policy lists of the identity may need (a field past its lifetime reads as no state,
--- so a hash that lives longer changes nothing but the memory it holds). Then it ends the
--- hash call.
+-- so a hash that lives longer changes nothing but the memory it holds). A hash the check
+-- found has an expiry, which PEXPIRE's GT lengthens in one call; another, or a refund's, is
+-- asked its time to live first (-1: a new hash, without expiry yet). Then it ends the hash
+-- call.
 local function hash_flush()
   if hkey and nhw > 0 then
     redis.call('HSET', hkey, unpack(hwrites, 1, nhw))
-    local left = redis.call('PTTL', hkey) -- -1: a new hash, without expiry yet
-    if left < hwant then redis.call('PEXPIRE', hkey, hwant) end
+    if hseen and expire_gt then
+      redis.call('PEXPIRE', hkey, hwant, 'GT')
+    elseif redis.call('PTTL', hkey) < hwant then
+      redis.call('PEXPIRE', hkey, hwant, 'GT')
+    end
   end
   hash_begin(nil)
 end
