@@ -112,6 +112,7 @@ func TestReadmeCodeAsWritten(t *testing.T) {
 		"## Use it":            "readmeUseIt",
 		"### In-flight limits": "readmeInFlight",
 		"### Millions of identities: compact state":          "readmeCompact",
+		"### Several windows: hash state":                    "readmeHashState",
 		"## Policies and algorithms":                         "readmePolicies",
 		"### When Redis is slow, down or flooded":            "readmeResilience",
 		"### Plans (tiers)":                                  "readmeTiers",
@@ -277,6 +278,47 @@ func TestReadmeTiers(t *testing.T) {
 	}
 	if w := send("a", "free"); w.Code != http.StatusTooManyRequests {
 		t.Errorf("the 101st request of a free key in a minute: %d; want 429", w.Code)
+	}
+}
+
+// readmeHashState is README's hash state, as written.
+func readmeHashState(rdb redis.UniversalClient) (*ratelimit.Limiter, error) {
+	store := ratelimit.NewRedisStore(rdb, ratelimit.WithPrefix("myapp:rl:"), ratelimit.WithHashState())
+	limiter, err := ratelimit.New(store,
+		ratelimit.Policy{Name: "burst", Limit: 10, Window: time.Second},
+		ratelimit.Policy{Name: "hourly", Limit: 1000, Window: time.Hour},
+		ratelimit.Policy{Name: "daily", Limit: 10000, Window: 24 * time.Hour, Algorithm: algorithms.FixedWindow{}})
+	return limiter, err // README: the limiter is used as any other
+}
+
+// What README says of hash state: the three windows decide together (10 at once, then the
+// burst's denial), and the identity's state is one hash, myapp:rl:{ip:...}, of three fields,
+// which lives as long as the daily count needs.
+func TestReadmeHashState(t *testing.T) {
+	rdb := redistest.Standalone(t)
+	limiter, err := readmeHashState(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "ip:203.0.113.7"
+	hash := "myapp:rl:{" + id + "}"
+	rdb.Del(ctx, hash)
+	for i := range 10 {
+		if d := allow(t, limiter, id, 1); !d.Allowed {
+			t.Fatalf("request %d: %+v; want admitted", i+1, d)
+		}
+	}
+	if d := allow(t, limiter, id, 1); d.Allowed || d.Policy.Name != "burst" {
+		t.Fatalf("the 11th request at once: %+v; want denied by burst", d)
+	}
+	if n := rdb.HLen(ctx, hash).Val(); n != 3 {
+		t.Errorf("%s holds %d fields; want the three policies'", hash, n)
+	}
+	if ttl := rdb.PTTL(ctx, hash).Val(); ttl < time.Second {
+		t.Errorf("PTTL of %s %v; want what the daily count needs (until the end of its day)", hash, ttl)
+	}
+	if n := rdb.Exists(ctx, ratelimit.StorageKey("myapp:rl:", id, ratelimit.Policy{Name: "burst", Limit: 10, Window: time.Second})).Val(); n != 0 {
+		t.Error("a key of the burst policy's own exists beside the hash")
 	}
 }
 

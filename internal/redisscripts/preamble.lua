@@ -155,7 +155,7 @@ local function hash_flush()
     if hseen and expire_gt then
       redis.call('PEXPIRE', hkey, hwant, 'GT')
     elseif redis.call('PTTL', hkey) < hwant then
-      redis.call('PEXPIRE', hkey, hwant, 'GT')
+      redis.call('PEXPIRE', hkey, hwant)
     end
   end
   hash_begin(nil)
