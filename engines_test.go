@@ -14,7 +14,7 @@ import (
 )
 
 // TestMain provides Redis to the example that reads its address as a program would.
-func TestMain(m *testing.M) { os.Exit(redistest.Main(m, "ExampleNewRedisStore")) }
+func TestMain(m *testing.M) { os.Exit(redistest.Main(m, "ExampleNewRedisStore", "ExampleWithHashState")) }
 
 // engine makes a store for one test: every engine of the conformance suite.
 type engine struct {

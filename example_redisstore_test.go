@@ -53,3 +53,41 @@ func ExampleNewRedisStore() {
 	// true 0 hourly
 	// false 0 hourly
 }
+
+// Keep an identity's windows in one Redis hash: a check of several policies reads and writes
+// one key, whatever their number (see the README's "Several windows: hash state").
+func ExampleWithHashState() {
+	addr := os.Getenv("REDIS_ADDR")
+	if addr == "" {
+		addr = "localhost:6379"
+	}
+	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	defer client.Close()
+
+	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix("example:"), ratelimit.WithHashState())
+	limiter, err := ratelimit.New(store,
+		ratelimit.Policy{Name: "burst", Limit: 2, Window: time.Second},
+		ratelimit.Policy{Name: "hourly", Limit: 100, Window: time.Hour},
+		ratelimit.Policy{Name: "daily", Limit: 1000, Window: 24 * time.Hour, Algorithm: algorithms.FixedWindow{}})
+	if err != nil {
+		panic(err)
+	}
+
+	ctx := context.Background()
+	key := "user:example-" + strconv.FormatInt(time.Now().UnixNano(), 36) // new on every run
+	defer limiter.Reset(ctx, key)
+	for range 3 {
+		d, err := limiter.Allow(ctx, key)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(d.Allowed, d.Policy.Name)
+	}
+	fields, _ := client.HLen(ctx, "example:{"+key+"}").Result()
+	fmt.Println(fields, "fields in one hash")
+	// Output:
+	// true burst
+	// true burst
+	// false burst
+	// 3 fields in one hash
+}
