@@ -153,10 +153,11 @@ end
 -- hash_flush writes the fields sset kept, in one call, and makes the hash live at least as
 -- long as the longest of them needs: it never shortens the hash's life, which the fields of
 -- other policy lists of the identity may need (a field past its lifetime reads as no state,
--- so a hash that lives longer changes nothing but the memory it holds). A hash the check
--- found has an expiry, which PEXPIRE's GT lengthens in one call; another, or a refund's, is
--- asked its time to live first (-1: a new hash, without expiry yet). Then it ends the hash
--- call.
+-- so a hash that lives longer changes nothing but the memory it holds). A hash in which the
+-- call found a field (hseen: a check's read or a refund's) has an expiry, which PEXPIRE's GT
+-- lengthens in one call; another (a new hash, one holding only other lists' fields, one whose
+-- last field a refund deleted) is asked its time to live first (-1: a new hash, without
+-- expiry yet). Then it ends the hash call.
 local function hash_flush()
   if hkey and nhw > 0 then
     redis.call('HSET', hkey, unpack(hwrites, 1, nhw))
