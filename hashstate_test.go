@@ -142,3 +142,30 @@ func TestHashStateMalformedStateNamesHashAndField(t *testing.T) {
 		})
 	}
 }
+
+// Switching a store to hash state starts afresh the policies whose state moves into the hash
+// (their state is under another key), not a sliding log, whose key is the same either way:
+// its count carries over (README said every identity starts afresh).
+func TestHashStateSwitchKeepsLogs(t *testing.T) {
+	client := redistest.Standalone(t)
+	prefix := redistest.Prefix(t)
+	ctx := context.Background()
+	clock := newFakeClock()
+	rate := ratelimit.Policy{Name: "rate", Limit: 5, Window: time.Minute}
+	logged := ratelimit.Policy{Name: "log", Limit: 5, Window: time.Minute, Algorithm: algorithms.SlidingLog{}}
+	keys := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithClock(clock)), rate, logged)
+	for i := range 3 {
+		if d, err := keys.Allow(ctx, "u"); err != nil || !d.Allowed {
+			t.Fatalf("check %d with a key per policy: %+v, %v", i+1, d, err)
+		}
+	}
+	hashed := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithClock(clock), ratelimit.WithHashState()), rate, logged)
+	d, err := hashed.Peek(ctx, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := d.Results()
+	if r[0].Remaining != 4 || r[1].Remaining != 1 {
+		t.Fatalf("after the switch: %d and %d remaining; want the rate afresh (4 after the peek's 1) and the log's count kept (1)", r[0].Remaining, r[1].Remaining)
+	}
+}
