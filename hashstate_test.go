@@ -104,3 +104,68 @@ func TestHashStateListsShareAnIdentity(t *testing.T) {
 		t.Fatalf("a fourth check of the daily list: %+v, %v; want denied (3 a day)", d, err)
 	}
 }
+
+// Corrupt state in a field of the hash is an error naming the hash and the field, as one in
+// a key of its own names the key: the field's name alone, a policy's tag, names no key, and
+// sent the reader looking for one. Both reads: a field alone (HGET) and fields at once (HMGET).
+func TestHashStateMalformedStateNamesHashAndField(t *testing.T) {
+	client := redistest.Standalone(t)
+	ctx := context.Background()
+	perMinute := ratelimit.Policy{Name: "minute", Limit: 5, Window: time.Minute}
+	perHour := ratelimit.Policy{Name: "hour", Limit: 50, Window: time.Hour, Algorithm: algorithms.FixedWindow{}}
+	for _, tc := range []struct {
+		name     string
+		policies []ratelimit.Policy
+		bad      ratelimit.Policy
+		value    string
+	}{
+		{"a TAT, alone", []ratelimit.Policy{perMinute}, perMinute, "not a number"},
+		{"a TAT, with another", []ratelimit.Policy{perMinute, perHour}, perMinute, "5:3:2"},
+		{"a window's count, alone", []ratelimit.Policy{perHour}, perHour, "1:2:3"},
+		{"a window's count, with another", []ratelimit.Policy{perMinute, perHour}, perHour, "x:1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithHashState(), ratelimit.WithBreaker(0, 0))
+			l := mustNew(t, store, tc.policies...)
+			hash := prefix + "{u}"
+			own := ratelimit.StorageKey(prefix, "u", tc.bad)
+			field := own[strings.LastIndex(own, "}:")+2:]
+			if err := client.HSet(ctx, hash, field, tc.value).Err(); err != nil {
+				t.Fatal(err)
+			}
+			client.Expire(ctx, hash, time.Hour)
+			_, err := l.Allow(ctx, "u")
+			if err == nil || !strings.Contains(err.Error(), "malformed state at key "+hash+" field "+field) {
+				t.Fatalf("state %q in field %s: got %v; want a malformed-state error naming the hash %s and the field", tc.value, field, err, hash)
+			}
+		})
+	}
+}
+
+// Switching a store to hash state starts afresh the policies whose state moves into the hash
+// (their state is under another key), not a sliding log, whose key is the same either way:
+// its count carries over (README said every identity starts afresh).
+func TestHashStateSwitchKeepsLogs(t *testing.T) {
+	client := redistest.Standalone(t)
+	prefix := redistest.Prefix(t)
+	ctx := context.Background()
+	clock := newFakeClock()
+	rate := ratelimit.Policy{Name: "rate", Limit: 5, Window: time.Minute}
+	logged := ratelimit.Policy{Name: "log", Limit: 5, Window: time.Minute, Algorithm: algorithms.SlidingLog{}}
+	keys := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithClock(clock)), rate, logged)
+	for i := range 3 {
+		if d, err := keys.Allow(ctx, "u"); err != nil || !d.Allowed {
+			t.Fatalf("check %d with a key per policy: %+v, %v", i+1, d, err)
+		}
+	}
+	hashed := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithClock(clock), ratelimit.WithHashState()), rate, logged)
+	d, err := hashed.Peek(ctx, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := d.Results()
+	if r[0].Remaining != 4 || r[1].Remaining != 1 {
+		t.Fatalf("after the switch: %d and %d remaining; want the rate afresh (4 after the peek's 1) and the log's count kept (1)", r[0].Remaining, r[1].Remaining)
+	}
+}

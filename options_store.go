@@ -123,7 +123,8 @@ func WithCompactState() RedisOption {
 // The hash is prefix + "{" + identity + "}" (the fields are the tags that end each policy's
 // key, see [StorageKey]); with [WithCompactState] too, a 14-byte digest of the prefix and
 // the identity. Switching an application to hash state, or back, starts every identity
-// afresh: its state is under other keys.
+// afresh under the policies whose state moves to the hash or out of it (their state is under
+// other keys); a sliding log or an in-flight limit keeps its key, and its count.
 func WithHashState() RedisOption {
 	return redisOption(func(sc *storeConfig) { sc.hash = true })
 }

@@ -60,6 +60,22 @@ local function idiv(a, b)
   return q
 end
 
+-- hkey is, for a call of a store with hash state (WithHashState), the hash that holds the
+-- identity's state: every policy whose state is integers (all but the sliding log and the
+-- in-flight slots, which keep sorted sets under keys of their own) keeps it in a field, named
+-- by the policy's tag, and an algorithm's key is then that field. nil for a call of a store
+-- with a key per policy. The accessors below read and write either form; a check reads its
+-- fields at once (hash_read) and writes them at once (hash_flush), when every policy decided.
+local hkey = nil
+
+-- state_at names where the state of key is, for an error: the key, or the field of the
+-- identity's hash (a field's name alone, the policy's tag, would send the reader looking for
+-- a key of that name).
+local function state_at(key)
+  if hkey then return 'key ' .. hkey .. ' field ' .. key end
+  return 'key ' .. key
+end
+
 -- parse_ints reads the state string v of key: integers separated by ':'; count, when given,
 -- is how many it must hold.
 local function parse_ints(key, v, count)
@@ -70,18 +86,10 @@ local function parse_ints(key, v, count)
     out[#out + 1] = n
   end
   if not out or #out == 0 or (count and #out ~= count) then
-    return error('ratelimit: malformed state at key ' .. key)
+    return error('ratelimit: malformed state at ' .. state_at(key))
   end
   return out
 end
-
--- hkey is, for a call of a store with hash state (WithHashState), the hash that holds the
--- identity's state: every policy whose state is integers (all but the sliding log and the
--- in-flight slots, which keep sorted sets under keys of their own) keeps it in a field, named
--- by the policy's tag, and an algorithm's key is then that field. nil for a call of a store
--- with a key per policy. The accessors below read and write either form; a check reads its
--- fields at once (hash_read) and writes them at once (hash_flush), when every policy decided.
-local hkey = nil
 
 -- hvals holds the fields hash_read read (false: absent); hread says they are there to use.
 -- hwrites holds the field-value pairs to write, nhw their count, hwant the lifetime, in
@@ -145,10 +153,11 @@ end
 -- hash_flush writes the fields sset kept, in one call, and makes the hash live at least as
 -- long as the longest of them needs: it never shortens the hash's life, which the fields of
 -- other policy lists of the identity may need (a field past its lifetime reads as no state,
--- so a hash that lives longer changes nothing but the memory it holds). A hash the check
--- found has an expiry, which PEXPIRE's GT lengthens in one call; another, or a refund's, is
--- asked its time to live first (-1: a new hash, without expiry yet). Then it ends the hash
--- call.
+-- so a hash that lives longer changes nothing but the memory it holds). A hash in which the
+-- call found a field (hseen: a check's read or a refund's) has an expiry, which PEXPIRE's GT
+-- lengthens in one call; another (a new hash, one holding only other lists' fields, one whose
+-- last field a refund deleted) is asked its time to live first (-1: a new hash, without
+-- expiry yet). Then it ends the hash call.
 local function hash_flush()
   if hkey and nhw > 0 then
     redis.call('HSET', hkey, unpack(hwrites, 1, nhw))

@@ -47,7 +47,7 @@ local function parse_tat(key, v, den)
   if us and us == floor(us) then
     if compact and us >= 0 and us < 1000 then -- a TAT in the key's expiry (see store)
       local at = redis.call('PEXPIRETIME', key)
-      if at <= 0 then return error('ratelimit: malformed state at key ' .. key) end
+      if at <= 0 then return error('ratelimit: malformed state at ' .. state_at(key)) end
       return (at - 1) * 1000 + us, 0
     end
     return us, 0
@@ -55,7 +55,7 @@ local function parse_tat(key, v, den)
   local s = parse_ints(key, v, nil)
   if #s == 1 then return s[1], 0 end
   if #s ~= 3 or s[2] <= 0 or s[2] >= s[3] then
-    return error('ratelimit: malformed state at key ' .. key)
+    return error('ratelimit: malformed state at ' .. state_at(key))
   end
   if s[3] ~= den then return s[1] + 1, 0 end
   return s[1], s[2]
