@@ -44,12 +44,12 @@ func variants() []variant {
 	stubbed := strings.Replace(lib, checkLua(), stub+checkLua(), 1)
 	const N = 20000
 	var vs []variant
-	if *oldDir != "" { // the library of another checkout, whose ARGV has five strings per policy
+	if *oldDir != "" { // the library of another checkout, whose ARGV has one string per policy
 		old := libFrom(*oldDir)
 		vs = append(vs,
-			variant{name: "A old, 1 policy", src: old, keys: k1, args: a1},
-			variant{name: "A old, 3 policies", src: old, keys: k3, args: a3},
-			variant{name: "A old, 1 policy, injected", src: old, keys: ki, args: ai})
+			variant{name: "A old, 1 policy", src: old, keys: k1, args: packed(a1)},
+			variant{name: "A old, 3 policies", src: old, keys: k3, args: packed(a3)},
+			variant{name: "A old, 1 policy, injected", src: old, keys: ki, args: packed(ai)})
 	}
 	vs = append(vs, []variant{
 		{name: "A new, 1 policy", src: lib, keys: k1, args: packed(a1)},

@@ -87,7 +87,7 @@ local function begin(t, server_now)
   floor, ceil, min_ttl_ms = math.floor, math.ceil, 1
   compact, expiry_write = false, false
   expire_gt = (redis.REDIS_VERSION_NUM or 0) >= 0x070000
-  hash_begin(nil)
+  hkey, hread, nhw, hwant, hseen = nil, false, 0, 0, false -- hash_begin(nil), without a call
   if t == 'e' then -- compact state, on the server's clock
     compact, t = true, '0'
     expiry_write = (redis.REDIS_VERSION_NUM or 0) >= 0x070000
@@ -119,7 +119,7 @@ local function evaluate(KEYS, k0, nk, ARGV, a0, now, out, o)
       p[1](key, now, p[2], p[3], p[4], cost)
     -- A shadow policy never decides, and is charged only with what it admits.
     if charge and ok == 1 then write(key, v1, v2, v3, v4, v5, v6) end
-    hash_flush()
+    if hkey then hash_flush() end
     out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6], out[o + 7] =
       ok, remaining, reset, retry, delay, next, now
     return o + 7
@@ -158,7 +158,7 @@ local function evaluate(KEYS, k0, nk, ARGV, a0, now, out, o)
       pending[j](pending[j + 1], pending[j + 2], pending[j + 3], pending[j + 4], pending[j + 5], pending[j + 6], pending[j + 7])
     end
   end
-  hash_flush()
+  if hkey then hash_flush() end
   out[n + 1] = now
   return n + 1
 end
@@ -183,7 +183,7 @@ local function check(KEYS, ARGV)
       local p = specs[ARGV[4 + i]] or spec_of(ARGV[4 + i])
       fns[p[6]](p[7] or KEYS[i], now, p[2], p[3], p[4], cost, at)
     end
-    hash_flush()
+    if hkey then hash_flush() end
     if mode == '3' then return {now} end
     return {}
   end

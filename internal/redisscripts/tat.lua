@@ -82,7 +82,11 @@ local function store(key, us, fr, den, now)
   end
   local v = us -- a number: redis.call writes its digits
   if fr > 0 then v = int(us) .. ':' .. int(fr) .. ':' .. int(den) end
-  sset(key, v, ttl_ms(ceil_to(us, fr, now)))
+  if hkey then
+    sset(key, v, ttl_ms(ceil_to(us, fr, now)))
+  else -- sset's own path, without the call: every check of GCRA and the buckets comes here
+    redis.call('SET', key, v, 'PX', ttl_ms(ceil_to(us, fr, now)))
+  end
 end
 
 -- whole_check is tat_check where the interval is a whole number of microseconds (den = 1): every
@@ -90,7 +94,8 @@ end
 -- step of tat_check reduces to the integer arithmetic below, step for step.
 local function whole_check(key, now, capacity, num, cost, shaping)
   local tus = now
-  local v = sget(key)
+  local v
+  if hkey then v = sget(key) else v = redis.call('GET', key) end -- sget, without its call
   if v then
     local us = parse_tat(key, v, 1) -- a fraction written under another limit rounds up
     if us > now then tus = us end
