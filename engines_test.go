@@ -13,8 +13,10 @@ import (
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
 )
 
-// TestMain provides Redis to the example that reads its address as a program would.
-func TestMain(m *testing.M) { os.Exit(redistest.Main(m, "ExampleNewRedisStore", "ExampleWithHashState")) }
+// TestMain provides Redis to the examples that read its address as a program would.
+func TestMain(m *testing.M) {
+	os.Exit(redistest.Main(m, "ExampleNewRedisStore", "ExampleWithHashState"))
+}
 
 // engine makes a store for one test: every engine of the conformance suite.
 type engine struct {
