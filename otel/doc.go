@@ -19,7 +19,7 @@
 //
 //	name                               instrument              unit          attributes
 //	ratelimit.requests                 Int64Counter            {request}     ratelimit.result
-//	ratelimit.policy.decisions         Int64ObservableCounter  {decision}    ratelimit.policy, ratelimit.decision (allowed, denied), ratelimit.source (store, denial_cache, fallback, lease)
+//	ratelimit.policy.decisions         Int64ObservableCounter  {decision}    ratelimit.policy, ratelimit.decision (allowed, denied), ratelimit.source (store, denial_cache, fallback, lease), ratelimit.policy.shadow (bool)
 //	ratelimit.decision.duration        Float64Histogram        s             ratelimit.source
 //	db.client.operation.duration       Float64Histogram        s             db.system.name (redis), db.operation.name (FCALL), db.stored_procedure.name, server.address, server.port
 //	ratelimit.store.errors             Int64Counter            {error}       error.type (unavailable, timeout, busy, oom, readonly, script, other, breaker_open)
@@ -45,7 +45,9 @@
 // policies adds one to each, ratelimit.decision "denied" only for the policy that refused it
 // (a request is denied when any policy denies it, and then no policy charged it). The
 // rejection rate of a policy is thus its denied count over its total. Peeks
-// ([ratelimit.Limiter.Peek]) and checks of cost 0 are decisions too, and are counted.
+// ([ratelimit.Limiter.Peek]) and checks of cost 0 are decisions too, and are counted. A
+// shadow policy's verdicts (ratelimit.Policy.Shadow) carry ratelimit.policy.shadow true: its
+// denials refused no client, so a rejection rate of what clients met leaves them out.
 //
 // The ratelimit.policy attribute is the policy's Name, which comes from code or configuration
 // and never from a request: the identity a request is limited by (its key) is never an
@@ -104,8 +106,8 @@
 //
 //	OpenTelemetry                                    ratelimitprom
 //	ratelimit.requests {ratelimit.result}            ratelimit_requests_total {result}
-//	ratelimit.policy.decisions {ratelimit.policy, ratelimit.decision, ratelimit.source}
-//	                                                 ratelimit_decisions_total {policy, outcome, source}
+//	ratelimit.policy.decisions {ratelimit.policy, ratelimit.decision, ratelimit.source, ratelimit.policy.shadow}
+//	                                                 ratelimit_decisions_total {policy, outcome, source, shadow}
 //	ratelimit.decision.duration {ratelimit.source}   ratelimit_decision_duration_seconds {source}
 //	db.client.operation.duration                     (none: ratelimit_decision_duration_seconds{source="store"})
 //	ratelimit.store.errors {error.type}              ratelimit_store_errors_total {kind}

@@ -41,7 +41,8 @@ func Example() {
 			continue
 		}
 		for _, outcome := range []string{"allowed", "denied"} { // the decisions of the store
-			want := attribute.NewSet(attribute.String("ratelimit.policy", "login"), attribute.String("ratelimit.decision", outcome), attribute.String("ratelimit.source", "store"))
+			want := attribute.NewSet(attribute.String("ratelimit.policy", "login"), attribute.String("ratelimit.decision", outcome), attribute.String("ratelimit.source", "store"),
+				attribute.Bool("ratelimit.policy.shadow", false))
 			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
 				if dp.Attributes.Equals(&want) {
 					fmt.Printf("%s %s: %d\n", m.Name, dp.Attributes.Encoded(attribute.DefaultEncoder()), dp.Value)
@@ -50,6 +51,6 @@ func Example() {
 		}
 	}
 	// Output:
-	// ratelimit.policy.decisions ratelimit.decision=allowed,ratelimit.policy=login,ratelimit.source=store: 2
-	// ratelimit.policy.decisions ratelimit.decision=denied,ratelimit.policy=login,ratelimit.source=store: 1
+	// ratelimit.policy.decisions ratelimit.decision=allowed,ratelimit.policy=login,ratelimit.policy.shadow=false,ratelimit.source=store: 2
+	// ratelimit.policy.decisions ratelimit.decision=denied,ratelimit.policy=login,ratelimit.policy.shadow=false,ratelimit.source=store: 1
 }

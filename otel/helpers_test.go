@@ -124,7 +124,8 @@ func (m meter) histogram0(t testing.TB, name string) uint64 {
 // decisions returns the count of ratelimit.decisions of a policy, outcome and source.
 func (m meter) decisions(t testing.TB, policy, outcome, source string) int64 {
 	t.Helper()
-	return m.sum(t, "ratelimit.policy.decisions", attribute.String("ratelimit.policy", policy), attribute.String("ratelimit.decision", outcome), attribute.String("ratelimit.source", source))
+	return m.sum(t, "ratelimit.policy.decisions", attribute.String("ratelimit.policy", policy), attribute.String("ratelimit.decision", outcome), attribute.String("ratelimit.source", source),
+		attribute.Bool("ratelimit.policy.shadow", false))
 }
 
 // storeErrors returns the count of ratelimit.store.errors of a kind.

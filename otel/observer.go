@@ -50,21 +50,23 @@ type Observer struct {
 
 	// The options of every measurement, built once: an attribute set wrapped in an option
 	// allocates when it is built, not when it is used.
-	latency  [][]metric.RecordOption       // by observe.Source
-	errors   map[string][]metric.AddOption // by observe.ErrorKind
-	results  [][]metric.AddOption          // by observe.Result
-	to       [][]metric.AddOption          // transitions, by the observe.BreakerState changed to
-	policies observe.Policies[policyCounts]
-	version  atomic.Pointer[[]metric.ObserveOption] // those of the rules version last applied; nil before any
-	fellBack map[string][]metric.AddOption          // by reason
-	features map[string][]metric.AddOption          // of ratelimit.store.degraded, by feature
-	waited   [][]metric.RecordOption                // by observe.Result
-	db       sync.Map                               // *observe.StoreInfo → []metric.RecordOption of db.client.operation.duration
-	eviction atomic.Pointer[evictionObs]            // the servers' maxmemory-policy last read; nil before any
-	evicted  []metric.AddOption
-	overflow []metric.AddOption
-	applied  []metric.AddOption
-	rejected []metric.AddOption
+	latency [][]metric.RecordOption       // by observe.Source
+	errors  map[string][]metric.AddOption // by observe.ErrorKind
+	results [][]metric.AddOption          // by observe.Result
+	to      [][]metric.AddOption          // transitions, by the observe.BreakerState changed to
+	// policies and shadows hold the counts of the enforced policies and of the shadow ones
+	// (ratelimit.policy.shadow true), by name.
+	policies, shadows observe.Policies[policyCounts]
+	version           atomic.Pointer[[]metric.ObserveOption] // those of the rules version last applied; nil before any
+	fellBack          map[string][]metric.AddOption          // by reason
+	features          map[string][]metric.AddOption          // of ratelimit.store.degraded, by feature
+	waited            [][]metric.RecordOption                // by observe.Result
+	db                sync.Map                               // *observe.StoreInfo → []metric.RecordOption of db.client.operation.duration
+	eviction          atomic.Pointer[evictionObs]            // the servers' maxmemory-policy last read; nil before any
+	evicted           []metric.AddOption
+	overflow          []metric.AddOption
+	applied           []metric.AddOption
+	rejected          []metric.AddOption
 }
 
 // policyCounts are one policy's decisions, by source and then denied (0) or allowed (1), and
@@ -83,10 +85,11 @@ var _ ratelimit.Observer = (*Observer)(nil)
 func New(mp metric.MeterProvider) (*Observer, error) {
 	m := mp.Meter(ScopeName)
 	o := &Observer{}
-	o.policies.New = newCounts // before the callback is registered
+	o.policies.New = func(policy string) *policyCounts { return newCounts(policy, false) } // before the callback is registered
+	o.shadows.New = func(policy string) *policyCounts { return newCounts(policy, true) }
 	var errs [18]error
 	o.decisions, errs[0] = m.Int64ObservableCounter("ratelimit.policy.decisions", metric.WithUnit("{decision}"),
-		metric.WithDescription("Verdicts of each rate-limit policy, by outcome and by what decided (store, denial_cache, fallback, lease)."),
+		metric.WithDescription("Verdicts of each rate-limit policy, by outcome, by what decided (store, denial_cache, fallback, lease), and whether the policy is a shadow (its denials refused no client)."),
 		metric.WithInt64Callback(o.observe))
 	o.duration, errs[1] = m.Float64Histogram("ratelimit.decision.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time the rate limiter took to decide, the store call included."),
@@ -170,6 +173,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 // observe reports the decisions counted so far: the callback of ratelimit.decisions.
 func (o *Observer) observe(_ context.Context, obs metric.Int64Observer) error {
 	o.policies.Each(func(p *policyCounts) { p.observe(obs) })
+	o.shadows.Each(func(p *policyCounts) { p.observe(obs) })
 	return nil
 }
 
@@ -202,7 +206,11 @@ func (o *Observer) Decided(e ratelimit.DecisionEvent) {
 		}
 	}
 	for _, r := range e.Results {
-		p := o.policies.Get(r.Policy.Name)
+		policies := &o.policies
+		if r.Policy.Shadow {
+			policies = &o.shadows
+		}
+		p := policies.Get(r.Policy.Name)
 		if r.Allowed {
 			p.n[s][1].Add(1)
 		} else {
@@ -284,14 +292,14 @@ func (o *Observer) RulesRejected(error) {
 	o.rulesLoads.Add(context.Background(), 1, o.rejected...)
 }
 
-// newCounts returns the counts of the policy attribute, at zero.
-func newCounts(policy string) *policyCounts {
+// newCounts returns the counts of the policy attribute, at zero, shadow or enforced.
+func newCounts(policy string, shadow bool) *policyCounts {
 	sources := observe.Sources()
 	p := &policyCounts{n: make([][2]atomic.Int64, len(sources)), opts: make([][2][]metric.ObserveOption, len(sources))}
 	for i, s := range sources {
 		for j, outcome := range [...]string{"denied", "allowed"} {
 			set := attribute.NewSet(attribute.String("ratelimit.policy", policy), attribute.String("ratelimit.decision", outcome),
-				attribute.String("ratelimit.source", s.String()))
+				attribute.String("ratelimit.source", s.String()), attribute.Bool("ratelimit.policy.shadow", shadow))
 			p.opts[i][j] = []metric.ObserveOption{metric.WithAttributeSet(set)}
 		}
 	}

@@ -56,6 +56,33 @@ func TestDecisions(t *testing.T) {
 	}
 }
 
+// A shadow policy's verdicts carry ratelimit.policy.shadow true: a denial it reports refused no
+// client. The request is admitted by "enforced", denied only by the shadow "trial".
+func TestShadowDecisions(t *testing.T) {
+	m := newMeter(t)
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(m)),
+		ratelimit.Policy{Name: "enforced", Limit: 100, Window: time.Hour},
+		ratelimit.Policy{Name: "trial", Limit: 1, Window: time.Hour, Shadow: true})
+	for i := range 3 {
+		if d, err := allow(l, "a"); err != nil || !d.Allowed {
+			t.Fatalf("request %d: %+v, %v; want admitted", i+1, d, err)
+		}
+	}
+	at := func(policy, outcome string, shadow bool) int64 {
+		return m.sum(t, "ratelimit.policy.decisions", attribute.String("ratelimit.policy", policy), attribute.String("ratelimit.decision", outcome),
+			attribute.String("ratelimit.source", "store"), attribute.Bool("ratelimit.policy.shadow", shadow))
+	}
+	for _, c := range []struct {
+		policy, outcome string
+		shadow          bool
+		want            int64
+	}{{"enforced", "allowed", false, 3}, {"enforced", "denied", false, 0}, {"trial", "allowed", true, 1}, {"trial", "denied", true, 2}, {"trial", "denied", false, 0}} {
+		if got := at(c.policy, c.outcome, c.shadow); got != c.want {
+			t.Errorf("decisions{policy=%s, outcome=%s, shadow=%v} %d, want %d", c.policy, c.outcome, c.shadow, got, c.want)
+		}
+	}
+}
+
 // A store that refuses connections: the first failure is Redis' own and opens the breaker;
 // the second call is not made.
 func TestStoreErrorsAndBreaker(t *testing.T) {

@@ -102,7 +102,19 @@ func TestAlerts(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"RateLimitHighRejectionRate", "RateLimitStoreSlow", "RateLimitBreakerOpen", "RateLimitFallbackInUse", "RateLimitUnlimitedRequests", "RateLimitDenialCacheDeaf", "RateLimitStoreDegraded", "RateLimitRedisEvictable", "RateLimitStoreErrors", "RateLimitRulesRejected"}
+	// The rejection rate of what clients met leaves the shadow policies out, and theirs is
+	// watched apart.
+	for _, g := range file.Groups {
+		for _, r := range g.Rules {
+			want := map[string]string{"RateLimitHighRejectionRate": `shadow="false"`, "RateLimitShadowWouldDeny": `shadow="true"`}[r.Alert]
+			for _, sel := range selector.FindAllStringSubmatch(r.Expr, -1) {
+				if want != "" && sel[1] == "ratelimit_decisions_total" && !strings.Contains(sel[3], want) {
+					t.Errorf("rule %q: %s without %s", r.Alert, sel[0], want)
+				}
+			}
+		}
+	}
+	want := []string{"RateLimitHighRejectionRate", "RateLimitShadowWouldDeny", "RateLimitStoreSlow", "RateLimitBreakerOpen", "RateLimitFallbackInUse", "RateLimitUnlimitedRequests", "RateLimitDenialCacheDeaf", "RateLimitStoreDegraded", "RateLimitRedisEvictable", "RateLimitStoreErrors", "RateLimitRulesRejected"}
 	if strings.Join(alerts, " ") != strings.Join(want, " ") {
 		t.Errorf("alerts %v, want %v", alerts, want)
 	}

@@ -12,7 +12,7 @@
 //
 //	name                                      type       labels
 //	ratelimit_requests_total                  counter    result (allowed, denied, unlimited, fallback_allowed, fallback_denied, error_denied, rejected, canceled, skipped)
-//	ratelimit_decisions_total                 counter    policy, outcome (allowed, denied), source (store, denial_cache, fallback, lease)
+//	ratelimit_decisions_total                 counter    policy, outcome (allowed, denied), source (store, denial_cache, fallback, lease), shadow (true, false)
 //	ratelimit_decision_duration_seconds       histogram  source
 //	ratelimit_store_errors_total              counter    kind (unavailable, timeout, breaker_open, busy, oom, readonly, script, other)
 //	ratelimit_breaker_open                    gauge      (none)
@@ -33,7 +33,10 @@
 // policies adds one to each, outcome "denied" only for the policy that refused it (a request
 // is denied when any policy denies it, and then no policy charged it). The rejection rate of a
 // policy is thus its denied count over its total. Peeks ([ratelimit.Limiter.Peek]) and checks
-// of cost 0 are decisions too, and are counted. The number of decisions over a store that does
+// of cost 0 are decisions too, and are counted. A shadow policy's verdicts
+// (ratelimit.Policy.Shadow) carry shadow="true": its denials refused no client, so a
+// rejection rate of what clients met selects shadow="false" (alerts.yml does). The number of
+// decisions over a store that does
 // I/O (Redis), one per check whatever its policies, is ratelimit_decision_duration_seconds_count;
 // the memory store's decisions are timed too (ratelimit.DecisionEvent.Latency), and in the
 // histogram.
@@ -76,7 +79,8 @@
 // shown stays).
 //
 // Every label value but the policy's and the version is known in advance, so the series are
-// few and fixed: eight per policy for the decisions (four sources, two outcomes), and New
+// few and fixed: eight per policy for the decisions (four sources, two outcomes, the shadow
+// label the policy's own), and New
 // creates every other series but the version's and the eviction gauge's, one per value listed
 // above (the durations one histogram per source, the errors one counter per kind).
 // To prefix the names or add constant labels, register the Observer through

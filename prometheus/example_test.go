@@ -41,6 +41,6 @@ func Example() {
 		}
 	}
 	// Output:
-	// ratelimit_decisions_total{outcome="allowed",policy="login",source="store"} 2
-	// ratelimit_decisions_total{outcome="denied",policy="login",source="store"} 1
+	// ratelimit_decisions_total{outcome="allowed",policy="login",shadow="false",source="store"} 2
+	// ratelimit_decisions_total{outcome="denied",policy="login",shadow="false",source="store"} 1
 }

@@ -42,20 +42,22 @@ type Observer struct {
 	rulesVersion *prometheus.Desc
 	rulesLoads   *prometheus.CounterVec
 
-	results  []prometheus.Counter          // by observe.Result
-	waited   []prometheus.Observer         // time in queue, by observe.Result
-	latency  []prometheus.Observer         // by observe.Source
-	errors   map[string]prometheus.Counter // by observe.ErrorKind
-	to       []prometheus.Counter          // transitions, by the observe.BreakerState changed to
-	policies observe.Policies[policyCounters]
-	version  atomic.Pointer[string]        // of the rules last applied; nil before any
-	fellBack map[string]prometheus.Counter // by reason
-	features map[string]prometheus.Gauge   // of ratelimit_stores_degraded, by feature
-	eviction atomic.Pointer[eviction]      // the servers' maxmemory-policy last read; nil before any
-	evicted  prometheus.Counter
-	overflow prometheus.Counter
-	applied  prometheus.Counter
-	rejected prometheus.Counter
+	results []prometheus.Counter          // by observe.Result
+	waited  []prometheus.Observer         // time in queue, by observe.Result
+	latency []prometheus.Observer         // by observe.Source
+	errors  map[string]prometheus.Counter // by observe.ErrorKind
+	to      []prometheus.Counter          // transitions, by the observe.BreakerState changed to
+	// policies and shadows hold the counters of the enforced policies and of the shadow ones
+	// (shadow="true"), by name.
+	policies, shadows observe.Policies[policyCounters]
+	version           atomic.Pointer[string]        // of the rules last applied; nil before any
+	fellBack          map[string]prometheus.Counter // by reason
+	features          map[string]prometheus.Gauge   // of ratelimit_stores_degraded, by feature
+	eviction          atomic.Pointer[eviction]      // the servers' maxmemory-policy last read; nil before any
+	evicted           prometheus.Counter
+	overflow          prometheus.Counter
+	applied           prometheus.Counter
+	rejected          prometheus.Counter
 }
 
 // policyCounters are one policy's decision counters, by source and then denied (0) or
@@ -95,8 +97,8 @@ func New(opts ...Option) *Observer {
 		}, []string{"result"}),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ratelimit_decisions_total",
-			Help: "Verdicts of each rate-limit policy, by outcome and by what decided (store, denial_cache, fallback, lease).",
-		}, []string{"policy", "outcome", "source"}),
+			Help: "Verdicts of each rate-limit policy, by outcome, by what decided (store, denial_cache, fallback, lease), and whether the policy is a shadow (its denials refused no client).",
+		}, []string{"policy", "outcome", "source", "shadow"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "ratelimit_decision_duration_seconds",
 			Help:    "Time the rate limiter took to decide, the store call included.",
@@ -185,7 +187,8 @@ func New(opts ...Option) *Observer {
 	o.overflow = o.memoryFull.WithLabelValues("overflow")
 	o.applied = o.rulesLoads.WithLabelValues("applied")
 	o.rejected = o.rulesLoads.WithLabelValues("rejected")
-	o.policies.New = o.resolve
+	o.policies.New = func(label string) *policyCounters { return o.resolve(label, "false") }
+	o.shadows.New = func(label string) *policyCounters { return o.resolve(label, "true") }
 	return o
 }
 
@@ -246,7 +249,11 @@ func (o *Observer) Decided(e ratelimit.DecisionEvent) {
 		o.latency[s].Observe(e.Latency.Seconds())
 	}
 	for _, r := range e.Results {
-		c := o.policies.Get(r.Policy.Name)
+		policies := &o.policies
+		if r.Policy.Shadow {
+			policies = &o.shadows
+		}
+		c := policies.Get(r.Policy.Name)
 		if r.Allowed {
 			(*c)[s][1].Inc()
 		} else {
@@ -327,12 +334,12 @@ func (o *Observer) RulesRejected(error) {
 	o.rejected.Inc()
 }
 
-// resolve returns the counters of the policy label.
-func (o *Observer) resolve(label string) *policyCounters {
+// resolve returns the counters of the policy label, with the shadow label ("true" or "false").
+func (o *Observer) resolve(label, shadow string) *policyCounters {
 	var c policyCounters
 	for _, s := range observe.Sources() {
-		c = append(c, [2]prometheus.Counter{o.decisions.WithLabelValues(label, "denied", s.String()),
-			o.decisions.WithLabelValues(label, "allowed", s.String())})
+		c = append(c, [2]prometheus.Counter{o.decisions.WithLabelValues(label, "denied", s.String(), shadow),
+			o.decisions.WithLabelValues(label, "allowed", s.String(), shadow)})
 	}
 	return &c
 }

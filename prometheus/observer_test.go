@@ -32,24 +32,24 @@ func TestDecisions(t *testing.T) {
 		}
 	}
 	want := `
-# HELP ratelimit_decisions_total Verdicts of each rate-limit policy, by outcome and by what decided (store, denial_cache, fallback, lease).
+# HELP ratelimit_decisions_total Verdicts of each rate-limit policy, by outcome, by what decided (store, denial_cache, fallback, lease), and whether the policy is a shadow (its denials refused no client).
 # TYPE ratelimit_decisions_total counter
-ratelimit_decisions_total{outcome="allowed",policy="burst",source="denial_cache"} 0
-ratelimit_decisions_total{outcome="allowed",policy="burst",source="fallback"} 0
-ratelimit_decisions_total{outcome="allowed",policy="burst",source="lease"} 0
-ratelimit_decisions_total{outcome="allowed",policy="burst",source="store"} 3
-ratelimit_decisions_total{outcome="denied",policy="burst",source="denial_cache"} 0
-ratelimit_decisions_total{outcome="denied",policy="burst",source="fallback"} 0
-ratelimit_decisions_total{outcome="denied",policy="burst",source="lease"} 0
-ratelimit_decisions_total{outcome="denied",policy="burst",source="store"} 1
-ratelimit_decisions_total{outcome="allowed",policy="hourly",source="denial_cache"} 0
-ratelimit_decisions_total{outcome="allowed",policy="hourly",source="fallback"} 0
-ratelimit_decisions_total{outcome="allowed",policy="hourly",source="lease"} 0
-ratelimit_decisions_total{outcome="allowed",policy="hourly",source="store"} 4
-ratelimit_decisions_total{outcome="denied",policy="hourly",source="denial_cache"} 0
-ratelimit_decisions_total{outcome="denied",policy="hourly",source="fallback"} 0
-ratelimit_decisions_total{outcome="denied",policy="hourly",source="lease"} 0
-ratelimit_decisions_total{outcome="denied",policy="hourly",source="store"} 0
+ratelimit_decisions_total{outcome="allowed",policy="burst",shadow="false",source="denial_cache"} 0
+ratelimit_decisions_total{outcome="allowed",policy="burst",shadow="false",source="fallback"} 0
+ratelimit_decisions_total{outcome="allowed",policy="burst",shadow="false",source="lease"} 0
+ratelimit_decisions_total{outcome="allowed",policy="burst",shadow="false",source="store"} 3
+ratelimit_decisions_total{outcome="denied",policy="burst",shadow="false",source="denial_cache"} 0
+ratelimit_decisions_total{outcome="denied",policy="burst",shadow="false",source="fallback"} 0
+ratelimit_decisions_total{outcome="denied",policy="burst",shadow="false",source="lease"} 0
+ratelimit_decisions_total{outcome="denied",policy="burst",shadow="false",source="store"} 1
+ratelimit_decisions_total{outcome="allowed",policy="hourly",shadow="false",source="denial_cache"} 0
+ratelimit_decisions_total{outcome="allowed",policy="hourly",shadow="false",source="fallback"} 0
+ratelimit_decisions_total{outcome="allowed",policy="hourly",shadow="false",source="lease"} 0
+ratelimit_decisions_total{outcome="allowed",policy="hourly",shadow="false",source="store"} 4
+ratelimit_decisions_total{outcome="denied",policy="hourly",shadow="false",source="denial_cache"} 0
+ratelimit_decisions_total{outcome="denied",policy="hourly",shadow="false",source="fallback"} 0
+ratelimit_decisions_total{outcome="denied",policy="hourly",shadow="false",source="lease"} 0
+ratelimit_decisions_total{outcome="denied",policy="hourly",shadow="false",source="store"} 0
 `
 	if err := testutil.CollectAndCompare(obs, strings.NewReader(want), "ratelimit_decisions_total"); err != nil {
 		t.Error(err)
@@ -65,6 +65,37 @@ ratelimit_decisions_total{outcome="denied",policy="hourly",source="store"} 0
 		if n := sample(t, obs, "ratelimit_decision_duration_seconds", "source="+s).GetHistogram().GetSampleCount(); n != 0 {
 			t.Errorf("decision durations observed from the %s: %d, want 0", s, n)
 		}
+	}
+}
+
+// A shadow policy's verdicts are counted apart (shadow="true"): a denial it reports refused no
+// client, so a rejection rate over the enforced policies (the example alert's) leaves it out.
+// The request is admitted by "enforced", denied only by the shadow "trial".
+func TestShadowDecisions(t *testing.T) {
+	obs := ratelimitprom.New()
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs)),
+		ratelimit.Policy{Name: "enforced", Limit: 100, Window: time.Hour},
+		ratelimit.Policy{Name: "trial", Limit: 1, Window: time.Hour, Shadow: true})
+	for i := range 3 {
+		if d, err := allow(l, "a"); err != nil || !d.Allowed {
+			t.Fatalf("request %d: %+v, %v; want admitted", i+1, d, err)
+		}
+	}
+	for _, c := range []struct {
+		labels string
+		want   float64
+	}{
+		{"outcome=allowed,policy=enforced,shadow=false,source=store", 3},
+		{"outcome=denied,policy=enforced,shadow=false,source=store", 0},
+		{"outcome=allowed,policy=trial,shadow=true,source=store", 1},
+		{"outcome=denied,policy=trial,shadow=true,source=store", 2},
+	} {
+		if got := value(t, obs, "ratelimit_decisions_total", c.labels); got != c.want {
+			t.Errorf("ratelimit_decisions_total{%s} = %v; want %v", c.labels, got, c.want)
+		}
+	}
+	if m := sample(t, obs, "ratelimit_decisions_total", "outcome=denied,policy=trial,shadow=false,source=store"); m != nil {
+		t.Errorf("the shadow policy has enforced series too: %v", m)
 	}
 }
 
@@ -153,9 +184,9 @@ func TestFallback(t *testing.T) {
 		}
 	}
 	for labels, want := range map[string]float64{
-		"outcome=allowed,policy=p,source=fallback": 2,
-		"outcome=denied,policy=p,source=fallback":  1,
-		"outcome=allowed,policy=p,source=store":    0,
+		"outcome=allowed,policy=p,shadow=false,source=fallback": 2,
+		"outcome=denied,policy=p,shadow=false,source=fallback":  1,
+		"outcome=allowed,policy=p,shadow=false,source=store":    0,
 	} {
 		if got := value(t, obs, "ratelimit_decisions_total", labels); got != want {
 			t.Errorf("decisions{%s} %v, want %v", labels, got, want)
@@ -184,10 +215,10 @@ func TestPolicyLabelBounded(t *testing.T) {
 	if n := testutil.CollectAndCount(obs, "ratelimit_decisions_total"); n != (256+1)*8 {
 		t.Errorf("%d decision series, want %d: 256 policies and _other, 8 each", n, (256+1)*8)
 	}
-	if got := value(t, obs, "ratelimit_decisions_total", "outcome=allowed,policy=_other,source=store"); got != 3 {
+	if got := value(t, obs, "ratelimit_decisions_total", "outcome=allowed,policy=_other,shadow=false,source=store"); got != 3 {
 		t.Errorf("decisions of the policies beyond the bound: %v, want 3", got)
 	}
-	if got := value(t, obs, "ratelimit_decisions_total", "outcome=allowed,policy=p255,source=store"); got != 1 {
+	if got := value(t, obs, "ratelimit_decisions_total", "outcome=allowed,policy=p255,shadow=false,source=store"); got != 1 {
 		t.Errorf("decisions of the 256th policy: %v, want 1", got)
 	}
 }
@@ -216,7 +247,7 @@ func TestConcurrent(t *testing.T) {
 	wg.Wait()
 	total := 0.0
 	for i := range limiters {
-		total += value(t, obs, "ratelimit_decisions_total", fmt.Sprintf("outcome=allowed,policy=p%d,source=store", i))
+		total += value(t, obs, "ratelimit_decisions_total", fmt.Sprintf("outcome=allowed,policy=p%d,shadow=false,source=store", i))
 	}
 	if total != 800 {
 		t.Errorf("decisions counted: %v, want 800", total)
@@ -257,7 +288,7 @@ func TestDecidedDoesNotAllocate(t *testing.T) {
 	if n := testing.AllocsPerRun(1000, func() { obs.Decided(e) }); n != 0 {
 		t.Errorf("Decided allocates %v times, want 0", n)
 	}
-	if got := value(t, obs, "ratelimit_decisions_total", "outcome=allowed,policy=b,source=store"); got != 1002 {
+	if got := value(t, obs, "ratelimit_decisions_total", "outcome=allowed,policy=b,shadow=false,source=store"); got != 1002 {
 		t.Errorf("decisions counted: %v, want 1002", got) // AllocsPerRun runs it once more to warm up
 	}
 }

@@ -55,10 +55,10 @@ func TestRedis(t *testing.T) {
 		t.Fatalf("the probe after the cool-down: %+v, %v; want allowed", d, err)
 	}
 	for labels, want := range map[string]float64{
-		"outcome=allowed,policy=one,source=store":        2,
-		"outcome=denied,policy=one,source=store":         1,
-		"outcome=denied,policy=one,source=denial_cache":  1,
-		"outcome=allowed,policy=one,source=denial_cache": 0,
+		"outcome=allowed,policy=one,shadow=false,source=store":        2,
+		"outcome=denied,policy=one,shadow=false,source=store":         1,
+		"outcome=denied,policy=one,shadow=false,source=denial_cache":  1,
+		"outcome=allowed,policy=one,shadow=false,source=denial_cache": 0,
 	} {
 		if got := value(t, obs, "ratelimit_decisions_total", labels); got != want {
 			t.Errorf("decisions{%s} %v, want %v", labels, got, want)
