@@ -77,6 +77,8 @@ func variants() []variant {
 		loop("L SET num + PEXPIRE", "local x = 1.7e15", "redis.call('SET', K[1], x + i); redis.call('PEXPIRE', K[1], 100000)", N),
 		loop("L PSETEX str str", "local x = '1700000000000000'", "redis.call('PSETEX', K[1], '100000', x)", N),
 		loop("L fmt + SET str PX str", "local x = 1.7e15; local f = string.format", "redis.call('SET', K[1], f('%d', x + i), 'PX', '100000')", N),
+		loop("L fmt both + SET str PX str", "local x = 1.7e15; local f = string.format", "redis.call('SET', K[1], f('%d', x + i), 'PX', f('%d', 100000 + i % 7))", N),
+		loop("L SET num PX num, ms varied", "local x = 1.7e15", "redis.call('SET', K[1], x + i, 'PX', 100000 + i % 7)", N),
 		loop("L fmt + PSETEX str cached", "local x = 1.7e15; local f = string.format; local c = {}", "local ms = 100000 + (i % 100); local m = c[ms]; if not m then m = f('%d', ms); c[ms] = m end; redis.call('PSETEX', K[1], m, f('%d', x + i))", N),
 		loop("L SET num PX num (current)", "local x = 1.7e15", "redis.call('SET', K[1], x + i, 'PX', 100000 + (i % 100))", N),
 		loop("L table {0x7}", "", "local t = {0, 0, 0, 0, 0, 0, 0}", N),

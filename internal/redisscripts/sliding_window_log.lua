@@ -21,7 +21,7 @@ local function write_sl(key, now, window, at, n, cost, may_clash)
       repeat pos = pos + 1 until redis.call('ZADD', key, 'NX', int(at), int(at) .. ':' .. int(pos)) == 1
     end
   end
-  redis.call('PEXPIRE', key, ttl_ms(at + window - now))
+  redis.call('PEXPIRE', key, int(ttl_ms(at + window - now)))
 end
 
 -- With timeless true it is algorithms['if'], whose next is 0 (see in_flight.lua).
@@ -69,6 +69,6 @@ refunds.sl = function(key, now, limit, window, burst, cost, at)
   if ttl <= 0 then
     redis.call('DEL', key) -- what is left has left the window
   else
-    redis.call('PEXPIRE', key, ttl_ms(ttl))
+    redis.call('PEXPIRE', key, int(ttl_ms(ttl)))
   end
 end

@@ -77,15 +77,15 @@ end
 local function store(key, us, fr, den, now)
   if expiry_write and fr == 0 then -- the TAT in the key's expiry (see the state above)
     local ms = idiv(us, 1000)
-    redis.call('SET', key, us - ms * 1000, 'PXAT', ms + 1)
+    redis.call('SET', key, int(us - ms * 1000), 'PXAT', int(ms + 1))
     return
   end
-  local v = us -- a number: redis.call writes its digits
-  if fr > 0 then v = int(us) .. ':' .. int(fr) .. ':' .. int(den) end
+  local v = int(us) -- digits, which Redis keeps as an integer
+  if fr > 0 then v = v .. ':' .. int(fr) .. ':' .. int(den) end
   if hkey then
     sset(key, v, ttl_ms(ceil_to(us, fr, now)))
   else -- sset's own path, without the call: every check of GCRA and the buckets comes here
-    redis.call('SET', key, v, 'PX', ttl_ms(ceil_to(us, fr, now)))
+    redis.call('SET', key, v, 'PX', int(ttl_ms(ceil_to(us, fr, now))))
   end
 end
 
