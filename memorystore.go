@@ -137,7 +137,9 @@ type memoryEntry struct {
 //   - when every state sampled has used half or more, it decides the new identity on the
 //     shard's overflow quota: the same policies, shared by every identity the shard cannot
 //     hold, so a flood of new identities gets at most one limit per shard (64) per window
-//     between them, and exhausting it refuses only identities the store could not hold.
+//     between them, and exhausting it refuses only identities the store could not hold. A
+//     check that charges nothing ([Limiter.Peek]) of an identity it cannot hold reports
+//     that quota too.
 //
 // It logs once when it first has to (and at most once a minute while it lasts) through
 // [WithLogger], and tells its [Observer] every identity it made room for. The overflow quota
@@ -207,14 +209,19 @@ func (s *memoryStore) Check(ctx context.Context, key string, policies []Policy, 
 	t := s.clock.Now()
 	now := t.UnixMicro()
 	checks, all := sh.evaluate(id, policies, cost, now, out)
-	if !all || !charge || cost == 0 {
-		return t, nil
-	}
 	need := 0
 	for i := range checks {
 		if checks[i].entry == nil && (!policies[i].Shadow || out[i].Allowed) {
 			need++
 		}
+	}
+	if !all || !charge || cost == 0 {
+		if need > 0 && !s.roomFor(sh, need, checks, now) {
+			// A check that charges nothing of an identity the shard could not hold: what a
+			// charge would be decided on is the overflow quota.
+			sh.onOverflow(policies, cost, false, now, out)
+		}
+		return t, nil
 	}
 	if !s.makeRoom(sh, need, checks, now) {
 		s.overflow(sh, policies, cost, now, out)

@@ -81,6 +81,46 @@ func (s *memoryStore) evict(sh *memoryShard, keep []checked, now int64) bool {
 	return true
 }
 
+// roomFor reports whether makeRoom would find room for need entries more in sh, without
+// making it: the entries of keep stay, the expired ones would go, and so would those of a
+// sample that used less than half their capacity, as evict weighs them. A check that charges
+// nothing (Peek, a cost of 0) of an identity a full shard cannot hold then answers from the
+// overflow quota, which a charge would be decided on. The caller holds sh.mu.
+func (s *memoryStore) roomFor(sh *memoryShard, need int, keep []checked, now int64) bool {
+	if sh.room(need, s.perShard) {
+		return true
+	}
+	var (
+		free, seen int
+		state      algo.State
+		result     algo.Result
+	)
+	held := len(sh.entries) - sh.overflowKeys
+	for _, e := range sh.entries {
+		if e.policy == nil || e.overflow || holds(keep, e) {
+			continue
+		}
+		if e.expires <= now {
+			free++
+		} else {
+			state = e.state
+			e.policy.model.Check(&e.policy.params, &state, now, 0, &result)
+			capacity := e.policy.params.Capacity()
+			if float64(capacity-result.Remaining)/float64(capacity) < 0.5 {
+				free++
+			}
+			seen++
+		}
+		if held-free == 0 || held-free+need <= s.perShard {
+			return true
+		}
+		if seen >= evictSample {
+			break
+		}
+	}
+	return false
+}
+
 // overflow decides a check that found no room on the shard's overflow quota: the same policies,
 // under the identity overflowIdentity, charged when it allows. Its entries are not bounded by
 // the shard's room: there is one per policy of the application. The caller holds sh.mu.

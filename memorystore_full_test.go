@@ -146,6 +146,44 @@ func TestMemoryStoreOverflow(t *testing.T) {
 	}
 }
 
+// A peek at an identity a full shard cannot hold reports what a check of it would get, the
+// overflow quota's state, not a fresh identity's: with that quota spent, Allow denies it, and
+// so must Peek. The peek charges nothing, forgets no one, and is no overflow decision.
+func TestMemoryStorePeekAtTheBound(t *testing.T) {
+	clock := newFakeClock()
+	obs := &fullCounter{}
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(clock), ratelimit.WithMaxKeys(64), ratelimit.WithObserver(obs))
+	l := mustNew(t, store, ratelimit.Policy{Limit: 2, Window: time.Hour})
+	for i := range 5000 { // every shard (one identity each) full of exhausted identities
+		for range 2 {
+			allow(t, l, "heavy-"+strconv.Itoa(i), 1)
+		}
+	}
+	before := obs.overflows
+	for i := 0; i < 100 && allow(t, l, "newcomer", 1).Allowed; i++ { // its shard's overflow quota spent
+	}
+	if d := allow(t, l, "newcomer", 1); d.Allowed || obs.overflows == before {
+		t.Fatalf("the newcomer after its overflow quota was spent: %+v, %d overflow decisions; want denied, on the overflow quota", d, obs.overflows-before)
+	}
+	overflows, evicted := obs.overflows, obs.evicted
+	d, err := l.Peek(ctx, "newcomer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Allowed || d.Remaining != 0 || d.RetryAfter <= 0 {
+		t.Errorf("Peek of the newcomer: allowed %v, remaining %d, retry after %v; want what Allow gets: denied, 0 left, a Retry-After",
+			d.Allowed, d.Remaining, d.RetryAfter)
+	}
+	if obs.overflows != overflows || obs.evicted != evicted {
+		t.Errorf("the peek made %d overflow decisions and forgot %d identities; want none", obs.overflows-overflows, obs.evicted-evicted)
+	}
+	// A newcomer of a shard with room left is peeked at as it is: fresh.
+	roomy := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock), ratelimit.WithMaxKeys(64)), ratelimit.Policy{Limit: 2, Window: time.Hour})
+	if d, err := roomy.Peek(ctx, "newcomer"); err != nil || !d.Allowed || d.Remaining != 1 {
+		t.Errorf("Peek of a newcomer with room: %+v, %v; want allowed, 1 left after it", d, err)
+	}
+}
+
 // The overflow quota is never forgotten to make room: it is what a newcomer the store cannot
 // hold is limited by. Forgotten whenever it had used less than half its limit, as an identity
 // is, it started afresh for every request, so an identity the store could not hold was never
