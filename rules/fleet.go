@@ -42,6 +42,9 @@ type Instance struct {
 	Reason  string `json:"reason,omitempty"`
 	// Seen is when it last recorded its state, on the Redis server's clock.
 	Seen time.Time `json:"-"`
+	// Age is how long before [Fleet] read the records that was, on the same clock: what to
+	// show as "seen ago" (the reader's own clock may differ from the server's).
+	Age time.Duration `json:"-"`
 }
 
 //go:embed fleet.lua
@@ -154,6 +157,7 @@ func Fleet(ctx context.Context, client redis.UniversalClient, key string) ([]Ins
 			continue
 		}
 		in.Name, in.Seen = instanceName(state), time.UnixMilli(seenMs)
+		in.Age = now.Sub(in.Seen)
 		live = append(live, in)
 	}
 	if len(gone) > 0 {

@@ -3,6 +3,7 @@ package rules
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -233,6 +234,30 @@ func TestFleetKeepsARecordRenewedMeanwhile(t *testing.T) {
 		fleet, err := Fleet(t.Context(), client, key)
 		if err != nil || len(fleet) != 1 || fleet[0].Name != "a" || fleet[0].Running != "2" {
 			t.Errorf("Fleet: %+v, %v; want a, running 2", fleet, err)
+		}
+	})
+}
+
+// An instance's Age is read on the Redis server's clock, as its record was written: a record
+// written 42 s before Fleet read it is 42 s old, whatever the reader's own clock says.
+func TestFleetAgeOnTheServersClock(t *testing.T) {
+	onRedis(t, func(t *testing.T, client redis.UniversalClient) {
+		key := redistest.Prefix(t) + "rules"
+		now, err := client.Time(t.Context()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := now.Add(-42 * time.Second).UnixMilli()
+		fields := []any{"a", `{"name":"a","running":"1"}`, "a:seen", fmt.Sprintf("%d:%d", seen, seen+3_600_000)}
+		if err := client.HSet(t.Context(), FleetKey(key), fields...).Err(); err != nil {
+			t.Fatal(err)
+		}
+		fleet, err := Fleet(t.Context(), client, key)
+		if err != nil || len(fleet) != 1 {
+			t.Fatalf("Fleet: %+v, %v; want a", fleet, err)
+		}
+		if age := fleet[0].Age; age < 42*time.Second || age > 5*time.Minute {
+			t.Errorf("Age %v; want 42 s, on the server's clock", age)
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -238,5 +239,29 @@ func TestStatusWithNoRulesStored(t *testing.T) {
 	s.want(t, 3, "no rules stored: 1 instances run rules of their own", "no rules stored at "+key)
 	if strings.Contains(s.stdout+s.stderr, "refused") {
 		t.Errorf("status with no rules stored says an instance refused them:\n%s%s", s.stdout, s.stderr)
+	}
+}
+
+// status says how long ago each instance recorded its state on the Redis server's clock, as
+// the record was written: a record 42 s old is "42s ago", whatever the operator's clock says.
+func TestStatusSeenOnTheServersClock(t *testing.T) {
+	client := redistest.Standalone(t)
+	addr, key := redistest.Addr(t), redistest.Prefix(t)+"rules"
+	now, err := client.Time(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := now.Add(-42 * time.Second).UnixMilli()
+	if err := client.HSet(t.Context(), rules.FleetKey(key), "api-1", `{"name":"api-1","running":"1"}`,
+		"api-1:seen", fmt.Sprintf("%d:%d", seen, seen+3_600_000)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s := cli(t, "status", "-redis", addr, "-key", key)
+	m := regexp.MustCompile(`api-1\s+1\s+-\s+(\S+) ago`).FindStringSubmatch(s.stdout)
+	if m == nil {
+		t.Fatalf("status printed\n%s\nwant a line for api-1", s.stdout)
+	}
+	if ago, err := time.ParseDuration(m[1]); err != nil || ago < 42*time.Second || ago > 5*time.Minute {
+		t.Errorf("status says api-1 was seen %s ago; want 42s, on the server's clock", m[1])
 	}
 }

@@ -51,13 +51,12 @@ rules are stored there.
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "INSTANCE\tRUNNING\tREFUSED\tSEEN\tREASON")
-	now := time.Now()
 	for _, in := range fleet {
 		refused := in.Refused
 		if refused == "" {
 			refused = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s ago\t%s\n", in.Name, in.Running, refused, now.Sub(in.Seen).Round(time.Second), in.Reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s ago\t%s\n", in.Name, in.Running, refused, in.Age.Round(time.Second), in.Reason)
 	}
 	tw.Flush()
 	if stored == "" {
