@@ -216,9 +216,11 @@ func (s *memoryStore) Check(ctx context.Context, key string, policies []Policy, 
 		}
 	}
 	if !all || !charge || cost == 0 {
-		if need > 0 && !s.roomFor(sh, need, checks, now) {
+		if all && need > 0 && !s.roomFor(sh, need, checks, now) {
 			// A check that charges nothing of an identity the shard could not hold: what a
-			// charge would be decided on is the overflow quota.
+			// charge would be decided on is the overflow quota. Not when the identity's own
+			// state refuses it (!all): a charge is refused by that state, and the quota's
+			// verdict, which may allow, is not the identity's.
 			sh.onOverflow(policies, cost, false, now, out)
 		}
 		return t, nil

@@ -184,6 +184,49 @@ func TestMemoryStorePeekAtTheBound(t *testing.T) {
 	}
 }
 
+// An identity whose own state refuses it is refused, even when its shard is full and one of
+// its policies has no entry there yet: its own denial decides, as before the shard was full,
+// and the overflow quota (whose state is not its) neither admits it nor is asked. Here it
+// spent an hourly limit under a limiter of that policy alone; a limiter that adds a policy
+// (as a rules reload does) then checks it, in a shard full of identities that used all of
+// theirs. Found reviewing the peek at the bound: the no-charge path answered from the
+// overflow quota for a denied charge too, which admitted the identity, charged nothing.
+func TestMemoryStoreFullDeniesByOwnState(t *testing.T) {
+	clock := newFakeClock()
+	obs := &fullCounter{}
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(clock), ratelimit.WithMaxKeys(128), ratelimit.WithObserver(obs))
+	hourly := ratelimit.Policy{Name: "hourly", Limit: 2, Window: time.Hour}
+	perSecond := ratelimit.Policy{Name: "per-second", Limit: 100, Window: time.Second}
+	before := mustNew(t, store, hourly)
+	for range 2 {
+		allow(t, before, "spent", 1)
+	}
+	if d := allow(t, before, "spent", 1); d.Allowed {
+		t.Fatalf("the identity after its hourly limit: %+v; want denied", d)
+	}
+	fill := mustNew(t, store, ratelimit.Policy{Name: "fill", Limit: 1, Window: time.Hour})
+	for i := range 5000 { // every shard (two identities each) full of exhausted identities
+		allow(t, fill, "heavy-"+strconv.Itoa(i), 1)
+	}
+	after := mustNew(t, store, hourly, perSecond)
+	overflows := obs.overflows
+	for i := range 5 {
+		if d := allow(t, after, "spent", 1); d.Allowed {
+			t.Fatalf("request %d of the spent identity with a policy added, its shard full: allowed (%+v); want denied by its hourly limit", i, d)
+		}
+		d, err := after.Peek(ctx, "spent")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			t.Fatalf("peek %d of the spent identity with a policy added, its shard full: allowed (%+v); want denied by its hourly limit", i, d)
+		}
+	}
+	if obs.overflows != overflows {
+		t.Errorf("%d overflow decisions for an identity its own state refused; want none", obs.overflows-overflows)
+	}
+}
+
 // The overflow quota is never forgotten to make room: it is what a newcomer the store cannot
 // hold is limited by. Forgotten whenever it had used less than half its limit, as an identity
 // is, it started afresh for every request, so an identity the store could not hold was never

@@ -52,8 +52,9 @@
 // The ratelimit.policy attribute is the policy's Name, which comes from code or configuration
 // and never from a request: the identity a request is limited by (its key) is never an
 // attribute. Policies of one name, in different limiters, share their series. As a safeguard,
-// names beyond the first 256 that one Observer sees are recorded as "_other", a value no
-// policy can be named.
+// names beyond the first 256 enforced and the first 256 shadow policies that one Observer
+// sees are recorded as "_other" (with their ratelimit.policy.shadow), a value no policy can be
+// named.
 //
 // ratelimit.decision.duration is how long the limiter took to decide, the store call
 // included, on every store (the memory store's too). Its instrument advises buckets from

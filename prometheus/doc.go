@@ -44,8 +44,8 @@
 // The policy label is the policy's Name, which comes from code or configuration and never
 // from a request: the identity a request is limited by (its key) is never a label. Policies
 // of one name, in different limiters, share their series. As a safeguard, names beyond the
-// first 256 that one Observer sees are counted under policy="_other", a value no policy can
-// be named.
+// first 256 enforced and the first 256 shadow policies that one Observer sees are counted
+// under policy="_other" (with their shadow label), a value no policy can be named.
 //
 // ratelimit_decision_duration_seconds is how long the limiter took to decide, the store call
 // included, in buckets from 10 µs to 1 s (see [WithBuckets]).
