@@ -106,7 +106,7 @@ func TestAlerts(t *testing.T) {
 	// watched apart.
 	for _, g := range file.Groups {
 		for _, r := range g.Rules {
-			want := map[string]string{"RateLimitHighRejectionRate": `shadow="false"`, "RateLimitShadowWouldDeny": `shadow="true"`}[r.Alert]
+			want := map[string]string{"RateLimitHighRejectionRate": `shadow!="true"`, "RateLimitShadowWouldDeny": `shadow="true"`}[r.Alert]
 			for _, sel := range selector.FindAllStringSubmatch(r.Expr, -1) {
 				if want != "" && sel[1] == "ratelimit_decisions_total" && !strings.Contains(sel[3], want) {
 					t.Errorf("rule %q: %s without %s", r.Alert, sel[0], want)

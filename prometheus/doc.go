@@ -35,7 +35,8 @@
 // policy is thus its denied count over its total. Peeks ([ratelimit.Limiter.Peek]) and checks
 // of cost 0 are decisions too, and are counted. A shadow policy's verdicts
 // (ratelimit.Policy.Shadow) carry shadow="true": its denials refused no client, so a
-// rejection rate of what clients met selects shadow="false" (alerts.yml does). The number of
+// rejection rate of what clients met selects shadow!="true" (alerts.yml does: it keeps the
+// series of an instance of a release before the label, which has none). The number of
 // decisions over a store that does
 // I/O (Redis), one per check whatever its policies, is ratelimit_decision_duration_seconds_count;
 // the memory store's decisions are timed too (ratelimit.DecisionEvent.Latency), and in the
