@@ -23,7 +23,9 @@
 package echolimit
 
 import (
+	"bufio"
 	"context"
+	"net"
 	"net/http"
 	"net/textproto"
 	"reflect"
@@ -64,8 +66,13 @@ func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 				d := o.Decision
 				c.Set(decisionKey, &d)
 			}
+			var hw *hijackWriter
 			if o.Pending {
+				r := c.Response()
+				hw = &hijackWriter{ResponseWriter: r.Writer, response: r}
+				r.Writer = hw
 				defer func() {
+					r.Writer = hw.ResponseWriter
 					if o.Pending { // the handler panicked: the request's slots come back all the same
 						g.Done(&o, http.StatusInternalServerError)
 					}
@@ -73,15 +80,51 @@ func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 			}
 			err := next(c)
 			if o.Pending {
-				if err != nil {
+				if err != nil && !hw.hijacked {
 					c.Error(err)
 				}
-				g.Done(&o, status(c.Response().Status))
+				s := c.Response().Status
+				if hw.hijacked {
+					s = http.StatusSwitchingProtocols
+				}
+				g.Done(&o, status(s))
 			}
 			return err
 		}
 	}
 }
+
+// hijackWriter records that a handler took the connection over before answering (a WebSocket
+// upgrade), so that the guard is told 101 Switching Protocols, as ratelimit.Middleware tells
+// it: Echo's Response, never written to, says 200. It stands in front of the Response's
+// writer only for a request whose guard waits for its status (CountIf, in-flight slots).
+type hijackWriter struct {
+	http.ResponseWriter
+	response *echo.Response
+	hijacked bool
+}
+
+// Hijack implements [http.Hijacker].
+func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	committed := w.response.Committed
+	conn, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err == nil && !committed {
+		w.hijacked = true
+	}
+	return conn, rw, err
+}
+
+// FlushError flushes the writer, for [http.ResponseController]; Flush, for Echo's Response
+// before v4.10, which asks its writer for [http.Flusher].
+func (w *hijackWriter) FlushError() error {
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Flush implements [http.Flusher].
+func (w *hijackWriter) Flush() { _ = w.FlushError() }
+
+// Unwrap returns the writer in front of which w stands, for [http.ResponseController].
+func (w *hijackWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // status returns the status the client got when Echo's Response holds s: an interim status
 // (1xx but 101), which the Response keeps, refusing every later one, was followed on the wire by

@@ -79,7 +79,18 @@ func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 				rec = &statusRecorder{ResponseWriter: w}
 				c.SetResponse(rec)
 			}
+			// A handler that takes the connection over (a WebSocket upgrade) answers on it
+			// itself: its status is 101, which the Response, never written to, does not say.
+			resp, _ := w.(*echo.Response)
+			var hw *hijackWriter
+			if resp != nil {
+				hw = &hijackWriter{ResponseWriter: resp.ResponseWriter, response: resp}
+				resp.ResponseWriter = hw
+			}
 			defer func() {
+				if hw != nil {
+					resp.ResponseWriter = hw.ResponseWriter
+				}
 				if rec != nil {
 					c.SetResponse(w)
 				}
@@ -94,6 +105,10 @@ func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 					e.HTTPErrorHandler(c, err)
 					unanswered = nil
 				}
+			}
+			if hw != nil && hw.hijacked {
+				g.Done(&o, http.StatusSwitchingProtocols)
+				return err
 			}
 			g.Done(&o, status(c, rec, unanswered))
 			return err
@@ -146,8 +161,40 @@ func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter 
 func (w *statusRecorder) Flush() { _ = http.NewResponseController(w.ResponseWriter).Flush() }
 
 func (w *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	return http.NewResponseController(w.ResponseWriter).Hijack()
+	conn, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err == nil && w.status == 0 { // the handler answers on the connection: 101, as the core says
+		w.status = http.StatusSwitchingProtocols
+	}
+	return conn, rw, err
 }
+
+// hijackWriter records that a handler took the connection over before answering, standing in
+// front of the writer of Echo's Response for a request whose guard waits for its status
+// (CountIf, in-flight slots): the guard is then told 101 Switching Protocols, as
+// ratelimit.Middleware tells it.
+type hijackWriter struct {
+	http.ResponseWriter
+	response *echo.Response
+	hijacked bool
+}
+
+// Hijack implements [http.Hijacker].
+func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	committed := w.response.Committed
+	conn, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err == nil && !committed {
+		w.hijacked = true
+	}
+	return conn, rw, err
+}
+
+// FlushError flushes the writer, for [http.ResponseController].
+func (w *hijackWriter) FlushError() error {
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap returns the writer in front of which w stands, for [http.ResponseController].
+func (w *hijackWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Decision returns the decision the middleware made for the request of c: the remaining quota,
 // the binding policy, every policy's result. It reports false when no limiter decided (the

@@ -1,6 +1,9 @@
 package echov5limit_test
 
 import (
+	"bufio"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -50,5 +53,45 @@ func TestCountIfSeesTheFinalStatus(t *testing.T) {
 				t.Errorf("%s, route middleware %v: CountIf was given %d, want the 200 the client got", method, route, got)
 			}
 		}
+	}
+}
+
+// A handler that takes the connection over (a WebSocket upgrade: Hijack, then its own
+// answer on the wire) is counted by 101 Switching Protocols, as the net/http middleware counts
+// it: Echo's Response, never written to, says 200. Also for a HEAD that Echo serves with a GET
+// route (the adapter's own recorder stands in front of the Response then).
+func TestCountIfSeesAHijack(t *testing.T) {
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 10, Window: time.Minute})
+		seen := make(chan int, 1)
+		mw := echov5limit.New(l, ratelimit.CountIf(func(status int) bool { seen <- status; return true }))
+		e := echo.NewWithConfig(echo.Config{Router: echo.NewRouter(echo.RouterConfig{AutoHandleHEAD: true})})
+		e.GET("/", func(c *echo.Context) error {
+			conn, rw, err := http.NewResponseController(c.Response()).Hijack()
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+			return rw.Flush()
+		}, mw)
+		srv := httptest.NewServer(e)
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(conn, method+" / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		conn.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusSwitchingProtocols {
+			t.Fatalf("%s: the client got %d, want the handler's 101", method, resp.StatusCode)
+		}
+		if got := <-seen; got != http.StatusSwitchingProtocols {
+			t.Errorf("%s: CountIf was given %d, want 101, as behind ratelimit.Middleware", method, got)
+		}
+		srv.Close()
 	}
 }

@@ -21,7 +21,9 @@
 package ginlimit
 
 import (
+	"bufio"
 	"context"
+	"net"
 	"net/http"
 	"net/textproto"
 	"strings"
@@ -59,7 +61,10 @@ func FromGuard(g *ratelimit.Guard) gin.HandlerFunc {
 			d := o.Decision
 			c.Set(decisionKey, &d)
 		}
+		var hw *hijackWriter
 		if o.Pending {
+			hw = &hijackWriter{ResponseWriter: c.Writer}
+			c.Writer = hw
 			defer func() {
 				if o.Pending { // a handler panicked: the request's slots come back all the same
 					g.Done(&o, http.StatusInternalServerError)
@@ -67,8 +72,31 @@ func FromGuard(g *ratelimit.Guard) gin.HandlerFunc {
 			}()
 		}
 		c.Next()
-		g.Done(&o, status(c.Writer.Status()))
+		s := c.Writer.Status()
+		if hw != nil && hw.hijacked {
+			s = http.StatusSwitchingProtocols
+		}
+		g.Done(&o, status(s))
 	}
+}
+
+// hijackWriter records that a handler took the connection over before answering (a WebSocket
+// upgrade), so that the guard is told 101 Switching Protocols, as ratelimit.Middleware tells
+// it: Gin's writer, never written to, says 200. Only a request whose guard waits for its
+// status (CountIf, in-flight slots) has one.
+type hijackWriter struct {
+	gin.ResponseWriter
+	hijacked bool
+}
+
+// Hijack implements [http.Hijacker].
+func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	written := w.ResponseWriter.Written()
+	conn, rw, err := w.ResponseWriter.Hijack()
+	if err == nil && !written {
+		w.hijacked = true
+	}
+	return conn, rw, err
 }
 
 // status returns the status the client got when Gin's writer holds s: an interim status (1xx

@@ -1,6 +1,9 @@
 package ginlimit_test
 
 import (
+	"bufio"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -38,5 +41,43 @@ func TestCountIfSeesTheFinalStatus(t *testing.T) {
 	}
 	if got := <-seen; got != http.StatusOK {
 		t.Errorf("CountIf was given %d, want the 200 the client got", got)
+	}
+}
+
+// A handler that takes the connection over (a WebSocket upgrade: Hijack, then its own
+// answer on the wire) is counted by 101 Switching Protocols, as the net/http middleware counts
+// it: Gin's writer, never written to, says 200.
+func TestCountIfSeesAHijack(t *testing.T) {
+	l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 10, Window: time.Minute})
+	seen := make(chan int, 1)
+	r := gin.New()
+	r.Use(ginlimit.New(l, ratelimit.CountIf(func(status int) bool { seen <- status; return true })))
+	r.GET("/", func(c *gin.Context) {
+		conn, rw, err := http.NewResponseController(c.Writer).Hijack()
+		if err != nil {
+			t.Errorf("Hijack: %v", err)
+			return
+		}
+		defer conn.Close()
+		rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		rw.Flush()
+	})
+	srv := httptest.NewServer(r)
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("the client got %d, want the handler's 101", resp.StatusCode)
+	}
+	if got := <-seen; got != http.StatusSwitchingProtocols {
+		t.Errorf("CountIf was given %d, want 101, as behind ratelimit.Middleware", got)
 	}
 }
