@@ -1,9 +1,6 @@
 package echov5limit_test
 
 import (
-	"bufio"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -12,7 +9,8 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/a7d3e0dd/ratelimit"
-	"github.com/a7d3e0dd/ratelimit/adapters/echov5"
+	echov5limit "github.com/a7d3e0dd/ratelimit/adapters/echov5"
+	"github.com/a7d3e0dd/ratelimit/internal/hijacktest"
 )
 
 // TestCountIfSeesTheFinalStatus checks that CountIf is given the status the client got, not an
@@ -72,20 +70,11 @@ func TestCountIfSeesAHijack(t *testing.T) {
 				return err
 			}
 			defer conn.Close()
-			rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+			rw.WriteString(hijacktest.Answer)
 			return rw.Flush()
 		}, mw)
 		srv := httptest.NewServer(e)
-		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.WriteString(conn, method+" / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
-		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		conn.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := hijacktest.Upgrade(t, srv.Listener.Addr().String(), method)
 		if resp.StatusCode != http.StatusSwitchingProtocols {
 			t.Fatalf("%s: the client got %d, want the handler's 101", method, resp.StatusCode)
 		}

@@ -1,9 +1,6 @@
 package ginlimit_test
 
 import (
-	"bufio"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -12,7 +9,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/a7d3e0dd/ratelimit"
-	"github.com/a7d3e0dd/ratelimit/adapters/gin"
+	ginlimit "github.com/a7d3e0dd/ratelimit/adapters/gin"
+	"github.com/a7d3e0dd/ratelimit/internal/hijacktest"
 )
 
 // TestCountIfSeesTheFinalStatus checks that CountIf is given the status the client got, not an
@@ -59,21 +57,12 @@ func TestCountIfSeesAHijack(t *testing.T) {
 			return
 		}
 		defer conn.Close()
-		rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		rw.WriteString(hijacktest.Answer)
 		rw.Flush()
 	})
 	srv := httptest.NewServer(r)
 	defer srv.Close()
-	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := hijacktest.Upgrade(t, srv.Listener.Addr().String(), http.MethodGet)
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		t.Fatalf("the client got %d, want the handler's 101", resp.StatusCode)
 	}
