@@ -99,16 +99,16 @@ func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 				}
 			}()
 			err := next(c)
+			if hw != nil && hw.hijacked { // nothing to answer on a connection taken over
+				g.Done(&o, http.StatusSwitchingProtocols)
+				return err
+			}
 			unanswered := err
 			if err != nil {
 				if e := c.Echo(); e != nil && e.HTTPErrorHandler != nil {
 					e.HTTPErrorHandler(c, err)
 					unanswered = nil
 				}
-			}
-			if hw != nil && hw.hijacked {
-				g.Done(&o, http.StatusSwitchingProtocols)
-				return err
 			}
 			g.Done(&o, status(c, rec, unanswered))
 			return err
