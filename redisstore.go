@@ -455,7 +455,11 @@ func (s *redisStore) keyIn(buf *[]byte, identity string, p *Policy) string {
 // where they fit, as keyIn does.
 func (s *redisStore) hashKeyIn(buf *[]byte, identity string) string {
 	b := *buf
-	if len(b)+len(s.prefix)+len(identity)+keyOverhead > cap(b) {
+	need := len(s.prefix) + len(identity) + keyOverhead
+	if s.compact {
+		need = compactKeyLen
+	}
+	if len(b)+need > cap(b) {
 		return string(s.appendHashKey(nil, identity))
 	}
 	start := len(b)
