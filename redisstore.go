@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -325,6 +326,9 @@ func (s *redisStore) Check(ctx context.Context, key string, policies []Policy, c
 	return time.Time{}, fmt.Errorf("ratelimit: redis check: %w", err)
 }
 
+// maxMicros is the longest duration, in microseconds, that a time.Duration holds.
+const maxMicros = math.MaxInt64 / int64(time.Microsecond)
+
 // rowWidth is the number of integers of one policy's row in check.lua's reply.
 const rowWidth = 6
 
@@ -338,6 +342,11 @@ func decodeCheck(reply []int64, out []PolicyResult) (time.Time, error) {
 		row := reply[rowWidth*i : rowWidth*(i+1)]
 		if row[0] != 0 && row[0] != 1 {
 			return time.Time{}, fmt.Errorf("%w: redis check: bad allowed flag %d", errBadReply, row[0])
+		}
+		for _, us := range row[2:] { // durations in µs, which a time.Duration must hold
+			if us > maxMicros || us < -maxMicros {
+				return time.Time{}, fmt.Errorf("%w: redis check: a duration of %d µs", errBadReply, us)
+			}
 		}
 		out[i].setMicros(row[0] == 1, row[1], row[2], row[3], row[4], row[5])
 	}
