@@ -126,9 +126,11 @@ func (b *breaker) release(err error, probe bool) {
 		openFor, skipped, probes := now.Sub(b.opened), b.skipped.Swap(0), b.probes
 		b.mu.Unlock()
 		b.tell(observe.BreakerHalfOpen, observe.BreakerClosed)
+		// The checks of the failed probes were decided without the store too, as the calls
+		// not made were.
 		b.log.get().LogAttrs(context.Background(), slog.LevelInfo,
 			"ratelimit: circuit breaker closed: the store answers again",
-			slog.Duration("open_for", openFor), slog.Int64("decided_without_store", skipped),
+			slog.Duration("open_for", openFor), slog.Int64("decided_without_store", skipped+int64(probes)),
 			slog.Int("failed_probes", probes))
 	default: // failed
 		if (b.run.Add(1) < int64(b.failures) && !unreachable(err)) || b.open.Load() {

@@ -280,6 +280,53 @@ func TestBreakerOpensAtOnceWhenRefused(t *testing.T) {
 	}
 }
 
+// The line that says the breaker closed counts, in decided_without_store, every check decided
+// without Redis while it was open: the failed probes too, whose checks the fail mode (or the
+// fallback) decided as it did the calls not made. Traffic slower than the probes makes every
+// check a probe: the line said 0 for an outage in which every request went through
+// unlimited.
+func TestBreakerClosedCountsFailedProbes(t *testing.T) {
+	var buf syncBuffer
+	logger := slog.New(slog.NewTextHandler(&buf, nil))
+	f := newFaultyRedis(t, ratelimit.WithLogger(logger), ratelimit.WithDenialCache(0))
+	l := mustNew(t, f.store, ratelimit.Policy{Limit: 100, Window: time.Hour})
+	if _, err := l.Allow(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	f.proxy.Refuse()
+	c, cancel := generous()
+	_, err := l.Allow(c, "k") // opens the breaker
+	cancel()
+	if observe.ErrorKind(err) != "unavailable" {
+		t.Fatalf("the first check with Redis refusing: %v; want unavailable", err)
+	}
+	for i := range 3 { // each after the probe's wait: a probe, refused
+		f.clock.Advance(breakerCooldown)
+		c, cancel := generous()
+		_, err := l.Allow(c, "k")
+		cancel()
+		if observe.ErrorKind(err) != "unavailable" {
+			t.Fatalf("probe %d: %v; want unavailable (a probe Redis refused)", i+1, err)
+		}
+	}
+	if err := f.proxy.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(breakerCooldown)
+	if _, err := l.Allow(ctx, "k"); err != nil {
+		t.Fatalf("a check after Redis came back: %v", err)
+	}
+	var closed string
+	for _, line := range strings.Split(buf.String(), "\n") {
+		if strings.Contains(line, "circuit breaker closed") {
+			closed = line
+		}
+	}
+	if !strings.Contains(closed, "decided_without_store=3 ") || !strings.Contains(closed, "failed_probes=3") {
+		t.Errorf("closed: %q\nwant decided_without_store=3, the three checks of the failed probes (failed_probes=3)", closed)
+	}
+}
+
 // While the breaker is open, only one probe at a time reaches Redis, however many requests
 // arrive: here Redis never answers, and 50 concurrent checks after the cool-down send one.
 func TestBreakerOneProbe(t *testing.T) {

@@ -136,3 +136,31 @@ func TestResults(t *testing.T) {
 		}
 	})
 }
+
+// A request that passes through two guards, as README's login route does (the middleware
+// around the mux, then the route's own), is counted by each: allowed by the outer one, then
+// what the inner one decided. So requests_total equals the responses clients saw only on
+// routes behind one guard (README said it equals them, with this very setup in Use it): a
+// login the route's limit refused is counted allowed and denied, one admitted twice allowed.
+func TestResultsOfTwoGuardsOnOneRequest(t *testing.T) {
+	obs := &answers{}
+	clock := newFakeClock()
+	limiter := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs), ratelimit.WithClock(clock)),
+		ratelimit.Policy{Limit: 10, Window: time.Second})
+	mux := http.NewServeMux()
+	mux.Handle("POST /login", ratelimit.Middleware(limiter,
+		ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 1, Window: time.Minute}),
+	)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	h := ratelimit.Middleware(limiter)(mux)
+	for _, want := range []int{http.StatusOK, http.StatusTooManyRequests} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("POST", "/login", nil))
+		if w.Code != want {
+			t.Fatalf("login: %d; want %d", w.Code, want)
+		}
+	}
+	got := obs.take()
+	if got[observe.ResultAllowed] != 3 || got[observe.ResultDenied] != 1 || len(got) != 2 {
+		t.Errorf("two logins, the first admitted, the second refused by the route's limit: results %v; want 3 allowed (2 by the outer guard, 1 by the route's) and 1 denied", got)
+	}
+}
