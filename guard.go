@@ -73,7 +73,11 @@ func NewGuard(l *Limiter, opts ...Option) (*Guard, error) {
 }
 
 // Check decides about request r: whether it proceeds, and what to answer if not. See
-// [Outcome]. It reports the request's result (observe.Result) to the store's [Observer], once.
+// [Outcome]. It reports the request's result (observe.Result) to the store's [Observer], once:
+// at once when it refuses the request, or when r does not carry outcomes between guards; for a
+// request that proceeds and carries them (the core's and the adapters' requests do), when
+// [Guard.Done] is called, or merged into the report of the next guard the request passes, so
+// that a request checked by two guards is counted once (see [Request]).
 func (g *Guard) Check(r Request) Outcome {
 	if g.pick != nil {
 		return g.dispatch(r)
@@ -91,7 +95,7 @@ func (g *Guard) Check(r Request) Outcome {
 		if !start.IsZero() {
 			e.Waited = g.clock.Now().Sub(start)
 		}
-		g.observer.Answered(e)
+		g.answer(r, &o, e)
 	}
 	return o
 }
@@ -301,9 +305,11 @@ func (g *Guard) keyRequest(r Request) Request {
 
 // Done completes a request the guard let through, given the status its handler answered: it
 // gives back the request's in-flight slots, and with [CountIf] refunds its charge when the
-// status does not count. Call it once per outcome, when the handler has returned — also when
-// it panicked (a deferred call; say 500), so that no slot waits for its lease to end.
+// status does not count, and tells the observer of a request whose report waited for it (see
+// [Guard.Check]). Call it when the handler has returned — also when it panicked (a deferred
+// call; say 500), so that no slot waits for its lease to end. A second call does nothing.
 func (g *Guard) Done(o *Outcome, status int) {
+	o.tell()
 	if !o.Pending {
 		return
 	}
@@ -343,6 +349,7 @@ func (g *Guard) Done(o *Outcome, status int) {
 // error handler with a request that has the method, path, route, client address and the
 // context's values (copied: a framework may reuse the bytes), but no headers.
 func (g *Guard) DoneLater(o *Outcome) func(status int) {
+	o.tell()
 	if !o.Pending {
 		return nil
 	}

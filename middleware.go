@@ -54,40 +54,40 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		o = h.g.Check(httpRequest{r})
 	}
-	if !o.Proceed || o.Decision.n == 0 {
-		// Refused, or let through without a decision (skipped, failed open): there is no
-		// decision to hand over, and Write answers a refusal whole.
+	if !o.Proceed || o.Decision.n == 0 && !o.report {
+		// Refused, or let through without a decision (skipped, failed open) nor a report to
+		// carry: there is nothing to hand over, and Write answers a refusal whole.
 		o.Write(w)
 		if o.Proceed {
 			h.next.ServeHTTP(w, r)
 		}
 		return
 	}
-	a := &admitted{ctx: decisionContext{r.Context(), o.Decision}}
-	o.writeHeaders(w.Header(), a.vals[:], a.buf[:0])
+	a := &admitted{ctx: decisionContext{Context: r.Context(), o: o}}
+	op := &a.ctx.o // the outcome the handler's context carries: a guard inside takes its report
+	op.writeHeaders(w.Header(), a.vals[:], a.buf[:0])
 	// WithContext is inlined and its copy of r does not escape, so the copy is made on the
 	// stack and moved into a: the request the handler gets costs no allocation of its own
 	// (TestMiddlewareAllocations would tell if a compiler stopped inlining it).
 	a.req = *r.WithContext(&a.ctx)
-	if !o.Pending {
+	if !op.Pending {
+		if op.report {
+			defer op.tell() // when the handler returns (or panics), unless a guard inside took it
+		}
 		h.next.ServeHTTP(w, &a.req)
 		return
 	}
 	sw := &statusWriter{ResponseWriter: w}
-	defer func() {
-		if o.Pending { // the handler panicked: its slots come back all the same
-			h.g.Done(&o, http.StatusInternalServerError)
-		}
-	}()
+	defer h.g.Done(op, http.StatusInternalServerError) // the handler panicked: its slots come back all the same
 	h.next.ServeHTTP(sw, &a.req)
-	h.g.Done(&o, sw.statusCode())
+	h.g.Done(op, sw.statusCode())
 }
 
-// admitted is what the middleware hands the handler of a request the limiter admitted, in one
-// allocation: the request, with the decision in its context, and the backing arrays of the
-// response's rate-limit header values and of their bytes (as far as they fit). Each request has its own; nothing is reused, so nothing
-// of one request reaches another. (The statusWriter of CountIf stays apart: with it, admitted
-// would take the next size class, 128 bytes more for every request.)
+// admitted is what the middleware hands the handler of a request the limiter admitted (or
+// whose report waits for its handler), in one allocation: the request, with the guard's
+// outcome in its context, and the backing arrays of the response's rate-limit header values
+// and of their bytes (as far as they fit). Each request has its own; nothing is reused, so
+// nothing of one request reaches another. (The statusWriter of CountIf stays apart.)
 type admitted struct {
 	ctx  decisionContext
 	req  http.Request
@@ -96,24 +96,34 @@ type admitted struct {
 }
 
 // admittedBytes holds the numbers of the rate-limit headers of one policy, keeping admitted
-// in its size class of 1,280 bytes.
-const admittedBytes = 96
+// in its size class of 1,536 bytes (the outcome in its context, which carries the guard's
+// report to a guard inside, took it past 1,280).
+const admittedBytes = 120
 
 // decisionKey is the context key of the decision the middleware hands its handler.
 type decisionKey struct{}
 
-// decisionContext is a request's context with its decision: one allocation for both, where
-// context.WithValue and a copy of the decision would take two.
+// outcomeKey is the context key of the outcome the middleware hands its handler, which a
+// guard inside finds through httpRequest.OuterOutcome.
+type outcomeKey struct{}
+
+// decisionContext is a request's context with its guard's outcome, and so its decision: one
+// allocation for both, where context.WithValue and a copy would take two.
 type decisionContext struct {
 	context.Context
-	d Decision
+	o Outcome
 }
 
 func (c *decisionContext) Value(key any) any {
-	if key == (decisionKey{}) {
-		return &c.d
+	switch key {
+	case decisionKey{}:
+		if c.o.Decision.n > 0 {
+			return &c.o.Decision
+		}
+	case outcomeKey{}:
+		return &c.o
 	}
-	return c.Context.Value(key)
+	return c.Context.Value(key) // a guard that did not decide leaves the decision of one before
 }
 
 // DecisionFrom returns the decision of the request whose context is ctx, as the net/http

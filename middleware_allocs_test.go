@@ -26,6 +26,7 @@ func TestMiddlewareAllocations(t *testing.T) {
 		policies []ratelimit.Policy
 		opts     []ratelimit.Option
 		apiKey   string // the request's X-API-Key, if any
+		observed bool   // the store has an observer: the request's report waits for its handler
 		want     float64
 	}{
 		{name: "admitted", policies: []ratelimit.Policy{never}, want: 2},
@@ -49,9 +50,18 @@ func TestMiddlewareAllocations(t *testing.T) {
 		{name: "denied, problem JSON", policies: []ratelimit.Policy{once}, opts: []ratelimit.Option{ratelimit.WithProblemJSON()}, want: 4},
 		{name: "skipped", policies: []ratelimit.Policy{never},
 			opts: []ratelimit.Option{ratelimit.WithSkip(func(ratelimit.Request) bool { return true })}, want: 0},
+		// The report rides in the outcome the one object holds already.
+		{name: "admitted, observed", policies: []ratelimit.Policy{never}, observed: true, want: 2},
+		// The one object, for the report alone: a guard inside would take it over.
+		{name: "skipped, observed", policies: []ratelimit.Policy{never}, observed: true,
+			opts: []ratelimit.Option{ratelimit.WithSkip(func(ratelimit.Request) bool { return true })}, want: 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			l := mustNew(t, ratelimit.NewMemoryStore(), c.policies...)
+			var so []ratelimit.MemoryOption
+			if c.observed {
+				so = append(so, ratelimit.WithObserver(&answers{}))
+			}
+			l := mustNew(t, ratelimit.NewMemoryStore(so...), c.policies...)
 			opts := append([]ratelimit.Option{ratelimit.WithErrorHandler(func(_ ratelimit.Request, err error) { t.Error(err) })}, c.opts...)
 			h := ratelimit.Middleware(l, opts...)(okHandler)
 			r := httptest.NewRequest(http.MethodGet, "/", nil)

@@ -55,6 +55,11 @@ type Outcome struct {
 	guard   *Guard   // the guard that decided
 	limiter *Limiter // whose policies decided
 	lease   *lease   // renews the slots the request holds; nil: none
+
+	// The report of a request that proceeded, left for the next guard or Done (see nested.go).
+	report   bool
+	event    observe.RequestEvent
+	observer Observer
 }
 
 // Write writes the outcome to w: its headers, and the whole response when the request does

@@ -65,6 +65,13 @@ func (h httpRequest) Route() string            { return h.r.Pattern }
 func (h httpRequest) RemoteAddr() string       { return h.r.RemoteAddr }
 func (h httpRequest) Value(key any) any        { return h.r.Context().Value(key) }
 
+// OuterOutcome returns the outcome of the guard before, which the middleware keeps in the
+// request's context (see [Request]).
+func (h httpRequest) OuterOutcome() *Outcome {
+	o, _ := h.r.Context().Value(outcomeKey{}).(*Outcome)
+	return o
+}
+
 func (h httpRequest) Path() string {
 	if h.r.URL == nil {
 		return ""

@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -138,29 +139,121 @@ func TestResults(t *testing.T) {
 }
 
 // A request that passes through two guards, as README's login route does (the middleware
-// around the mux, then the route's own), is counted by each: allowed by the outer one, then
-// what the inner one decided. So requests_total equals the responses clients saw only on
-// routes behind one guard (README said it equals them, with this very setup in Use it): a
-// login the route's limit refused is counted allowed and denied, one admitted twice allowed.
+// around the mux, then the route's own), is one response: the observer is told of it once,
+// with that response's result (it was told by each guard: allowed by the outer one, then what
+// the inner one decided, so a login the route's limit refused counted allowed and denied).
 func TestResultsOfTwoGuardsOnOneRequest(t *testing.T) {
-	obs := &answers{}
-	clock := newFakeClock()
-	limiter := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs), ratelimit.WithClock(clock)),
-		ratelimit.Policy{Limit: 10, Window: time.Second})
-	mux := http.NewServeMux()
-	mux.Handle("POST /login", ratelimit.Middleware(limiter,
-		ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 1, Window: time.Minute}),
-	)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
-	h := ratelimit.Middleware(limiter)(mux)
-	for _, want := range []int{http.StatusOK, http.StatusTooManyRequests} {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest("POST", "/login", nil))
-		if w.Code != want {
-			t.Fatalf("login: %d; want %d", w.Code, want)
-		}
+	skip := ratelimit.WithSkip(func(ratelimit.Request) bool { return true })
+	quiet := ratelimit.WithErrorHandler(func(ratelimit.Request, error) {})
+	type guard struct {
+		broken bool // over a store that fails (the guard fails open: unlimited)
+		opts   []ratelimit.Option
 	}
-	got := obs.take()
-	if got[observe.ResultAllowed] != 3 || got[observe.ResultDenied] != 1 || len(got) != 2 {
-		t.Errorf("two logins, the first admitted, the second refused by the route's limit: results %v; want 3 allowed (2 by the outer guard, 1 by the route's) and 1 denied", got)
+	for _, tc := range []struct {
+		name   string
+		guards []guard // outermost first
+		panics bool    // the handler panics
+		status []int   // of each request
+		want   map[observe.Result]int
+	}{
+		{"allowed, then denied by the route's limit", []guard{{}, {opts: []ratelimit.Option{ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 1, Window: time.Minute})}}},
+			false, []int{200, 429}, map[observe.Result]int{observe.ResultAllowed: 1, observe.ResultDenied: 1}},
+		{"skipped outside, allowed inside", []guard{{opts: []ratelimit.Option{skip}}, {}},
+			false, []int{200}, map[observe.Result]int{observe.ResultAllowed: 1}},
+		{"allowed outside, skipped inside", []guard{{}, {opts: []ratelimit.Option{skip}}},
+			false, []int{200}, map[observe.Result]int{observe.ResultAllowed: 1}},
+		{"unlimited outside (its store down), allowed inside", []guard{{broken: true, opts: []ratelimit.Option{quiet}}, {}},
+			false, []int{200}, map[observe.Result]int{observe.ResultUnlimited: 1}},
+		{"allowed outside, unlimited inside", []guard{{}, {broken: true, opts: []ratelimit.Option{quiet}}},
+			false, []int{200}, map[observe.Result]int{observe.ResultUnlimited: 1}},
+		{"allowed outside, rejected inside", []guard{{}, {opts: []ratelimit.Option{ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.RejectMissingKey(401)}}},
+			false, []int{401}, map[observe.Result]int{observe.ResultRejected: 1}},
+		{"three guards", []guard{{}, {opts: []ratelimit.Option{skip}}, {}},
+			false, []int{200, 200}, map[observe.Result]int{observe.ResultAllowed: 2}},
+		{"three guards, the innermost refuses", []guard{{}, {}, {opts: []ratelimit.Option{ratelimit.WithPolicies(ratelimit.Policy{Name: "inner", Limit: 1, Window: time.Minute})}}},
+			false, []int{200, 429}, map[observe.Result]int{observe.ResultAllowed: 1, observe.ResultDenied: 1}},
+		{"the handler panics", []guard{{}, {}},
+			true, []int{0}, map[observe.Result]int{observe.ResultAllowed: 1}},
+		{"the handler panics, the inner guard waits for the status", []guard{{}, {opts: []ratelimit.Option{ratelimit.CountIf(func(int) bool { return true })}}},
+			true, []int{0}, map[observe.Result]int{observe.ResultAllowed: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := &answers{}
+			clock := newFakeClock()
+			store := ratelimit.NewMemoryStore(ratelimit.WithObserver(obs), ratelimit.WithClock(clock))
+			var h http.Handler = http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+				if tc.panics {
+					panic(http.ErrAbortHandler)
+				}
+			})
+			for i := len(tc.guards) - 1; i >= 0; i-- {
+				g := tc.guards[i]
+				s := store
+				if g.broken {
+					s = observedDownStore{obs}
+				}
+				h = ratelimit.Middleware(mustNew(t, s, ratelimit.Policy{Limit: 10, Window: time.Second}), g.opts...)(h)
+			}
+			for i, want := range tc.status {
+				w := httptest.NewRecorder()
+				func() {
+					defer func() {
+						if p := recover(); p != nil && !tc.panics {
+							panic(p)
+						}
+					}()
+					h.ServeHTTP(w, httptest.NewRequest("POST", "/login", nil))
+				}()
+				if !tc.panics && w.Code != want {
+					t.Fatalf("request %d: %d; want %d", i+1, w.Code, want)
+				}
+			}
+			if got := obs.take(); !sameCounts(got, tc.want) {
+				t.Errorf("results %v; want %v, once per request", got, tc.want)
+			}
+		})
 	}
 }
+
+// Guards over stores with observers of their own each tell their own: one request through
+// two such guards is counted once by each observer.
+func TestResultsOfTwoGuardsWithTwoObservers(t *testing.T) {
+	outer, inner := &answers{}, &answers{}
+	clock := newFakeClock()
+	lo := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(outer), ratelimit.WithClock(clock)), ratelimit.Policy{Limit: 10, Window: time.Second})
+	li := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(inner), ratelimit.WithClock(clock)), ratelimit.Policy{Limit: 1, Window: time.Minute})
+	h := ratelimit.Middleware(lo)(ratelimit.Middleware(li)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	for range 2 {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	}
+	if got, want := outer.take(), map[observe.Result]int{observe.ResultAllowed: 2}; !sameCounts(got, want) {
+		t.Errorf("the outer observer: %v; want %v", got, want)
+	}
+	if got, want := inner.take(), map[observe.Result]int{observe.ResultAllowed: 1, observe.ResultDenied: 1}; !sameCounts(got, want) {
+		t.Errorf("the inner observer: %v; want %v", got, want)
+	}
+}
+
+// sameCounts reports whether two counts by result agree.
+func sameCounts(a, b map[observe.Result]int) bool {
+	for _, r := range observe.Results() {
+		if a[r] != b[r] {
+			return false
+		}
+	}
+	return true
+}
+
+// observedDownStore fails every call, and has an observer.
+type observedDownStore struct{ obs ratelimit.Observer }
+
+func (observedDownStore) Check(context.Context, string, []ratelimit.Policy, int64, bool, []ratelimit.PolicyResult) (time.Time, error) {
+	return time.Time{}, errors.New("connection refused")
+}
+func (observedDownStore) Refund(context.Context, string, []ratelimit.Policy, int64, time.Time) error {
+	return errors.New("connection refused")
+}
+func (observedDownStore) Reset(context.Context, string, []ratelimit.Policy) error {
+	return errors.New("connection refused")
+}
+func (s observedDownStore) Observer() ratelimit.Observer { return s.obs }

@@ -1,0 +1,97 @@
+package ratelimit
+
+import (
+	"reflect"
+
+	"github.com/a7d3e0dd/ratelimit/observe"
+)
+
+// A request often passes through two guards: the middleware around every route, then a
+// route's own (README's login route). Each decides, but the client gets one response, and the
+// observer is told of the request once, with the result that response was: a guard that lets
+// a request through does not tell its observer at once, but leaves the report in its outcome;
+// the next guard the request meets takes it over, merged with its own verdict, and the last
+// one tells it, when it refuses the request or when its handler returns ([Guard.Done]).
+//
+// A guard finds the outcome of the one before through the request: a Request that carries it
+// has the method
+//
+//	OuterOutcome() *Outcome
+//
+// returning the outcome of the last guard the request passed that let it through (nil for
+// none), which its adapter keeps where the next guard's Request finds it (net/http: the
+// request's context; Gin and Echo: c.Set; Fiber: c.Locals; gRPC: the call's context). Such an
+// adapter calls [Guard.Done] after the next handler returns, whether or not the outcome is
+// Pending. A guard whose request does not carry outcomes (an adapter of your own without the
+// method) tells its observer at once, as before: there, a request through two guards is
+// counted by each.
+
+// outerOutcome is a Request that carries the outcome of the guard before (see above).
+type outerOutcome interface {
+	OuterOutcome() *Outcome
+}
+
+// answer tells the guard's observer of the request o is the outcome of, with the event e: at
+// once, or, when the request carries outcomes and proceeds, when the next guard or Done does.
+// An outer guard's report, left in its outcome, is taken over and merged into e.
+func (g *Guard) answer(r Request, o *Outcome, e observe.RequestEvent) {
+	c, carries := r.(outerOutcome)
+	if !carries {
+		g.observer.Answered(e)
+		return
+	}
+	if outer := c.OuterOutcome(); outer != nil && outer.report && sameObserver(outer.observer, g.observer) {
+		outer.report = false
+		e = mergeEvents(outer.event, e)
+	}
+	if !o.Proceed {
+		g.observer.Answered(e)
+		return
+	}
+	o.report, o.event, o.observer = true, e, g.observer
+}
+
+// tell tells o's observer of its request, unless it was told or an inner guard took the
+// report over.
+func (o *Outcome) tell() {
+	if o.report {
+		o.report = false
+		o.observer.Answered(o.event)
+	}
+}
+
+// mergeEvents is the event of a request the outer guard let through and the inner one
+// answered: the inner result when it refused the request; otherwise the one that says most of
+// how it was let through — unlimited (a limit went unchecked), then fallback_allowed, then
+// allowed, then skipped. The waits add up.
+func mergeEvents(outer, inner observe.RequestEvent) observe.RequestEvent {
+	e := inner
+	if rank(inner.Result) > 0 && rank(outer.Result) > rank(inner.Result) {
+		e.Result = outer.Result
+	}
+	e.Waited += outer.Waited
+	return e
+}
+
+// rank orders the results of a request that proceeded by how much they say of the way it was
+// let through; it is 0 for a refusal.
+func rank(r observe.Result) int {
+	switch r {
+	case observe.ResultSkipped:
+		return 1
+	case observe.ResultAllowed:
+		return 2
+	case observe.ResultFallbackAllowed:
+		return 3
+	case observe.ResultUnlimited:
+		return 4
+	}
+	return 0
+}
+
+// sameObserver reports whether a and b are one observer: outcomes are merged only for one
+// (guards over stores with observers of their own each count the request).
+func sameObserver(a, b Observer) bool {
+	t := reflect.TypeOf(a)
+	return t != nil && t == reflect.TypeOf(b) && t.Comparable() && a == b
+}
