@@ -12,8 +12,8 @@
 //
 //	if d, ok := ginlimit.Decision(c); ok { log.Printf("%d left", d.Remaining) }
 //
-// The middleware stores it with c.Set under the key "github.com/a7d3e0dd/ratelimit/adapters/gin.decision";
-// leave that key alone. A per-route limit's decision replaces the router's.
+// The middleware stores it with c.Set under the key "github.com/a7d3e0dd/ratelimit/adapters/gin.decision",
+// and its outcome under ".../gin.outcome"; leave those keys alone. A per-route limit's decision replaces the router's.
 //
 // Key functions see Gin's matched route ([gin.Context.FullPath]) as [ratelimit.Request.Route],
 // the values of c.Set as [ratelimit.Request.Value] (for [ratelimit.KeyByUser]), and resolve
@@ -33,8 +33,13 @@ import (
 	"github.com/a7d3e0dd/ratelimit"
 )
 
-// decisionKey is the c.Set key of the decision the middleware hands its handler.
-const decisionKey = "github.com/a7d3e0dd/ratelimit/adapters/gin.decision"
+// decisionKey is the c.Set key of the decision the middleware hands its handler, and
+// outcomeKey that of its outcome, which a guard after it takes the report of (see
+// [ratelimit.Request]): a request through two guards is counted once.
+const (
+	decisionKey = "github.com/a7d3e0dd/ratelimit/adapters/gin.decision"
+	outcomeKey  = "github.com/a7d3e0dd/ratelimit/adapters/gin.outcome"
+)
 
 // New returns Gin middleware that limits requests with l, configured by opts. It panics if an
 // option is invalid, when the router is being set up; [FromGuard] with [ratelimit.NewGuard]
@@ -57,19 +62,17 @@ func FromGuard(g *ratelimit.Guard) gin.HandlerFunc {
 			c.Abort()
 			return
 		}
+		c.Set(outcomeKey, &o)
 		if o.Decision.Limit > 0 { // the limiter decided: not skipped, not failed open
-			d := o.Decision
-			c.Set(decisionKey, &d)
+			c.Set(decisionKey, &o.Decision)
 		}
+		// A handler that panicked: the request's slots come back and its report is told all
+		// the same. (After the Done below, this one does nothing.)
+		defer g.Done(&o, http.StatusInternalServerError)
 		var hw *hijackWriter
 		if o.Pending {
 			hw = &hijackWriter{ResponseWriter: c.Writer}
 			c.Writer = hw
-			defer func() {
-				if o.Pending { // a handler panicked: the request's slots come back all the same
-					g.Done(&o, http.StatusInternalServerError)
-				}
-			}()
 		}
 		c.Next()
 		s := c.Writer.Status()
@@ -131,6 +134,14 @@ func (r request) Path() string              { return r.c.Request.URL.Path }
 func (r request) Route() string             { return r.c.FullPath() }
 func (r request) RemoteAddr() string        { return r.c.Request.RemoteAddr }
 func (r request) Header(name string) string { return header(r.c.Request, name) }
+
+// OuterOutcome returns the outcome of the guard before this one on the request, if any (see
+// [ratelimit.Request]).
+func (r request) OuterOutcome() *ratelimit.Outcome {
+	v, _ := r.c.Get(outcomeKey)
+	o, _ := v.(*ratelimit.Outcome)
+	return o
+}
 
 // Value returns what c.Set stored under a string key, else the request context's value.
 func (r request) Value(key any) any {

@@ -604,7 +604,8 @@ var cases = append([]specCase{
 	},
 	{
 		// The application limit is 100/min per IP; POST /login adds 2/min per route, shared by
-		// every client. The per-route limit's headers replace the application's.
+		// every client. The per-route limit's headers replace the application's. A login passes
+		// both guards and is one response: the observer is told of it once.
 		name: "per-route limit",
 		build: func(e *env) Config {
 			c := opts(e.limiter(ratelimit.Policy{Name: "app", Limit: 100, Window: time.Minute}))
@@ -615,9 +616,9 @@ var cases = append([]specCase{
 			return c
 		},
 		steps: []step{
-			{method: "POST", target: "/login", remote: "192.0.2.1:1234", want: want{status: 200, handled: true, header: xrl(2, 1, epoch(30))}},
-			{method: "POST", target: "/login", remote: "192.0.2.2:1234", want: want{status: 200, handled: true, header: xrl(2, 0, epoch(60))}},
-			{method: "POST", target: "/login", remote: "192.0.2.3:1234", want: want{status: 429, header: denied(xrl(2, 0, epoch(60)), "30", plain), body: retryIn(30)}},
+			{method: "POST", target: "/login", remote: "192.0.2.1:1234", want: want{status: 200, handled: true, header: xrl(2, 1, epoch(30)), result: "allowed"}},
+			{method: "POST", target: "/login", remote: "192.0.2.2:1234", want: want{status: 200, handled: true, header: xrl(2, 0, epoch(60)), result: "allowed"}},
+			{method: "POST", target: "/login", remote: "192.0.2.3:1234", want: want{status: 429, header: denied(xrl(2, 0, epoch(60)), "30", plain), body: retryIn(30), result: "denied"}},
 			// 100/min: 600 ms apart; 192.0.2.1 has made two requests.
 			{remote: "192.0.2.1:1234", want: want{status: 200, handled: true, header: xrl(100, 98, epoch(2))}},
 			{target: "/items/2", remote: "192.0.2.3:1234", want: want{status: 200, handled: true, header: xrl(100, 98, epoch(2))}},

@@ -41,6 +41,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // Config is what a [NewServer] builds an application from.
@@ -98,17 +99,54 @@ type env struct {
 	errs       []error // reported to the error handler
 	waits      []time.Duration
 	cancelWait bool // the next shaping wait ends as if the client went away
+	answered   []observe.Result
 }
 
 // newEnv returns the world of case c in test t: c's own store, or else an empty store of
 // engine.
 func newEnv(t *testing.T, c specCase, engine Engine) *env {
 	e := &env{clock: fakeclock.New(T0)}
-	e.store = c.store
-	if e.store == nil {
-		e.store = engine.Store(t, specClock{e})
+	store := c.store
+	if store == nil {
+		store = engine.Store(t, specClock{e})
 	}
+	e.store = observedStore{store, e}
 	return e
+}
+
+// observedStore is the case's store with the env as its observer, which records the result
+// of each request the guards answer: every step must be told once (two guards on POST /login
+// included), with the step's result when the case names it.
+type observedStore struct {
+	ratelimit.Store
+	e *env
+}
+
+func (s observedStore) Unwrap() ratelimit.Store      { return s.Store }
+func (s observedStore) Observer() ratelimit.Observer { return s.e }
+
+func (e *env) Answered(ev observe.RequestEvent) {
+	e.mu.Lock()
+	e.answered = append(e.answered, ev.Result)
+	e.mu.Unlock()
+}
+
+func (e *env) Decided(ratelimit.DecisionEvent)          {}
+func (e *env) StoreFailed(error)                        {}
+func (e *env) BreakerChanged(_, _ observe.BreakerState) {}
+func (e *env) MemoryStoreFull(bool)                     {}
+func (e *env) KeyFellBack(string)                       {}
+func (e *env) RedisEvictionPolicy(string, bool)         {}
+func (e *env) DenialCacheDeaf(bool)                     {}
+func (e *env) StoreDegraded(string, bool)               {}
+func (e *env) Leased(bool, time.Duration)               {}
+func (e *env) Queued(bool)                              {}
+
+// results returns the results told so far.
+func (e *env) results() []observe.Result {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.answered)
 }
 
 // specClock is the case's clock as the store sees it: the fake clock, whose shaping waits the

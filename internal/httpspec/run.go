@@ -37,6 +37,9 @@ type want struct {
 	reported string
 	kind     string
 	waits    []time.Duration // shaping waits since the case began
+	// result, when set, is the result the observer must be told of the step (its label,
+	// observe.Result's String); it is told one result in any case.
+	result string
 }
 
 // ownedHeaders are the headers the limiter writes. A response must carry exactly those of
@@ -85,7 +88,7 @@ func runCases(t *testing.T, newServer NewServer, engine Engine, all bool) {
 				e.cancelWait = s.cancelWait
 				e.mu.Unlock()
 				req := s.request()
-				calls, errs := e.calls.Load(), len(e.reported())
+				calls, errs, told := e.calls.Load(), len(e.reported()), len(e.results())
 				resp := srv(req)
 				body, err := io.ReadAll(resp.Body)
 				resp.Body.Close()
@@ -94,6 +97,7 @@ func runCases(t *testing.T, newServer NewServer, engine Engine, all bool) {
 				}
 				handled := e.calls.Load() - calls
 				s.check(t, i+1, resp, string(body), handled, e.reported()[errs:], e)
+				s.checkTold(t, i+1, e.results()[told:])
 			}
 		})
 	}
@@ -175,6 +179,18 @@ func (s step) check(t *testing.T, n int, resp *http.Response, body string, handl
 	e.mu.Unlock()
 	if !slices.Equal(waits, w.waits) {
 		t.Errorf("%s: shaping waits so far %v, want %v", where(), waits, w.waits)
+	}
+}
+
+// checkTold checks what the observer was told of step n: one result, the step's when it names
+// one.
+func (s step) checkTold(t *testing.T, n int, told []observe.Result) {
+	t.Helper()
+	switch {
+	case len(told) != 1:
+		t.Errorf("%s: the observer was told %v, want one result", s.describe(n), told)
+	case s.want.result != "" && told[0].String() != s.want.result:
+		t.Errorf("%s: the observer was told %v, want %s", s.describe(n), told[0], s.want.result)
 	}
 }
 
