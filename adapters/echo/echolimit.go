@@ -36,8 +36,13 @@ import (
 	"github.com/a7d3e0dd/ratelimit"
 )
 
-// decisionKey is the c.Set key of the decision the middleware hands its handler.
-const decisionKey = "github.com/a7d3e0dd/ratelimit/adapters/echo.decision"
+// decisionKey is the c.Set key of the decision the middleware hands its handler, and
+// outcomeKey that of its outcome, which a guard after it takes the report of (see
+// [ratelimit.Request]): a request through two guards is counted once.
+const (
+	decisionKey = "github.com/a7d3e0dd/ratelimit/adapters/echo.decision"
+	outcomeKey  = "github.com/a7d3e0dd/ratelimit/adapters/echo.outcome"
+)
 
 // New returns Echo middleware that limits requests with l, configured by opts. It panics if an
 // option is invalid, when the server is being set up; [FromGuard] with [ratelimit.NewGuard]
@@ -62,10 +67,14 @@ func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 			if !o.Proceed {
 				return nil
 			}
+			c.Set(outcomeKey, &o)
 			if o.Decision.Limit > 0 { // the limiter decided: not skipped, not failed open
-				d := o.Decision
-				c.Set(decisionKey, &d)
+				c.Set(decisionKey, &o.Decision)
 			}
+			// Completes the outcome when the handler panicked (its slots come back all the
+			// same), and tells the report of one that waits for no status. After a Done below,
+			// it does nothing.
+			defer g.Done(&o, http.StatusInternalServerError)
 			var hw *hijackWriter
 			if o.Pending {
 				r := c.Response()
@@ -73,9 +82,6 @@ func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 				r.Writer = hw
 				defer func() {
 					r.Writer = hw.ResponseWriter
-					if o.Pending { // the handler panicked: the request's slots come back all the same
-						g.Done(&o, http.StatusInternalServerError)
-					}
 				}()
 			}
 			err := next(c)
@@ -159,6 +165,13 @@ func (r request) Path() string             { return r.c.Request().URL.Path }
 func (r request) EscapedPath() string       { return r.c.Request().URL.EscapedPath() }
 func (r request) RemoteAddr() string        { return r.c.Request().RemoteAddr }
 func (r request) Header(name string) string { return header(r.c.Request(), name) }
+
+// OuterOutcome returns the outcome of the guard before this one on the request, if any (see
+// [ratelimit.Request]).
+func (r request) OuterOutcome() *ratelimit.Outcome {
+	o, _ := r.c.Get(outcomeKey).(*ratelimit.Outcome)
+	return o
+}
 
 // Value returns what c.Set stored under a string key, else the request context's value.
 func (r request) Value(key any) any {

@@ -40,6 +40,10 @@ import (
 
 type decisionKey struct{} // the c.Locals key of the decision the middleware hands its handler
 
+// outcomeKey is the c.Locals key of the middleware's outcome, which a guard after it takes the
+// report of (see [ratelimit.Request]): a request through two guards is counted once.
+type outcomeKey struct{}
+
 // New returns a Fiber handler that limits requests with l, configured by opts. It panics if
 // an option is invalid, when the app is being set up; [FromGuard] with [ratelimit.NewGuard]
 // returns the error instead. It never panics on a request.
@@ -62,21 +66,20 @@ func FromGuard(g *ratelimit.Guard) fiber.Handler {
 		if !o.Proceed {
 			return c.Status(o.Status).Send(o.Body)
 		}
-		if o.Decision.Limit > 0 { // the limiter decided: not skipped, not failed open
-			d := o.Decision
-			if dc, ok := c.(*fiber.DefaultCtx); ok {
-				dc.Locals(decisionKey{}, &d) // not through the interface, whose variadic call allocates
-			} else {
-				c.Locals(decisionKey{}, &d)
+		if dc, ok := c.(*fiber.DefaultCtx); ok { // not through the interface, whose variadic call allocates
+			dc.Locals(outcomeKey{}, &o)
+			if o.Decision.Limit > 0 { // the limiter decided: not skipped, not failed open
+				dc.Locals(decisionKey{}, &o.Decision)
+			}
+		} else {
+			c.Locals(outcomeKey{}, &o)
+			if o.Decision.Limit > 0 {
+				c.Locals(decisionKey{}, &o.Decision)
 			}
 		}
-		if o.Pending {
-			defer func() {
-				if o.Pending { // a handler panicked: the request's slots come back all the same
-					g.Done(&o, fiber.StatusInternalServerError)
-				}
-			}()
-		}
+		// Completes the outcome when a handler panicked (its slots come back all the same), and
+		// tells the report of one that waits for no status. After a Done below, it does nothing.
+		defer g.Done(&o, fiber.StatusInternalServerError)
 		err := c.Next()
 		if !o.Pending {
 			return err
@@ -178,6 +181,13 @@ func asciiLower(s string) string {
 		}
 	}
 	return s
+}
+
+// OuterOutcome returns the outcome of the guard before this one on the request, if any (see
+// [ratelimit.Request]).
+func (r request[C]) OuterOutcome() *ratelimit.Outcome {
+	o, _ := r.c.Locals(outcomeKey{}).(*ratelimit.Outcome)
+	return o
 }
 
 // Value returns c.Locals(key), else the value of c.Context().

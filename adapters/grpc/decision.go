@@ -20,19 +20,29 @@ func Decision(ctx context.Context) (ratelimit.Decision, bool) {
 	return ratelimit.Decision{}, false
 }
 
-// decisionKey is the context key of the decision the interceptors hand their handler.
-type decisionKey struct{}
+// decisionKey is the context key of the decision the interceptors hand their handler, and
+// outcomeKey that of their outcome, which a guard after them takes the report of (see
+// [ratelimit.Request]): a call through two limiting interceptors is counted once.
+type (
+	decisionKey struct{}
+	outcomeKey  struct{}
+)
 
-// decisionContext is a call's context with its decision: one allocation for both, where
-// context.WithValue and a copy of the decision would take two.
+// decisionContext is a call's context with its guard's outcome, and so its decision: one
+// allocation for both, where context.WithValue and a copy would take two.
 type decisionContext struct {
 	context.Context
-	d ratelimit.Decision
+	o ratelimit.Outcome
 }
 
 func (c *decisionContext) Value(key any) any {
-	if key == (decisionKey{}) {
-		return &c.d
+	switch key {
+	case decisionKey{}:
+		if c.o.Decision.Limit > 0 { // the limiter decided: not skipped, not failed open
+			return &c.o.Decision
+		}
+	case outcomeKey{}:
+		return &c.o
 	}
-	return c.Context.Value(key)
+	return c.Context.Value(key) // a guard that did not decide leaves the decision of one before
 }

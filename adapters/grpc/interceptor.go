@@ -73,15 +73,14 @@ func unary(g *ratelimit.Guard) grpc.UnaryServerInterceptor {
 			}
 			return nil, st.Err()
 		}
-		if o.Decision.Limit > 0 { // the limiter decided: not skipped, not failed open
-			ctx = &decisionContext{Context: ctx, d: o.Decision}
+		dc := &decisionContext{Context: ctx, o: o}
+		op := &dc.o // the outcome the handler's context carries: a guard inside takes its report
+		defer done(g, op)
+		if !op.Pending {
+			return handler(dc, req)
 		}
-		if !o.Pending {
-			return handler(ctx, req)
-		}
-		defer done(g, &o) // the handler panicked: its slots come back all the same
-		resp, err := handler(ctx, req)
-		g.Done(&o, HTTPStatus(codeOf(err)))
+		resp, err := handler(dc, req)
+		g.Done(op, HTTPStatus(codeOf(err)))
 		return resp, err
 	}
 }
@@ -104,25 +103,25 @@ func stream(g *ratelimit.Guard) grpc.StreamServerInterceptor {
 			}
 			return st.Err()
 		}
-		if o.Decision.Limit > 0 {
-			ss = &decidedStream{ServerStream: ss, ctx: &decisionContext{Context: ctx, d: o.Decision}}
-		}
-		if !o.Pending {
+		dc := &decisionContext{Context: ctx, o: o}
+		op := &dc.o
+		defer done(g, op)
+		ss = &decidedStream{ServerStream: ss, ctx: dc}
+		if !op.Pending {
 			return handler(srv, ss)
 		}
-		defer done(g, &o)
 		err := handler(srv, ss)
-		g.Done(&o, HTTPStatus(codeOf(err)))
+		g.Done(op, HTTPStatus(codeOf(err)))
 		return err
 	}
 }
 
-// done completes an outcome still pending after its handler: the handler panicked, and a
-// recovering interceptor in front of this one may keep the server up.
+// done completes an outcome after its handler returned: the handler panicked (a recovering
+// interceptor in front of this one may keep the server up), and its slots come back all the
+// same; or the outcome waits for no status, and its report is told. After the interceptor's own
+// Done, it does nothing.
 func done(g *ratelimit.Guard, o *ratelimit.Outcome) {
-	if o.Pending {
-		g.Done(o, http.StatusInternalServerError)
-	}
+	g.Done(o, http.StatusInternalServerError)
 }
 
 // decidedStream is a stream whose context carries the limiter's decision.

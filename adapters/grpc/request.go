@@ -6,6 +6,8 @@ import (
 
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
+
+	"github.com/a7d3e0dd/ratelimit"
 )
 
 // request is a gRPC call seen as a [ratelimit.Request]:
@@ -28,6 +30,13 @@ func (r *request) Method() string           { return "POST" }
 func (r *request) Path() string             { return r.method }
 func (r *request) Route() string            { return r.method }
 func (r *request) Value(key any) any        { return r.ctx.Value(key) }
+
+// OuterOutcome returns the outcome of the limiting interceptor before this one on the call, if
+// any (see [ratelimit.Request]).
+func (r *request) OuterOutcome() *ratelimit.Outcome {
+	o, _ := r.ctx.Value(outcomeKey{}).(*ratelimit.Outcome)
+	return o
+}
 
 // Header returns every value of the named metadata key joined by ", ", as [ratelimit.Request]
 // asks of a header sent on several field lines, or "" when the call has none. Binary keys
