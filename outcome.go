@@ -35,8 +35,10 @@ type Outcome struct {
 	// (not reported: a client going away is no fault).
 	Err error
 
-	// Pending reports whether [Guard.Done] must be called to complete the outcome: the request
-	// proceeded and holds in-flight slots, or the guard counts by outcome ([CountIf]). A framework
+	// Pending reports whether [Guard.Done] needs the handler's status to complete the outcome:
+	// the request proceeded and holds in-flight slots, or the guard counts by outcome
+	// ([CountIf]). (A request that carries outcomes between guards, see [Request], has Done
+	// called in any case, to tell the observer of it.) A framework
 	// that turns a handler's error into a response only after the middleware returns (Echo,
 	// Fiber) has the error answered first when Pending is set, so that Done gets the status
 	// the client sees.

@@ -52,6 +52,19 @@ type Request interface {
 //
 // returning true: the rules engine then matches its patterns with their paths in lower case
 // ("GET /api/getUser/{id}" is the route of "/api/getuser/bob" there).
+//
+// A Request that carries, from one guard to the next, the outcome of the last guard that let
+// it through has the method
+//
+//	OuterOutcome() *Outcome
+//
+// returning that outcome (nil before the first guard). Its adapter keeps each outcome where the
+// next guard's Request finds it, and calls [Guard.Done] after the next handler returns, whether
+// or not the outcome is Pending. The guards of such a request tell their [Observer] of it once,
+// with the result its client got, however many guards it passes (the middleware around every
+// route, then a route's own): a guard that lets it through leaves the report to the next one or
+// to Done. The core's net/http requests and every adapter's have it; a Request without it is
+// told of by each guard it passes.
 
 // httpRequest is *http.Request seen as a Request. A struct of one pointer is stored in an
 // interface as the pointer itself, so the conversion does not allocate. Route is r.Pattern,
