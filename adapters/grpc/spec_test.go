@@ -14,8 +14,9 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/a7d3e0dd/ratelimit"
-	"github.com/a7d3e0dd/ratelimit/adapters/grpc"
+	grpclimit "github.com/a7d3e0dd/ratelimit/adapters/grpc"
 	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/internal/httpspec"
 	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
@@ -106,7 +107,7 @@ func TestSpec(t *testing.T) {
 						if store == nil {
 							store = engine.store(t, ratelimit.WithClock(e))
 						}
-						e.store = observedStore{store, e}
+						e.store = httpspec.Observed(store, &e.told) // every step must be told once
 						runCase(t, e, c.build(e), c.steps, m.stream)
 					})
 				}
@@ -147,14 +148,14 @@ func runCase(t *testing.T, e *env, cfg config, steps []step, stream bool) {
 		if s.remote == "" {
 			s.remote = "192.0.2.1:1234"
 		}
-		calls, errs, told := srv.calls.Load(), len(e.reported()), len(e.results())
+		calls, errs, told := srv.calls.Load(), len(e.reported()), len(e.told.Results())
 		r := call(t, srv.client(t, s.remote, s.authority), s.method, stream, s.reply, s.md...)
 		fullMethod := "/" + service + "/" + s.method
 		if stream {
 			fullMethod += "Stream"
 		}
 		s.check(t, i+1, r, srv.calls.Load()-calls, e.reported()[errs:], e, fullMethod)
-		if got := e.results()[told:]; len(got) != 1 {
+		if got := e.told.Results()[told:]; len(got) != 1 {
 			t.Errorf("step %d (%s): the observer was told %v, want one result", i+1, fullMethod, got)
 		}
 	}
@@ -276,43 +277,8 @@ type env struct {
 	mu         sync.Mutex
 	errs       []error
 	waits      []time.Duration
-	cancelWait bool // the next shaping wait ends as if the client went away
-	answered   []observe.Result
-}
-
-// observedStore is the case's store with the env as its observer, which records the result
-// of each call the interceptors answer: every step must be told once (two limiting
-// interceptors on a login included).
-type observedStore struct {
-	ratelimit.Store
-	e *env
-}
-
-func (s observedStore) Unwrap() ratelimit.Store      { return s.Store }
-func (s observedStore) Observer() ratelimit.Observer { return s.e }
-
-func (e *env) Answered(ev observe.RequestEvent) {
-	e.mu.Lock()
-	e.answered = append(e.answered, ev.Result)
-	e.mu.Unlock()
-}
-
-func (e *env) Decided(ratelimit.DecisionEvent)          {}
-func (e *env) StoreFailed(error)                        {}
-func (e *env) BreakerChanged(_, _ observe.BreakerState) {}
-func (e *env) MemoryStoreFull(bool)                     {}
-func (e *env) KeyFellBack(string)                       {}
-func (e *env) RedisEvictionPolicy(string, bool)         {}
-func (e *env) DenialCacheDeaf(bool)                     {}
-func (e *env) StoreDegraded(string, bool)               {}
-func (e *env) Leased(bool, time.Duration)               {}
-func (e *env) Queued(bool)                              {}
-
-// results returns the results told so far.
-func (e *env) results() []observe.Result {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Clone(e.answered)
+	cancelWait bool          // the next shaping wait ends as if the client went away
+	told       httpspec.Told // the results told of the case's calls
 }
 
 func (e *env) Now() time.Time { return e.clock.Now() }

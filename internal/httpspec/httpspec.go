@@ -99,7 +99,7 @@ type env struct {
 	errs       []error // reported to the error handler
 	waits      []time.Duration
 	cancelWait bool // the next shaping wait ends as if the client went away
-	answered   []observe.Result
+	told       Told // the results told of the case's requests
 }
 
 // newEnv returns the world of case c in test t: c's own store, or else an empty store of
@@ -110,44 +110,54 @@ func newEnv(t *testing.T, c specCase, engine Engine) *env {
 	if store == nil {
 		store = engine.Store(t, specClock{e})
 	}
-	e.store = observedStore{store, e}
+	e.store = Observed(store, &e.told) // every step must be told once: see step.checkTold
 	return e
 }
 
-// observedStore is the case's store with the env as its observer, which records the result
-// of each request the guards answer: every step must be told once (two guards on POST /login
-// included), with the step's result when the case names it.
+// Told is an Observer that records the result of each request its guards answer, and
+// nothing else: what a case holds to one result a request.
+type Told struct {
+	mu      sync.Mutex
+	results []observe.Result
+}
+
+// Results returns the results told so far.
+func (o *Told) Results() []observe.Result {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.results)
+}
+
+func (o *Told) Answered(e observe.RequestEvent) {
+	o.mu.Lock()
+	o.results = append(o.results, e.Result)
+	o.mu.Unlock()
+}
+
+func (o *Told) Decided(ratelimit.DecisionEvent)          {}
+func (o *Told) StoreFailed(error)                        {}
+func (o *Told) BreakerChanged(_, _ observe.BreakerState) {}
+func (o *Told) MemoryStoreFull(bool)                     {}
+func (o *Told) KeyFellBack(string)                       {}
+func (o *Told) RedisEvictionPolicy(string, bool)         {}
+func (o *Told) DenialCacheDeaf(bool)                     {}
+func (o *Told) StoreDegraded(string, bool)               {}
+func (o *Told) Leased(bool, time.Duration)               {}
+func (o *Told) Queued(bool)                              {}
+
+// Observed returns store with o as its observer (the first of its chain, see
+// ratelimit.Store), which every limiter and guard over it then reports to.
+func Observed(store ratelimit.Store, o ratelimit.Observer) ratelimit.Store {
+	return observedStore{store, o}
+}
+
 type observedStore struct {
 	ratelimit.Store
-	e *env
+	o ratelimit.Observer
 }
 
 func (s observedStore) Unwrap() ratelimit.Store      { return s.Store }
-func (s observedStore) Observer() ratelimit.Observer { return s.e }
-
-func (e *env) Answered(ev observe.RequestEvent) {
-	e.mu.Lock()
-	e.answered = append(e.answered, ev.Result)
-	e.mu.Unlock()
-}
-
-func (e *env) Decided(ratelimit.DecisionEvent)          {}
-func (e *env) StoreFailed(error)                        {}
-func (e *env) BreakerChanged(_, _ observe.BreakerState) {}
-func (e *env) MemoryStoreFull(bool)                     {}
-func (e *env) KeyFellBack(string)                       {}
-func (e *env) RedisEvictionPolicy(string, bool)         {}
-func (e *env) DenialCacheDeaf(bool)                     {}
-func (e *env) StoreDegraded(string, bool)               {}
-func (e *env) Leased(bool, time.Duration)               {}
-func (e *env) Queued(bool)                              {}
-
-// results returns the results told so far.
-func (e *env) results() []observe.Result {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Clone(e.answered)
-}
+func (s observedStore) Observer() ratelimit.Observer { return s.o }
 
 // specClock is the case's clock as the store sees it: the fake clock, whose shaping waits the
 // case records.

@@ -88,7 +88,7 @@ func runCases(t *testing.T, newServer NewServer, engine Engine, all bool) {
 				e.cancelWait = s.cancelWait
 				e.mu.Unlock()
 				req := s.request()
-				calls, errs, told := e.calls.Load(), len(e.reported()), len(e.results())
+				calls, errs, told := e.calls.Load(), len(e.reported()), len(e.told.Results())
 				resp := srv(req)
 				body, err := io.ReadAll(resp.Body)
 				resp.Body.Close()
@@ -97,7 +97,7 @@ func runCases(t *testing.T, newServer NewServer, engine Engine, all bool) {
 				}
 				handled := e.calls.Load() - calls
 				s.check(t, i+1, resp, string(body), handled, e.reported()[errs:], e)
-				s.checkTold(t, i+1, e.results()[told:])
+				s.checkTold(t, i+1, e.told.Results()[told:])
 			}
 		})
 	}
