@@ -64,7 +64,9 @@
 // retry-after (seconds) on a refusal with a delay. A client reads them with grpc.Header (a
 // unary call) or ClientStream.Header. Two limiting interceptors on one call each add their
 // fields, so a key then has two values, the outer interceptor's first; over HTTP the inner
-// middleware's headers replace the outer's. For a stricter limit on some methods, prefer one
+// middleware's headers replace the outer's. The call is one request to the store's observer,
+// told once with the result its client got (see [ratelimit.Request]), when the handler
+// returns or at the refusal. For a stricter limit on some methods, prefer one
 // interceptor whose guard picks the policies by method ([ratelimit.WithTiers] or
 // [ratelimit.Switch] on Request.Route).
 //
