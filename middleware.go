@@ -54,7 +54,7 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		o = h.g.Check(httpRequest{r})
 	}
-	if !o.Proceed || o.Decision.n == 0 && !o.report {
+	if !o.Proceed || o.Decision.n == 0 && o.report == 0 {
 		// Refused, or let through without a decision (skipped, failed open) nor a report to
 		// carry: there is nothing to hand over, and Write answers a refusal whole.
 		o.Write(w)
@@ -71,7 +71,7 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// (TestMiddlewareAllocations would tell if a compiler stopped inlining it).
 	a.req = *r.WithContext(&a.ctx)
 	if !op.Pending {
-		if op.report {
+		if op.report == 1 {
 			defer op.tell() // when the handler returns (or panics), unless a guard inside took it
 		}
 		h.next.ServeHTTP(w, &a.req)
