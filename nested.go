@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"reflect"
+	"sync/atomic"
 
 	"github.com/a7d3e0dd/ratelimit/observe"
 )
@@ -40,24 +41,31 @@ func (g *Guard) answer(r Request, o *Outcome, e observe.RequestEvent) {
 		g.observer.Answered(e)
 		return
 	}
-	if outer := c.OuterOutcome(); outer != nil && outer.report && sameObserver(outer.observer, g.observer) {
-		outer.report = false
+	if outer := c.OuterOutcome(); outer != nil && sameObserver(outer.observer, g.observer) && outer.takeReport() {
 		e = mergeEvents(outer.event, e)
 	}
 	if !o.Proceed {
 		g.observer.Answered(e)
 		return
 	}
-	o.report, o.event, o.observer = true, e, g.observer
+	o.report, o.event, o.observer = 1, e, g.observer // o is not shared yet
 }
 
 // tell tells o's observer of its request, unless it was told or an inner guard took the
 // report over.
 func (o *Outcome) tell() {
-	if o.report {
-		o.report = false
+	if o.takeReport() {
 		o.observer.Answered(o.event)
 	}
+}
+
+// takeReport reports whether o's report was waiting, and takes it: once, of all the callers.
+// A handler may serve requests of its own with its request's context on other goroutines (a
+// fan-out to guarded handlers, or http.TimeoutHandler, which returns without its handler when
+// the time is up): their guards and o's Done may take it at once. The event and observer were
+// set before o was shared, and do not change.
+func (o *Outcome) takeReport() bool {
+	return atomic.LoadUint32(&o.report) == 1 && atomic.CompareAndSwapUint32(&o.report, 1, 0)
 }
 
 // mergeEvents is the event of a request the outer guard let through and the inner one

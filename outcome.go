@@ -59,7 +59,9 @@ type Outcome struct {
 	lease   *lease   // renews the slots the request holds; nil: none
 
 	// The report of a request that proceeded, left for the next guard or Done (see nested.go).
-	report   bool
+	// report is 1 while it waits, and is taken with an atomic swap: the guards of requests a
+	// handler serves on goroutines of its own with its request's context find it too.
+	report   uint32
 	event    observe.RequestEvent
 	observer Observer
 }

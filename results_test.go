@@ -215,6 +215,35 @@ func TestResultsOfTwoGuardsOnOneRequest(t *testing.T) {
 	}
 }
 
+// A handler may serve requests of its own with its request's context, on goroutines of their
+// own: a fan-out to parts behind a guarded handler, or http.TimeoutHandler, which runs the
+// handler on a goroutine and returns without it when the time is up. The guards of those
+// requests find the outer guard's report, and at most one takes it over, without a data race
+// (this test is for the race detector: the count is n also when two of them take it).
+func TestResultsOfRequestsServedOnOtherGoroutines(t *testing.T) {
+	const n = 4
+	obs := &answers{}
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs), ratelimit.WithClock(newFakeClock())),
+		ratelimit.Policy{Limit: 100, Window: time.Minute})
+	part := ratelimit.Middleware(l)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	var wg sync.WaitGroup
+	h := ratelimit.Middleware(l)(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				part.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/part", nil).WithContext(r.Context()))
+			}()
+		}
+		// Returns before its parts are served, as http.TimeoutHandler does when the time is up.
+	}))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/batch", nil))
+	wg.Wait()
+	if got := obs.take(); got[observe.ResultAllowed] < n || got[observe.ResultAllowed] > n+1 || len(got) != 1 {
+		t.Errorf("results %v; want %d or %d allowed", got, n, n+1)
+	}
+}
+
 // Guards over stores with observers of their own each tell their own: one request through
 // two such guards is counted once by each observer.
 func TestResultsOfTwoGuardsWithTwoObservers(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -75,6 +76,32 @@ func TestInFlightHeldWhileTheBodyStreams(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("20 s after the first export was sent, a third is still answered %d: its slot never came back", third.StatusCode)
+		}
+	}
+}
+
+// TestInFlightOfTwoGuardsComeBackAfterTheBodyStreams: a streamed response behind two guards
+// that hold in-flight slots (the app's and the route's) gives back the slots of both once it
+// is sent. Each guard's completion waited under the same request user value, and the outer
+// one's replaced the route's, which was never called: the route's slot was held (and renewed)
+// for as long as the process ran, and every later export was answered 429.
+func TestInFlightOfTwoGuardsComeBackAfterTheBodyStreams(t *testing.T) {
+	slot := ratelimit.Policy{Limit: 1, Window: time.Minute, Algorithm: algorithms.InFlight{}}
+	app := fiber.New()
+	app.Use(fiberlimit.New(mustNew(ratelimit.NewMemoryStore(), slot)))
+	app.Get("/export", fiberlimit.New(mustNew(ratelimit.NewMemoryStore(), slot)), func(c *fiber.Ctx) error {
+		c.Context().SetBodyStreamWriter(func(w *bufio.Writer) { w.WriteString("rows\n") })
+		return nil
+	})
+	for i := range 3 {
+		resp, err := app.Test(httptest.NewRequest(http.MethodGet, "/export", nil), -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("export %d: %d; want 200 (the slots of the one before came back)", i+1, resp.StatusCode)
 		}
 	}
 }

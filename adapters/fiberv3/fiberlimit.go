@@ -90,7 +90,10 @@ func FromGuard(g *ratelimit.Guard) fiber.Handler {
 		}
 		if c.Response().IsBodyStream() { // sent after this returns: its slots go back when it is
 			if later := g.DoneLater(&o); later != nil {
-				c.RequestCtx().SetUserValue(sentKey{}, &sent{status: c.Response().StatusCode(), done: later})
+				// A guard inside this one (a route's) has its completion waiting there already:
+				// it is kept, for a user value set again replaces the one before unclosed.
+				before, _ := c.RequestCtx().UserValue(sentKey{}).(*sent)
+				c.RequestCtx().SetUserValue(sentKey{}, &sent{status: c.Response().StatusCode(), done: later, before: before})
 			}
 			return nil
 		}
@@ -104,15 +107,22 @@ func FromGuard(g *ratelimit.Guard) fiber.Handler {
 // request's user values.
 type sentKey struct{}
 
-// sent completes a streamed response, once, when fasthttp closes it.
+// sent completes a streamed response, once, when fasthttp closes it: the outcome of its guard,
+// then that of the guard inside it, before.
 type sent struct {
 	once   sync.Once
 	status int
 	done   func(status int)
+	before *sent // the completion of a guard inside, or nil
 }
 
 func (s *sent) Close() error {
-	s.once.Do(func() { s.done(s.status) })
+	s.once.Do(func() {
+		s.done(s.status)
+		if s.before != nil {
+			s.before.Close()
+		}
+	})
 	return nil
 }
 
