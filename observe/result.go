@@ -67,6 +67,7 @@ type RequestEvent struct {
 	Result Result
 	// Waited is how long the guard held the request before it proceeded or was refused: its
 	// wait for an in-flight slot (ratelimit.WaitForSlot) or for its slot under a shaping
-	// policy. 0 for a request that did not wait.
+	// policy, summed over the guards of a request that passed several. 0 for a request that
+	// did not wait.
 	Waited time.Duration
 }

@@ -62,19 +62,23 @@ func New(l *ratelimit.Limiter, opts ...ratelimit.Option) echo.MiddlewareFunc {
 func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			o := g.Check(request{c})
-			o.Write(c.Response())
-			if !o.Proceed {
+			checked := g.Check(request{c})
+			checked.Write(c.Response())
+			if !checked.Proceed {
 				return nil
 			}
-			c.Set(outcomeKey, &o)
+			// The outcome goes to the heap only for a request that proceeds (a refusal allocates
+			// none): a guard after this one takes its report through it (see OuterOutcome).
+			o := new(ratelimit.Outcome)
+			*o = checked
+			c.Set(outcomeKey, o)
 			if o.Decision.Limit > 0 { // the limiter decided: not skipped, not failed open
 				c.Set(decisionKey, &o.Decision)
 			}
 			// Completes the outcome when the handler panicked (its slots come back all the
 			// same), and tells the report of one that waits for no status. After a Done below,
 			// it does nothing.
-			defer g.Done(&o, http.StatusInternalServerError)
+			defer g.Done(o, http.StatusInternalServerError)
 			var hw *hijackWriter
 			if o.Pending {
 				r := c.Response()
@@ -93,7 +97,7 @@ func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 				if hw.hijacked {
 					s = http.StatusSwitchingProtocols
 				}
-				g.Done(&o, status(s))
+				g.Done(o, status(s))
 			}
 			return err
 		}

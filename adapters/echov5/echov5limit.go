@@ -63,19 +63,23 @@ func New(l *ratelimit.Limiter, opts ...ratelimit.Option) echo.MiddlewareFunc {
 func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c *echo.Context) error {
-			o := g.Check(request{c})
-			o.Write(c.Response())
-			if !o.Proceed {
+			checked := g.Check(request{c})
+			checked.Write(c.Response())
+			if !checked.Proceed {
 				return nil
 			}
-			c.Set(outcomeKey, &o)
+			// The outcome goes to the heap only for a request that proceeds (a refusal allocates
+			// none): a guard after this one takes its report through it (see OuterOutcome).
+			o := new(ratelimit.Outcome)
+			*o = checked
+			c.Set(outcomeKey, o)
 			if o.Decision.Limit > 0 { // the limiter decided: not skipped, not failed open
 				c.Set(decisionKey, &o.Decision)
 			}
 			// Completes the outcome when the handler panicked (its slots come back all the
 			// same), and tells the report of one that waits for no status. After a Done below,
 			// it does nothing.
-			defer g.Done(&o, http.StatusInternalServerError)
+			defer g.Done(o, http.StatusInternalServerError)
 			if !o.Pending {
 				return next(c)
 			}
@@ -106,7 +110,7 @@ func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 			}()
 			err := next(c)
 			if hw != nil && hw.hijacked { // nothing to answer on a connection taken over
-				g.Done(&o, http.StatusSwitchingProtocols)
+				g.Done(o, http.StatusSwitchingProtocols)
 				return err
 			}
 			unanswered := err
@@ -116,7 +120,7 @@ func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 					unanswered = nil
 				}
 			}
-			g.Done(&o, status(c, rec, unanswered))
+			g.Done(o, status(c, rec, unanswered))
 			return err
 		}
 	}

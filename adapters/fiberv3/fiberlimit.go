@@ -61,25 +61,29 @@ func New(l *ratelimit.Limiter, opts ...ratelimit.Option) fiber.Handler {
 // status is counted, and not returned.
 func FromGuard(g *ratelimit.Guard) fiber.Handler {
 	return func(c fiber.Ctx) error {
-		o := g.Check(asRequest(c))
-		o.Headers(c.Set)
-		if !o.Proceed {
-			return c.Status(o.Status).Send(o.Body)
+		checked := g.Check(asRequest(c))
+		checked.Headers(c.Set)
+		if !checked.Proceed {
+			return c.Status(checked.Status).Send(checked.Body)
 		}
+		// The outcome goes to the heap only for a request that proceeds (a refusal allocates
+		// none): a guard after this one takes its report through it (see OuterOutcome).
+		o := new(ratelimit.Outcome)
+		*o = checked
 		if dc, ok := c.(*fiber.DefaultCtx); ok { // not through the interface, whose variadic call allocates
-			dc.Locals(outcomeKey{}, &o)
+			dc.Locals(outcomeKey{}, o)
 			if o.Decision.Limit > 0 { // the limiter decided: not skipped, not failed open
 				dc.Locals(decisionKey{}, &o.Decision)
 			}
 		} else {
-			c.Locals(outcomeKey{}, &o)
+			c.Locals(outcomeKey{}, o)
 			if o.Decision.Limit > 0 {
 				c.Locals(decisionKey{}, &o.Decision)
 			}
 		}
 		// Completes the outcome when a handler panicked (its slots come back all the same), and
 		// tells the report of one that waits for no status. After a Done below, it does nothing.
-		defer g.Done(&o, fiber.StatusInternalServerError)
+		defer g.Done(o, fiber.StatusInternalServerError)
 		err := c.Next()
 		if !o.Pending {
 			return err
@@ -89,7 +93,7 @@ func FromGuard(g *ratelimit.Guard) fiber.Handler {
 			_ = c.SendStatus(fiber.StatusInternalServerError)
 		}
 		if c.Response().IsBodyStream() { // sent after this returns: its slots go back when it is
-			if later := g.DoneLater(&o); later != nil {
+			if later := g.DoneLater(o); later != nil {
 				// A guard inside this one (a route's) has its completion waiting there already:
 				// it is kept, for a user value set again replaces the one before unclosed.
 				before, _ := c.RequestCtx().UserValue(sentKey{}).(*sent)
@@ -97,7 +101,7 @@ func FromGuard(g *ratelimit.Guard) fiber.Handler {
 			}
 			return nil
 		}
-		g.Done(&o, c.Response().StatusCode())
+		g.Done(o, c.Response().StatusCode())
 		return nil
 	}
 }

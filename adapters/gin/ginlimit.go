@@ -56,19 +56,23 @@ func New(l *ratelimit.Limiter, opts ...ratelimit.Option) gin.HandlerFunc {
 // answered and aborted ([gin.Context.Abort]): no later handler runs.
 func FromGuard(g *ratelimit.Guard) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		o := g.Check(request{c})
-		o.Write(c.Writer)
-		if !o.Proceed {
+		checked := g.Check(request{c})
+		checked.Write(c.Writer)
+		if !checked.Proceed {
 			c.Abort()
 			return
 		}
-		c.Set(outcomeKey, &o)
+		// The outcome goes to the heap only for a request that proceeds (a refusal allocates
+		// none): a guard after this one takes its report through it (see OuterOutcome).
+		o := new(ratelimit.Outcome)
+		*o = checked
+		c.Set(outcomeKey, o)
 		if o.Decision.Limit > 0 { // the limiter decided: not skipped, not failed open
 			c.Set(decisionKey, &o.Decision)
 		}
 		// A handler that panicked: the request's slots come back and its report is told all
 		// the same. (After the Done below, this one does nothing.)
-		defer g.Done(&o, http.StatusInternalServerError)
+		defer g.Done(o, http.StatusInternalServerError)
 		var hw *hijackWriter
 		if o.Pending {
 			hw = &hijackWriter{ResponseWriter: c.Writer}
@@ -79,7 +83,7 @@ func FromGuard(g *ratelimit.Guard) gin.HandlerFunc {
 		if hw != nil && hw.hijacked {
 			s = http.StatusSwitchingProtocols
 		}
-		g.Done(&o, status(s))
+		g.Done(o, status(s))
 	}
 }
 
