@@ -1,3 +1,5 @@
+//go:build !race
+
 package ginlimit_test
 
 import (
@@ -12,7 +14,8 @@ import (
 	"github.com/a7d3e0dd/ratelimit/adapters/gin"
 )
 
-// TestAllocations holds the middleware to its allocations per request, the memory store's
+// TestAllocations holds the middleware to its allocations per request (not under the race
+// detector, which allocates more), the memory store's
 // included. A refused request allocates no outcome: only one that proceeds keeps it (with
 // c.Set, for a guard after this one), so a skipped one costs the outcome and Gin's map of
 // values.
