@@ -14,11 +14,10 @@ import (
 	"github.com/a7d3e0dd/ratelimit/adapters/gin"
 )
 
-// TestAllocations holds the middleware to its allocations per request (not under the race
-// detector, which allocates more), the memory store's
-// included. A refused request allocates no outcome: only one that proceeds keeps it (with
-// c.Set, for a guard after this one), so a skipped one costs the outcome and Gin's map of
-// values.
+// TestAllocations holds the middleware to its allocations per request, the memory store's
+// included (not under the race detector, which allocates more). A refused request allocates
+// no outcome: only one that proceeds keeps it (with c.Set, for a guard after this one), so a
+// skipped one costs the outcome and Gin's map of values.
 func TestAllocations(t *testing.T) {
 	skip := ratelimit.WithSkip(func(ratelimit.Request) bool { return true })
 	for _, c := range []struct {
