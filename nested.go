@@ -20,8 +20,10 @@ import (
 //	OuterOutcome() *Outcome
 //
 // returning the outcome of the last guard the request passed that let it through (nil for
-// none), which its adapter keeps where the next guard's Request finds it (net/http: the
-// request's context; Gin and Echo: c.Set; Fiber: c.Locals; gRPC: the call's context). Such an
+// none), which its adapter keeps where the next guard's Request finds it (Gin and Echo: c.Set;
+// Fiber: c.Locals; gRPC: the call's context). Where it has none, the guard looks in the
+// request's context, where net/http's middleware keeps its outcome: so net/http middleware
+// around a framework's engine (or gRPC's ServeHTTP) hands its report over too. Such an
 // adapter calls [Guard.Done] after the next handler returns, whether or not the outcome is
 // Pending. A guard whose request does not carry outcomes (an adapter of your own without the
 // method) tells its observer at once, as before: there, a request through two guards is
@@ -41,7 +43,11 @@ func (g *Guard) answer(r Request, o *Outcome, e observe.RequestEvent) {
 		g.observer.Answered(e)
 		return
 	}
-	if outer := c.OuterOutcome(); outer != nil && sameObserver(outer.observer, g.observer) && outer.takeReport() {
+	outer := c.OuterOutcome()
+	if outer == nil { // net/http's middleware around the framework's engine, if any
+		outer, _ = r.Context().Value(outcomeKey{}).(*Outcome)
+	}
+	if outer != nil && sameObserver(outer.observer, g.observer) && outer.takeReport() {
 		e = mergeEvents(outer.event, e)
 	}
 	if !o.Proceed {

@@ -58,7 +58,9 @@ type Request interface {
 //
 //	OuterOutcome() *Outcome
 //
-// returning that outcome (nil before the first guard). Its adapter keeps each outcome where the
+// returning that outcome (nil before the first guard; the guard then looks in the request's
+// context, where net/http's [Middleware] keeps its own, so that net/http middleware around a
+// framework's engine hands its report over too). Its adapter keeps each outcome where the
 // next guard's Request finds it, and calls [Guard.Done] after the next handler returns, whether
 // or not the outcome is Pending. The guards of such a request tell their [Observer] of it once,
 // with the result its client got, however many guards it passes (the middleware around every
@@ -78,12 +80,9 @@ func (h httpRequest) Route() string            { return h.r.Pattern }
 func (h httpRequest) RemoteAddr() string       { return h.r.RemoteAddr }
 func (h httpRequest) Value(key any) any        { return h.r.Context().Value(key) }
 
-// OuterOutcome returns the outcome of the guard before, which the middleware keeps in the
-// request's context (see [Request]).
-func (h httpRequest) OuterOutcome() *Outcome {
-	o, _ := h.r.Context().Value(outcomeKey{}).(*Outcome)
-	return o
-}
+// OuterOutcome returns nil: the outcome of the guard before is in the request's context, where
+// the guard looks for it (see [Request]).
+func (h httpRequest) OuterOutcome() *Outcome { return nil }
 
 func (h httpRequest) Path() string {
 	if h.r.URL == nil {
