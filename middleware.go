@@ -105,7 +105,7 @@ const admittedBytes = 112
 type decisionKey struct{}
 
 // outcomeKey is the context key of the outcome the middleware hands its handler, which a
-// guard inside finds through httpRequest.OuterOutcome.
+// guard inside finds in its request's context (see Guard.answer).
 type outcomeKey struct{}
 
 // decisionContext is a request's context with its guard's outcome, and so its decision: one
