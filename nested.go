@@ -23,7 +23,7 @@ import (
 // none), which its adapter keeps where the next guard's Request finds it (Gin and Echo: c.Set;
 // Fiber: c.Locals; gRPC: the call's context). Where it has none, the guard looks in the
 // request's context, where net/http's middleware keeps its outcome: so net/http middleware
-// around a framework's engine (or gRPC's ServeHTTP) hands its report over too. Such an
+// around a Gin or Echo engine hands its report over too. Such an
 // adapter calls [Guard.Done] after the next handler returns, whether or not the outcome is
 // Pending. A guard whose request does not carry outcomes (an adapter of your own without the
 // method) tells its observer at once, as before: there, a request through two guards is
