@@ -215,6 +215,49 @@ func TestResultsOfTwoGuardsOnOneRequest(t *testing.T) {
 	}
 }
 
+// README's results table gives the headers of a request one guard answered. Through two guards
+// the response carries the inner guard's fields, or the outer's when the inner counted no quota:
+// a request unlimited by one guard has the other's fields, if it counted one.
+func TestHeadersOfTwoGuards(t *testing.T) {
+	quiet := ratelimit.WithErrorHandler(func(ratelimit.Request, error) {})
+	for _, tc := range []struct {
+		name                 string
+		outerDown, innerDown bool // over a store that fails (the guard fails open)
+		inner                []ratelimit.Option
+		code                 int
+		limit                string
+		want                 observe.Result
+	}{
+		{"both count: the inner's", false, false, nil, 200, "7", observe.ResultAllowed},
+		{"unlimited outside: the inner's", true, false, nil, 200, "7", observe.ResultUnlimited},
+		{"unlimited inside: the outer's", false, true, nil, 200, "10", observe.ResultUnlimited},
+		{"unlimited in both: none", true, true, nil, 200, "", observe.ResultUnlimited},
+		{"rejected inside: the outer's", false, false, []ratelimit.Option{ratelimit.RejectMissingKey(http.StatusUnauthorized),
+			ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key"))}, http.StatusUnauthorized, "10", observe.ResultRejected},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := &answers{}
+			store := ratelimit.NewMemoryStore(ratelimit.WithObserver(obs), ratelimit.WithClock(newFakeClock()))
+			guard := func(down bool, limit int64, next http.Handler, opts ...ratelimit.Option) http.Handler {
+				s := ratelimit.Store(store)
+				if down {
+					s = observedDownStore{obs}
+				}
+				return ratelimit.Middleware(mustNew(t, s, ratelimit.Policy{Limit: limit, Window: time.Second}), append(opts, quiet)...)(next)
+			}
+			h := guard(tc.outerDown, 10, guard(tc.innerDown, 7, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), tc.inner...))
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+			if got := w.Header().Get("X-RateLimit-Limit"); w.Code != tc.code || got != tc.limit {
+				t.Errorf("%d, X-RateLimit-Limit %q; want %d, %q", w.Code, got, tc.code, tc.limit)
+			}
+			if got, want := obs.take(), map[observe.Result]int{tc.want: 1}; !sameCounts(got, want) {
+				t.Errorf("results %v; want %v", got, want)
+			}
+		})
+	}
+}
+
 // A handler may serve requests of its own with its request's context, on goroutines of their
 // own: a fan-out to parts behind a guarded handler, or http.TimeoutHandler, which runs the
 // handler on a goroutine and returns without it when the time is up. The guards of those
