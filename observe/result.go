@@ -15,7 +15,9 @@ const (
 	// WithDenyResponse or InFlightStatus status) with Retry-After.
 	ResultDenied
 	// ResultUnlimited: the store failed and the guard failed open without a local fallback:
-	// the request proceeded without any limit, and without rate-limit headers.
+	// the request proceeded without the guard's limits, and without its rate-limit headers.
+	// A request through two guards is unlimited when either failed open; it carries the
+	// fields of the other, if that one counted it.
 	ResultUnlimited
 	// ResultFallbackAllowed: the store failed and the local fallback (ratelimit.WithFallback)
 	// admitted the request, under this instance's share of the limits.
@@ -25,9 +27,10 @@ const (
 	// ResultErrorDenied: the store failed and the guard failed closed (ratelimit.FailClosed):
 	// the request was refused with the FailClosed status, whatever a local fallback decided.
 	ResultErrorDenied
-	// ResultRejected: the request was refused before any limit was checked: it carried no key
-	// and the guard rejects such requests (ratelimit.RejectMissingKey), or its key or cost
-	// could not be used (400).
+	// ResultRejected: the request was refused before the guard checked its limits: it carried
+	// no key and the guard rejects such requests (ratelimit.RejectMissingKey), or its key or
+	// cost could not be used (400). Behind a guard that admitted it, it carries that guard's
+	// fields.
 	ResultRejected
 	// ResultCanceled: the client went away while the guard waited (499).
 	ResultCanceled
