@@ -76,7 +76,7 @@ type DecisionEvent struct {
 	// Source is what decided.
 	Source observe.Source
 	// Latency is how long the limiter took to decide, the store call included (the memory
-	// store's too: reading the clock twice adds about 50 ns to its decision, paid only with an
+	// store's too: reading the clock twice adds about 50–70 ns to its decision, paid only with an
 	// observer).
 	Latency time.Duration
 	// Results are every policy's results, in the limiter's order, each with its Policy (see
