@@ -89,8 +89,8 @@ func TestExample(t *testing.T) {
 		if status.Code(err) != codes.ResourceExhausted {
 			t.Errorf("Watch: %v, want ResourceExhausted", err)
 		}
-		if !strings.Contains(inst.Log(), "msg=call method=/grpc.health.v1.Health/Check remaining=0 policy=burst") {
-			t.Errorf("the log does not tell the decision:\n%s", inst.Log())
+		if log := inst.Stop(); !strings.Contains(log, "msg=call method=/grpc.health.v1.Health/Check remaining=0 policy=burst") {
+			t.Errorf("the log does not tell the decision:\n%s", log)
 		}
 	})
 
@@ -124,7 +124,7 @@ func TestExample(t *testing.T) {
 		if want := "[OK OK OK OK OK OK]"; fmt.Sprint(got) != want {
 			t.Errorf("got %v, want every call to pass", got)
 		}
-		if log := inst.Log(); !strings.Contains(log, "kind=unavailable") {
+		if log := inst.Stop(); !strings.Contains(log, "kind=unavailable") {
 			t.Errorf("the log does not say Redis is unavailable:\n%s", log)
 		}
 	})

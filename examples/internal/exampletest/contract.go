@@ -98,7 +98,7 @@ func Contract(t *testing.T) {
 			t.Errorf("got %v, want every request to pass", got)
 		}
 		// The service's log says what happened, with the cause, without a line per request.
-		log := inst.Log()
+		log := inst.Stop()
 		for _, want := range []string{"circuit breaker opened", "kind=unavailable", "let through unlimited (fail-open)"} {
 			if !strings.Contains(log, want) {
 				t.Errorf("the log has no %q:\n%s", want, log)

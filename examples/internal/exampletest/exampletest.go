@@ -66,9 +66,20 @@ func Build(t *testing.T) string {
 
 // Instance is a running example server.
 type Instance struct {
-	URL string
-	mu  sync.Mutex
-	buf strings.Builder
+	URL  string
+	mu   sync.Mutex
+	buf  strings.Builder
+	stop context.CancelFunc // sends SIGTERM
+	read chan struct{}      // closed when the whole log has been read
+}
+
+// Stop stops the instance (SIGTERM) and returns its whole log, read to its end. What it logged
+// while serving a request may reach Log only after the response has reached the client: a
+// check of a line that a request logs reads Stop's log, which has every line.
+func (i *Instance) Stop() string {
+	i.stop()
+	<-i.read
+	return i.Log()
 }
 
 // Log returns what the instance has logged so far.
@@ -96,7 +107,7 @@ func Start(t *testing.T, bin string, env ...string) *Instance {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	inst := &Instance{}
+	inst := &Instance{stop: cancel, read: make(chan struct{})}
 	t.Cleanup(func() {
 		cancel() // SIGTERM: the example shuts down and exits 0
 		err := cmd.Wait()
@@ -106,6 +117,7 @@ func Start(t *testing.T, bin string, env ...string) *Instance {
 	})
 	found := make(chan string, 1)
 	go func() {
+		defer close(inst.read)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			inst.mu.Lock()
