@@ -2,37 +2,21 @@ package ginlimit_test
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/adapters/gin"
 	"github.com/a7d3e0dd/ratelimit/internal/httpspec"
-	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // A login behind net/http's middleware around the Gin engine, then the route's Gin guard, is
-// one request to the observer: the route's guard takes over the report the middleware left in
-// the request's context (it was counted by each: allowed, then the route's verdict).
+// one request to the observer.
 func TestNetHTTPAroundGinCountsOnce(t *testing.T) {
-	told := &httpspec.Told{}
-	l := mustNew(httpspec.Observed(ratelimit.NewMemoryStore(), told), ratelimit.Policy{Limit: 10, Window: time.Second})
-	e := gin.New()
-	e.POST("/login", ginlimit.New(l, ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 1, Window: time.Minute})),
-		func(c *gin.Context) { c.Status(http.StatusOK) })
-	h := ratelimit.Middleware(l)(e)
-	for _, want := range []int{http.StatusOK, http.StatusTooManyRequests} {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/login", nil))
-		if w.Code != want {
-			t.Fatalf("login: %d, want %d", w.Code, want)
-		}
-	}
-	got, want := told.Results(), []observe.Result{observe.ResultAllowed, observe.ResultDenied}
-	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
-		t.Errorf("told %v, want %v: one result a login", got, want)
-	}
+	httpspec.LoginCountedOnce(t, func(l *ratelimit.Limiter, login ...ratelimit.Option) http.Handler {
+		e := gin.New()
+		e.POST("/login", ginlimit.New(l, login...), func(c *gin.Context) { c.Status(http.StatusOK) })
+		return e
+	})
 }
