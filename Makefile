@@ -5,9 +5,9 @@ MODULES := .
 endif
 GO ?= go
 
-.PHONY: test fmt vet boundaries race fuzz bench gobench example stress release release-check
+.PHONY: test fmt vet boundaries race newest fuzz bench gobench example stress release release-check
 
-test: fmt vet boundaries race fuzz
+test: fmt vet boundaries race newest fuzz
 
 fmt:
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -29,8 +29,20 @@ boundaries:
 
 # Go's default of 10 minutes a package is not enough for the core under the race detector on a
 # busy 2-core machine (two make test at once, or helpers building beside it).
+# An adapter's module says which framework release its tests run on (TestRunsOnTheDeclaredVersion,
+# in version_test.go, fails when a workspace raised it); the line after its tests shows it.
 race:
-	@for m in $(MODULES); do echo "go test -race $$m"; (cd $$m && $(GO) test -race -count=1 -timeout 30m ./...) || exit 1; done
+	@for m in $(MODULES); do echo "go test -race $$m"; (cd $$m && $(GO) test -race -count=1 -timeout 30m ./... && $(VERSIONS)) || exit 1; done
+
+# An adapter is tested on the oldest framework release it supports (its go.mod, above) and on
+# the newest one (its go.newest.mod, outside every workspace, the core from this repository).
+newest:
+	@for m in $(MODULES); do if [ -f $$m/go.newest.mod ]; then \
+		echo "go test -race $$m on the newest tested release (go.newest.mod)"; \
+		(cd $$m && export GOWORK=off GOFLAGS=-modfile=go.newest.mod && $(GO) test -race -count=1 -timeout 30m ./... && $(VERSIONS)) || exit 1; \
+	fi; done
+
+VERSIONS = if [ -f version_test.go ]; then $(GO) test -race -count=1 -run '^TestRunsOnTheDeclaredVersion$$' -v . | sed -n 's/^ *version_test.go:[0-9]*: /  runs on /p'; fi
 
 # A short run of every fuzz target (of every package of each module) on top of the checked-in
 # seed corpora. The budget is a count of executions, not a duration: with a duration, Go 1.26's

@@ -3,8 +3,8 @@
 // and an expiry) and go-redis/redis_rate (GCRA in a Lua script). It is a module of its own so
 // that only it requires them.
 //
-//	go run ./internal/peerbench             # from the root, through go.work; about a minute
-//	go run ./internal/peerbench -rounds 5
+//	cd internal/peerbench && go run .     # through its own go.work; about a minute
+//	go run . -rounds 5
 //
 // It starts a redis-server on a loopback port and stops it when it ends. Each round takes,
 // for each subject in turn (an order that turns by one each round): the p50 latency of one

@@ -1,0 +1,14 @@
+package echov5limit_test
+
+import (
+	"testing"
+
+	"github.com/a7d3e0dd/ratelimit/internal/modversion"
+)
+
+// TestRunsOnTheDeclaredVersion: these tests run on the Echo v5 release the module file in use
+// requires (go.mod: the oldest supported; go.newest.mod, where there is one: the newest tested),
+// not on one a workspace raised.
+func TestRunsOnTheDeclaredVersion(t *testing.T) {
+	modversion.Check(t, "github.com/labstack/echo/v5")
+}
