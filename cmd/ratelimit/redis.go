@@ -147,6 +147,9 @@ func (r *redisFlags) target() (o *redis.UniversalOptions, u *url.URL, err error)
 				return nil, nil, fmt.Errorf("-redis %s: a user and password go in a URL: redis://user:password@host:port", redact(r.addrs))
 			}
 		}
+		// Several addresses are a Cluster's seed nodes (go-redis's NewUniversalClient makes a
+		// Cluster client of them), unless they are Sentinels.
+		o.IsClusterMode = o.IsClusterMode || r.master == "" && len(o.Addrs) > 1
 		return o, nil, nil
 	}
 	if u, err = url.Parse(r.addrs); err != nil {
@@ -337,7 +340,29 @@ func (r *redisFlags) failed(err error) error {
 		errors.Is(err, redis.ErrPoolTimeout) || errors.As(err, &ne) && ne.Timeout() {
 		return fmt.Errorf("redis %s: %w: no answer within -timeout %v", r.where(), err, r.timeout)
 	}
+	if advice := r.clusterNode(err); advice != "" {
+		return fmt.Errorf("redis %s: %w: %s", r.where(), err, advice)
+	}
 	return fmt.Errorf("redis %s: %w", r.where(), err)
+}
+
+// clusterNode says what to give when the one server the flags address answered err as a node
+// of a Redis Cluster does (MOVED or ASK for a key of another node's slot, its refusal of
+// SELECT for -db), and returns "" for any other error.
+func (r *redisFlags) clusterNode(err error) string {
+	if r.opts == nil || r.opts.IsClusterMode || r.opts.MasterName != "" || len(r.opts.Addrs) != 1 {
+		return ""
+	}
+	node := r.opts.Addrs[0]
+	_, moved := redis.IsMovedError(err)
+	_, ask := redis.IsAskError(err)
+	switch {
+	case moved || ask:
+		return node + " is a node of a Redis Cluster, which keeps this key on another node: give -cluster (or the Cluster's seed nodes, comma-separated)"
+	case strings.Contains(err.Error(), "SELECT is not allowed in cluster mode"):
+		return node + " is a node of a Redis Cluster, which has only database 0: give -cluster, without -db"
+	}
+	return ""
 }
 
 // redact returns -redis as it may be shown: a URL without its passwords, addresses without

@@ -51,7 +51,7 @@ func TestRedisForms(t *testing.T) {
 		want conn
 	}{
 		{"one address", nil, []string{"-redis", "h1:6379"}, conn{addrs: "h1:6379"}},
-		{"seed nodes", nil, []string{"-redis", "h1:1, h2:2,h3:3"}, conn{addrs: "h1:1,h2:2,h3:3"}},
+		{"seed nodes", nil, []string{"-redis", "h1:1, h2:2,h3:3"}, conn{addrs: "h1:1,h2:2,h3:3", cluster: true}},
 		{"one seed node", nil, []string{"-redis", "h1:1", "-cluster"}, conn{addrs: "h1:1", cluster: true}},
 		{"address and flags", nil, []string{"-redis", "h1:1", "-redis-user", "ops", "-password", "pw", "-db", "2", "-tls"},
 			conn{addrs: "h1:1", user: "ops", password: "pw", db: 2, tls: true}},
