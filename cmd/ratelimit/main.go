@@ -4,7 +4,8 @@
 //
 //	ratelimit validate FILE...                           check rules files
 //	ratelimit push -redis URL FILE                       validate a rules file, store it in Redis, wait for the fleet
-//	ratelimit version -redis URL                         the rules stored in Redis: version, file, time
+//	ratelimit version -redis URL                         the rules stored in Redis: their version, file, time
+//	ratelimit --version                                  the version of the command itself (or -version)
 //	ratelimit status -redis URL                          the stored version and what each instance runs
 //	ratelimit inspect -redis URL -rule NAME IDENTITY     what an identity has left under a rule
 //	ratelimit inspect -redis URL -policy SPEC IDENTITY   ... under a middleware's limits
@@ -16,7 +17,7 @@
 //	go install github.com/a7d3e0dd/ratelimit/cmd/ratelimit@latest
 //
 // or run it from a checkout of the repository, such as go run ./cmd/ratelimit simulate.
-// Every command has -h. The exit code is 0 on success, 1 on a failure, 2 on a usage error.
+// Every command has -h, which "ratelimit help COMMAND" prints too. The exit code is 0 on success, 1 on a failure, 2 on a usage error.
 //
 // # Redis
 //
@@ -73,7 +74,7 @@ type command struct {
 var commands = []command{
 	{"validate", "check rules files and print their versions, or every problem", validateCmd},
 	{"push", "validate a rules file and store it in Redis, for every instance to load", pushCmd},
-	{"version", "show the rules stored in Redis: version, file name, when pushed", versionCmd},
+	{"version", "show the rules stored in Redis: their version, file name, when pushed (the tool's own: --version)", versionCmd},
 	{"status", "show the stored version and what every instance watching it runs or refused", statusCmd},
 	{"inspect", "show what an identity has left under a rule's policies", inspectCmd},
 	{"reset", "forget what an identity has used under a rule's policies", resetCmd},
@@ -92,8 +93,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch args[0] {
-	case "help", "-h", "-help", "--help":
+	case "-h", "-help", "--help":
 		usage(stdout)
+		return 0
+	case "help":
+		return help(args[1:], stdout, stderr)
+	case "-version", "--version":
+		toolVersion(stdout)
 		return 0
 	}
 	for _, c := range commands {
@@ -106,15 +112,37 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
+// help prints the usage, or with the name of a command, that command's help (its -h).
+func help(args []string, stdout, stderr io.Writer) int {
+	switch {
+	case len(args) == 0:
+		usage(stdout)
+		return 0
+	case len(args) > 1:
+		fmt.Fprintf(stderr, "ratelimit help: give one command, not %q (see ratelimit help)\n", args)
+		return 2
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run([]string{"-h"}, stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "ratelimit help: unknown command %q (see ratelimit help)\n", args[0])
+	return 2
+}
+
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: ratelimit <command> [flags]")
+	fmt.Fprintln(w, "       ratelimit --version")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "commands:")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, `Run "ratelimit <command> -h" for a command's flags.`)
+	fmt.Fprintln(w, `Run "ratelimit help <command>" or "ratelimit <command> -h" for a command's flags;`)
+	fmt.Fprintln(w, `"ratelimit --version" (or -version) prints the tool's own version, "ratelimit version" that`)
+	fmt.Fprintln(w, `of the rules stored in Redis.`)
 }
 
 // flags are the flags of a subcommand, with its help.

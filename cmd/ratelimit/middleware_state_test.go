@@ -38,7 +38,9 @@ func middlewareRoundTrip(t *testing.T, client redis.UniversalClient, connect ...
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := ratelimit.Middleware(l, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	// A guard's timeout of a minute: the default 100 ms, missed on a busy machine, let a
+	// request through unlimited (fail-open) and failed the round trip.
+	h := ratelimit.Middleware(l, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.WithTimeout(time.Minute))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	request := func() *http.Request {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.Header.Set("X-API-Key", "k1")

@@ -46,7 +46,8 @@ func words(line string) []string {
 // TestReadmeCommands runs the command lines of README's section on the ratelimit command, as
 // written but for the Redis address, against the README's rules file and an application
 // wired as the README shows (rules.Open, WatchRedis, FromGuard of the engine's guard): each
-// exits 0; validate prints what its comment says; push reaches the application; inspect shows
+// exits 0; validate prints what its comment says; --version the command's own version, help
+// push push's help, version the rules'; push reaches the application; inspect shows
 // what one request of API key abc on the search route used, and reset gives it back.
 func TestReadmeCommands(t *testing.T) {
 	client := redistest.Standalone(t)
@@ -122,6 +123,12 @@ func TestReadmeCommands(t *testing.T) {
 		switch {
 		case args[0] == "validate" && strings.TrimSpace(r.stdout) != strings.TrimSpace(comment):
 			t.Errorf("README line %q prints %q", line, strings.TrimSpace(r.stdout))
+		case args[0] == "--version" && (!strings.HasPrefix(r.stdout, "ratelimit ") || !strings.Contains(r.stdout, "\nmodule     github.com/a7d3e0dd/ratelimit/cmd/ratelimit\n")):
+			t.Errorf("README line %q prints %q; want the command's own version", line, r.stdout)
+		case args[0] == "help" && !strings.HasPrefix(r.stdout, "usage: ratelimit "+args[1]+" "):
+			t.Errorf("README line %q prints %q; want the help of %s", line, r.stdout, args[1])
+		case args[0] == "version" && !strings.HasPrefix(r.stdout, "the rules stored in Redis"):
+			t.Errorf("README line %q prints %q; want the rules stored in Redis", line, r.stdout)
 		case args[0] == "push" && !slices.Contains(args, "-dry-run") && !strings.Contains(r.stdout, "applied on 1 of 1 instances"):
 			t.Errorf("README line %q: the application did not apply the push:\n%s", line, r.stdout)
 		case args[0] == "inspect" && slices.Contains(args, "search-free"):

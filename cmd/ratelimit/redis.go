@@ -47,7 +47,10 @@ const (
 	sentinelPasswordEnv = "REDIS_SENTINEL_PASSWORD"
 )
 
-// hidden replaces a password wherever a message would show it.
+// hidden stands for a password where a message shows what holds one: the user information of
+// the -redis URL and its password= parameter. No password is looked for in a message's text:
+// a password that is a word of the message ("WRONG" in WRONGPASS, "tcp" in dial tcp) would
+// garble it, and tell the reader the password.
 const hidden = "xxxxx"
 
 // urlOptions are the query parameters a -redis URL may have: go-redis reads them (addr for
@@ -119,7 +122,7 @@ func (r *redisFlags) options() (*redis.UniversalOptions, error) {
 		err = r.tlsConfig(o, u)
 	}
 	if err != nil {
-		return nil, r.scrub(err)
+		return nil, err
 	}
 	// -timeout governs every call: a dial, a read, a write and a wait for a connection each
 	// stop at it, and so does the command's context (client). Nothing is retried: a command
@@ -140,13 +143,24 @@ func (r *redisFlags) target() (o *redis.UniversalOptions, u *url.URL, err error)
 			if a = strings.TrimSpace(a); a != "" {
 				o.Addrs = append(o.Addrs, a)
 			}
+			if strings.Contains(a, "@") {
+				return nil, nil, fmt.Errorf("-redis %s: a user and password go in a URL: redis://user:password@host:port", redact(r.addrs))
+			}
 		}
+		// Several addresses are a Cluster's seed nodes (go-redis's NewUniversalClient makes a
+		// Cluster client of them), unless they are Sentinels.
+		o.IsClusterMode = o.IsClusterMode || r.master == "" && len(o.Addrs) > 1
 		return o, nil, nil
 	}
 	if u, err = url.Parse(r.addrs); err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err // its text holds the URL, password and all
+		}
+		var escape url.EscapeError
+		if errors.As(err, &escape) {
+			// Its text quotes the escape, which may be in the password.
+			err = errors.New("a '%' not followed by two hexadecimal digits (write %25 for a '%', as in a password)")
 		}
 		return nil, nil, fmt.Errorf("-redis is not a valid URL: %w", err)
 	}
@@ -324,44 +338,47 @@ func (r *redisFlags) failed(err error) error {
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || observe.ErrorKind(err) == "timeout" ||
 		errors.Is(err, redis.ErrPoolTimeout) || errors.As(err, &ne) && ne.Timeout() {
-		return r.scrub(fmt.Errorf("redis %s: %w: no answer within -timeout %v", r.where(), err, r.timeout))
+		return fmt.Errorf("redis %s: %w: no answer within -timeout %v", r.where(), err, r.timeout)
 	}
-	return r.scrub(fmt.Errorf("redis %s: %w", r.where(), err))
+	if advice := r.clusterNode(err); advice != "" {
+		return fmt.Errorf("redis %s: %w: %s", r.where(), err, advice)
+	}
+	return fmt.Errorf("redis %s: %w", r.where(), err)
 }
 
-// scrub returns err with every password the command knows hidden in its text, wrapping err.
-func (r *redisFlags) scrub(err error) error {
-	secrets := []string{r.password, r.sentinelPassword, os.Getenv(passwordEnv), os.Getenv(sentinelPasswordEnv)}
-	if u, perr := url.Parse(r.addrs); perr == nil {
-		pw, _ := u.User.Password()
-		secrets = append(secrets, pw, u.Query().Get("password"))
+// clusterNode says what to give when the one server the flags address answered err as a node
+// of a Redis Cluster does (MOVED or ASK for a key of another node's slot, its refusal of
+// SELECT for -db), and returns "" for any other error.
+func (r *redisFlags) clusterNode(err error) string {
+	if r.opts == nil || r.opts.IsClusterMode || r.opts.MasterName != "" || len(r.opts.Addrs) != 1 {
+		return ""
 	}
-	msg := err.Error()
-	for _, s := range secrets {
-		if s != "" {
-			msg = strings.ReplaceAll(msg, s, hidden)
-		}
+	node := r.opts.Addrs[0]
+	_, moved := redis.IsMovedError(err)
+	_, ask := redis.IsAskError(err)
+	switch {
+	case moved || ask:
+		return node + " is a node of a Redis Cluster, which keeps this key on another node: give -cluster (or the Cluster's seed nodes, comma-separated)"
+	case strings.Contains(err.Error(), "SELECT is not allowed in cluster mode"):
+		return node + " is a node of a Redis Cluster, which has only database 0: give -cluster, without -db"
 	}
-	if msg == err.Error() {
-		return err
-	}
-	return &scrubbed{msg, err}
+	return ""
 }
 
-// scrubbed is an error whose text hides passwords.
-type scrubbed struct {
-	msg string
-	err error
-}
-
-func (e *scrubbed) Error() string { return e.msg }
-func (e *scrubbed) Unwrap() error { return e.err }
-
-// redact returns -redis as it may be shown: a URL without its passwords.
+// redact returns -redis as it may be shown: a URL without its passwords, addresses without
+// what is between a user and the '@' (a password, given where a URL was meant).
 func redact(s string) string {
 	s = strings.TrimSpace(s)
 	if !strings.Contains(s, "://") {
-		return s
+		addrs := strings.Split(s, ",")
+		for i, a := range addrs {
+			if at := strings.LastIndex(a, "@"); at >= 0 {
+				if colon := strings.Index(a[:at], ":"); colon >= 0 {
+					addrs[i] = a[:colon+1] + hidden + a[at:]
+				}
+			}
+		}
+		return strings.Join(addrs, ",")
 	}
 	u, err := url.Parse(s)
 	if err != nil {

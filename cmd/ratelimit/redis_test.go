@@ -51,7 +51,7 @@ func TestRedisForms(t *testing.T) {
 		want conn
 	}{
 		{"one address", nil, []string{"-redis", "h1:6379"}, conn{addrs: "h1:6379"}},
-		{"seed nodes", nil, []string{"-redis", "h1:1, h2:2,h3:3"}, conn{addrs: "h1:1,h2:2,h3:3"}},
+		{"seed nodes", nil, []string{"-redis", "h1:1, h2:2,h3:3"}, conn{addrs: "h1:1,h2:2,h3:3", cluster: true}},
 		{"one seed node", nil, []string{"-redis", "h1:1", "-cluster"}, conn{addrs: "h1:1", cluster: true}},
 		{"address and flags", nil, []string{"-redis", "h1:1", "-redis-user", "ops", "-password", "pw", "-db", "2", "-tls"},
 			conn{addrs: "h1:1", user: "ops", password: "pw", db: 2, tls: true}},
@@ -179,6 +179,7 @@ func TestRedisWhere(t *testing.T) {
 		{[]string{"-redis", "redis://ops:s3cret@127.0.0.1:6379/2"}, "redis://ops:xxxxx@127.0.0.1:6379/2"},
 		{[]string{"-redis", "redis://:s3cret@s1:1?master_name=m&password=s3cret&username=ops"}, "redis://:xxxxx@s1:1?master_name=m&password=xxxxx&username=ops"},
 		{[]string{"-redis", "s1:1,s2:2", "-sentinel-master", "m", "-db", "1"}, "master m of the Sentinels s1:1,s2:2 (db 1)"},
+		{[]string{"-redis", "ops:s3cret@h1:1,h2:2"}, "ops:xxxxx@h1:1,h2:2"},
 	} {
 		r := redisFlagsOf(t, tc.args...)
 		if got := r.where(); got != tc.want {
@@ -187,8 +188,8 @@ func TestRedisWhere(t *testing.T) {
 	}
 
 	r := redisFlagsOf(t, "-redis", "redis://ops:s3cret@127.0.0.1:6379/2", "-timeout", "300ms")
-	err := r.failed(fmt.Errorf("AUTH s3cret: %w", context.DeadlineExceeded))
-	want := "redis redis://ops:xxxxx@127.0.0.1:6379/2: AUTH xxxxx: context deadline exceeded: no answer within -timeout 300ms"
+	err := r.failed(fmt.Errorf("read: %w", context.DeadlineExceeded))
+	want := "redis redis://ops:xxxxx@127.0.0.1:6379/2: read: context deadline exceeded: no answer within -timeout 300ms"
 	if err.Error() != want {
 		t.Errorf("failed: got %q, want %q", err, want)
 	}

@@ -176,6 +176,18 @@ func holdsNothing(d ratelimit.Decision) bool {
 	return true
 }
 
+// warnIfNothing says on stderr, for the command name, that d (a check of cost 0) found every
+// policy of st whole, and so what it did: the state of an identity the application refuses is
+// then elsewhere (another prefix, compact keys, hash state, another identity), which inspect
+// and reset alike read as a full quota.
+func (st *state) warnIfNothing(stderr io.Writer, name string, d ratelimit.Decision, so string) {
+	if holdsNothing(d) {
+		fmt.Fprintf(stderr, "ratelimit %s: %s has used nothing under these policies at these keys, %s; "+
+			"if the application refuses it, its state is elsewhere: check -prefix, -compact, -hash and the identity (inspect and reset read the same keys)\n",
+			name, st.identity, so)
+	}
+}
+
 // rules returns the rules of -file, or else those stored in Redis, and says where they are.
 func (s *stateFlags) rules(ctx context.Context, client redis.UniversalClient) (*rules.Set, string, error) {
 	if len(s.limits.policies) > 0 {
@@ -230,12 +242,15 @@ as the application's limiter sees it: the policies (of the rules in Redis, of -f
 -policy) over the Redis store with the application's -prefix. For each policy: its limit,
 what remains now, when it is whole again, and whether a next request of cost 1 would be
 allowed (Limiter.Peek), with its storage key; for a rule whose requests cost more, whether
-one of that cost would be allowed now. Nothing is charged.
+one of that cost would be allowed now. Nothing is charged. For an identity that has used
+nothing at those keys it says so on standard error, as reset does (its state, if the
+application refuses it, is elsewhere).
 `, args, stdout, stderr, func(ctx context.Context, st *state, now ratelimit.Decision) error {
 		next, err := st.limiter.Peek(ctx, st.identity)
 		if err != nil {
 			return err
 		}
+		st.warnIfNothing(stderr, "inspect", now, "so every policy shows whole")
 		st.header(stdout)
 		fmt.Fprintf(stdout, "cost      %d a request\n", st.rule.Cost)
 		fmt.Fprintf(stdout, "next      %s (a request of cost 1)\n", verdict(next.Allowed, next.RetryAfter))
@@ -267,12 +282,7 @@ nothing at those keys it says so on standard error (its state, if the applicatio
 it, is elsewhere). The rule comes from the rules in Redis, or -file; the store is Redis with
 the application's -prefix.
 `, args, stdout, stderr, func(ctx context.Context, st *state, before ratelimit.Decision) error {
-		if holdsNothing(before) {
-			// Nothing to delete: said so, for an identity the application refuses has its
-			// state elsewhere (another prefix, compact keys, another identity).
-			fmt.Fprintf(stderr, "ratelimit reset: %s has used nothing under these policies at these keys, so nothing was reset; "+
-				"if the application refuses it, its state is elsewhere: check -prefix, -compact, -hash and the identity (inspect reads the same keys)\n", st.identity)
-		}
+		st.warnIfNothing(stderr, "reset", before, "so nothing was reset")
 		if err := st.limiter.Reset(ctx, st.identity); err != nil {
 			return err
 		}

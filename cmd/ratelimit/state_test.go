@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -58,7 +59,9 @@ func app(t *testing.T, client redis.UniversalClient, prefix string, opts ...rate
 			t.Fatal(err)
 		}
 		ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
-		mux.Handle(rule.Pattern, ratelimit.Middleware(l, ratelimit.WithKey(rule.KeyFunc()))(ok))
+		// A guard's timeout of a minute, not the default 100 ms, which a busy machine misses:
+		// the request would be let through unlimited (fail-open).
+		mux.Handle(rule.Pattern, ratelimit.Middleware(l, ratelimit.WithKey(rule.KeyFunc()), ratelimit.WithTimeout(time.Minute))(ok))
 	}
 	// The authentication in front of the limiter: the user's id in the context.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
