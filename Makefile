@@ -49,11 +49,13 @@ fuzz:
 	done
 
 # The performance table (internal/benchtable): every figure of the performance targets beside
-# its floor measured in the same run, the ratio, the target, PASS or MISS. It starts and stops
-# a redis-server of its own and takes about 70 seconds; it is not part of make test.
-# BENCHFLAGS passes flags, e.g. BENCHFLAGS='-rounds 5 -v'.
+# its floor measured in the same run, the ratio, the target, PASS or MISS, printed and written
+# to docs/results.md (dated, with the machine, the versions and the load), where the documents
+# take their figures from. It starts and stops a redis-server of its own and takes a few
+# minutes (the results file says how long); it is not part of make test.
+# BENCHFLAGS passes flags, e.g. BENCHFLAGS='-rounds 5 -v' or BENCHFLAGS='-note "a busy VM"'.
 bench:
-	$(GO) run ./internal/benchtable $(BENCHFLAGS)
+	$(GO) run ./internal/benchtable -out docs/results.md $(BENCHFLAGS)
 
 # Every go test benchmark of the root module.
 gobench:
