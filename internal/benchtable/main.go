@@ -6,8 +6,9 @@
 //	make bench                                   # go run ./internal/benchtable -out docs/results.md
 //	go run ./internal/benchtable -rounds 5 -d 2s -v
 //
-// With -out it also writes the results file, docs/results.md under make bench: the date, the
-// machine, Go, Redis and go-redis, the load, and every figure with its key, floor and ratio.
+// With -out it also writes its section of the results file, docs/results.md under make bench
+// (loadgen.WriteSection): the date, the machine, Go, Redis and go-redis, the load, and every
+// figure with its key, floor and ratio.
 // The documents take their measured figures from that file, and a test of the root module
 // (TestDocFiguresAreInResults) fails when one they mark is not in it.
 //
@@ -30,6 +31,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/a7d3e0dd/ratelimit/internal/loadgen"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
 )
 
@@ -77,7 +79,7 @@ func main() {
 // run starts Redis, measures every figure and prints the table.
 func run(s settings) error {
 	start := time.Now()
-	loadStart := loadAverage()
+	loadStart := loadgen.LoadAverage()
 	addr, stop, err := redistest.Start()
 	if err != nil {
 		return err
@@ -113,18 +115,18 @@ func run(s settings) error {
 		med[k] = v
 	}
 
-	info := runInfo{
-		when:    start,
-		machine: machine(ctx, e),
-		how: fmt.Sprintf("medians of %d rounds; Redis on loopback; %d goroutines over %d identities; run took %s",
+	info := loadgen.Run{
+		When:    start,
+		Machine: machine(ctx, e),
+		How: fmt.Sprintf("medians of %d rounds; Redis on loopback; %d goroutines over %d identities; run took %s",
 			s.rounds, s.goroutines, s.keys, time.Since(start).Round(time.Second)),
-		load: fmt.Sprintf("1-minute load average %s at the start, %s at the end", loadStart, loadAverage()),
+		Load: fmt.Sprintf("1-minute load average %s at the start, %s at the end", loadStart, loadgen.LoadAverage()),
 	}
 	if s.note != "" {
-		info.load += "; " + s.note
+		info.Load += "; " + s.note
 	}
-	fmt.Println(info.machine)
-	fmt.Printf("%s\n%s\n\n", info.how, info.load)
+	fmt.Println(info.Machine)
+	fmt.Printf("%s\n%s\n\n", info.How, info.Load)
 	printTable(os.Stdout, med)
 	if s.out != "" {
 		if err := writeResults(s.out, info, med); err != nil {

@@ -105,7 +105,7 @@ var table = []section{
 		{"GCRA check, 3 policies, WithHashState and WithCompactState", "mem.gcra3hc", "B", "mem.floor", nil},
 		{"GCRA check, 1 policy of 7/h (an interval of no whole µs: the TAT keeps its fraction)", "mem.gcra1frac", "B", "mem.floor", nil},
 	}, algorithmMemoryRows()...)},
-	{"6  memory store, 1 GCRA policy (floor: a map under a mutex, in 64 shards)", []row{
+	{"6  memory store, 1 GCRA policy (floor: a map under a mutex, in 64 shards); net/http Middleware over it", []row{
 		{"floor, one key", "ms.floor", "ns", "", nil},
 		{"check, one key", "ms.gcra1", "ns", "ms.floor", &goal{"≤", 150, false}},
 		{"check, one key: allocations", "msallocs.gcra1", "allocs", "", &goal{"=", 0, false}},
@@ -115,6 +115,11 @@ var table = []section{
 		{"check, RunParallel, GOMAXPROCS 2, 10k keys", "ms.p2.gcra1", "ns", "ms.p2.floor", &goal{"≤", 150, false}},
 		{"floor, checks/s at GOMAXPROCS 2 over 1", "ms.scale.floor", "×", "", nil},
 		{"check, checks/s at GOMAXPROCS 2 over 1", "ms.scale.gcra1", "×", "ms.scale.floor", &goal{"≥", 1.6, false}},
+		{"net/http: a bare handler (floor)", "mwm.bare", "ns", "", nil},
+		{"net/http: Middleware, 1 policy, then the handler", "mwm.ours", "ns", "mwm.bare", nil},
+		{"net/http: what Middleware adds to the handler", "mwm.added", "ns", "", nil},
+		{"net/http: Middleware, then the handler: allocations per request", "mwmallocs.ours", "allocs", "", nil},
+		{"net/http: Middleware, then the handler: bytes allocated per request", "mwmbytes.ours", "B", "", nil},
 	}},
 	{"7  net/http end to end on loopback, 64 connections, one client address", []row{
 		{"bare handler, no Redis", "http.bare", "/s", "", nil},
