@@ -15,9 +15,9 @@
 // figure's ratio to the floor of the same run, an EVALSHA of "return 1" on the identity's key,
 // unpipelined: the machine is shared and noisy, the ratios are the finding.
 //
-// With -out it writes its section of the results file (docs/results.md, beside make bench's;
+// With -out it writes its section of the results file (docs/results.md, beside benchtable's;
 // loadgen.WriteSection), where README takes the figures of its comparison from; -note says
-// what the section says of the machine's load.
+// what the section says of the machine's load. make bench runs it after benchtable.
 //
 //	go run ./internal/peerbench -out docs/results.md -note "an idle VM"
 package main
