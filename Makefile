@@ -61,11 +61,17 @@ fuzz:
 	done
 
 # The performance table (internal/benchtable): every figure of the performance targets beside
-# its floor measured in the same run, the ratio, the target, PASS or MISS. It starts and stops
-# a redis-server of its own and takes about 70 seconds; it is not part of make test.
-# BENCHFLAGS passes flags, e.g. BENCHFLAGS='-rounds 5 -v'.
+# its floor measured in the same run, the ratio, the target, PASS or MISS; then the store beside
+# other Go limiters (internal/peerbench). Both print their tables and write their sections of
+# docs/results.md (dated, with the machine, the versions and the load), where the documents
+# take their figures from. Each starts and stops a redis-server of its own; together they take
+# a few minutes (the results file says how long each took); not part of make test.
+# BENCHFLAGS passes flags to benchtable, e.g. BENCHFLAGS='-rounds 5 -v'; BENCHNOTE is what the
+# results file says of the machine's load, e.g. BENCHNOTE='idle'.
+BENCHNOTE ?=
 bench:
-	$(GO) run ./internal/benchtable $(BENCHFLAGS)
+	$(GO) run ./internal/benchtable -out docs/results.md -note "$(BENCHNOTE)" $(BENCHFLAGS)
+	cd internal/peerbench && $(GO) run . -out ../../docs/results.md -note "$(BENCHNOTE)"
 
 # Every go test benchmark of the root module.
 gobench:

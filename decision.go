@@ -40,7 +40,8 @@ type Decision struct {
 	// Policy is the binding policy.
 	Policy Policy
 	// Source is what decided: the store, or while it was unavailable the local fallback, or
-	// for an identity the store had denied, the denial cache.
+	// for an identity the store had denied, the denial cache, or for a hot identity a quota
+	// lease this instance holds (Policy.Lease).
 	Source observe.Source
 
 	results [4]PolicyResult

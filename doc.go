@@ -21,8 +21,9 @@
 //
 //	http.ListenAndServe(":8080", ratelimit.Middleware(limiter)(mux))
 //
-// The framework adapters for Gin, Echo and Fiber (each its own module under adapters/) call the
-// same [Guard], so they behave alike. Errors are told apart with errors.Is ([ErrNoKey],
+// The framework adapters for Gin, Echo v4 and v5, Fiber v2 and v3, and the gRPC server
+// interceptors (each its own module under adapters/) call the same [Guard], so they behave
+// alike. Errors are told apart with errors.Is ([ErrNoKey],
 // [ErrBadRequest], [ErrStore]) and the kind of a store failure named by observe.ErrorKind; time
 // comes from one [Clock], injected into a store with [WithClock].
 //

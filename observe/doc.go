@@ -6,7 +6,7 @@
 // a dashboard, an alert and a custom observer use the same words:
 //
 //   - [Result]: what a guard answered one request (allowed, denied, unlimited, ...);
-//   - [Source]: what made a decision (the store, the denial cache, the local fallback);
+//   - [Source]: what made a decision (the store, the denial cache, the local fallback, a quota lease);
 //   - [BreakerState]: the state of a store's circuit breaker;
 //   - [ErrorKind]: the kind of an error (unavailable, timeout, breaker_open, ...);
 //   - [KeyFallbackReasons]: why a guard limited a request by a fallback (its client IP

@@ -129,6 +129,8 @@
 //	name       the file name it was pushed under, which picks its format and names its errors
 //	document   the document, byte for byte
 //	pushed_at  when it was pushed: Unix milliseconds of the Redis server's TIME
+//	forced     "1" when the push was forced past the version check, else "0"
+//	previous   the version this push replaced, "" for the first
 //
 // Push validates the document first and writes nothing when it is invalid; then one script
 // call replaces the hash whole and publishes the new version on the channel named as the key.

@@ -86,13 +86,19 @@ func (w *discardWriter) WriteHeader(int)             {}
 
 // handlerAllocs returns the allocations of one request through h.
 func handlerAllocs(h http.Handler) float64 {
+	return testing.AllocsPerRun(allocRuns, serveOne(h))
+}
+
+// serveOne returns a function that serves one request through h, to a discardWriter: what the
+// allocation and time figures of a handler call.
+func serveOne(h http.Handler) func() {
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
 	r.RemoteAddr = "203.0.113.7:1234"
 	w := &discardWriter{h: http.Header{}}
-	return testing.AllocsPerRun(allocRuns, func() {
+	return func() {
 		clear(w.h)
 		h.ServeHTTP(w, r)
-	})
+	}
 }
 
 // load runs the load generator against url for d with e.s.goroutines connections and returns

@@ -3,8 +3,14 @@
 // "return 1", PING, and the like), their ratio, the target and PASS or MISS, under a line that
 // describes the machine.
 //
-//	make bench                                   # go run ./internal/benchtable
+//	make bench                                   # go run ./internal/benchtable -out docs/results.md
 //	go run ./internal/benchtable -rounds 5 -d 2s -v
+//
+// With -out it also writes its section of the results file, docs/results.md under make bench
+// (loadgen.WriteSection): the date, the machine, Go, Redis and go-redis, the load, and every
+// figure with its key, floor and ratio.
+// The documents take their measured figures from that file, and a test of the root module
+// (TestDocFiguresAreInResults) fails when one they mark is not in it.
 //
 // It starts a redis-server of its own on a loopback port (through internal/redistest) and
 // stops it when it ends. The machine is assumed to be noisy, so every timed figure is taken
@@ -25,6 +31,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/a7d3e0dd/ratelimit/internal/loadgen"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
 )
 
@@ -37,6 +44,8 @@ type settings struct {
 	keys       int           // identities the callers cycle through
 	identities int           // identities of the used_memory figure
 	verbose    bool          // also print where Redis spends its time per check
+	out        string        // the results file to write, "" for none
+	note       string        // what the results file says of the machine's load
 }
 
 func main() {
@@ -54,6 +63,8 @@ func main() {
 	fs.IntVar(&s.keys, "keys", 10_000, "identities the callers cycle through")
 	fs.IntVar(&s.identities, "identities", 100_000, "identities of the used_memory figure")
 	fs.BoolVar(&s.verbose, "v", false, "also print the Redis commands of one check and their time")
+	fs.StringVar(&s.out, "out", "", "also write the results file (Markdown) here, e.g. docs/results.md")
+	fs.StringVar(&s.note, "note", "", "what the results file says of the machine's load, beside its load average")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
 	if s.rounds < 1 || s.keys < 1 || s.goroutines < 1 || s.identities < 1 {
 		fmt.Fprintln(os.Stderr, "benchtable: -rounds, -keys, -goroutines and -identities must be at least 1")
@@ -68,6 +79,7 @@ func main() {
 // run starts Redis, measures every figure and prints the table.
 func run(s settings) error {
 	start := time.Now()
+	loadStart := loadgen.LoadAverage()
 	addr, stop, err := redistest.Start()
 	if err != nil {
 		return err
@@ -103,10 +115,25 @@ func run(s settings) error {
 		med[k] = v
 	}
 
-	fmt.Println(machine(ctx, e))
-	fmt.Printf("medians of %d rounds; Redis on loopback; %d goroutines over %d identities; run took %s\n\n",
-		s.rounds, s.goroutines, s.keys, time.Since(start).Round(time.Second))
+	info := loadgen.Run{
+		When:    start,
+		Machine: machine(ctx, e),
+		How: fmt.Sprintf("medians of %d rounds; Redis on loopback; %d goroutines over %d identities; run took %s",
+			s.rounds, s.goroutines, s.keys, time.Since(start).Round(time.Second)),
+		Load: fmt.Sprintf("1-minute load average %s at the start, %s at the end", loadStart, loadgen.LoadAverage()),
+	}
+	if s.note != "" {
+		info.Load += "; " + s.note
+	}
+	fmt.Println(info.Machine)
+	fmt.Printf("%s\n%s\n\n", info.How, info.Load)
 	printTable(os.Stdout, med)
+	if s.out != "" {
+		if err := writeResults(s.out, info, med); err != nil {
+			return err
+		}
+		fmt.Fprintln(os.Stderr, "benchtable: wrote", s.out)
+	}
 	if s.verbose {
 		fmt.Println()
 		printBreakdown(os.Stdout, e.breakdown)
@@ -120,7 +147,7 @@ func machine(ctx context.Context, e *env) string {
 	if info, err := e.client.Info(ctx, "server", "memory").Result(); err == nil {
 		redisVersion = "redis " + infoField(info, "redis_version") + " (" + infoField(info, "mem_allocator") + ")"
 	}
-	return fmt.Sprintf("machine: %s, %d cores (GOMAXPROCS %d), %s %s/%s, %s, go-redis %s, load: %s",
+	return fmt.Sprintf("machine: %s, %d cores (GOMAXPROCS %d), %s %s/%s, %s, go-redis %s, HTTP load: %s",
 		cpuModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		redisVersion, redis.Version(), e.loadName)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/internal/loadgen"
 )
 
@@ -76,22 +77,55 @@ func memoryFigures(ctx context.Context, e *env) (figures, error) {
 		key := ratelimit.CompactStorageKey(memPrefix, id, longLived)
 		return c.Do(ctx, "SET", key, tat%1000, "PXAT", tat/1000+1).Err()
 	}
+	// Every other algorithm under the same policy, and GCRA at a rate whose interval is no
+	// whole µs (7/h), whose state keeps the fraction: the figures of README's algorithm table.
+	perAlgorithm, err := algorithmSubjects(c)
+	if err != nil {
+		return nil, err
+	}
 	ids := loadgen.Identities(e.s.identities)
 	// Opens the connections and loads the script, outside the measure.
 	if err := each(ctx, check(l), ids[:100], memWriters); err != nil {
 		return nil, err
 	}
 	f := figures{}
-	for _, m := range []struct {
-		name  string
-		write caller
-	}{{"mem.bare", bare}, {"mem.floor", floor}, {"mem.gcra1", check(l)}, {"mem.cfloor", compactFloor}, {"mem.gcra1c", check(lc)},
-		{"mem.gcra1h", check(l1h)}, {"mem.gcra3", check(l3)}, {"mem.gcra3h", check(l3h)}, {"mem.gcra3hc", check(l3hc)}} {
+	for _, m := range append([]memSubject{{"mem.bare", bare}, {"mem.floor", floor}, {"mem.gcra1", check(l)},
+		{"mem.cfloor", compactFloor}, {"mem.gcra1c", check(lc)}, {"mem.gcra1h", check(l1h)}, {"mem.gcra3", check(l3)},
+		{"mem.gcra3h", check(l3h)}, {"mem.gcra3hc", check(l3hc)}}, perAlgorithm...) {
 		if f[m.name], err = perIdentity(ctx, c, ids, m.write); err != nil {
 			return nil, err
 		}
 	}
 	return f, c.FlushAll(ctx).Err()
+}
+
+// memSubject is one used_memory figure: its name and the check that writes an identity.
+type memSubject struct {
+	name  string
+	write caller
+}
+
+// algorithmSubjects are the used_memory subjects of every rate-limiting algorithm but GCRA
+// (mem.gcra1) under longLived, named "mem." and the algorithm's name, and GCRA at 7/h
+// (mem.gcra1frac).
+func algorithmSubjects(c *redis.Client) ([]memSubject, error) {
+	var subjects []memSubject
+	add := func(name string, p ratelimit.Policy) error {
+		l, err := limiter(c, memPrefix, []ratelimit.Policy{p})
+		subjects = append(subjects, memSubject{name, check(l)})
+		return err
+	}
+	for _, alg := range algorithms.All() {
+		if alg.Name() == (algorithms.GCRA{}).Name() || alg.Name() == (algorithms.InFlight{}).Name() {
+			continue
+		}
+		p := longLived
+		p.Algorithm = alg
+		if err := add("mem."+alg.Name(), p); err != nil {
+			return nil, err
+		}
+	}
+	return subjects, add("mem.gcra1frac", ratelimit.Policy{Limit: 7, Window: time.Hour})
 }
 
 // perIdentity empties the server, writes every identity once and returns the growth of

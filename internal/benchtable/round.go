@@ -37,6 +37,9 @@ func (e *env) round(ctx context.Context, r int) (figures, error) {
 	if err := memoryStoreFigures(f, e.keys); err != nil {
 		return nil, fmt.Errorf("memory store: %w", err)
 	}
+	if err := middlewareFigures(f); err != nil {
+		return nil, fmt.Errorf("net/http over the memory store: %w", err)
+	}
 	return f, nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/a7d3e0dd/ratelimit/algorithms"
 )
 
 // goal is a target of the performance issue: the figure, or its ratio to its floor, op v.
@@ -91,7 +93,7 @@ var table = []section{
 		row{"net/http: EVALSHA, then the handler (floor)", "allocs.mw.floor", "allocs", "", nil},
 		row{"net/http: Middleware, 1 policy, then the handler", "allocs.mw", "allocs", "allocs.mw.floor", ratioAtMost(1)},
 	)},
-	{"5  Redis used_memory per identity, 100k identities, one check each", []row{
+	{"5  Redis used_memory per identity, 100k identities, one check each", append([]row{
 		{"SET of the identity alone as the key, same value and expiry", "mem.bare", "B", "", nil},
 		{"SET of the same key and value, same expiry (floor)", "mem.floor", "B", "", nil},
 		{"GCRA check, 1 policy (100/h: no key expires meanwhile)", "mem.gcra1", "B", "mem.floor", &goal{"<", 117, false}},
@@ -101,8 +103,9 @@ var table = []section{
 		{"GCRA check, 3 policies (100/h, 1000/day, 10000/week)", "mem.gcra3", "B", "mem.floor", nil},
 		{"GCRA check, 3 policies, WithHashState", "mem.gcra3h", "B", "mem.floor", nil},
 		{"GCRA check, 3 policies, WithHashState and WithCompactState", "mem.gcra3hc", "B", "mem.floor", nil},
-	}},
-	{"6  memory store, 1 GCRA policy (floor: a map under a mutex, in 64 shards)", []row{
+		{"GCRA check, 1 policy of 7/h (an interval of no whole µs: the TAT keeps its fraction)", "mem.gcra1frac", "B", "mem.floor", nil},
+	}, algorithmMemoryRows()...)},
+	{"6  memory store, 1 GCRA policy (floor: a map under a mutex, in 64 shards); net/http Middleware over it", []row{
 		{"floor, one key", "ms.floor", "ns", "", nil},
 		{"check, one key", "ms.gcra1", "ns", "ms.floor", &goal{"≤", 150, false}},
 		{"check, one key: allocations", "msallocs.gcra1", "allocs", "", &goal{"=", 0, false}},
@@ -112,12 +115,29 @@ var table = []section{
 		{"check, RunParallel, GOMAXPROCS 2, 10k keys", "ms.p2.gcra1", "ns", "ms.p2.floor", &goal{"≤", 150, false}},
 		{"floor, checks/s at GOMAXPROCS 2 over 1", "ms.scale.floor", "×", "", nil},
 		{"check, checks/s at GOMAXPROCS 2 over 1", "ms.scale.gcra1", "×", "ms.scale.floor", &goal{"≥", 1.6, false}},
+		{"net/http: a bare handler (floor)", "mwm.bare", "ns", "", nil},
+		{"net/http: Middleware, 1 policy, then the handler", "mwm.ours", "ns", "mwm.bare", nil},
+		{"net/http: what Middleware adds to the handler", "mwm.added", "ns", "", nil},
+		{"net/http: Middleware, then the handler: allocations per request", "mwmallocs.ours", "allocs", "", nil},
+		{"net/http: Middleware, then the handler: bytes allocated per request", "mwmbytes.ours", "B", "", nil},
 	}},
 	{"7  net/http end to end on loopback, 64 connections, one client address", []row{
 		{"bare handler, no Redis", "http.bare", "/s", "", nil},
 		{"trivial EVALSHA, then the handler (floor)", "http.evalsha", "/s", "", nil},
 		{"Middleware, 1 policy, then the handler", "http.ours", "/s", "http.evalsha", nil},
 	}},
+}
+
+// algorithmMemoryRows are the used_memory rows of every rate-limiting algorithm but GCRA
+// (whose row is above) under the same policy (algorithmSubjects).
+func algorithmMemoryRows() []row {
+	var rows []row
+	for _, alg := range algorithms.All() {
+		if name := alg.Name(); name != (algorithms.GCRA{}).Name() && name != (algorithms.InFlight{}).Name() {
+			rows = append(rows, row{name + ", 1 policy (100/h)", "mem." + name, "B", "mem.floor", nil})
+		}
+	}
+	return rows
 }
 
 // redisRows are the rows of one Redis figure: PING, the trivial EVALSHA that is the floor,
@@ -184,6 +204,31 @@ func medians(rounds []figures) figures {
 	return med
 }
 
+// cells are what a row shows: the figure, its floor, their ratio, the target and whether it
+// is met, each formatted ("" where the row has none).
+type cells struct{ measured, floor, ratio, target, result string }
+
+// cellsOf formats the row r of the figures f.
+func cellsOf(r row, f figures) cells {
+	v := f[r.key]
+	c := cells{measured: format(v, r.unit)}
+	x := v // what the goal is about
+	if r.floor != "" {
+		c.floor = format(f[r.floor], r.unit)
+		x = v / f[r.floor]
+		c.ratio = fmt.Sprintf("%.2f×", x)
+	}
+	if r.goal != nil {
+		c.target = r.goal.String()
+		if !r.goal.ratio {
+			x = v
+			c.target += " " + strings.TrimPrefix(r.unit, "/")
+		}
+		c.result = map[bool]string{true: "PASS", false: "MISS"}[r.goal.met(x)]
+	}
+	return c
+}
+
 // printTable prints the table of the figures f.
 func printTable(out io.Writer, f figures) {
 	width := 0
@@ -192,36 +237,28 @@ func printTable(out io.Writer, f figures) {
 			width = max(width, utf8.RuneCountInString(r.label))
 		}
 	}
-	line := func(label, v, floor, ratio, target, result string) {
+	line := func(label string, c cells) {
 		pad := strings.Repeat(" ", width-utf8.RuneCountInString(label))
-		fmt.Fprintf(out, "   %s%s %11s %11s %7s %10s  %s\n", label, pad, v, floor, ratio, target, result)
+		fmt.Fprintf(out, "   %s%s %11s %11s %7s %10s  %s\n", label, pad, c.measured, c.floor, c.ratio, c.target, c.result)
 	}
-	line("", "measured", "floor", "ratio", "target", "result")
+	line("", cells{"measured", "floor", "ratio", "target", "result"})
 	for _, s := range table {
 		fmt.Fprintln(out, s.heading)
 		for _, r := range s.rows {
-			v := f[r.key]
-			floor, ratio, target, result := "", "", "", ""
-			x := v // what the goal is about
-			if r.floor != "" {
-				floor = format(f[r.floor], r.unit)
-				x = v / f[r.floor]
-				ratio = fmt.Sprintf("%.2f×", x)
-			}
-			if r.goal != nil {
-				target = r.goal.String()
-				if !r.goal.ratio {
-					x = v
-					target += " " + strings.TrimPrefix(r.unit, "/")
-				}
-				result = map[bool]string{true: "PASS", false: "MISS"}[r.goal.met(x)]
-			}
-			line(r.label, format(v, r.unit), floor, ratio, target, result)
+			line(r.label, cellsOf(r, f))
 		}
 	}
-	if n := f["http.failedopen"]; n > 0 {
-		fmt.Fprintf(out, "note: %.0f middleware requests (median of the rounds) failed open: Redis did not answer in time\n", n)
+	if note := failedOpenNote(f); note != "" {
+		fmt.Fprintln(out, note)
 	}
+}
+
+// failedOpenNote says how many middleware requests of the HTTP figures failed open, if any.
+func failedOpenNote(f figures) string {
+	if n := f["http.failedopen"]; n > 0 {
+		return fmt.Sprintf("note: %.0f middleware requests (median of the rounds) failed open: Redis did not answer in time", n)
+	}
+	return ""
 }
 
 // format prints a figure with its unit.
@@ -235,7 +272,7 @@ func format(v float64, unit string) string {
 	case "/s":
 		return fmt.Sprintf("%.1fk/s", v/1e3)
 	case "allocs":
-		return fmt.Sprintf("%.0f", v)
+		return fmt.Sprintf("%.0f allocs", v)
 	case "B":
 		return fmt.Sprintf("%.1f B", v)
 	case "ns":

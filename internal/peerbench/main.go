@@ -15,23 +15,11 @@
 // figure's ratio to the floor of the same run, an EVALSHA of "return 1" on the identity's key,
 // unpipelined: the machine is shared and noisy, the ratios are the finding.
 //
-// # Finding
+// With -out it writes its section of the results file (docs/results.md, beside benchtable's;
+// loadgen.WriteSection), where README takes the figures of its comparison from; -note says
+// what the section says of the machine's load. make bench runs it after benchtable.
 //
-// One run (2 cores, Go 1.26, Redis 7.0.15 on loopback, go-redis v9.22.0, redis_rate v10.0.1,
-// ulule/limiter v3.11.2; 3 rounds of 1 s phases):
-//
-//	                                       p50, 1 call   ratio   calls/s, 64   ratio   B/identity
-//	floor: EVALSHA return 1, unpipelined      57.5 µs    1.00×      103.0k     1.00×   (no key)
-//	ratelimit, GCRA                           58.2 µs    1.01×      175.0k     1.70×   133.0 B
-//	ratelimit, GCRA, WithCompactState         58.2 µs    1.01×      169.8k     1.65×   101.0 B
-//	go-redis/redis_rate v10, GCRA             58.6 µs    1.02×       64.8k     0.63×   166.0 B
-//	ulule/limiter v3, fixed window            61.8 µs    1.07×       87.9k     0.85×   117.0 B
-//
-// From one goroutine every limiter is a round trip (the p50s are within the runs' noise of
-// each other and of the floor). From 64, the store's merged checks make 2.7× redis_rate's and
-// 2.0× ulule's checks per second. Per identity, compact state takes the fewest bytes: 101 B
-// against ulule's 117 (a counter below 10,000, which Redis shares) and redis_rate's 166 (a
-// TAT as a string of a float).
+//	go run . -out ../../docs/results.md -note "an idle VM"
 package main
 
 import (
@@ -42,6 +30,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
@@ -57,21 +46,22 @@ import (
 // subject is one row: how it is made for a limit per hour, under a prefix of its own.
 type subject struct {
 	name string
+	key  string // its figures' names in the results file: "peers.<key>.p50" and so on
 	make func(client *redis.Client, prefix string, perHour int64) (loadgen.Call, error)
 }
 
 var subjects = []subject{
-	{"floor: EVALSHA return 1, unpipelined", func(client *redis.Client, prefix string, _ int64) (loadgen.Call, error) {
+	{"floor: EVALSHA return 1, unpipelined", "floor", func(client *redis.Client, prefix string, _ int64) (loadgen.Call, error) {
 		s := redis.NewScript("return 1")
 		return func(ctx context.Context, key string) error { return s.Run(ctx, client, []string{prefix + key}).Err() }, nil
 	}},
-	{"ratelimit, GCRA", func(client *redis.Client, prefix string, perHour int64) (loadgen.Call, error) {
+	{"ratelimit, GCRA", "ours", func(client *redis.Client, prefix string, perHour int64) (loadgen.Call, error) {
 		return ours(client, perHour, ratelimit.WithPrefix(prefix))
 	}},
-	{"ratelimit, GCRA, WithCompactState", func(client *redis.Client, prefix string, perHour int64) (loadgen.Call, error) {
+	{"ratelimit, GCRA, WithCompactState", "oursc", func(client *redis.Client, prefix string, perHour int64) (loadgen.Call, error) {
 		return ours(client, perHour, ratelimit.WithPrefix(prefix), ratelimit.WithCompactState())
 	}},
-	{"go-redis/redis_rate v10, GCRA", func(client *redis.Client, prefix string, perHour int64) (loadgen.Call, error) {
+	{"go-redis/redis_rate v10, GCRA", "redis_rate", func(client *redis.Client, prefix string, perHour int64) (loadgen.Call, error) {
 		l := redis_rate.NewLimiter(client)
 		return func(ctx context.Context, key string) error {
 			res, err := l.Allow(ctx, prefix+key, redis_rate.PerHour(int(perHour)))
@@ -81,7 +71,7 @@ var subjects = []subject{
 			return err
 		}, nil
 	}},
-	{"ulule/limiter v3, fixed window", func(client *redis.Client, prefix string, perHour int64) (loadgen.Call, error) {
+	{"ulule/limiter v3, fixed window", "ulule", func(client *redis.Client, prefix string, perHour int64) (loadgen.Call, error) {
 		store, err := sredis.NewStoreWithOptions(client, limiter.StoreOptions{Prefix: prefix, MaxRetry: 3})
 		if err != nil {
 			return nil, err
@@ -117,8 +107,10 @@ func ours(client *redis.Client, perHour int64, opts ...ratelimit.RedisOption) (l
 func main() {
 	rounds := flag.Int("rounds", 3, "rounds of the latency and throughput figures; the table shows medians")
 	phase := flag.Duration("d", time.Second, "length of each latency and throughput phase")
+	out := flag.String("out", "", "also write this program's section of the results file here, e.g. docs/results.md")
+	note := flag.String("note", "", "what the results file says of the machine's load, beside its load average")
 	flag.Parse()
-	if err := run(*rounds, *phase); err != nil {
+	if err := run(*rounds, *phase, *out, *note); err != nil {
 		fmt.Fprintln(os.Stderr, "peerbench:", err)
 		os.Exit(1)
 	}
@@ -128,8 +120,9 @@ func main() {
 // figures are taken.
 const never = 36_000_000
 
-func run(rounds int, phase time.Duration) error {
+func run(rounds int, phase time.Duration, out, note string) error {
 	start := time.Now()
+	loadStart := loadgen.LoadAverage()
 	addr, stop, err := redistest.Start()
 	if err != nil {
 		return err
@@ -197,13 +190,24 @@ func run(rounds int, phase time.Duration) error {
 	if info, err := client.Info(ctx, "server").Result(); err == nil {
 		version = loadgen.InfoField(info, "redis_version")
 	}
-	fmt.Printf("machine: %d cores, %s, redis %s, go-redis %s, redis_rate %s, ulule/limiter %s; medians of %d rounds of %s phases; run took %s\n\n",
-		runtime.NumCPU(), runtime.Version(), version, loadgen.ModuleVersion("github.com/redis/go-redis/v9"),
-		loadgen.ModuleVersion("github.com/go-redis/redis_rate/v10"), loadgen.ModuleVersion("github.com/ulule/limiter/v3"),
-		rounds, phase, time.Since(start).Round(time.Second))
+	info := loadgen.Run{
+		When: start,
+		Machine: fmt.Sprintf("machine: %d cores, %s, redis %s, go-redis %s, redis_rate %s, ulule/limiter %s",
+			runtime.NumCPU(), runtime.Version(), version, loadgen.ModuleVersion("github.com/redis/go-redis/v9"),
+			loadgen.ModuleVersion("github.com/go-redis/redis_rate/v10"), loadgen.ModuleVersion("github.com/ulule/limiter/v3")),
+		How: fmt.Sprintf("medians of %d rounds of %s phases; 64 goroutines over 10000 identities, used_memory over 100000; run took %s",
+			rounds, phase, time.Since(start).Round(time.Second)),
+		Load: fmt.Sprintf("1-minute load average %s at the start, %s at the end", loadStart, loadgen.LoadAverage()),
+	}
+	if note != "" {
+		info.Load += "; " + note
+	}
+	fmt.Printf("%s; %s\n\n", info.Machine, info.How)
 	floor := subjects[0].name
 	fp, fr := median(p50s[floor]), median(rates[floor])
 	fmt.Printf("%-38s %12s %8s %14s %8s %14s\n", "", "p50, 1 call", "ratio", "calls/s, 64", "ratio", "B/identity")
+	var table strings.Builder
+	table.WriteString("| figure | key | measured | floor | ratio |\n|---|---|---|---|---|\n")
 	for i, s := range subjects {
 		p, r := median(p50s[s.name]), median(rates[s.name])
 		b := fmt.Sprintf("%12.1f B", bytes[s.name])
@@ -211,8 +215,17 @@ func run(rounds int, phase time.Duration) error {
 			b = fmt.Sprintf("%14s", "(no key)")
 		}
 		fmt.Printf("%-38s %9.1f µs %7.2f× %12.1fk %7.2f× %s\n", s.name, p, p/fp, r/1000, r/fr, b)
+		fmt.Fprintf(&table, "| %s: p50, one goroutine | `peers.%s.p50` | %.1f µs | %.1f µs | %.2f× |\n", s.name, s.key, p, fp, p/fp)
+		fmt.Fprintf(&table, "| %s: checks per second, 64 goroutines | `peers.%s.rate` | %.1fk/s | %.1fk/s | %.2f× |\n", s.name, s.key, r/1000, fr/1000, r/fr)
+		if i > 0 {
+			fmt.Fprintf(&table, "| %s: `used_memory` per identity | `peers.%s.mem` | %.1f B | | |\n", s.name, s.key, bytes[s.name])
+		}
 	}
-	return nil
+	if out == "" {
+		return nil
+	}
+	table.WriteString("\n")
+	return loadgen.WriteSection(out, "peers", "internal/peerbench: beside go-redis/redis_rate and ulule/limiter", info, table.String())
 }
 
 // usedMemory returns the server's used_memory once its cron has run (a hash table's rehash

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/cmd/ratelimit/internal/simulate"
 	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/internal/loadgen"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
 )
 
@@ -26,21 +29,21 @@ import (
 //   - from the simulation over the memory store: what each algorithm refuses of a steady
 //     stream at the limit, and the most it admits in any one window of the boundary burst and
 //     of the 3× overload;
-//   - Redis memory per identity: the growth of used_memory over many identities, divided by
-//     their number (key, value, expiry and allocator overhead included), after one request
-//     and after Limit requests;
 //   - Redis time per check: usec_per_call of EVALSHA in INFO commandstats (the time inside
 //     Redis, network excluded) over checks of 100 identities, each at its limit and then at
 //     three times it, next to a trivial script: the least of 20 rounds of 500 checks.
 //
 // It asserts nothing about them, since they depend on the machine, and it runs only when
-// asked:
+// asked; it writes them to its section of the repository's results file, docs/results.md
+// (beside make bench's), dated, with the machine and its load (RATELIMIT_MEASURE_NOTE says
+// more of it), where README takes them from:
 //
 //	RATELIMIT_MEASURE=1 go test -run TestMeasureChooser -v ./cmd/ratelimit/internal/simulate
 func TestMeasureChooser(t *testing.T) {
 	if os.Getenv("RATELIMIT_MEASURE") != "1" {
 		t.Skip("set RATELIMIT_MEASURE=1 to measure the figures of README's algorithm table")
 	}
+	start, loadStart := time.Now(), loadgen.LoadAverage()
 	ctx := context.Background()
 	client := redistest.Standalone(t)
 	pics, err := simulate.Pictures(ctx, simulate.Memory)
@@ -59,10 +62,6 @@ func TestMeasureChooser(t *testing.T) {
 		return simulate.Trace{}
 	}
 
-	oneConn := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), PoolSize: 1})
-	defer oneConn.Close()
-	growKeyspace(t, oneConn)
-
 	// The times: every workload in turn, round after round, so that other work on the machine
 	// weighs on all of them alike; each keeps its least disturbed round.
 	trivial := redis.NewScript("return 1")
@@ -80,71 +79,53 @@ func TestMeasureChooser(t *testing.T) {
 
 	var b strings.Builder
 	window := fmt.Sprintf("%d s", simulate.Window/time.Second)
-	fmt.Fprintf(&b, "\n| algorithm | refused of a steady stream at the limit | most admitted in any %s: boundary burst | most admitted in any %[1]s: 3× overload | Redis memory per identity: 1 request / %[2]d requests | Redis µs per check: at the limit / at 3× |\n",
-		window, simulate.Limit)
-	b.WriteString("|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "\n| algorithm | refused of a steady stream at the limit | most admitted in any %s: boundary burst | most admitted in any %[1]s: 3× overload | Redis µs per check: at the limit / at 3× |\n",
+		window)
+	b.WriteString("|---|---|---|---|---|\n")
 	for i, alg := range simulate.Algorithms() {
-		one := memoryPerIdentity(t, oneConn, alg, 4000, 1)
-		full := memoryPerIdentity(t, oneConn, alg, 2000, simulate.Limit)
-		fmt.Fprintf(&b, "| `%s` | %d of %d | %d | %d | %.0f B / %.0f B | %.1f / %.1f |\n", simulate.GoName(alg),
+		fmt.Fprintf(&b, "| `%s` | %d of %d | %d | %d | %.1f / %.1f µs |\n", simulate.GoName(alg),
 			trace("steady", alg).Refused(), len(trace("steady", alg).Requests),
 			simulate.MostWithin(trace("boundary-burst", alg).AdmittedAt(), simulate.Window),
 			simulate.MostWithin(trace("overload", alg).AdmittedAt(), simulate.Window),
-			one, full, usec[1+2*i], usec[2+2*i])
+			usec[1+2*i], usec[2+2*i])
 	}
 	fmt.Fprintf(&b, "\nA trivial script (return 1): %.1f µs per EVALSHA.\n", usec[0])
 	t.Log(b.String())
-}
 
-// growKeyspace fills Redis with 70,000 keys first, so that no measure pays for a hash table
-// doubling, and waits for Redis to finish the rehash in its background cron (a millisecond
-// every 100 ms): freeing the old table inside a measure would make it look cheaper.
-func growKeyspace(t *testing.T, client *redis.Client) {
-	pipe := client.Pipeline()
-	prefix := redistest.Prefix(t)
-	for i := range 70_000 {
-		pipe.Set(context.Background(), prefix+strconv.Itoa(i), "x", 10*time.Minute)
+	run := loadgen.Run{
+		When:    start,
+		Machine: fmt.Sprintf("machine: %d cores, %s %s/%s, redis %s", runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH, redisVersion(t, client)),
+		How:     fmt.Sprintf("the simulation on the fake clock; the Redis times the least of 20 rounds of 500 checks over 100 identities; took %s", time.Since(start).Round(time.Second)),
+		Load:    fmt.Sprintf("1-minute load average %s at the start, %s at the end", loadStart, loadgen.LoadAverage()),
 	}
-	if _, err := pipe.Exec(context.Background()); err != nil {
+	if note := os.Getenv("RATELIMIT_MEASURE_NOTE"); note != "" {
+		run.Load += "; " + note
+	}
+	results := filepath.Join("..", "..", "..", "..", "docs", "results.md") // this package's directory is the test's
+	if err := loadgen.WriteSection(results, "chooser", "TestMeasureChooser: README's \"Which algorithm?\" table (10 per second, burst 10)", run, strings.TrimPrefix(b.String(), "\n")+"\n"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * time.Second) // waits for a process, not for a clock
 }
 
-// memoryPerIdentity returns the growth of used_memory per identity over n identities, each
-// charged requests requests of alg's policy 1 ms apart, through one connection.
-func memoryPerIdentity(t *testing.T, client *redis.Client, alg algorithms.Algorithm, n, requests int) float64 {
-	clock := fakeclock.New(fakeclock.T0) // an injected clock: keys live a minute at least
-	l, err := ratelimit.New(ratelimit.NewRedisStore(client, ratelimit.WithClock(clock), ratelimit.WithPrefix(redistest.Prefix(t))),
-		simulate.Policy(alg))
+// redisVersion returns the server's redis_version.
+func redisVersion(t *testing.T, client *redis.Client) string {
+	info, err := client.Info(context.Background(), "server").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	check := func(id string) {
-		for range requests {
-			clock.Advance(time.Millisecond)
-			if d, err := l.Allow(context.Background(), id); err != nil || !d.Allowed {
-				t.Fatalf("%s, %s: %+v, %v", alg.Name(), id, d, err)
-			}
-		}
-	}
-	check("warm-up") // the script is loaded outside the measure
-	before := usedMemory(t, client)
-	for i := range n {
-		check(fmt.Sprintf("ip:203.%d.%d.%d", i>>16&255, i>>8&255, i&255))
-	}
-	return float64(usedMemory(t, client)-before) / float64(n)
+	return loadgen.InfoField(info, "redis_version")
 }
 
 // checker returns a check of alg's policy, for timing: 100 identities checked in turn, the
 // clock moving step/100 between checks, so each identity is checked every step. Every
 // identity is brought to its steady state first (a full log, a bucket in use), and the
-// script is loaded.
+// script is loaded. The denial cache is off: every check, the refused ones too, is a call of
+// the function (with the cache on by default, a refused identity's checks never reach Redis).
 func checker(t *testing.T, client *redis.Client, alg algorithms.Algorithm, step time.Duration) func() {
 	const identities = 100
 	clock := fakeclock.New(fakeclock.T0)
-	l, err := ratelimit.New(ratelimit.NewRedisStore(client, ratelimit.WithClock(clock), ratelimit.WithPrefix(redistest.Prefix(t))),
-		simulate.Policy(alg))
+	l, err := ratelimit.New(ratelimit.NewRedisStore(client, ratelimit.WithClock(clock), ratelimit.WithPrefix(redistest.Prefix(t)),
+		ratelimit.WithDenialCache(0)), simulate.Policy(alg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,24 +192,5 @@ func usecPerCall(t *testing.T, client *redis.Client) float64 {
 		}
 	}
 	t.Fatalf("INFO commandstats has no usec_per_call of FCALL or EVALSHA:\n%s", info)
-	return 0
-}
-
-// usedMemory returns the Redis server's used_memory.
-func usedMemory(t *testing.T, client *redis.Client) int64 {
-	info, err := client.Info(context.Background(), "memory").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.SplitSeq(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatal("INFO memory has no used_memory")
 	return 0
 }

@@ -1,0 +1,277 @@
+package ratelimit_test
+
+import (
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The documents' facts that a change of the code or a new measurement would leave stale:
+// the measured figures (they come from docs/results.md, which make bench writes), the tests
+// they name, the files ARCHITECTURE.md maps and the modules README counts. These tests read
+// files only: no benchmark runs.
+
+// documents are the files whose facts these tests hold, relative to the repository's root.
+var documents = []string{"README.md", "ARCHITECTURE.md", "CHANGELOG.md"}
+
+// resultsFile is the file make bench writes (internal/benchtable -out).
+const resultsFile = "docs/results.md"
+
+// Figures a document takes from the results file stand between these markers.
+const (
+	figuresBegin = "<!-- figures: " + resultsFile + " -->"
+	figuresEnd   = "<!-- /figures -->"
+)
+
+// figureText matches a measured figure: one number, or several joined by " / " or "–", and
+// its unit (µs, ns, B, k/s, allocs, ×, %). A × before a letter is a product (2×Limit).
+var figureText = regexp.MustCompile(`(\d[\d,]*(?:\.\d+)?(?:\s?(?:/|–)\s?\d[\d,]*(?:\.\d+)?)*)\s?(µs|ns|k/s|allocs|B\b|×(?:[^\pL]|$)|%)`)
+
+// figure is a number and its unit, as figureText reads it.
+type figure struct {
+	v    float64
+	unit string
+}
+
+// figuresIn returns every figure of text, each number of a joined group on its own.
+func figuresIn(t *testing.T, text string) []figure {
+	var out []figure
+	for _, m := range figureText.FindAllStringSubmatch(text, -1) {
+		for _, n := range regexp.MustCompile(`\s?(?:/|–)\s?`).Split(m[1], -1) {
+			v, err := strconv.ParseFloat(strings.ReplaceAll(n, ",", ""), 64)
+			if err != nil {
+				t.Fatalf("figure %q: %v", m[0], err)
+			}
+			unit := m[2]
+			if strings.HasPrefix(unit, "×") {
+				unit = "×" // and the character after it, which is no letter
+			}
+			out = append(out, figure{v, unit})
+		}
+	}
+	return out
+}
+
+// rootFile returns the content of a file of the repository.
+func rootFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// Every figure a document marks as taken from docs/results.md is in that file, as the file
+// has it: after a new make bench, a figure the documents still cite from the old run fails
+// here until they cite the new one.
+func TestDocFiguresAreInResults(t *testing.T) {
+	results := map[figure]bool{}
+	for _, f := range figuresIn(t, rootFile(t, resultsFile)) {
+		results[f] = true
+	}
+	if len(results) == 0 {
+		t.Fatalf("%s holds no figures", resultsFile)
+	}
+	regions := 0
+	for _, doc := range documents {
+		text := rootFile(t, doc)
+		for {
+			_, after, ok := strings.Cut(text, figuresBegin)
+			if !ok {
+				break
+			}
+			region, rest, ok := strings.Cut(after, figuresEnd)
+			if !ok {
+				t.Fatalf("%s: %s without %s", doc, figuresBegin, figuresEnd)
+			}
+			regions++
+			text = rest
+			for _, f := range figuresIn(t, region) {
+				if !results[f] {
+					t.Errorf("%s cites %g %s from %s, which has no such figure", doc, f.v, f.unit, resultsFile)
+				}
+			}
+		}
+		if strings.Contains(text, figuresEnd) {
+			t.Errorf("%s: %s without %s", doc, figuresEnd, figuresBegin)
+		}
+	}
+	if regions == 0 {
+		t.Errorf("no document marks a figure as taken from %s", resultsFile)
+	}
+}
+
+// testName matches the name of a test function, a benchmark or a fuzz target in prose.
+var testName = regexp.MustCompile(`\b(?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*`)
+
+// Every test, benchmark and fuzz target a document names exists in some module of the
+// repository.
+func TestDocTestNamesExist(t *testing.T) {
+	defined := map[string]bool{}
+	def := regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz)[A-Za-z0-9_]*)\(`)
+	for _, f := range repositoryFiles(t) {
+		if strings.HasSuffix(f, "_test.go") {
+			for _, m := range def.FindAllStringSubmatch(rootFile(t, f), -1) {
+				defined[m[1]] = true
+			}
+		}
+	}
+	// A name given to -run is a pattern: some test's name must begin with it.
+	runPattern := regexp.MustCompile(`-run[ =]'?\^?$`)
+	begins := func(prefix string) bool {
+		for name := range defined {
+			if strings.HasPrefix(name, prefix) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, doc := range documents {
+		text := rootFile(t, doc)
+		for _, m := range testName.FindAllStringIndex(text, -1) {
+			name := text[m[0]:m[1]]
+			if !defined[name] && !(runPattern.MatchString(text[max(0, m[0]-8):m[0]]) && begins(name)) {
+				t.Errorf("%s names %s, which no _test.go file of the repository defines", doc, name)
+			}
+		}
+	}
+}
+
+// repositoryFiles returns every file of the repository's tree, relative to its root, but
+// for .git and testdata directories.
+func repositoryFiles(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); n == ".git" || n == "testdata" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		files = append(files, filepath.ToSlash(p))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// Every source file (Go, Lua, YAML) of the repository is mapped by ARCHITECTURE.md: named in
+// code spans by its path, by its name, by a directory it is in, or by a pattern
+// (`adapters/*/bench_test.go`, `adapters/{gin,echo}/spec_test.go`).
+func TestArchitectureMapsEveryFile(t *testing.T) {
+	var names []string // every name in a code span, each of a list "a, b" on its own
+	for _, m := range regexp.MustCompile("`([^`\n]+)`").FindAllStringSubmatch(rootFile(t, "ARCHITECTURE.md"), -1) {
+		for n := range strings.SplitSeq(m[1], ", ") {
+			names = append(names, expandBraces(strings.TrimSpace(n))...)
+		}
+	}
+	mapped := func(file string) bool {
+		for _, n := range names {
+			n = strings.TrimPrefix(n, "./")
+			switch {
+			case n == file, strings.HasPrefix(file, strings.TrimSuffix(n, "/")+"/"):
+				return true
+			case !strings.Contains(n, "/") && n == path.Base(file):
+				return true
+			}
+			if ok, _ := path.Match(n, file); ok && strings.ContainsAny(n, "*?[") {
+				return true
+			}
+		}
+		return false
+	}
+	// A file's tests are beside it and named after it: x_test.go, x_internal_test.go and
+	// x_more_test.go are x.go's.
+	testsOf := func(file string) bool {
+		stem, ok := strings.CutSuffix(file, "_test.go")
+		if !ok {
+			return false
+		}
+		stem = strings.TrimSuffix(stem, "_internal")
+		for s := stem; ; {
+			if mapped(s+".go") && fileExists(s+".go") {
+				return true
+			}
+			i := strings.LastIndex(s, "_")
+			if i <= strings.LastIndex(s, "/") {
+				return false
+			}
+			s = s[:i]
+		}
+	}
+	for _, f := range repositoryFiles(t) {
+		switch path.Ext(f) {
+		case ".go", ".lua", ".yml", ".yaml":
+			if !mapped(f) && !testsOf(f) {
+				t.Errorf("ARCHITECTURE.md does not map %s", f)
+			}
+		}
+	}
+}
+
+// fileExists says whether the repository has the file.
+func fileExists(name string) bool {
+	_, err := os.Stat(name)
+	return err == nil
+}
+
+// expandBraces expands one {a,b,c} of a pattern: adapters/{gin,echo}/x is adapters/gin/x
+// and adapters/echo/x.
+func expandBraces(p string) []string {
+	open, close := strings.Index(p, "{"), strings.Index(p, "}")
+	if open < 0 || close < open || !strings.Contains(p[open:close], ",") {
+		return []string{p}
+	}
+	var out []string
+	for alt := range strings.SplitSeq(p[open+1:close], ",") {
+		out = append(out, expandBraces(p[:open]+alt+p[close+1:])...)
+	}
+	return out
+}
+
+// README's count of the modules is the repository's: every go.mod outside testdata, and the
+// released ones, all but examples/ and internal/ (internal/release tags those).
+func TestReadmeCountsTheModules(t *testing.T) {
+	var all, released []string
+	for _, f := range repositoryFiles(t) {
+		if path.Base(f) != "go.mod" {
+			continue
+		}
+		dir := path.Dir(f)
+		all = append(all, dir)
+		if !strings.HasPrefix(dir, "examples") && !strings.HasPrefix(dir, "internal/") {
+			released = append(released, dir)
+		}
+	}
+	slices.Sort(all)
+	readme := rootFile(t, "README.md")
+	for _, c := range []struct {
+		pattern string
+		want    []string
+	}{
+		{`holds (\d+) modules`, all},
+		{`(\d+) of them are released`, released},
+	} {
+		m := regexp.MustCompile(c.pattern).FindStringSubmatch(readme)
+		if m == nil {
+			t.Errorf("README does not say %q", c.pattern)
+			continue
+		}
+		if n, _ := strconv.Atoi(m[1]); n != len(c.want) {
+			t.Errorf("README says %q, the repository has %d: %v", m[0], len(c.want), c.want)
+		}
+	}
+}
