@@ -22,7 +22,7 @@
 //	      - name: per-second         # optional: ratelimit.New names it from its parameters
 //	        algorithm: gcra          # optional (default gcra), see below
 //	        limit: 10                # required, unless rate says it
-//	        window: 1s               # required, unless rate says it: a Go duration, such as 1s, 1m, 1h30m
+//	        window: 1s               # required, unless rate says it: a duration, such as 1s, 1m30s, 1d (whole days may lead: 1d12h)
 //	      - rate: 100/min            # the limit and the window in one: 10/s, 5000/h, 20/10s, 1000/day
 //	        burst: 20                # optional: 0 or absent means limit
 //	        shadow: false            # optional: evaluate and report, never enforce
@@ -51,7 +51,7 @@
 // Parse reports every problem of a file at once, as [Errors], each with the file's name, its
 // line and the path of the field:
 //
-//	limits.yaml:12: rules[1].policies[0].window: "1x" is not a duration (e.g. 1s, 1m, 1h30m)
+//	limits.yaml:12: rules[1].policies[0].window: "1x" is not a duration (e.g. 1s, 1m30s, 1d)
 //
 // It refuses syntax errors, unknown fields at any level, fields given twice, missing required
 // fields, values of the wrong type, values out of their range, and integers written with a

@@ -21,7 +21,7 @@ type Error struct {
 
 // Error returns "file:line: field: message", the line and field left out when unknown:
 //
-//	limits.yaml:12: rules[1].policies[0].window: "1x" is not a duration (e.g. 1s, 1m, 1h30m)
+//	limits.yaml:12: rules[1].policies[0].window: "1x" is not a duration (e.g. 1s, 1m30s, 1d)
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)

@@ -89,7 +89,7 @@ func TestBadDocuments(t *testing.T) {
 		}},
 		{name: "json wrong types", file: "limits.json", doc: "{\"rules\": [\n{\"name\": \"a\", \"key\": \"ip\",\n \"policies\": [{\"limit\": 1e3, \"window\": 60}]}]}", want: []string{
 			"limits.json:3: rules[0].policies[0].limit: want an integer, got 1e3",
-			"limits.json:3: rules[0].policies[0].window: want a duration such as 1s, 1m or 1h30m, got 60",
+			"limits.json:3: rules[0].policies[0].window: want a duration such as 1s, 1m30s or 1d, got 60",
 		}},
 		{name: "integer out of range", doc: "rules:\n  - name: a\n    key: ip\n    cost: 9223372036854775808\n    policies: [{limit: 1, window: 1s}]\n", want: []string{
 			"limits.yaml:4: rules[0].cost: 9223372036854775808 is out of range"}},
@@ -100,7 +100,7 @@ func TestBadDocuments(t *testing.T) {
 		{name: "bad durations", doc: "rules:\n  - name: a\n    key: ip\n    policies:\n      - {limit: 1, window: 1x}\n      - {limit: 1, window: \"\"}\n      - {limit: 1, window: 60}\n", want: []string{
 			`limits.yaml:5: rules[0].policies[0].window: "1x" is not a duration`,
 			`limits.yaml:6: rules[0].policies[1].window: "" is not a duration`,
-			`limits.yaml:7: rules[0].policies[2].window: want a duration such as 1s, 1m or 1h30m, got 60`,
+			`limits.yaml:7: rules[0].policies[2].window: want a duration such as 1s, 1m30s or 1d, got 60`,
 		}},
 
 		// Limits the core refuses, in its own words.

@@ -392,16 +392,21 @@ func octal(s string) bool {
 	return len(s) > 1 && s[0] == '0' && strings.Trim(s, "0123456789_") == ""
 }
 
-// duration reads a Go duration, such as 1s or 1m30s.
+// duration reads a duration as ratelimit.ParseDuration does: a Go duration such as 1s or
+// 1m30s, which may start with whole days (1d, 7d12h).
 func (c *checker) duration(n *yaml.Node, path string) (time.Duration, bool) {
 	n = deref(n)
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-		c.add(n, path, "want a duration such as 1s, 1m or 1h30m, got %s", describe(n))
+		c.add(n, path, "want a duration such as 1s, 1m30s or 1d, got %s", describe(n))
 		return 0, false
 	}
-	d, err := time.ParseDuration(n.Value)
-	if err != nil {
-		c.add(n, path, "%q is not a duration (e.g. 1s, 1m, 1h30m)", clip(n.Value))
+	d, err := ratelimit.ParseDuration(n.Value)
+	switch {
+	case err != nil && strings.Contains(err.Error(), "out of range"):
+		c.add(n, path, "%q is out of range; a window is at most 366 days", clip(n.Value))
+		return 0, false
+	case err != nil:
+		c.add(n, path, "%q is not a duration (e.g. 1s, 1m30s, 1d)", clip(n.Value))
 		return 0, false
 	}
 	return d, true
