@@ -9,8 +9,9 @@
 //
 // # The document
 //
-//	version: "2026-11-23.1"          # optional: any text; when absent, a hash of the rules
-//	rules:                           # required; an empty list limits nothing
+//	version: "2026-11-23.1"          # optional for a file, required to push: see Versions
+//	allow_empty: false               # optional: true lets rules be an empty list, which limits nothing
+//	rules:                           # required: a list of rules, empty only with allow_empty: true
 //	  - name: search-free            # required, unique: a lower-case token like a policy's name
 //	    match:                       # optional; absent: every request
 //	      pattern: "GET /search/{q}" # a net/http ServeMux pattern: [METHOD ][HOST]/PATH
@@ -77,6 +78,28 @@
 // core documents for each algorithm, when its policy is named: the name New makes up for a
 // policy without one, such as gcra-100-per-1m, holds the limit, so such a policy starts from
 // nothing when its limit changes ([Diff] shows it removed and another added).
+//
+// # Versions
+//
+// A document's version is its version field: any text of at most 128 bytes, such as
+// 2026-11-23.1, 7 or v12. A document without one has for its version a hash of its rules
+// ([Set.Versioned] is false), which tells two documents apart and is enough for a file that
+// [Open] and [Engine.WatchFile] read; but a hash has no order, so [Push] refuses a document
+// without a version ([ErrNoVersion]), forced or not, and [Fetch] and the Redis watcher refuse
+// one stored without a version by other means. Pushed versions are ordered by
+// [CompareVersions]: segments between dots, left to right, and in each its runs of digits by
+// their numbers, its other runs byte by byte, so 10 follows 9, v10 follows v9 and 2026-11-10
+// follows 2026-11-9. A push of a version that is not newer than the stored one is refused
+// ([ErrNotNewer]) unless forced (a rollback, [PushOptions].Force).
+//
+// # No rules
+//
+// A document whose rules are an empty list stops limiting every request of every instance
+// that applies it. Parse refuses it ([ErrEmptyRules], so do Open, Push, validate and both
+// watchers) unless it says so with allow_empty: true; and allow_empty: true beside rules is
+// refused too, so that it is not left in a file to let a later accident through. Such a
+// document, applied, is logged at warning level, and an instance that runs it records so
+// in the fleet ([Instance].Empty, shown by ratelimit status).
 //
 // # Bounds
 //

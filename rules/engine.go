@@ -174,7 +174,13 @@ func (e *Engine) applied(version, previous, source string) {
 	if previous != "" {
 		args = append(args, "previous", previous)
 	}
-	e.opts.logger.Info("ratelimit rules applied", args...)
+	if len(e.current.Load().set.rules) == 0 {
+		// Said so by the document (allow_empty: true; Parse refuses it otherwise), and still
+		// the end of limiting: a warning, and Instance.Empty in the fleet for WatchRedis.
+		e.opts.logger.Warn("ratelimit rules applied without any rules (allow_empty: true): no request is limited", args...)
+	} else {
+		e.opts.logger.Info("ratelimit rules applied", args...)
+	}
 	if e.opts.reporter != nil {
 		e.opts.reporter.RulesApplied(version)
 	}

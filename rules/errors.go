@@ -17,7 +17,13 @@ type Error struct {
 	Field string
 	// Msg says what is wrong and, where it helps, what to write instead.
 	Msg string
+
+	kind error // what errors.Is finds: ErrEmptyRules for a document without rules; nil for most
 }
+
+// Unwrap returns the kind of problem for errors.Is, when it has one of the package's errors:
+// [ErrEmptyRules] for a document without rules that does not say allow_empty: true.
+func (e *Error) Unwrap() error { return e.kind }
 
 // Error returns "file:line: field: message", the line and field left out when unknown:
 //

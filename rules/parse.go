@@ -279,7 +279,12 @@ type checker struct {
 // add reports a problem of field at node n (at the value an alias stands for, which is where
 // to fix it); a nil n is the whole file.
 func (c *checker) add(n *yaml.Node, field, format string, args ...any) {
-	e := &Error{File: c.file, Field: field, Msg: fmt.Sprintf(format, args...)}
+	c.addErr(n, field, nil, format, args...)
+}
+
+// addErr is add of a problem that is kind, for errors.Is: one of the package's errors.
+func (c *checker) addErr(n *yaml.Node, field string, kind error, format string, args ...any) {
+	e := &Error{File: c.file, Field: field, Msg: fmt.Sprintf(format, args...), kind: kind}
 	if n = deref(n); n != nil {
 		e.Line, e.Column = n.Line, n.Column
 	}

@@ -97,7 +97,7 @@ func TestVersionWhenAbsent(t *testing.T) {
 	if a.Version() == c.Version() {
 		t.Errorf("different rules have one version %q", a.Version())
 	}
-	if v := mustParseString(t, "version: 3\nrules: []\n").Version(); v != "3" {
+	if v := mustParseString(t, "version: 3\nallow_empty: true\nrules: []\n").Version(); v != "3" {
 		t.Errorf("version: 3 is %q", v)
 	}
 }

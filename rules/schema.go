@@ -14,7 +14,7 @@ import (
 
 // The fields of each mapping of the schema; any other field is an error.
 var (
-	documentFields = []string{"version", "rules"}
+	documentFields = []string{"version", "allow_empty", "rules"}
 	ruleFields     = []string{"name", "match", "key", "tier", "cost", "fail", "policies"}
 	matchFields    = []string{"pattern"}
 	policyFields   = []string{"name", "algorithm", "rate", "limit", "window", "burst", "shadow"}
@@ -34,14 +34,19 @@ func (c *checker) document(n *yaml.Node) *Set {
 	}
 	s := &Set{}
 	if v := f["version"]; present(v) {
-		s.version, _ = c.label(v, "version")
+		s.version, s.versioned = c.label(v, "version")
+	}
+	allowEmpty := false
+	if v := f["allow_empty"]; present(v) {
+		allowEmpty, _ = c.boolean(v, "allow_empty")
 	}
 	list := f["rules"]
 	if !present(list) {
 		c.missing(n, list, "rules")
 		return nil
 	}
-	items, _ := c.items(list, "rules", MaxRules)
+	items, ok := c.items(list, "rules", MaxRules)
+	c.empty(list, f["allow_empty"], ok, len(items), allowEmpty)
 	s.rules = make([]Rule, 0, len(items))
 	where := make([]written, 0, len(items))
 	for i, item := range items {
@@ -59,6 +64,23 @@ func (c *checker) document(n *yaml.Node) *Set {
 		s.version = s.digest
 	}
 	return s
+}
+
+// empty checks that a document holds rules, or says with allow_empty: true that it means to
+// hold none (which stops limiting every request), and that allow_empty: true is not left
+// beside rules, where it would let a later accident through. list is the rules' value, flag
+// allow_empty's; listed is whether list is a list of n items.
+func (c *checker) empty(list, flag *yaml.Node, listed bool, n int, allowEmpty bool) {
+	switch {
+	case listed && n == 0 && !allowEmpty:
+		c.addErr(list, "rules", ErrEmptyRules, "no rules: every request would go unlimited; write allow_empty: true at the top of the document if that is meant")
+	case listed && n > 0 && allowEmpty:
+		rules := "rules"
+		if n == 1 {
+			rules = "rule"
+		}
+		c.add(flag, "allow_empty", "true, but the document has %d %s; remove allow_empty, which is for a document without rules", n, rules)
+	}
 }
 
 // rule reads one rule. What it cannot read it reports and leaves zero.

@@ -134,7 +134,8 @@ func (w *redisWatch) beat(ctx context.Context) {
 func (w *redisWatch) report(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, redisCallTimeout)
 	defer cancel()
-	in := Instance{Name: w.name, Running: w.e.Version()}
+	set := w.e.Set()
+	in := Instance{Name: w.name, Running: set.Version(), Empty: len(set.rules) == 0}
 	if w.rejected != "" {
 		in.Refused, in.Reason = w.rejected, clipReason(w.reason)
 	}
