@@ -55,7 +55,7 @@ or no instance watches the key.
 	fs.BoolVar(&dryRun, "dry-run", false, "print what would change against the stored version, rule by rule, and push nothing")
 	fs.BoolVar(&force, "force", false, "push even a version that is not newer than the stored one (a rollback), or not the -expect one")
 	fs.Var(&expect, "expect", "push only if the stored `version` is this one (\"\" for none stored): the version you started from")
-	fs.DurationVar(&wait, "wait", 10*time.Second, "how long to wait for the instances to apply or refuse the version; 0 does not wait")
+	durationVar(fs.FlagSet, &wait, "wait", 10*time.Second, "how long to wait for the instances to apply or refuse the version, a `duration` such as 30s or 2m; 0 does not wait")
 	files, code, ok := fs.parse(args, "FILE", 1, 1)
 	if !ok {
 		return code

@@ -98,3 +98,22 @@ func TestNoRules(t *testing.T) {
 	r.want(t, 0, "applied on 1 of 1 instances", "")
 	cli(t, "status", "-redis", addr, "-key", key).want(t, 0, "api-1     8 (no rules: limits nothing)", "")
 }
+
+// TestDurationFlagsTakeDays: -wait and -timeout read durations as the rules files do, days
+// too, with one reader (ratelimit.ParseDuration); a bad one is a usage error.
+func TestDurationFlagsTakeDays(t *testing.T) {
+	client := redistest.Standalone(t)
+	addr, key := redistest.Addr(t), redistest.Prefix(t)+"rules"
+	file := write(t, "v5.yaml", doc("5", "ip"))[0]
+	cli(t, "push", "-wait", "1d", "-timeout", "1d", "-redis", addr, "-key", key, file).want(t, exitWaiting, "no instance is watching", "")
+	if v, _ := rules.StoredVersion(t.Context(), client, key); v != "5" {
+		t.Errorf("after push -wait 1d, version %q is stored; want 5", v)
+	}
+	for _, tc := range []struct{ flag, value, want string }{
+		{"-wait", "1x", `ratelimit push: invalid value "1x" for flag -wait: duration "1x": want a duration such as 1s, 1m30s, 250ms or 1d`},
+		{"-wait", "-1d", "ratelimit push: -wait must be 0 or more"},
+		{"-timeout", "1.5d", `ratelimit push: invalid value "1.5d" for flag -timeout: duration "1.5d": want a duration`},
+	} {
+		cli(t, "push", tc.flag, tc.value, "-redis", addr, "-key", key, file).want(t, 2, "", tc.want)
+	}
+}
