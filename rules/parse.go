@@ -122,7 +122,10 @@ func WithUserKey(key any) ParseOption {
 // and ".yml"; for any other name a document starting with '{' is JSON, else YAML.
 //
 // The error, when there is one, is [Errors]: every problem of the file, each with its line and
-// field (up to 100 of them).
+// field (up to 100 of them). A document whose rules are an empty list is one
+// (errors.Is(err, [ErrEmptyRules])) unless it says allow_empty: true: it would stop limiting
+// every request. A document without a version field is valid, its version a hash of its rules
+// ([Set.Versioned] false), which [Push] refuses.
 func Parse(name string, data []byte, opts ...ParseOption) (*Set, error) {
 	return parse(name, data, collect(opts))
 }

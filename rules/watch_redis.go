@@ -32,7 +32,10 @@ const (
 // in case an announcement is lost. Rules in use that did not come from the stored document —
 // the default or last known good rules [OpenRedis] started on — are replaced by it even when
 // they bear its version. A document that does not parse here (say, one keyed by "user"
-// without [WithUserKey]) is logged and reported once, and the last good rules stay.
+// without [WithUserKey], or one without rules that does not say allow_empty: true), or was
+// stored without a version by other means than Push ([ErrNoVersion]), is logged and reported
+// once, and the last good rules stay. A document without rules that says allow_empty: true
+// is applied, logged at warning level, and recorded in the fleet ([Instance].Empty).
 func (e *Engine) WatchRedis(ctx context.Context, client redis.UniversalClient, key string) error {
 	if err := checkRedisArgs("WatchRedis", client, key); err != nil {
 		return err
