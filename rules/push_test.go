@@ -3,6 +3,7 @@ package rules
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -199,4 +200,36 @@ func TestPushRefusesUnversioned(t *testing.T) {
 			t.Errorf("Fetch of a stored document without a version: %v; want ErrNoVersion", err)
 		}
 	})
+}
+
+// TestCompareVersionsAgreesWithRedis: on random versions made of digits, letters, dots and
+// dashes, the script in Redis accepts a push exactly when CompareVersions says it is newer.
+func TestCompareVersionsAgreesWithRedis(t *testing.T) {
+	client := redistest.Standalone(t)
+	ctx := t.Context()
+	key := redistest.Prefix(t) + "rules"
+	rng := rand.New(rand.NewPCG(1, 2))
+	version := func() string {
+		const alphabet = "0019av.-"
+		b := make([]byte, 1+rng.IntN(6))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return "x" + string(b) // never empty, never only dots
+	}
+	for range 200 {
+		a, b := version(), version()
+		if a == b {
+			continue
+		}
+		if v, _ := StoredVersion(ctx, client, key); v != b {
+			if _, err := PushWith(ctx, client, key, "limits.yaml", doc(`"`+b+`"`), PushOptions{Force: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := Push(ctx, client, key, "limits.yaml", doc(`"`+a+`"`))
+		if accepted := err == nil; accepted != (CompareVersions(a, b) > 0) {
+			t.Errorf("pushing %q over %q: %v; CompareVersions says %d", a, b, err, CompareVersions(a, b))
+		}
+	}
 }
