@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,23 @@ func TestEmptyRulesMustBeSaid(t *testing.T) {
 		if set, err := Parse("limits", []byte(doc)); err != nil || len(set.Rules()) != 0 {
 			t.Errorf("%q: %v; want a Set without rules", doc, err)
 		}
+	}
+
+	// Open reads a file as Parse does, and says at warning level that it limits nothing.
+	dir := t.TempDir()
+	empty, meant := filepath.Join(dir, "empty.yaml"), filepath.Join(dir, "meant.yaml")
+	replaceFile(t, empty, []byte("version: \"7\"\nrules: []\n"))
+	replaceFile(t, meant, []byte("version: \"8\"\nallow_empty: true\nrules: []\n"))
+	var logged lockedBuffer
+	logger := WithLogger(slog.New(slog.NewTextHandler(&logged, nil)))
+	if _, err := Open(ratelimit.NewMemoryStore(), empty, logger); !errors.Is(err, ErrEmptyRules) {
+		t.Errorf("Open of a file without rules: %v; want ErrEmptyRules", err)
+	}
+	if e, err := Open(ratelimit.NewMemoryStore(), meant, logger); err != nil || e.Version() != "8" {
+		t.Errorf("Open of a file without rules that says allow_empty: true: %v", err)
+	}
+	if !strings.Contains(logged.String(), `level=WARN msg="ratelimit rules applied without any rules (allow_empty: true): no request is limited" version=8 rules=0`) {
+		t.Errorf("Open of no rules logged:\n%s\nwant a warning", logged.String())
 	}
 }
 
