@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +74,10 @@ func TestEmptyRulesAppliedLoudly(t *testing.T) {
 	}
 	if !strings.Contains(logged.String(), `level=WARN msg="ratelimit rules applied without any rules (allow_empty: true): no request is limited" version=v3 rules=0`) {
 		t.Errorf("applying no rules logged:\n%s\nwant a warning", logged.String())
+	}
+	// And told to the Reporter, for metrics: the prometheus and otel observers' gauges.
+	if got, want := rep.emptyReports(), []string{"v1 false", "v3 true"}; !slices.Equal(got, want) {
+		t.Errorf("RulesEmpty was told %q; want %q", got, want)
 	}
 }
 
