@@ -104,8 +104,9 @@ func (p *Policy) holds() bool { return p.compiled != nil && p.compiled.holds }
 
 // Limits that keep every computation exact in both engines.
 const (
-	maxWindow = 366 * 24 * time.Hour
-	maxLimit  = 1 << 40
+	maxWindow     = 366 * day
+	maxWindowText = "366 days"
+	maxLimit      = 1 << 40
 )
 
 // errInvalidPolicy starts every error of a policy that New refuses.
@@ -161,7 +162,7 @@ func (p Policy) validate(m algo.Model) error {
 	case p.Window < time.Millisecond:
 		return bad("Window is %v; it must be at least 1ms", p.Window)
 	case p.Window > maxWindow:
-		return bad("Window is %v; it must be at most %v", p.Window, maxWindow)
+		return bad("Window is %s; it must be at most %s", formatWindow(p.Window), maxWindowText)
 	case p.Window%time.Microsecond != 0:
 		return bad("Window is %v; it must be a whole number of microseconds", p.Window)
 	case p.Burst < 0:

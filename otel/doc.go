@@ -36,6 +36,7 @@
 //	ratelimit.redis.evictable          Int64ObservableGauge    1             ratelimit.redis.maxmemory_policy
 //	ratelimit.rules.version            Int64ObservableGauge    {version}     ratelimit.rules.version
 //	ratelimit.rules.loads              Int64Counter            {load}        ratelimit.rules.result (applied, rejected)
+//	ratelimit.rules.empty              Int64ObservableGauge    1             (none)
 //
 // ratelimit.requests counts each request a guard answered once, by the result its client saw
 // (observe.Result: allowed, denied, unlimited, fallback_allowed, fallback_denied,
@@ -84,12 +85,15 @@
 // at 0.
 //
 // The rules module's Engine reports to an Observer given to it with rules.WithReporter: the
-// Observer has its RulesApplied and RulesRejected methods, and this module does not depend on
-// the rules module. ratelimit.rules.version is 1, with one series: the version of the rules
+// Observer has its RulesApplied, RulesRejected and RulesEmpty methods, and this module does not
+// depend on the rules module. ratelimit.rules.version is 1, with one series: the version of the rules
 // last applied, which a rules document names (at most 128 bytes, which the rules module
 // checks). Its callback reports only that version, so the series of the version before goes.
 // Before any is applied, the gauge has no series. ratelimit.rules.loads counts the documents
 // applied and those rejected; both series are reported from the start, at 0.
+// ratelimit.rules.empty (RulesEmpty, of the rules module's EmptyReporter) is 1 while the rules
+// last applied are none, a document of allow_empty: true that limits no request; else 0,
+// from the start.
 //
 // # Spans
 //
@@ -132,6 +136,7 @@
 //	ratelimit.rules.version {ratelimit.rules.version}
 //	                                                 ratelimit_rules_version_info {version}
 //	ratelimit.rules.loads {ratelimit.rules.result}   ratelimit_rules_loads_total {result}
+//	ratelimit.rules.empty                            ratelimit_rules_empty
 //
 // The alerting rules of ratelimit/prometheus/alerts.yml use ratelimitprom's names.
 //

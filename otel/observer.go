@@ -25,7 +25,7 @@ func DefaultBuckets() []float64 { return observe.Buckets() }
 // Observer records decisions, store errors and breaker changes as OpenTelemetry metrics (see
 // the package documentation for the instruments). It is a [ratelimit.Observer], to give to
 // stores with [ratelimit.WithObserver]. It is also the Reporter of the rules module's Engine
-// (RulesApplied and RulesRejected), to give to it with rules.WithReporter; this module does not
+// (RulesApplied, RulesRejected, RulesEmpty), to give to it with rules.WithReporter; this module does not
 // depend on the rules module. It is safe for concurrent use; one Observer may serve many
 // stores and engines.
 type Observer struct {
@@ -47,6 +47,7 @@ type Observer struct {
 	dbDuration   metric.Float64Histogram
 	rulesVersion metric.Int64ObservableGauge
 	rulesLoads   metric.Int64Counter
+	rulesEmpty   metric.Int64ObservableGauge
 
 	// The options of every measurement, built once: an attribute set wrapped in an option
 	// allocates when it is built, not when it is used.
@@ -58,6 +59,7 @@ type Observer struct {
 	// (ratelimit.policy.shadow true), by name.
 	policies, shadows observe.Policies[policyCounts]
 	version           atomic.Pointer[[]metric.ObserveOption] // those of the rules version last applied; nil before any
+	empty             atomic.Int64                           // 1 while the rules last applied are none
 	fellBack          map[string][]metric.AddOption          // by reason
 	features          map[string][]metric.AddOption          // of ratelimit.store.degraded, by feature
 	waited            [][]metric.RecordOption                // by observe.Result
@@ -87,7 +89,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	o := &Observer{}
 	o.policies.New = func(policy string) *policyCounts { return newCounts(policy, false) } // before the callback is registered
 	o.shadows.New = func(policy string) *policyCounts { return newCounts(policy, true) }
-	var errs [18]error
+	var errs [19]error
 	o.decisions, errs[0] = m.Int64ObservableCounter("ratelimit.policy.decisions", metric.WithUnit("{decision}"),
 		metric.WithDescription("Verdicts of each rate-limit policy, by outcome, by what decided (store, denial_cache, fallback, lease), and whether the policy is a shadow (its denials refused no client)."),
 		metric.WithInt64Callback(o.observe))
@@ -131,6 +133,12 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 		metric.WithDescription("Denial caches of Redis stores that do not hear the fleet's refunds and resets now (not yet subscribed, or subscription broken): they cache no new denial, so denied identities cost Redis calls again."))
 	o.degraded, errs[17] = m.Int64UpDownCounter("ratelimit.store.degraded", metric.WithUnit("{store}"),
 		metric.WithDescription("Rate-limit stores running without a feature they were made with, by ratelimit.store.feature (merged_checks, compact_expiry, denial_cache, functions, quota_leases): each decides the same, at a higher cost to Redis."))
+	o.rulesEmpty, errs[18] = m.Int64ObservableGauge("ratelimit.rules.empty", metric.WithUnit("1"),
+		metric.WithDescription("1 while the rate-limit rules last applied are none (a document of allow_empty: true): no request is limited by them."),
+		metric.WithInt64Callback(func(_ context.Context, obs metric.Int64Observer) error {
+			obs.Observe(o.empty.Load())
+			return nil
+		}))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -284,6 +292,16 @@ func (o *Observer) RulesApplied(version string) {
 	opts := []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("ratelimit.rules.version", version)))}
 	o.version.Store(&opts)
 	o.rulesLoads.Add(context.Background(), 1, o.applied...)
+}
+
+// RulesEmpty implements the rules module's EmptyReporter: ratelimit.rules.empty is 1 while the
+// rules of the version last applied are none (a document of allow_empty: true), else 0.
+func (o *Observer) RulesEmpty(_ string, empty bool) {
+	v := int64(0)
+	if empty {
+		v = 1
+	}
+	o.empty.Store(v)
 }
 
 // RulesRejected implements the rules module's Reporter: the load is counted as rejected, and

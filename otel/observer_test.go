@@ -319,6 +319,34 @@ func TestRulesVersion(t *testing.T) {
 	loads(2, 1)
 }
 
+// The rules module's EmptyReporter: ratelimit.rules.empty is 1 while the rules last applied
+// are none (a document of allow_empty: true, which limits no request), else 0, from the start.
+func TestRulesEmpty(t *testing.T) {
+	m := newMeter(t)
+	empty := func() int64 {
+		t.Helper()
+		g, ok := m.metric(t, "ratelimit.rules.empty").Data.(metricdata.Gauge[int64])
+		if !ok || len(g.DataPoints) != 1 {
+			t.Fatalf("ratelimit.rules.empty: %+v; want an int64 gauge of one series", g)
+		}
+		return g.DataPoints[0].Value
+	}
+	var r interface {
+		RulesEmpty(version string, empty bool)
+	} = m.Observer
+	if got := empty(); got != 0 {
+		t.Errorf("before any version: %d, want 0", got)
+	}
+	r.RulesEmpty("v1", true)
+	if got := empty(); got != 1 {
+		t.Errorf("after a version without rules: %d, want 1", got)
+	}
+	r.RulesEmpty("v2", false)
+	if got := empty(); got != 0 {
+		t.Errorf("after a version with rules: %d, want 0", got)
+	}
+}
+
 // Engines apply versions while the SDK collects; the last version applied is the one
 // reported.
 func TestRulesConcurrent(t *testing.T) {

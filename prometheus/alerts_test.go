@@ -56,6 +56,7 @@ func TestAlerts(t *testing.T) {
 	}
 	obs.StoreFailed(timeoutError{})
 	obs.RulesApplied("v1")
+	obs.RulesEmpty("v1", false)
 	obs.RedisEvictionPolicy("volatile-lru", true)
 	obs.DenialCacheDeaf(true)
 	obs.StoreDegraded("merged_checks", true)
@@ -114,7 +115,7 @@ func TestAlerts(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"RateLimitHighRejectionRate", "RateLimitShadowWouldDeny", "RateLimitStoreSlow", "RateLimitBreakerOpen", "RateLimitFallbackInUse", "RateLimitUnlimitedRequests", "RateLimitDenialCacheDeaf", "RateLimitStoreDegraded", "RateLimitRedisEvictable", "RateLimitStoreErrors", "RateLimitRulesRejected"}
+	want := []string{"RateLimitHighRejectionRate", "RateLimitShadowWouldDeny", "RateLimitStoreSlow", "RateLimitBreakerOpen", "RateLimitFallbackInUse", "RateLimitUnlimitedRequests", "RateLimitDenialCacheDeaf", "RateLimitStoreDegraded", "RateLimitRedisEvictable", "RateLimitStoreErrors", "RateLimitRulesRejected", "RateLimitNoRules"}
 	if strings.Join(alerts, " ") != strings.Join(want, " ") {
 		t.Errorf("alerts %v, want %v", alerts, want)
 	}

@@ -28,6 +28,7 @@
 //	ratelimit_redis_evictable                 gauge      policy (the maxmemory-policy, or unknown)
 //	ratelimit_rules_version_info              gauge      version
 //	ratelimit_rules_loads_total               counter    result (applied, rejected)
+//	ratelimit_rules_empty                     gauge      (none)
 //
 // ratelimit_decisions_total counts each policy's own verdict: a request checked against two
 // policies adds one to each, outcome "denied" only for the policy that refused it (a request
@@ -70,14 +71,15 @@
 // same and costs Redis more; every feature's series is exported from the start, at 0.
 //
 // The rules module's Engine reports to an Observer given to it with rules.WithReporter: the
-// Observer has its RulesApplied and RulesRejected methods, and this module does not depend on
-// the rules module. ratelimit_rules_version_info is 1, and has one series: the version of the
+// Observer has its RulesApplied, RulesRejected and RulesEmpty methods, and this module does not
+// depend on the rules module. ratelimit_rules_version_info is 1, and has one series: the version of the
 // rules last applied, which a rules document names (at most 128 bytes, which the rules module
 // checks). When a version is applied, the series of the version before goes. An Observer
 // given to several engines shows the version that any of them applied last. Before any is
 // applied, the gauge has no series. ratelimit_rules_loads_total counts the documents applied
 // and those rejected (invalid or unreadable: the last good rules stay in use, and the version
-// shown stays).
+// shown stays). ratelimit_rules_empty is 1 while the rules last applied are none, a document
+// of allow_empty: true that limits no request (the rules module's EmptyReporter); else 0.
 //
 // Every label value but the policy's and the version is known in advance, so the series are
 // few and fixed: eight per policy for the decisions (four sources, two outcomes, the shadow
@@ -96,5 +98,5 @@
 //
 // The file alerts.yml next to this package holds example Prometheus alerting rules over these
 // metrics: a high rejection rate, a slow store, an open breaker, the fallback in use, store
-// errors, rules rejected.
+// errors, rules rejected, no rules in use.
 package ratelimitprom

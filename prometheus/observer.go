@@ -20,7 +20,7 @@ func DefaultBuckets() []float64 { return observe.Buckets() }
 // Observer counts decisions, store errors and breaker changes as Prometheus metrics (see the
 // package documentation for their names). It is a [ratelimit.Observer], to give to stores
 // with [ratelimit.WithObserver], and a [prometheus.Collector], to register once. It is also
-// the Reporter of the rules module's Engine (RulesApplied and RulesRejected), to give to it
+// the Reporter of the rules module's Engine (RulesApplied, RulesRejected, RulesEmpty), to give to it
 // with rules.WithReporter; this module does not depend on the rules module. It is safe for
 // concurrent use; one Observer may serve many stores and engines.
 type Observer struct {
@@ -41,6 +41,7 @@ type Observer struct {
 	evictable    *prometheus.Desc
 	rulesVersion *prometheus.Desc
 	rulesLoads   *prometheus.CounterVec
+	rulesEmpty   prometheus.Gauge
 
 	results []prometheus.Counter          // by observe.Result
 	waited  []prometheus.Observer         // time in queue, by observe.Result
@@ -160,6 +161,10 @@ func New(opts ...Option) *Observer {
 			Name: "ratelimit_rules_loads_total",
 			Help: "Rate-limit rules documents applied or rejected (the last good rules stay in use), by result.",
 		}, []string{"result"}),
+		rulesEmpty: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ratelimit_rules_empty",
+			Help: "1 while the rate-limit rules last applied are none (a document of allow_empty: true): no request is limited by them.",
+		}),
 	}
 	for _, s := range observe.Sources() {
 		o.latency = append(o.latency, o.duration.WithLabelValues(s.String()))
@@ -211,6 +216,7 @@ func (o *Observer) Describe(ch chan<- *prometheus.Desc) {
 	ch <- o.evictable
 	ch <- o.rulesVersion
 	o.rulesLoads.Describe(ch)
+	o.rulesEmpty.Describe(ch)
 }
 
 // Collect implements [prometheus.Collector].
@@ -236,6 +242,7 @@ func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(o.rulesVersion, prometheus.GaugeValue, 1, *v)
 	}
 	o.rulesLoads.Collect(ch)
+	o.rulesEmpty.Collect(ch)
 }
 
 // Decided implements [ratelimit.Observer]: it observes the decision's latency and counts each
@@ -326,6 +333,16 @@ func (o *Observer) RulesApplied(version string) {
 	version = strings.ToValidUTF8(version, "\uFFFD") // a label value is UTF-8; the rules module's versions are already
 	o.version.Store(&version)
 	o.applied.Inc()
+}
+
+// RulesEmpty implements the rules module's EmptyReporter: ratelimit_rules_empty is 1 while the
+// rules of the version last applied are none (a document of allow_empty: true), else 0.
+func (o *Observer) RulesEmpty(_ string, empty bool) {
+	v := 0.0
+	if empty {
+		v = 1
+	}
+	o.rulesEmpty.Set(v)
 }
 
 // RulesRejected implements the rules module's Reporter: the load is counted as rejected, and

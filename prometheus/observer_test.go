@@ -340,6 +340,26 @@ ratelimit_rules_version_info{version="v2"} 1
 	}
 }
 
+// The rules module's EmptyReporter: ratelimit_rules_empty is 1 while the rules last applied
+// are none (a document of allow_empty: true, which limits no request), else 0.
+func TestRulesEmpty(t *testing.T) {
+	obs := ratelimitprom.New()
+	var r interface {
+		RulesEmpty(version string, empty bool)
+	} = obs
+	if got := value(t, obs, "ratelimit_rules_empty", ""); got != 0 {
+		t.Errorf("before any version: %v, want 0", got)
+	}
+	r.RulesEmpty("v1", true)
+	if got := value(t, obs, "ratelimit_rules_empty", ""); got != 1 {
+		t.Errorf("after a version without rules: %v, want 1", got)
+	}
+	r.RulesEmpty("v2", false)
+	if got := value(t, obs, "ratelimit_rules_empty", ""); got != 0 {
+		t.Errorf("after a version with rules: %v, want 0", got)
+	}
+}
+
 // Engines apply versions while the Observer is collected; the last version applied is the
 // one shown.
 func TestRulesConcurrent(t *testing.T) {

@@ -9,8 +9,9 @@
 //
 // # The document
 //
-//	version: "2026-11-23.1"          # optional: any text; when absent, a hash of the rules
-//	rules:                           # required; an empty list limits nothing
+//	version: "2026-11-23.1"          # optional for a file, required to push: see Versions
+//	allow_empty: false               # optional: true lets rules be an empty list, which limits nothing
+//	rules:                           # required: a list of rules, empty only with allow_empty: true
 //	  - name: search-free            # required, unique: a lower-case token like a policy's name
 //	    match:                       # optional; absent: every request
 //	      pattern: "GET /search/{q}" # a net/http ServeMux pattern: [METHOD ][HOST]/PATH
@@ -22,7 +23,7 @@
 //	      - name: per-second         # optional: ratelimit.New names it from its parameters
 //	        algorithm: gcra          # optional (default gcra), see below
 //	        limit: 10                # required, unless rate says it
-//	        window: 1s               # required, unless rate says it: a Go duration, such as 1s, 1m, 1h30m
+//	        window: 1s               # required, unless rate says it: a duration, such as 1s, 1m30s, 1d (whole days may lead: 1d12h)
 //	      - rate: 100/min            # the limit and the window in one: 10/s, 5000/h, 20/10s, 1000/day
 //	        burst: 20                # optional: 0 or absent means limit
 //	        shadow: false            # optional: evaluate and report, never enforce
@@ -51,7 +52,7 @@
 // Parse reports every problem of a file at once, as [Errors], each with the file's name, its
 // line and the path of the field:
 //
-//	limits.yaml:12: rules[1].policies[0].window: "1x" is not a duration (e.g. 1s, 1m, 1h30m)
+//	limits.yaml:12: rules[1].policies[0].window: "1x" is not a duration (e.g. 1s, 1m30s, 1d)
 //
 // It refuses syntax errors, unknown fields at any level, fields given twice, missing required
 // fields, values of the wrong type, values out of their range, and integers written with a
@@ -77,6 +78,28 @@
 // core documents for each algorithm, when its policy is named: the name New makes up for a
 // policy without one, such as gcra-100-per-1m, holds the limit, so such a policy starts from
 // nothing when its limit changes ([Diff] shows it removed and another added).
+//
+// # Versions
+//
+// A document's version is its version field: any text of at most 128 bytes, such as
+// 2026-11-23.1, 7 or v12. A document without one has for its version a hash of its rules
+// ([Set.Versioned] is false), which tells two documents apart and is enough for a file that
+// [Open] and [Engine.WatchFile] read; but a hash has no order, so [Push] refuses a document
+// without a version ([ErrNoVersion]), forced or not, and [Fetch] and the Redis watcher refuse
+// one stored without a version by other means. Pushed versions are ordered by
+// [CompareVersions]: segments between dots, left to right, and in each its runs of digits by
+// their numbers, its other runs byte by byte, so 10 follows 9, v10 follows v9 and 2026-11-10
+// follows 2026-11-9. A push of a version that is not newer than the stored one is refused
+// ([ErrNotNewer]) unless forced (a rollback, [PushOptions].Force).
+//
+// # No rules
+//
+// A document whose rules are an empty list stops limiting every request of every instance
+// that applies it. Parse refuses it ([ErrEmptyRules], so do Open, Push, validate and both
+// watchers) unless it says so with allow_empty: true; and allow_empty: true beside rules is
+// refused too, so that it is not left in a file to let a later accident through. Such a
+// document, applied, is logged at warning level, and an instance that runs it records so
+// in the fleet ([Instance].Empty, shown by ratelimit status).
 //
 // # Bounds
 //

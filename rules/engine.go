@@ -57,6 +57,17 @@ type Reporter interface {
 	RulesRejected(err error)
 }
 
+// EmptyReporter is a [Reporter] that is also told, after each version applied, whether its
+// rules are none (a document of allow_empty: true, which limits no request), so that metrics
+// show it: the observers of the prometheus and otel modules implement it
+// (ratelimit_rules_empty, ratelimit.rules.empty). An Engine tells it to a Reporter that has
+// the method.
+type EmptyReporter interface {
+	Reporter
+	// RulesEmpty reports whether the rules of version, just applied, are none.
+	RulesEmpty(version string, empty bool)
+}
+
 // WithTier names the tier of each request — the client's plan, from a header your gateway
 // sets, a JWT claim, a value your authentication middleware stored — for the rules with a
 // tier. Without it every request's tier is "", so a rule with a tier could never apply: an
@@ -167,16 +178,27 @@ func (e *Engine) applyChanged(set *Set, source string) error {
 
 // applied logs and reports a version put in use.
 func (e *Engine) applied(version, previous, source string) {
-	args := []any{"version", version, "rules", len(e.current.Load().set.rules)}
+	n := len(e.current.Load().set.rules)
+	args := []any{"version", version, "rules", n}
 	if source != "" {
 		args = append(args, "source", source)
 	}
 	if previous != "" {
 		args = append(args, "previous", previous)
 	}
-	e.opts.logger.Info("ratelimit rules applied", args...)
+	if n == 0 {
+		// Said so by the document (allow_empty: true; Parse refuses it otherwise), and still
+		// the end of limiting: a warning, EmptyReporter's gauge, and Instance.Empty in the
+		// fleet for WatchRedis.
+		e.opts.logger.Warn("ratelimit rules applied without any rules (allow_empty: true): no request is limited", args...)
+	} else {
+		e.opts.logger.Info("ratelimit rules applied", args...)
+	}
 	if e.opts.reporter != nil {
 		e.opts.reporter.RulesApplied(version)
+	}
+	if r, ok := e.opts.reporter.(EmptyReporter); ok {
+		r.RulesEmpty(version, n == 0)
 	}
 }
 

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -21,7 +22,23 @@ type reporter struct {
 	mu       sync.Mutex
 	applied  []string
 	rejected []error
+	empty    []string    // "<version> <empty>", of RulesEmpty: rules.EmptyReporter
 	events   chan string // "applied <version>" or "rejected <error>"
+}
+
+var _ EmptyReporter = (*reporter)(nil)
+
+func (r *reporter) RulesEmpty(version string, empty bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.empty = append(r.empty, fmt.Sprint(version, " ", empty))
+}
+
+// emptyReports returns what RulesEmpty was told, in order.
+func (r *reporter) emptyReports() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.empty)
 }
 
 func newReporter() *reporter { return &reporter{events: make(chan string, 100)} }

@@ -17,11 +17,17 @@ type Error struct {
 	Field string
 	// Msg says what is wrong and, where it helps, what to write instead.
 	Msg string
+
+	kind error // what errors.Is finds: ErrEmptyRules for a document without rules; nil for most
 }
+
+// Unwrap returns the kind of problem for errors.Is, when it has one of the package's errors:
+// [ErrEmptyRules] for a document without rules that does not say allow_empty: true.
+func (e *Error) Unwrap() error { return e.kind }
 
 // Error returns "file:line: field: message", the line and field left out when unknown:
 //
-//	limits.yaml:12: rules[1].policies[0].window: "1x" is not a duration (e.g. 1s, 1m, 1h30m)
+//	limits.yaml:12: rules[1].policies[0].window: "1x" is not a duration (e.g. 1s, 1m30s, 1d)
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)

@@ -39,7 +39,7 @@ func TestBadDocuments(t *testing.T) {
 
 		// Unknown and repeated fields, at every level.
 		{name: "unknown fields", doc: "versions: 1\nrules:\n  - name: a\n    keys: ip\n    key: ip\n    match: {pattern: /a, method: GET}\n    policies:\n      - {limit: 1, window: 1s, windw: 1m}\n", want: []string{
-			"limits.yaml:1: versions: unknown field; want version, rules",
+			"limits.yaml:1: versions: unknown field; want version, allow_empty, rules",
 			"limits.yaml:4: rules[0].keys: unknown field; want name, match, key, tier, cost, fail, policies",
 			"limits.yaml:6: rules[0].match.method: unknown field; want pattern",
 			"limits.yaml:8: rules[0].policies[0].windw: unknown field; want name, algorithm, rate, limit, window, burst, shadow",
@@ -50,7 +50,7 @@ func TestBadDocuments(t *testing.T) {
 		}},
 		{name: "yaml field twice", doc: "rules:\n  - name: a\n    key: ip\n    name: b\n    policies: [{limit: 1, window: 1s}]\n", want: []string{
 			"limits.yaml:4: rules[0].name: given twice (first at line 2)"}},
-		{name: "json field twice", file: "limits.json", doc: "{\"rules\": [],\n \"rules\": []}", want: []string{
+		{name: "json field twice", file: "limits.json", doc: "{\"allow_empty\": true, \"rules\": [],\n \"rules\": []}", want: []string{
 			"limits.json:2: rules: given twice (first at line 1)"}},
 		{name: "merge key", doc: "rules:\n  - <<: {name: a}\n    key: ip\n    policies: [{limit: 1, window: 1s}]\n", want: []string{
 			"limits.yaml:2: rules[0].<<: unknown field",
@@ -71,7 +71,7 @@ func TestBadDocuments(t *testing.T) {
 
 		// Wrong types.
 		{name: "document is a list", doc: "- rules\n", want: []string{
-			"limits.yaml:1: want a mapping of version, rules, got a list"}},
+			"limits.yaml:1: want a mapping of version, allow_empty, rules, got a list"}},
 		{name: "rules is a mapping", doc: "rules: {name: a}\n", want: []string{
 			"limits.yaml:1: rules: want a list, got a mapping"}},
 		{name: "wrong types", doc: "rules:\n  - name: 7\n    match: [/a]\n    key: {ip: true}\n    tier: [free]\n    cost: \"2\"\n    fail: true\n    policies:\n      - {name: 1, algorithm: 2, limit: \"10\", window: 1s, burst: 1.5, shadow: \"no\"}\n", want: []string{
@@ -89,7 +89,7 @@ func TestBadDocuments(t *testing.T) {
 		}},
 		{name: "json wrong types", file: "limits.json", doc: "{\"rules\": [\n{\"name\": \"a\", \"key\": \"ip\",\n \"policies\": [{\"limit\": 1e3, \"window\": 60}]}]}", want: []string{
 			"limits.json:3: rules[0].policies[0].limit: want an integer, got 1e3",
-			"limits.json:3: rules[0].policies[0].window: want a duration such as 1s, 1m or 1h30m, got 60",
+			"limits.json:3: rules[0].policies[0].window: want a duration such as 1s, 1m30s or 1d, got 60",
 		}},
 		{name: "integer out of range", doc: "rules:\n  - name: a\n    key: ip\n    cost: 9223372036854775808\n    policies: [{limit: 1, window: 1s}]\n", want: []string{
 			"limits.yaml:4: rules[0].cost: 9223372036854775808 is out of range"}},
@@ -100,7 +100,7 @@ func TestBadDocuments(t *testing.T) {
 		{name: "bad durations", doc: "rules:\n  - name: a\n    key: ip\n    policies:\n      - {limit: 1, window: 1x}\n      - {limit: 1, window: \"\"}\n      - {limit: 1, window: 60}\n", want: []string{
 			`limits.yaml:5: rules[0].policies[0].window: "1x" is not a duration`,
 			`limits.yaml:6: rules[0].policies[1].window: "" is not a duration`,
-			`limits.yaml:7: rules[0].policies[2].window: want a duration such as 1s, 1m or 1h30m, got 60`,
+			`limits.yaml:7: rules[0].policies[2].window: want a duration such as 1s, 1m30s or 1d, got 60`,
 		}},
 
 		// Limits the core refuses, in its own words.

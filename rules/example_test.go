@@ -47,5 +47,5 @@ rules:
 	// free: rule search-free, key [api_key], 2 policies
 	// pro: rule default, key [ip], 1 policies
 	// limits.yaml:4: rules[0].key[1]: unknown key "session"; want ip, route, method, user, api_key or header:<Name>
-	// limits.yaml:6: rules[0].policies[0].window: "1x" is not a duration (e.g. 1s, 1m, 1h30m)
+	// limits.yaml:6: rules[0].policies[0].window: "1x" is not a duration (e.g. 1s, 1m30s, 1d)
 }

@@ -40,6 +40,9 @@ type Instance struct {
 	// than the one it runs.
 	Refused string `json:"refused,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// Empty reports that the rules it runs are none, from a document that says allow_empty:
+	// true: it limits no request.
+	Empty bool `json:"empty,omitempty"`
 	// Seen is when it last recorded its state, on the Redis server's clock.
 	Seen time.Time `json:"-"`
 	// Age is how long before [Fleet] read the records that was, on the same clock: what to

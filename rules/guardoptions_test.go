@@ -55,7 +55,7 @@ func TestGuardOptionsFailClosedRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	none, err := Parse("limits.yaml", []byte("rules: []\n"))
+	none, err := Parse("limits.yaml", []byte("allow_empty: true\nrules: []\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

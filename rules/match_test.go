@@ -63,7 +63,7 @@ func TestMatchNothing(t *testing.T) {
 			t.Errorf("Match(%s %s, tier %q) = %q; want no rule", tc.method, tc.target, tc.tier, rule.Name)
 		}
 	}
-	empty := mustParseString(t, "rules: []\n")
+	empty := mustParseString(t, "allow_empty: true\nrules: []\n")
 	if _, ok := empty.Match(httptest.NewRequest("GET", "/", nil), ""); ok {
 		t.Error("an empty Set matched a request")
 	}

@@ -122,7 +122,10 @@ func WithUserKey(key any) ParseOption {
 // and ".yml"; for any other name a document starting with '{' is JSON, else YAML.
 //
 // The error, when there is one, is [Errors]: every problem of the file, each with its line and
-// field (up to 100 of them).
+// field (up to 100 of them). A document whose rules are an empty list is one
+// (errors.Is(err, [ErrEmptyRules])) unless it says allow_empty: true: it would stop limiting
+// every request. A document without a version field is valid, its version a hash of its rules
+// ([Set.Versioned] false), which [Push] refuses.
 func Parse(name string, data []byte, opts ...ParseOption) (*Set, error) {
 	return parse(name, data, collect(opts))
 }
@@ -279,7 +282,12 @@ type checker struct {
 // add reports a problem of field at node n (at the value an alias stands for, which is where
 // to fix it); a nil n is the whole file.
 func (c *checker) add(n *yaml.Node, field, format string, args ...any) {
-	e := &Error{File: c.file, Field: field, Msg: fmt.Sprintf(format, args...)}
+	c.addErr(n, field, nil, format, args...)
+}
+
+// addErr is add of a problem that is kind, for errors.Is: one of the package's errors.
+func (c *checker) addErr(n *yaml.Node, field string, kind error, format string, args ...any) {
+	e := &Error{File: c.file, Field: field, Msg: fmt.Sprintf(format, args...), kind: kind}
 	if n = deref(n); n != nil {
 		e.Line, e.Column = n.Line, n.Column
 	}

@@ -97,7 +97,7 @@ func TestVersionWhenAbsent(t *testing.T) {
 	if a.Version() == c.Version() {
 		t.Errorf("different rules have one version %q", a.Version())
 	}
-	if v := mustParseString(t, "version: 3\nrules: []\n").Version(); v != "3" {
+	if v := mustParseString(t, "version: 3\nallow_empty: true\nrules: []\n").Version(); v != "3" {
 		t.Errorf("version: 3 is %q", v)
 	}
 }
@@ -199,12 +199,15 @@ rules:
       - {name: per-minute, rate: 100/min}
       - {name: burst, rate: 20/10s, algorithm: sliding_window_log}
       - {name: daily, limit: 1000, window: 24h}
+      - {name: days, limit: 5000, window: 1d}
+      - {name: week, limit: 9000, window: 7d12h}
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ps := set.Rules()[0].Policies
-	if ps[0].Limit != 100 || ps[0].Window != time.Minute || ps[1].Limit != 20 || ps[1].Window != 10*time.Second || ps[2].Limit != 1000 {
+	if ps[0].Limit != 100 || ps[0].Window != time.Minute || ps[1].Limit != 20 || ps[1].Window != 10*time.Second || ps[2].Limit != 1000 ||
+		ps[3].Window != 24*time.Hour || ps[4].Window != 7*24*time.Hour+12*time.Hour {
 		t.Fatalf("policies %+v", ps)
 	}
 	for doc, want := range map[string]string{
@@ -212,6 +215,10 @@ rules:
 		`{name: a, rate: 100/min, limit: 5}`:   "rules[0].policies[0].rate: give rate, or limit and window, not both",
 		`{name: a, rate: 100/min, window: 1h}`: "give rate, or limit and window, not both",
 		`{name: a, window: 1h}`:                "rules[0].policies[0].limit: required (or rate)",
+		// Days are read as ratelimit.ParseDuration reads them, and the bound is named.
+		`{name: a, limit: 1, window: 367d}`: `rules[0].policies[0].window: ratelimit: invalid policy "a": Window is 367d; it must be at most 366 days`,
+		`{name: a, rate: 1/367d}`:           `rules[0].policies[0].rate: rate "1/367d": window "367d": it must be at most 366 days`,
+		`{name: a, limit: 1, window: 1.5d}`: `rules[0].policies[0].window: "1.5d" is not a duration (e.g. 1s, 1m30s, 1d)`,
 	} {
 		_, err := Parse("r.yaml", []byte("version: \"1\"\nrules:\n  - name: api\n    key: ip\n    policies:\n      - "+doc+"\n"))
 		if err == nil || !strings.Contains(err.Error(), want) {

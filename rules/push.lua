@@ -24,9 +24,27 @@ local function bytes(p, q)
   return #p < #q and -1 or 1
 end
 
+-- segment orders two segments of versions run by run: a run of digits, or of other bytes;
+-- two runs of digits by their numbers (compared as text, so no size is too big), other runs
+-- byte by byte; of two segments equal as far as the shorter goes, the shorter is older.
+local function segment(p, q)
+  while #p > 0 and #q > 0 do
+    local rp = string.match(p, '^%d+') or string.match(p, '^%D+')
+    local rq = string.match(q, '^%d+') or string.match(q, '^%D+')
+    p, q = string.sub(p, #rp + 1), string.sub(q, #rq + 1)
+    if string.match(rp, '^%d') and string.match(rq, '^%d') then
+      rp, rq = string.gsub(rp, '^0+', ''), string.gsub(rq, '^0+', '')
+      if #rp ~= #rq then return #rp < #rq and -1 or 1 end
+    end
+    local c = bytes(rp, rq)
+    if c ~= 0 then return c end
+  end
+  if #p == #q then return 0 end
+  return #p < #q and -1 or 1
+end
+
 -- compare orders two versions as rules.CompareVersions does: dot-separated segments, left to
--- right; two segments of digits by their numbers (compared as text, so no size is too big),
--- other segments byte by byte; a version that runs out of segments first is older.
+-- right, each ordered by segment; a version that runs out of segments first is older.
 local function compare(a, b)
   local x, y = {}, {}
   for part in string.gmatch(a, '[^.]+') do x[#x + 1] = part end
@@ -35,11 +53,7 @@ local function compare(a, b)
     local p, q = x[i], y[i]
     if p == nil then return -1 end
     if q == nil then return 1 end
-    if string.match(p, '^%d+$') and string.match(q, '^%d+$') then
-      p, q = string.gsub(p, '^0+', ''), string.gsub(q, '^0+', '')
-      if #p ~= #q then return #p < #q and -1 or 1 end
-    end
-    local c = bytes(p, q)
+    local c = segment(p, q)
     if c ~= 0 then return c end
   end
   return 0

@@ -62,13 +62,15 @@ type Stored struct {
 
 // Push validates a rules document as [Parse] does (name and opts are Parse's) and stores it
 // in Redis at key, usually [DefaultRedisKey], for every instance to load; it returns the
-// parsed Set. It refuses what would silently disable or roll back limiting: a document
-// without rules ([ErrEmptyRules]) and a version that is not newer than the one stored
-// ([ErrNotNewer], see [CompareVersions]); [PushWith] overrides either. The hash at key is
-// replaced whole and the version published on the channel key, in one atomic script call
-// (EVALSHA, EVAL when the server lacks the script) that also makes the checks: a reader sees
-// the previous document or this one, never a mixture, and of two pushes over one version only
-// one wins.
+// parsed Set. The document must say its version in its version: field ([ErrNoVersion]
+// otherwise, forced or not): push orders versions ([CompareVersions]), and the hash of the
+// rules that stands for the version of a document without one has no order. It refuses what
+// would silently roll back limiting, a version that is not newer than the one stored
+// ([ErrNotNewer]; [PushWith] with Force overrides); a document without rules is refused by
+// Parse ([ErrEmptyRules]) unless it says allow_empty: true. The hash at key is replaced whole
+// and the version published on the channel key, in one atomic script call (EVALSHA, EVAL when
+// the server lacks the script) that also makes the checks: a reader sees the previous
+// document or this one, never a mixture, and of two pushes over one version only one wins.
 //
 // A document that does not parse writes nothing: the error is Parse's [Errors], and the rules
 // in Redis stay as they were. Neither does a refused push.
@@ -85,19 +87,24 @@ type PushOptions struct {
 	// Force pushes whatever is stored, older or newer: a deliberate rollback. The push is
 	// recorded as forced, and every instance that applies it says so in its log. It never
 	// pushes the version already stored: instances running that version would not read
-	// another document under it; give a changed document a new version.
+	// another document under it; give a changed document a new version. Nor does it push a
+	// document without a version ([ErrNoVersion]), or without rules that does not say
+	// allow_empty: true ([ErrEmptyRules]).
 	Force bool
-	// AllowEmpty pushes a document without rules, which stops limiting the requests of every
-	// instance.
-	AllowEmpty bool
 }
 
 // Errors of a push refused; test for them with errors.Is.
 var (
-	// ErrEmptyRules is the error of a push of a document without rules.
+	// ErrEmptyRules is the kind of the error of [Parse] — so of Open, Push, and a watcher's
+	// refusal — for a document without rules that does not say allow_empty: true: every
+	// instance would stop limiting.
 	ErrEmptyRules = errors.New("rules: the document has no rules: every instance would stop limiting")
 	// ErrNotNewer is the error of a push of a version that is not newer than the stored one.
 	ErrNotNewer = errors.New("rules: the version is not newer than the stored one")
+	// ErrNoVersion is the error of a push of a document without a version: field, and of
+	// [Fetch] of such a document stored by other means: its version would be a hash of its
+	// rules ([Set.Versioned]), which has no order, so no push could say whether it is newer.
+	ErrNoVersion = errors.New("rules: the document has no version")
 	// ErrVersionChanged is the error of a push whose IfVersion is not the stored version.
 	ErrVersionChanged = errors.New("rules: the stored version is not the one the push started from")
 )
@@ -124,8 +131,8 @@ func PushStored(ctx context.Context, client redis.UniversalClient, key, name str
 	if err != nil {
 		return nil, err
 	}
-	if len(set.Rules()) == 0 && !o.AllowEmpty {
-		return nil, fmt.Errorf("%w (version %s to Redis key %q); push it with AllowEmpty (ratelimit push -allow-empty) if you mean it", ErrEmptyRules, set.Version(), key)
+	if !set.Versioned() {
+		return nil, noVersion(set)
 	}
 	flag := func(b bool) string {
 		if b {
@@ -164,11 +171,20 @@ func PushStored(ctx context.Context, client redis.UniversalClient, key, name str
 		Forced: o.Force, Previous: reply[2]}, nil
 }
 
+// noVersion is the error of a document without a version: field.
+func noVersion(set *Set) error {
+	return fmt.Errorf("%w: field; a push is ordered by versions, and the hash of its rules (%s) that stands for one has no order: "+
+		"write one at the top of the document, such as version: \"2026-12-01.1\" or version: \"8\", newer than the stored one", ErrNoVersion, set.Version())
+}
+
 // CompareVersions orders two versions of rules documents: -1 when a is older than b, 0 when
 // they are the same, 1 when a is newer. A version is compared segment by segment, the
-// segments being separated by dots, from the left: two segments of digits by their numbers
-// ("10" after "9", whatever their length), other segments byte by byte ("2026-11-23" before
-// "2026-11-24"); a version that has run out of segments is the older ("2" before "2.1").
+// segments being separated by dots, from the left; a segment is read as runs of digits and
+// runs of other bytes, run by run: two runs of digits by their numbers ("10" after "9",
+// "v10" after "v9", "2026-11-10" after "2026-11-9", whatever their length), other runs byte
+// by byte ("rc" before "v", "B" before "a"). Of two segments or versions equal as far as the
+// shorter goes, the shorter is the older ("2" before "2.1", "1" before "1a"). Push and the
+// script in Redis order versions so.
 func CompareVersions(a, b string) int {
 	x, y := strings.FieldsFunc(a, isDot), strings.FieldsFunc(b, isDot)
 	for i := 0; i < max(len(x), len(y)); i++ {
@@ -178,18 +194,40 @@ func CompareVersions(a, b string) int {
 		if i >= len(y) {
 			return 1
 		}
-		p, q := x[i], y[i]
-		if digits(p) && digits(q) {
-			p, q = strings.TrimLeft(p, "0"), strings.TrimLeft(q, "0")
-			if len(p) != len(q) {
-				return cmp.Compare(len(p), len(q))
-			}
-		}
-		if c := strings.Compare(p, q); c != 0 {
+		if c := compareSegments(x[i], y[i]); c != 0 {
 			return c
 		}
 	}
 	return 0
+}
+
+// compareSegments orders two segments of versions run by run (see CompareVersions).
+func compareSegments(p, q string) int {
+	for p != "" && q != "" {
+		rp, rq := leadingRun(p), leadingRun(q)
+		p, q = p[len(rp):], q[len(rq):]
+		if digits(rp) && digits(rq) {
+			rp, rq = strings.TrimLeft(rp, "0"), strings.TrimLeft(rq, "0")
+			if len(rp) != len(rq) {
+				return cmp.Compare(len(rp), len(rq))
+			}
+		}
+		if c := strings.Compare(rp, rq); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(p), len(q)) // what is left of one: it is the newer
+}
+
+// leadingRun returns the digits s starts with, or else the other bytes it starts with.
+func leadingRun(s string) string {
+	isDigit := s[0] >= '0' && s[0] <= '9'
+	for i := 1; i < len(s); i++ {
+		if (s[i] >= '0' && s[i] <= '9') != isDigit {
+			return s[:i]
+		}
+	}
+	return s
 }
 
 func isDot(r rune) bool { return r == '.' }
@@ -262,6 +300,9 @@ func decodeStored(key string, h map[string]string, opts []ParseOption) (*Stored,
 		Forced: h[fieldForced] == "1", Previous: h[fieldPrevious]}
 	if s.Set, err = Parse(s.Name, s.Document, opts...); err != nil {
 		return nil, fmt.Errorf("rules: the document at Redis key %q does not parse: %w", key, err)
+	}
+	if !s.Set.Versioned() {
+		return nil, fmt.Errorf("rules: the document at Redis key %q: %w; push it again with a version", key, noVersion(s.Set))
 	}
 	if v := s.Set.Version(); v != s.Version {
 		return nil, malformed("its version is %q, but its document's is %q", clip(s.Version), v)

@@ -14,7 +14,7 @@ import (
 
 // The fields of each mapping of the schema; any other field is an error.
 var (
-	documentFields = []string{"version", "rules"}
+	documentFields = []string{"version", "allow_empty", "rules"}
 	ruleFields     = []string{"name", "match", "key", "tier", "cost", "fail", "policies"}
 	matchFields    = []string{"pattern"}
 	policyFields   = []string{"name", "algorithm", "rate", "limit", "window", "burst", "shadow"}
@@ -34,14 +34,19 @@ func (c *checker) document(n *yaml.Node) *Set {
 	}
 	s := &Set{}
 	if v := f["version"]; present(v) {
-		s.version, _ = c.label(v, "version")
+		s.version, s.versioned = c.label(v, "version")
+	}
+	allowEmpty := false
+	if v := f["allow_empty"]; present(v) {
+		allowEmpty, _ = c.boolean(v, "allow_empty")
 	}
 	list := f["rules"]
 	if !present(list) {
 		c.missing(n, list, "rules")
 		return nil
 	}
-	items, _ := c.items(list, "rules", MaxRules)
+	items, ok := c.items(list, "rules", MaxRules)
+	c.empty(list, f["allow_empty"], ok, len(items), allowEmpty)
 	s.rules = make([]Rule, 0, len(items))
 	where := make([]written, 0, len(items))
 	for i, item := range items {
@@ -59,6 +64,23 @@ func (c *checker) document(n *yaml.Node) *Set {
 		s.version = s.digest
 	}
 	return s
+}
+
+// empty checks that a document holds rules, or says with allow_empty: true that it means to
+// hold none (which stops limiting every request), and that allow_empty: true is not left
+// beside rules, where it would let a later accident through. list is the rules' value, flag
+// allow_empty's; listed is whether list is a list of n items.
+func (c *checker) empty(list, flag *yaml.Node, listed bool, n int, allowEmpty bool) {
+	switch {
+	case listed && n == 0 && !allowEmpty:
+		c.addErr(list, "rules", ErrEmptyRules, "no rules: every request would go unlimited; write allow_empty: true at the top of the document if that is meant")
+	case listed && n > 0 && allowEmpty:
+		rules := "rules"
+		if n == 1 {
+			rules = "rule"
+		}
+		c.add(flag, "allow_empty", "true, but the document has %d %s; remove allow_empty, which is for a document without rules", n, rules)
+	}
 }
 
 // rule reads one rule. What it cannot read it reports and leaves zero.
@@ -392,16 +414,21 @@ func octal(s string) bool {
 	return len(s) > 1 && s[0] == '0' && strings.Trim(s, "0123456789_") == ""
 }
 
-// duration reads a Go duration, such as 1s or 1m30s.
+// duration reads a duration as ratelimit.ParseDuration does: a Go duration such as 1s or
+// 1m30s, which may start with whole days (1d, 7d12h).
 func (c *checker) duration(n *yaml.Node, path string) (time.Duration, bool) {
 	n = deref(n)
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-		c.add(n, path, "want a duration such as 1s, 1m or 1h30m, got %s", describe(n))
+		c.add(n, path, "want a duration such as 1s, 1m30s or 1d, got %s", describe(n))
 		return 0, false
 	}
-	d, err := time.ParseDuration(n.Value)
-	if err != nil {
-		c.add(n, path, "%q is not a duration (e.g. 1s, 1m, 1h30m)", clip(n.Value))
+	d, err := ratelimit.ParseDuration(n.Value)
+	switch {
+	case err != nil && strings.Contains(err.Error(), "out of range"):
+		c.add(n, path, "%q is out of range; a window is at most 366 days", clip(n.Value))
+		return 0, false
+	case err != nil:
+		c.add(n, path, "%q is not a duration (e.g. 1s, 1m30s, 1d)", clip(n.Value))
 		return 0, false
 	}
 	return d, true

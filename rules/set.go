@@ -13,9 +13,10 @@ import (
 // Set is a parsed and validated rules document. It does not change after [Parse], and is safe
 // for concurrent use.
 type Set struct {
-	version string
-	digest  string // a hash of what the rules say: two Sets of the same digest limit alike
-	rules   []Rule
+	version   string
+	versioned bool   // the document gave its version
+	digest    string // a hash of what the rules say: two Sets of the same digest limit alike
+	rules     []Rule
 
 	mux      *http.ServeMux    // every distinct pattern, registered to find the one a request matches
 	patterns map[string]*scope // the rules of each pattern
@@ -67,6 +68,12 @@ func (r *Rule) clone() Rule {
 // hash of the rules it holds (so comments, layout and the choice of YAML or JSON do not change
 // it, and any change to a rule does).
 func (s *Set) Version() string { return s.version }
+
+// Versioned reports whether the document gave its version in a version: field. When it did
+// not, Version is a hash of its rules: it tells two documents apart, but not which is newer,
+// so [Push] refuses such a document ([ErrNoVersion]); a file read by [Open] and
+// [Engine.WatchFile] needs none.
+func (s *Set) Versioned() bool { return s.versioned }
 
 // Rules returns a copy of the rules, in the order of the document.
 func (s *Set) Rules() []Rule {

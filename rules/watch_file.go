@@ -63,7 +63,10 @@ func readFile(path string) ([]byte, error) {
 // the file every poll interval as well ([WithPollInterval]), in case a notification is lost or
 // the system gives none. A change is applied when the file has settled for 100 ms. A file that
 // cannot be read or does not parse is logged and reported with its errors, each with its
-// line, and the last good rules stay in use; it is reported once, not at every poll.
+// line, and the last good rules stay in use; it is reported once, not at every poll. A file
+// whose rules are an empty list is such a file unless it says allow_empty: true; one that
+// says so is applied, and logged at warning level: no request is limited. A file needs no
+// version (see [Set.Versioned]): a change of its rules is a change of its hash.
 func (e *Engine) WatchFile(ctx context.Context, path string) error {
 	w := &fileWatch{e: e, path: path}
 	poll := e.opts.poll

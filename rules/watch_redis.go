@@ -32,7 +32,10 @@ const (
 // in case an announcement is lost. Rules in use that did not come from the stored document —
 // the default or last known good rules [OpenRedis] started on — are replaced by it even when
 // they bear its version. A document that does not parse here (say, one keyed by "user"
-// without [WithUserKey]) is logged and reported once, and the last good rules stay.
+// without [WithUserKey], or one without rules that does not say allow_empty: true), or was
+// stored without a version by other means than Push ([ErrNoVersion]), is logged and reported
+// once, and the last good rules stay. A document without rules that says allow_empty: true
+// is applied, logged at warning level, and recorded in the fleet ([Instance].Empty).
 func (e *Engine) WatchRedis(ctx context.Context, client redis.UniversalClient, key string) error {
 	if err := checkRedisArgs("WatchRedis", client, key); err != nil {
 		return err
@@ -134,7 +137,8 @@ func (w *redisWatch) beat(ctx context.Context) {
 func (w *redisWatch) report(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, redisCallTimeout)
 	defer cancel()
-	in := Instance{Name: w.name, Running: w.e.Version()}
+	set := w.e.Set()
+	in := Instance{Name: w.name, Running: set.Version(), Empty: len(set.rules) == 0}
 	if w.rejected != "" {
 		in.Refused, in.Reason = w.rejected, clipReason(w.reason)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func TestPushRefusesAndDryRun(t *testing.T) {
 	push := func(args ...string) result {
 		return cli(t, append([]string{"push", "-wait", "0", "-redis", addr, "-key", key}, args...)...)
 	}
-	push(files[0]).want(t, 1, "", "-allow-empty")
+	push(files[0]).want(t, 1, "", "write allow_empty: true at the top of the document if that is meant")
 	push(files[1]).want(t, 0, "version 8", "")
 	push(files[2]).want(t, 1, "", `holds version "8", the document is version "7"`)
 	push("-expect", "6", files[3]).want(t, 1, "", `holds version "8", not "6"`)
@@ -42,7 +43,7 @@ func TestPushRefusesAndDryRun(t *testing.T) {
 	r := push("-dry-run", files[3])
 	r.want(t, 0, "dry run: version 9 over version 8", "")
 	r.want(t, 0, "~ all: key: ip → ip+method; policies[m].limit: 5 → 10", "")
-	push("-dry-run", files[2]).want(t, 0, "refused without -force: version 7 is not newer than 8", "")
+	push("-dry-run", files[2]).want(t, 1, "refused without -force: version 7 is not newer than 8", "the push would be refused")
 	if v, _ := rules.StoredVersion(t.Context(), client, key); v != "8" {
 		t.Fatalf("after dry runs, version %q is stored; want 8", v)
 	}
@@ -51,6 +52,32 @@ func TestPushRefusesAndDryRun(t *testing.T) {
 	}
 	wait("-force", files[2]).want(t, 3, "no instance is watching", "")
 	wait("-expect", "7", files[3]).want(t, 3, "pushed v9.yaml", "")
+}
+
+// watchingInstance starts an instance named name on the rules at key, watching them with
+// WatchRedis until the test ends, recording its state every 100 ms; it returns once the
+// instance is in the fleet.
+func watchingInstance(t *testing.T, client redis.UniversalClient, key, name string, opts ...rules.StartOption) {
+	t.Helper()
+	opts = append([]rules.StartOption{rules.WithInstanceName(name), rules.WithHeartbeat(100 * time.Millisecond),
+		rules.WithLogger(slog.New(slog.DiscardHandler))}, opts...)
+	e, err := rules.OpenRedis(t.Context(), ratelimit.NewMemoryStore(), client, key, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.WatchRedis(ctx, client, key) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		f, _ := rules.Fleet(t.Context(), client, key)
+		if slices.ContainsFunc(f, func(in rules.Instance) bool { return in.Name == name }) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("instance %s never reported", name)
+		}
+	}
 }
 
 // push waits for the fleet and reports what each instance did: a version one instance refuses
@@ -62,21 +89,8 @@ func TestPushWaitsForTheFleet(t *testing.T) {
 	if _, err := rules.Push(t.Context(), client, key, "limits.yaml", []byte(doc("1", "ip"))); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"api-1", "api-2"} {
-		opts := []rules.StartOption{rules.WithInstanceName(name), rules.WithHeartbeat(100 * time.Millisecond),
-			rules.WithLogger(slog.New(slog.DiscardHandler))}
-		if name == "api-1" {
-			opts = append(opts, rules.WithUserKey(appUserKey{}))
-		}
-		e, err := rules.OpenRedis(t.Context(), ratelimit.NewMemoryStore(), client, key, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); e.WatchRedis(ctx, client, key) }()
-		t.Cleanup(func() { cancel(); <-done })
-	}
+	watchingInstance(t, client, key, "api-1", rules.WithUserKey(appUserKey{}))
+	watchingInstance(t, client, key, "api-2")
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if f, _ := rules.Fleet(t.Context(), client, key); len(f) == 2 {
 			break

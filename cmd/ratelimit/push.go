@@ -24,18 +24,21 @@ const (
 // pushCmd validates a rules file and stores it in Redis with rules.PushWith, then waits for
 // the fleet to apply it.
 func pushCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("push", redisSynopsis+" [-dry-run] [-force] [-allow-empty] [-expect VERSION] [-wait 10s] FILE", `Validates the rules file as "ratelimit validate" does and, when it is valid, stores it in
+	fs := newFlags("push", redisSynopsis+" [-dry-run] [-force] [-expect VERSION] [-wait 10s] FILE", `Validates the rules file as "ratelimit validate" does and, when it is valid, stores it in
 Redis with rules.Push: the hash at -key is replaced whole and the new version published on
 the channel of the same name, in one atomic step, for every instance to load. An invalid
 file writes nothing. The file is stored under its base name, which picks its format and
 names it in errors.
 
-It refuses, and writes nothing, when the version is not newer than the stored one (a
-silent rollback; -force pushes it all the same, and every instance logs that it applied a
-forced push), when the stored version is not -expect (someone pushed since you started),
-and when the file has no rules (which stops limiting everywhere; -allow-empty).
--dry-run prints what would change, rule by rule, against the stored version, and writes
-nothing.
+The file must say its version (version: "2026-12-01.1", or 7, at the top): versions are
+ordered (segments between dots; in each, numbers by their value, so v10 follows v9), and a
+file without one, whose version is a hash of its rules, is refused, -force or not. It
+refuses, and writes nothing, when the version is not newer than the stored one (a silent
+rollback; -force pushes it all the same, and every instance logs that it applied a forced
+push), and when the stored version is not -expect (someone pushed since you started); a file
+without rules, which stops limiting everywhere, is invalid unless it says allow_empty: true.
+-dry-run prints what would change, rule by rule, against the stored version, and the
+refusals the push would meet; it writes nothing, and exits 1 when the push would be refused.
 
 Then it waits, at most -wait, until every instance watching the key (rules.Engine.WatchRedis)
 has applied the version or refused it, and reports, e.g. "applied on 47 of 50 instances;
@@ -45,21 +48,23 @@ or no instance watches the key.
 `, stdout, stderr)
 	rf := addRedisFlags(fs.FlagSet)
 	var (
-		dryRun, force, allowEmpty bool
-		expect                    optionalString
-		wait                      time.Duration
+		dryRun, force bool
+		expect        optionalString
+		wait          time.Duration
 	)
 	fs.BoolVar(&dryRun, "dry-run", false, "print what would change against the stored version, rule by rule, and push nothing")
 	fs.BoolVar(&force, "force", false, "push even a version that is not newer than the stored one (a rollback), or not the -expect one")
-	fs.BoolVar(&allowEmpty, "allow-empty", false, "push a file without rules, which stops limiting on every instance")
 	fs.Var(&expect, "expect", "push only if the stored `version` is this one (\"\" for none stored): the version you started from")
-	fs.DurationVar(&wait, "wait", 10*time.Second, "how long to wait for the instances to apply or refuse the version; 0 does not wait")
+	durationVar(fs.FlagSet, &wait, "wait", 10*time.Second, "how long to wait for the instances to apply or refuse the version, a `duration` such as 30s or 2m; 0 does not wait")
 	files, code, ok := fs.parse(args, "FILE", 1, 1)
 	if !ok {
 		return code
 	}
 	if err := rf.check(); err != nil {
 		return fs.usageError("%v", err)
+	}
+	if wait < 0 {
+		return fs.usageError("-wait must be 0 or more")
 	}
 	data, _, err := readRules(files[0])
 	if err != nil {
@@ -70,20 +75,20 @@ or no instance watches the key.
 	defer client.Close()
 	name := filepath.Base(files[0])
 	if dryRun {
-		return dryRunPush(ctx, fs, rf, client, name, data, expect, stdout)
+		return dryRunPush(ctx, fs, rf, client, name, data, expect, force, stdout)
 	}
-	o := rules.PushOptions{Force: force, AllowEmpty: allowEmpty}
+	o := rules.PushOptions{Force: force}
 	if expect.set {
 		o.IfVersion = &expect.value
 	}
 	stored, err := rules.PushStored(ctx, client, rf.key, name, data, o, parseOptions...)
 	switch {
-	case errors.Is(err, rules.ErrNotNewer), errors.Is(err, rules.ErrVersionChanged), errors.Is(err, rules.ErrEmptyRules):
+	case errors.Is(err, rules.ErrNotNewer), errors.Is(err, rules.ErrVersionChanged), errors.Is(err, rules.ErrNoVersion):
 		return fs.fail(err) // refused: the message says why, and which flag overrides
 	case err != nil:
 		return fs.fail(rf.failed(err))
 	}
-	fmt.Fprintf(stdout, "pushed %s to %s: version %s, %s\n", name, rf.key, stored.Version, plural(len(stored.Set.Rules()), "rule"))
+	fmt.Fprintf(stdout, "pushed %s to %s: version %s, %s\n", name, rf.key, stored.Version, ruleCount(stored.Set, "every instance that applies it limits nothing"))
 	if wait <= 0 {
 		return 0
 	}
@@ -91,35 +96,42 @@ or no instance watches the key.
 }
 
 // dryRunPush prints what pushing data would change against the stored version, and the
-// refusals the push would meet (expect is -expect's).
-func dryRunPush(ctx context.Context, fs *flags, rf *redisFlags, client redis.UniversalClient, name string, data []byte, expect optionalString, stdout io.Writer) int {
+// refusals the push would meet (expect is -expect's, force -force's): exit 1 when there is one.
+func dryRunPush(ctx context.Context, fs *flags, rf *redisFlags, client redis.UniversalClient, name string, data []byte, expect optionalString, force bool, stdout io.Writer) int {
 	set, err := rules.Parse(name, data, parseOptions...)
 	if err != nil {
 		return fs.fail(err)
 	}
 	var stored *rules.Set
-	from := "nothing stored"
+	from, storedVersion := "nothing stored", ""
 	s, err := rules.Fetch(ctx, client, rf.key, parseOptions...)
 	switch {
 	case err == nil:
-		stored, from = s.Set, "version "+s.Version
+		stored, from, storedVersion = s.Set, "version "+s.Version, s.Version
 	case !errors.Is(err, rules.ErrNoRules):
 		return fs.fail(rf.failed(err))
 	}
 	fmt.Fprintf(stdout, "dry run: version %s over %s at %s\n", set.Version(), from, rf.key)
-	if storedVersion := ""; expect.set {
-		if stored != nil {
-			storedVersion = stored.Version()
-		}
-		if storedVersion != expect.value {
-			fmt.Fprintf(stdout, "refused without -force: the stored version is %q, not the -expect %q\n", storedVersion, expect.value)
-		}
+	refused := false
+	refuse := func(format string, args ...any) {
+		fmt.Fprintf(stdout, format+"\n", args...)
+		refused = true
 	}
-	if stored != nil && rules.CompareVersions(set.Version(), stored.Version()) <= 0 {
-		fmt.Fprintf(stdout, "refused without -force: version %s is not newer than %s\n", set.Version(), stored.Version())
+	switch {
+	case !set.Versioned():
+		refuse("refused: the document has no version (its hash is %s): give it a version: field, newer than the stored one", set.Version())
+	case stored != nil && storedVersion == set.Version():
+		refuse("refused: version %s is stored already, and instances running it never read it again: give the document a new version", set.Version())
+	case stored != nil && rules.CompareVersions(set.Version(), storedVersion) < 0 && force:
+		fmt.Fprintf(stdout, "forced: version %s rolls back %s\n", set.Version(), storedVersion)
+	case stored != nil && rules.CompareVersions(set.Version(), storedVersion) <= 0:
+		refuse("refused without -force: version %s is not newer than %s", set.Version(), storedVersion)
+	}
+	if expect.set && storedVersion != expect.value && !force {
+		refuse("refused without -force: the stored version is %q, not the -expect %q", storedVersion, expect.value)
 	}
 	if len(set.Rules()) == 0 {
-		fmt.Fprintln(stdout, "refused without -allow-empty: the file has no rules")
+		fmt.Fprintln(stdout, "no rules (allow_empty: true): every instance that applies it limits nothing")
 	}
 	changes := rules.Diff(stored, set)
 	for _, c := range changes {
@@ -127,6 +139,10 @@ func dryRunPush(ctx context.Context, fs *flags, rf *redisFlags, client redis.Uni
 	}
 	if len(changes) == 0 {
 		fmt.Fprintln(stdout, "no rule changes")
+	}
+	if refused {
+		fmt.Fprintf(fs.stderr, "%s: -dry-run: the push would be refused; nothing was written\n", fs.Name())
+		return exitRefused
 	}
 	return 0
 }

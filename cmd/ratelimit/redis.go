@@ -90,7 +90,7 @@ func addRedisFlags(fs *flag.FlagSet) *redisFlags {
 	fs.StringVar(&r.tlsCA, "tls-ca", "", "verify the server's certificate with the CA certificates of this PEM `file`, not the system's")
 	fs.BoolVar(&r.tlsInsecure, "tls-insecure", false, "do not verify the server's certificate (a URL's skip_verify=true)")
 	fs.StringVar(&r.key, "key", rules.DefaultRedisKey, "the Redis `key` of the rules, and the channel announcing them")
-	fs.DurationVar(&r.timeout, "timeout", 10*time.Second, "how long the command waits for Redis in all: every dial, read and write within it; nothing is retried")
+	durationVar(fs, &r.timeout, "timeout", 10*time.Second, "how long the command waits for Redis in all, a `duration`: every dial, read and write within it; nothing is retried")
 	return r
 }
 

@@ -53,7 +53,7 @@ func TestDryRunForeseesExpect(t *testing.T) {
 	push := func(args ...string) result {
 		return cli(t, append([]string{"push", "-wait", "0", "-redis", addr, "-key", key}, args...)...)
 	}
-	push("-dry-run", "-expect", "6", files[1]).want(t, 0, `refused without -force: the stored version is "8", not the -expect "6"`, "")
+	push("-dry-run", "-expect", "6", files[1]).want(t, 1, `refused without -force: the stored version is "8", not the -expect "6"`, "the push would be refused")
 	push("-dry-run", "-expect", "8", files[1]).want(t, 0, "dry run: version 9 over version 8", "")
 	push("-expect", "6", files[1]).want(t, 1, "", "not the one the push started from")
 }

@@ -74,7 +74,7 @@ func TestValidate(t *testing.T) {
 
 	r := cli(t, "validate", bad, filepath.Join(t.TempDir(), "missing.yaml"), good)
 	r.want(t, 1, good+": ok, version v1, 2 rules", bad+`:4: rules[0].key[1]: unknown key "session"; want ip, route, method, user, api_key or header:<Name>
-`+bad+`:6: rules[0].policies[0].window: "1x" is not a duration (e.g. 1s, 1m, 1h30m)
+`+bad+`:6: rules[0].policies[0].window: "1x" is not a duration (e.g. 1s, 1m30s, 1d)
 `)
 	r.want(t, 1, "", "missing.yaml: no such file or directory")
 	if strings.Contains(r.stdout, bad) {
@@ -199,4 +199,13 @@ func TestRedisDown(t *testing.T) {
 			t.Errorf("ratelimit %q: stderr of %d lines; want one, naming the command:\n%s", args, n, r.stderr)
 		}
 	}
+}
+
+// TestValidateDays: a window of days validates as a rate of days does ("window: 1d" was refused
+// while "rate: 1000/day" was accepted), and one beyond 366 days names that bound.
+func TestValidateDays(t *testing.T) {
+	files := write(t, "days.yaml", "version: \"9\"\nrules:\n  - name: all\n    key: ip\n    policies:\n      - {name: d, limit: 5, window: 1d}\n      - {name: w, limit: 50, window: 7d12h}\n",
+		"long.yaml", "version: \"9\"\nrules:\n  - name: all\n    key: ip\n    policies:\n      - {name: d, limit: 5, window: 367d}\n")
+	cli(t, "validate", files[0]).want(t, 0, files[0]+": ok, version 9, 1 rule\n", "")
+	cli(t, "validate", files[1]).want(t, 1, "", files[1]+`:6: rules[0].policies[0].window: ratelimit: invalid policy "d": Window is 367d; it must be at most 366 days`)
 }

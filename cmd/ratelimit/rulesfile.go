@@ -38,7 +38,9 @@ func validateCmd(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("validate", "FILE...", `Parses each rules file (YAML, or JSON for a name ending in .json) as rules.Parse does
 and prints "FILE: ok, version V, N rules", or every problem of the file on stderr as
 "file:line: field: message". A rule keyed by "user" is accepted: the application gives its
-user key to rules.WithUserKey, and the command a placeholder.
+user key to rules.WithUserKey, and the command a placeholder. A file without a version: is
+valid (its version is a hash of its rules), and said so: ratelimit push refuses it. A file
+without rules is invalid unless it says allow_empty: true.
 `, stdout, stderr)
 	files, code, ok := fs.parse(args, "FILE", 1, -1)
 	if !ok {
@@ -51,9 +53,22 @@ user key to rules.WithUserKey, and the command a placeholder.
 			code = fs.fail(err)
 			continue
 		}
-		fmt.Fprintf(stdout, "%s: ok, version %s, %s\n", file, set.Version(), plural(len(set.Rules()), "rule"))
+		version := "version " + set.Version()
+		if !set.Versioned() {
+			version = "no version (hash " + set.Version() + "; ratelimit push needs a version: field)"
+		}
+		fmt.Fprintf(stdout, "%s: ok, %s, %s\n", file, version, ruleCount(set, "it limits nothing"))
 	}
 	return code
+}
+
+// ruleCount says how many rules set has, and when it has none what that means (nothing: say
+// to whom), which a document can only say with allow_empty: true.
+func ruleCount(set *rules.Set, nothing string) string {
+	if n := len(set.Rules()); n > 0 {
+		return plural(n, "rule")
+	}
+	return "no rules (allow_empty: true): " + nothing
 }
 
 // noRules rewords rules.ErrNoRules for the operator.

@@ -56,7 +56,11 @@ rules are stored there.
 		if refused == "" {
 			refused = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s ago\t%s\n", in.Name, in.Running, refused, in.Age.Round(time.Second), in.Reason)
+		running := in.Running
+		if in.Empty {
+			running += " (no rules: limits nothing)" // a document of allow_empty: true
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s ago\t%s\n", in.Name, running, refused, in.Age.Round(time.Second), in.Reason)
 	}
 	tw.Flush()
 	if stored == "" {
