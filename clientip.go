@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/textproto"
+	"slices"
 	"strings"
 
 	"github.com/a7d3e0dd/ratelimit/internal/forwarded"
@@ -88,13 +89,25 @@ func (res *ipResolver) reportTo(g *Guard) {
 // the proxy's quota. The guard counts each such request with the [Observer] (KeyFellBack,
 // reason "no_proxy_header") and logs a warning once, and once more, naming the header, for a
 // proxy that sent another forwarding header instead.
+//
+// Given twice for the same header (a load balancer's addresses, then an ingress's), the guard
+// trusts the proxies of both. Given for two headers, it is refused: the guard reads one header,
+// and which one would decide, unseen, whose clients share a quota.
 func TrustProxies(header string, proxies ...string) Option {
 	return func(gc *guardConfig) {
 		if !validHeaderName(header) {
 			gc.errorf("TrustProxies: %q is not a valid header name; the first argument names the header the proxies write", header)
 			return
 		}
-		ip := ipConfig{header: textproto.CanonicalMIMEHeaderKey(header), headerSet: true, v6bits: gc.ip.v6bits}
+		header = textproto.CanonicalMIMEHeaderKey(header)
+		if gc.ip.headerSet && gc.ip.header != header {
+			gc.errorf("TrustProxies given for %s and for %s: a guard reads the client's address from one header; "+
+				"give every proxy in front of it under the header they all write", gc.ip.header, header)
+			return
+		}
+		ip := gc.ip // given before for the same header: its proxies are trusted too
+		ip.header, ip.headerSet = header, true
+		ip.trusted = slices.Clip(ip.trusted)
 		for _, s := range proxies {
 			if s == "unix" {
 				ip.unix = true
@@ -105,7 +118,9 @@ func TrustProxies(header string, proxies ...string) Option {
 				gc.errorf("TrustProxies: %q is neither a CIDR prefix nor an IP address", s)
 				return
 			}
-			ip.trusted = append(ip.trusted, p)
+			if !slices.Contains(ip.trusted, p) {
+				ip.trusted = append(ip.trusted, p)
+			}
 		}
 		gc.ip = ip
 	}
@@ -139,6 +154,9 @@ func parsePrefix(s string) (netip.Prefix, error) {
 // quotas; 128 keys by the full address.
 func IPv6Prefix(bits int) Option {
 	return func(gc *guardConfig) {
+		if !gc.once("IPv6Prefix", "") {
+			return
+		}
 		if bits < 1 || bits > 128 {
 			gc.errorf("IPv6Prefix(%d): bits must be between 1 and 128", bits)
 			return

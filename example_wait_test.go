@@ -9,21 +9,23 @@ import (
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
 )
 
 // A worker calls a third-party API limited to 20 requests a second across the fleet: Wait
 // blocks until it is the worker's turn in the shared quota (with a Redis store, every
-// instance's workers share it), so the API never sees more than its limit.
+// instance's workers share it), so the API never sees more than its limit. The sliding log
+// counts as the partner does: at most 20 in any second, wherever it starts.
 func ExampleLimiter_Wait() {
 	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(), // NewRedisStore(rdb) in production
-		ratelimit.Policy{Name: "partner-api", Limit: 20, Window: time.Second})
+		ratelimit.Policy{Name: "partner-api", Limit: 20, Window: time.Second, Algorithm: algorithms.SlidingLog{}})
 	if err != nil {
 		panic(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	sent := 0
-	for range 25 { // 20 at once, then one every 50 ms
+	for range 25 { // 20 at once, the next 5 a second later: never 21 in one second
 		if _, err := limiter.Wait(ctx, "partner-api"); err != nil {
 			fmt.Println("gave up:", err)
 			return

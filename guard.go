@@ -62,7 +62,7 @@ func NewGuard(l *Limiter, opts ...Option) (*Guard, error) {
 		guardConfig: *c, limiter: l, observer: observerOf(l.store), clock: clockOf(l.store), local: isLocal(l.store),
 		clientIP: c.ip.resolver(), log: loggerOf(l.store), shapes: c.mayShape(l), bounds: newTimeouts(c.timeout),
 	}
-	g.errs = nil
+	g.errs = optionErrors{}
 	g.clientIP.reportTo(g)
 	if g.onError == nil {
 		g.onError = (&errorLog{clock: g.clock, failOpen: g.failStatus == 0, log: g.log}).report

@@ -151,6 +151,9 @@ type Router interface {
 // middleware runs.
 func WithRoutes(router Router) Option {
 	return func(gc *guardConfig) {
+		if !gc.once("WithRoutes", "") {
+			return
+		}
 		if router == nil {
 			gc.errorf("WithRoutes(nil): give it the router the middleware stands in front of, e.g. the *http.ServeMux")
 			return

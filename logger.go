@@ -12,6 +12,9 @@ import "log/slog"
 // logged since.
 func WithLogger(l *slog.Logger) StoreOption {
 	return storeOption(func(sc *storeConfig) {
+		if !sc.once("WithLogger") {
+			return
+		}
 		if l == nil {
 			sc.errorf("WithLogger(nil): give it a logger, e.g. slog.Default()")
 			return

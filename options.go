@@ -9,8 +9,10 @@ import (
 )
 
 // Option configures a guard: [Middleware], [NewGuard], the framework adapters' New, and the
-// guards of the rules module. When an option is given twice, the last one wins. The stores
-// have options of their own ([StoreOption]).
+// guards of the rules module. An option given twice is refused ([NewGuard] returns an error
+// naming it, the others panic), since the second would silently replace the first; but
+// [TrustProxies] given twice for the same header trusts the proxies of both. The stores have
+// options of their own ([StoreOption]).
 type Option func(*guardConfig)
 
 // defaultTimeout bounds every store call of a guard unless WithTimeout says otherwise. A
@@ -138,6 +140,10 @@ func (gc *guardConfig) mayShape(l *Limiter) bool {
 // errorf records an invalid option.
 func (gc *guardConfig) errorf(format string, args ...any) { gc.errs.add(format, args...) }
 
+// once records that the option name was given, and reports whether it was the first time; hint
+// says how to give in one option what two meant (see optionErrors.once).
+func (gc *guardConfig) once(name, hint string) bool { return gc.errs.once(name, hint) }
+
 // WithPolicies replaces the limiter's policies with these, over the limiter's store: the
 // per-route limit.
 //
@@ -148,6 +154,9 @@ func (gc *guardConfig) errorf(format string, args ...any) { gc.errs.add(format, 
 // whatever their limits; name them apart to keep them separate.
 func WithPolicies(policies ...Policy) Option {
 	return func(gc *guardConfig) {
+		if !gc.once("WithPolicies", "give every policy in one WithPolicies") {
+			return
+		}
 		if len(policies) == 0 {
 			gc.errorf("WithPolicies(): give it at least one policy")
 			return
@@ -162,6 +171,9 @@ func WithPolicies(policies ...Policy) Option {
 // refuses it.
 func WithKey(key KeyFunc) Option {
 	return func(gc *guardConfig) {
+		if !gc.once("WithKey", "give one key function (KeyJoin or KeyOr combine several)") {
+			return
+		}
 		if key == nil {
 			gc.errorf("WithKey(nil): give it a key function, e.g. ratelimit.KeyByIP()")
 			return
@@ -174,6 +186,9 @@ func WithKey(key KeyFunc) Option {
 // function finds no key ([ErrNoKey]), instead of limiting the request by its client IP.
 func RejectMissingKey(status int) Option {
 	return func(gc *guardConfig) {
+		if !gc.once("RejectMissingKey", "") {
+			return
+		}
 		if status < 400 || status > 499 {
 			gc.errorf("RejectMissingKey(%d): the status must be a 4xx client error, e.g. 401", status)
 			return
@@ -189,6 +204,9 @@ func RejectMissingKey(status int) Option {
 // without asking the store, whatever the fail mode, and reported.
 func WithCost(cost func(Request) int64) Option {
 	return func(gc *guardConfig) {
+		if !gc.once("WithCost", "") {
+			return
+		}
 		if cost == nil {
 			gc.errorf("WithCost(nil): give it a function")
 			return
@@ -204,6 +222,9 @@ func WithCost(cost func(Request) int64) Option {
 // costs more than a refused one (logins, expensive calls).
 func FailClosed(status int) Option {
 	return func(gc *guardConfig) {
+		if !gc.once("FailClosed", "") {
+			return
+		}
 		if status != http.StatusServiceUnavailable && status != http.StatusTooManyRequests {
 			gc.errorf("FailClosed(%d): the status must be 503 or 429", status)
 			return
@@ -219,6 +240,9 @@ func FailClosed(status int) Option {
 // share timers.
 func WithTimeout(d time.Duration) Option {
 	return func(gc *guardConfig) {
+		if !gc.once("WithTimeout", "") {
+			return
+		}
 		if d <= 0 {
 			gc.errorf("WithTimeout(%v): the timeout must be positive", d)
 			return
@@ -238,6 +262,9 @@ func WithTimeout(d time.Duration) Option {
 // guard, with the number of errors not logged since.
 func WithErrorHandler(f func(r Request, err error)) Option {
 	return func(gc *guardConfig) {
+		if !gc.once("WithErrorHandler", "give one function that does what both did") {
+			return
+		}
 		if f == nil {
 			gc.errorf("WithErrorHandler(nil): give it a function")
 			return
@@ -249,9 +276,13 @@ func WithErrorHandler(f func(r Request, err error)) Option {
 // WithDenyResponse replaces the response to a request the limiter denies. f returns the status
 // (anything but a 4xx or 5xx means 429), the content type and the body; the guard still writes
 // the rate-limit headers and Retry-After. It is not called for the other refusals (store
-// failure, missing key, malformed request).
+// failure, missing key, malformed request). With [WithProblemJSON] too, f answers the denials
+// and the other refusals are problem documents.
 func WithDenyResponse(f func(r Request, d Decision) (status int, contentType string, body []byte)) Option {
 	return func(gc *guardConfig) {
+		if !gc.once("WithDenyResponse", "") {
+			return
+		}
 		if f == nil {
 			gc.errorf("WithDenyResponse(nil): give it a function")
 			return
@@ -265,6 +296,9 @@ func WithDenyResponse(f func(r Request, d Decision) (status int, contentType str
 // regardless.
 func WithHeaders(styles ...HeaderStyle) Option {
 	return func(gc *guardConfig) {
+		if !gc.once("WithHeaders", "give every style in one WithHeaders") {
+			return
+		}
 		var all HeaderStyle
 		for _, s := range styles {
 			if s&^allHeaderStyles != 0 || s == 0 {
@@ -285,9 +319,13 @@ func WithHeaders(styles ...HeaderStyle) Option {
 // (application/problem+json) instead of plain text. A denial uses the problem type
 // https://iana.org/assignments/http-problem-types#quota-exceeded of the IETF rate-limit draft
 // and lists the names of the violated policies in "violated-policies" (the enforced ones: a
-// shadow policy never shows in a response).
+// shadow policy never shows in a response). With [WithDenyResponse] too, its function answers
+// the denials, whatever their content type, and this the other refusals.
 func WithProblemJSON() Option {
 	return func(gc *guardConfig) {
+		if !gc.once("WithProblemJSON", "") {
+			return
+		}
 		gc.problem = true
 	}
 }
@@ -296,6 +334,9 @@ func WithProblemJSON() Option {
 // neither checked nor charged, and get no rate-limit headers.
 func WithSkip(skip func(Request) bool) Option {
 	return func(gc *guardConfig) {
+		if !gc.once("WithSkip", "give one function that skips what both skipped") {
+			return
+		}
 		if skip == nil {
 			gc.errorf("WithSkip(nil): give it a function")
 			return
@@ -316,6 +357,9 @@ func WithSkip(skip func(Request) bool) Option {
 // runs.
 func CountIf(count func(status int) bool) Option {
 	return func(gc *guardConfig) {
+		if !gc.once("CountIf", "give one function that counts what you mean") {
+			return
+		}
 		if count == nil {
 			gc.errorf("CountIf(nil): give it a function")
 			return

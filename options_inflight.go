@@ -12,6 +12,9 @@ import (
 // [Outcome]). It needs an in-flight policy on the guard's limiter.
 func WaitForSlot(max time.Duration) Option {
 	return func(gc *guardConfig) {
+		if !gc.once("WaitForSlot", "") {
+			return
+		}
 		if max <= 0 {
 			gc.errorf("WaitForSlot(%v): the wait must be positive", max)
 			return
@@ -27,6 +30,9 @@ func WaitForSlot(max time.Duration) Option {
 // policy on the guard's limiter.
 func InFlightStatus(status int) Option {
 	return func(gc *guardConfig) {
+		if !gc.once("InFlightStatus", "") {
+			return
+		}
 		if status != http.StatusServiceUnavailable && status != http.StatusTooManyRequests {
 			gc.errorf("InFlightStatus(%d): the status must be 503 or 429", status)
 			return

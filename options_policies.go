@@ -23,6 +23,9 @@ import (
 // tier afresh.
 func WithTiers(tier func(Request) string, tiers map[string][]Policy) Option {
 	return func(gc *guardConfig) {
+		if !gc.once("WithTiers", "give every tier in one map") {
+			return
+		}
 		switch {
 		case tier == nil:
 			gc.errorf("WithTiers(nil, ...): give it a function that names the tier of a request")
@@ -69,6 +72,9 @@ const (
 //	}})
 func WithResolver(r Resolver) Option {
 	return func(gc *guardConfig) {
+		if !gc.once("WithResolver", "") {
+			return
+		}
 		switch {
 		case r.Resolve == nil:
 			gc.errorf("WithResolver: the Resolver has no Resolve function")

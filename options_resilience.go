@@ -43,6 +43,9 @@ type resilience struct {
 // off, so that every check calls Redis and waits out its deadline.
 func WithBreaker(failures int, cooldown time.Duration) RedisOption {
 	return redisOption(func(sc *storeConfig) {
+		if !sc.once("WithBreaker") {
+			return
+		}
 		off := failures == 0 && cooldown == 0
 		if !off && (failures < 1 || cooldown <= 0) {
 			sc.errorf("WithBreaker(%d, %v): it needs at least one failure and a positive cool-down (or 0, 0 for no breaker)", failures, cooldown)
@@ -77,6 +80,9 @@ func WithBreaker(failures int, cooldown time.Duration) RedisOption {
 // ended denials, else an identity's, which only sends its next request to Redis.
 func WithDenialCache(entries int) RedisOption {
 	return redisOption(func(sc *storeConfig) {
+		if !sc.once("WithDenialCache") {
+			return
+		}
 		if entries < 0 {
 			sc.errorf("WithDenialCache(%d): the size is a number of denials, 0 to turn the cache off", entries)
 			return
@@ -98,6 +104,9 @@ func WithDenialCache(entries int) RedisOption {
 // fail mode decides.
 func WithFallback(share float64) RedisOption {
 	return redisOption(func(sc *storeConfig) {
+		if !sc.once("WithFallback") {
+			return
+		}
 		if !(share > 0 && share <= 1) || math.IsNaN(share) {
 			sc.errorf("WithFallback(%v): the share is this instance's part of the limits, in (0, 1]", share)
 			return
@@ -110,6 +119,9 @@ func WithFallback(share float64) RedisOption {
 // limiters and guards to o, e.g. a Prometheus or OpenTelemetry recorder.
 func WithObserver(o Observer) StoreOption {
 	return storeOption(func(sc *storeConfig) {
+		if !sc.once("WithObserver") {
+			return
+		}
 		if o == nil {
 			sc.errorf("WithObserver(nil): give it an observer")
 			return

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 )
 
@@ -25,8 +26,9 @@ type storeConfig struct {
 
 // StoreOption configures either store: [NewMemoryStore] and [NewRedisStore] take it. The
 // options that fit one store only have types of their own ([MemoryOption], [RedisOption]), so
-// that an option given to a store it does not fit does not compile. When an option is given
-// twice, the last one wins.
+// that an option given to a store it does not fit does not compile. An option given twice is
+// refused, as an invalid option is (the store panics, naming it, when it is made): the second
+// would silently replace the first.
 type StoreOption interface {
 	MemoryOption
 	RedisOption
@@ -72,12 +74,19 @@ func (sc *storeConfig) done(constructor string) {
 // errorf records an invalid option.
 func (sc *storeConfig) errorf(format string, args ...any) { sc.errs.add(format, args...) }
 
+// once records that the option name was given, and reports whether it was the first time (see
+// optionErrors.once).
+func (sc *storeConfig) once(name string) bool { return sc.errs.once(name, "") }
+
 // WithPrefix sets the prefix of every key the store writes (default "rl:"), and of the channel
 // on which the Redis store announces refunds and resets ("rl:forget"). The identity that
 // follows it is the key's Redis Cluster hash tag, so the prefix may not hold '{' or '}'. With
 // [WithCompactState] the prefix is in the keys' digests, not at their start.
 func WithPrefix(prefix string) StoreOption {
 	return storeOption(func(sc *storeConfig) {
+		if !sc.once("WithPrefix") {
+			return
+		}
 		if strings.ContainsAny(prefix, "{}") {
 			sc.errorf("WithPrefix(%q): a prefix may not hold '{' or '}', which would change the keys' cluster hash tag", prefix)
 			return
@@ -106,7 +115,11 @@ func WithPrefix(prefix string) StoreOption {
 // the hash's key is compact and the TATs stay in its fields. Switching an application to
 // compact state, or back, starts every identity afresh: its keys are others.
 func WithCompactState() RedisOption {
-	return redisOption(func(sc *storeConfig) { sc.compact = true })
+	return redisOption(func(sc *storeConfig) {
+		if sc.once("WithCompactState") {
+			sc.compact = true
+		}
+	})
 }
 
 // WithHashState makes the Redis store keep all of an identity's state in one hash, a field
@@ -126,7 +139,11 @@ func WithCompactState() RedisOption {
 // afresh under the policies whose state moves to the hash or out of it (their state is under
 // other keys); a sliding log or an in-flight limit keeps its key, and its count.
 func WithHashState() RedisOption {
-	return redisOption(func(sc *storeConfig) { sc.hash = true })
+	return redisOption(func(sc *storeConfig) {
+		if sc.once("WithHashState") {
+			sc.hash = true
+		}
+	})
 }
 
 // WithClock makes a store run on clock: its limits read clock.Now, and a [Guard] of a limiter
@@ -135,6 +152,9 @@ func WithHashState() RedisOption {
 // application server; inject a clock to drive either from tests.
 func WithClock(clock Clock) StoreOption {
 	return storeOption(func(sc *storeConfig) {
+		if !sc.once("WithClock") {
+			return
+		}
 		if clock == nil {
 			sc.errorf("WithClock(nil): give it a clock")
 			return
@@ -151,6 +171,9 @@ const defaultMaxKeys = 1 << 20
 // least 64. (Bound Redis with its maxmemory.)
 func WithMaxKeys(n int) MemoryOption {
 	return memoryOption(func(sc *storeConfig) {
+		if !sc.once("WithMaxKeys") {
+			return
+		}
 		if n < 1 {
 			sc.errorf("WithMaxKeys(%d): the bound must be at least 1", n)
 			return
@@ -159,25 +182,44 @@ func WithMaxKeys(n int) MemoryOption {
 	})
 }
 
-// optionErrors are the errors of the options given to one constructor.
-type optionErrors []error
+// optionErrors are the errors of the options given to one constructor, and the names of the
+// options given (see once).
+type optionErrors struct {
+	list  []error
+	given []string
+}
 
 // add records an invalid option.
 func (e *optionErrors) add(format string, args ...any) {
-	*e = append(*e, fmt.Errorf(format, args...))
+	e.list = append(e.list, fmt.Errorf(format, args...))
+}
+
+// once records that the option name was given, and reports whether it was the first time; the
+// second time it records the error: the second would silently replace the first. hint says
+// how to give in one option what the two meant, or is "".
+func (e *optionErrors) once(name, hint string) bool {
+	if !slices.Contains(e.given, name) {
+		e.given = append(e.given, name)
+		return true
+	}
+	if hint == "" {
+		hint = "give it once"
+	}
+	e.add("%s given twice: the second would silently replace the first; %s", name, hint)
+	return false
 }
 
 // err returns every error of the options, each prefixed with what was being built.
 func (e optionErrors) err(what string) error {
-	switch len(e) {
+	switch len(e.list) {
 	case 0:
 		return nil
 	case 1:
-		return fmt.Errorf("%s: %w", what, e[0])
+		return fmt.Errorf("%s: %w", what, e.list[0])
 	}
-	msgs := make([]string, len(e))
-	for i, e := range e {
+	msgs := make([]string, len(e.list))
+	for i, e := range e.list {
 		msgs[i] = e.Error()
 	}
-	return fmt.Errorf("%s: %d invalid options: %s", what, len(e), strings.Join(msgs, "; "))
+	return fmt.Errorf("%s: %d invalid options: %s", what, len(e.list), strings.Join(msgs, "; "))
 }

@@ -98,10 +98,19 @@ type faultyRedis struct {
 
 func newFaultyRedis(t *testing.T, opts ...ratelimit.RedisOption) *faultyRedis {
 	t.Helper()
+	return newFaultyRedisTo(t, nil, opts...)
+}
+
+// newFaultyRedisTo is newFaultyRedis whose store tells o, when not nil, instead of f.obs.
+func newFaultyRedisTo(t *testing.T, o ratelimit.Observer, opts ...ratelimit.RedisOption) *faultyRedis {
+	t.Helper()
 	f := &faultyRedis{proxy: faultproxy.Start(t, redistest.Addr(t)), clock: newFakeClock(), obs: newRecorder()}
+	if o == nil {
+		o = f.obs
+	}
 	client := redis.NewClient(&redis.Options{Addr: f.proxy.Addr(), ContextTimeoutEnabled: true, DialTimeout: time.Second})
 	t.Cleanup(func() { client.Close() })
-	opts = append([]ratelimit.RedisOption{ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithClock(f.clock), ratelimit.WithObserver(f.obs)}, opts...)
+	opts = append([]ratelimit.RedisOption{ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithClock(f.clock), ratelimit.WithObserver(o)}, opts...)
 	f.store = ratelimit.NewRedisStore(client, opts...)
 	// The store reads Redis's maxmemory-policy when it is made: let that read pass before the
 	// test counts what reaches Redis.

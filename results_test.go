@@ -102,8 +102,8 @@ func TestResults(t *testing.T) {
 	})
 
 	t.Run("outage", func(t *testing.T) {
-		f := newFaultyRedis(t, ratelimit.WithBreaker(0, 0), ratelimit.WithObserver(obs))
-		fb := newFaultyRedis(t, ratelimit.WithBreaker(0, 0), ratelimit.WithFallback(1), ratelimit.WithObserver(obs))
+		f := newFaultyRedisTo(t, obs, ratelimit.WithBreaker(0, 0))
+		fb := newFaultyRedisTo(t, obs, ratelimit.WithBreaker(0, 0), ratelimit.WithFallback(1))
 		policy := ratelimit.Policy{Limit: 1, Window: time.Hour}
 		l, lf := mustNew(t, f.store, policy), mustNew(t, fb.store, policy)
 		quiet := ratelimit.WithErrorHandler(func(ratelimit.Request, error) {})
@@ -126,7 +126,7 @@ func TestResults(t *testing.T) {
 	})
 
 	t.Run("canceled", func(t *testing.T) {
-		f := newFaultyRedis(t, ratelimit.WithObserver(obs))
+		f := newFaultyRedisTo(t, obs)
 		h := ratelimit.Middleware(mustNew(t, f.store, ratelimit.Policy{Limit: 1, Window: time.Hour}))(ok)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()

@@ -22,7 +22,8 @@ import (
 // 429 or 503 with Retry-After, or RateLimit fields (the IETF draft's) that say the quota is
 // spent, hold back every later request of that key until then — the response itself is
 // returned to the caller as it came, never retried. A request whose turn would come after its
-// context's deadline fails at once, unsent, with an error wrapping context.DeadlineExceeded.
+// context's deadline fails at once, unsent, with an error wrapping context.DeadlineExceeded;
+// one without a deadline waits, at most MaxServerWait (an hour by default) on a server's word.
 //
 // Under an in-flight policy ([algorithms.InFlight]) a request holds its slots while it is in
 // flight: until the caller closes its response's body (as it must anyway), or at once when
@@ -37,10 +38,19 @@ type Transport struct {
 	Cost func(*http.Request) int64
 	// Base sends the requests. nil: http.DefaultTransport.
 	Base http.RoundTripper
+	// MaxServerWait bounds how long a server's answer (Retry-After, or RateLimit fields with
+	// nothing left) holds back the later requests of its key: a longer wait is cut to it, so
+	// a bogus Retry-After of years does not stop a client for good, and a request without a
+	// deadline waits at most this long on the server's word (before its own turn in the
+	// limiter). 0: an hour. Negative: every request fails, unsent.
+	MaxServerWait time.Duration
 
 	mu   sync.Mutex
 	held map[string]time.Time // key → until when the server said to wait
 }
+
+// defaultMaxServerWait is a Transport's MaxServerWait unless it says otherwise.
+const defaultMaxServerWait = time.Hour
 
 // maxHeld bounds the keys a Transport holds back at once: a client of many hosts cannot make
 // it grow beyond.
@@ -69,7 +79,7 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 	}
 	if err == nil {
-		if wait, ok := serverWait(resp); ok {
+		if wait, ok := serverWait(resp, t.maxServerWait()); ok {
 			now := clockOf(t.Limiter.store).Now()
 			t.hold(key, now.Add(wait), now)
 		}
@@ -82,6 +92,9 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 func (t *Transport) admit(r *http.Request) (string, Decision, error) {
 	if t.Limiter == nil {
 		return "", Decision{}, fmt.Errorf("ratelimit: Transport without a Limiter")
+	}
+	if t.MaxServerWait < 0 {
+		return "", Decision{}, fmt.Errorf("ratelimit: Transport's MaxServerWait is %v; it must be positive (or 0 for an hour)", t.MaxServerWait)
 	}
 	key := r.URL.Host
 	if t.Key != nil {
@@ -194,14 +207,22 @@ func (t *Transport) hold(key string, until, now time.Time) {
 	}
 }
 
-// maxServerWait bounds what a server can make a client wait: a bogus Retry-After of years does
-// not stop a client for good.
-const maxServerWait = time.Hour
+// maxServerWait returns t's MaxServerWait, or its default.
+func (t *Transport) maxServerWait() time.Duration {
+	if t.MaxServerWait == 0 {
+		return defaultMaxServerWait
+	}
+	return t.MaxServerWait
+}
 
-// serverWait returns how long the server of resp says to wait before the next request: its
-// Retry-After on a 429 or 503, else the time until the quota of the IETF RateLimit field comes
-// back when it says none is left.
-func serverWait(resp *http.Response) (time.Duration, bool) {
+// maxSeconds bounds the seconds a server's answer is read as, so that a Duration of them
+// cannot overflow.
+const maxSeconds = int64(1<<63-1) / int64(time.Second)
+
+// serverWait returns how long the server of resp says to wait before the next request, at most
+// limit: its Retry-After on a 429 or 503, else the time until the quota of the IETF RateLimit
+// field comes back when it says none is left.
+func serverWait(resp *http.Response, limit time.Duration) (time.Duration, bool) {
 	var wait time.Duration
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		wait, _ = retryAfter(resp.Header.Get("Retry-After"), time.Now())
@@ -212,7 +233,7 @@ func serverWait(resp *http.Response) (time.Duration, bool) {
 	if wait <= 0 {
 		return 0, false
 	}
-	return min(wait, maxServerWait), true
+	return min(wait, limit), true
 }
 
 // retryAfter parses a Retry-After value: delay-seconds or an HTTP-date (RFC 9110 §10.2.3).
@@ -225,7 +246,7 @@ func retryAfter(v string, now time.Time) (time.Duration, bool) {
 		if s < 0 {
 			return 0, false
 		}
-		return time.Duration(min(s, int64(maxServerWait/time.Second))) * time.Second, true
+		return time.Duration(min(s, maxSeconds)) * time.Second, true
 	}
 	if at, err := http.ParseTime(v); err == nil {
 		return at.Sub(now), true
@@ -254,7 +275,7 @@ func rateLimitSpent(values []string) (time.Duration, bool) {
 				case "r":
 					r = n
 				case "t":
-					tt = min(n, int64(maxServerWait/time.Second))
+					tt = min(n, maxSeconds)
 				}
 			}
 			if r == 0 && tt > 0 {

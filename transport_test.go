@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -105,13 +106,7 @@ func TestTransportHonoursTheServer(t *testing.T) {
 		}, 30 * time.Second},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			clock := &sleepingClock{now: t0}
-			l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), ratelimit.Policy{Limit: 1000, Window: time.Second})
-			srv, n := api(t, func(n int64, w http.ResponseWriter) {
-				if n == 1 {
-					c.answer(w)
-				}
-			})
+			clock, l, srv, n := answerOnce(t, c.answer)
 			client := &http.Client{Transport: &ratelimit.Transport{Limiter: l}}
 			first, err := get(t, client, srv.URL, time.Second)
 			if err != nil || n.Load() != 1 {
@@ -129,6 +124,19 @@ func TestTransportHonoursTheServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// answerOnce returns a limiter of 1,000 a second on a clock that its sleeps move, and a test
+// server that answers its first request with answer and every other with 200.
+func answerOnce(t *testing.T, answer func(w http.ResponseWriter)) (*sleepingClock, *ratelimit.Limiter, *httptest.Server, *atomic.Int64) {
+	clock := &sleepingClock{now: t0}
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), ratelimit.Policy{Limit: 1000, Window: time.Second})
+	srv, n := api(t, func(n int64, w http.ResponseWriter) {
+		if n == 1 {
+			answer(w)
+		}
+	})
+	return clock, l, srv, n
 }
 
 // A host's limit is its own: the default key is the request's host.
@@ -234,4 +242,60 @@ func TestTransportClosesTheBodyItDoesNotSend(t *testing.T) {
 			t.Errorf("%s: the request's body was closed %d times; want once", tc.name, n)
 		}
 	}
+}
+
+// A server's word holds a caller without a deadline at most MaxServerWait (default an hour):
+// a Retry-After of two hours, or RateLimit fields that say a day, hold the next request an
+// hour by default, and five minutes with MaxServerWait of five minutes. A negative bound is
+// an error, the request unsent.
+func TestTransportMaxServerWait(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		answer func(w http.ResponseWriter)
+		max    time.Duration
+		wait   time.Duration
+	}{
+		{"Retry-After of two hours, default", func(w http.ResponseWriter) {
+			w.Header().Set("Retry-After", "7200")
+			w.WriteHeader(http.StatusTooManyRequests)
+		}, 0, time.Hour},
+		{"Retry-After of two hours, at most 5 min", func(w http.ResponseWriter) {
+			w.Header().Set("Retry-After", "7200")
+			w.WriteHeader(http.StatusTooManyRequests)
+		}, 5 * time.Minute, 5 * time.Minute},
+		{"Retry-After of a year, at most 3 h", func(w http.ResponseWriter) {
+			w.Header().Set("Retry-After", "31536000")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}, 3 * time.Hour, 3 * time.Hour},
+		{"RateLimit t of a day, at most 5 min", func(w http.ResponseWriter) {
+			w.Header().Set("RateLimit", `"daily";r=0;t=86400`)
+		}, 5 * time.Minute, 5 * time.Minute},
+		{"Retry-After below the bound", func(w http.ResponseWriter) {
+			w.Header().Set("Retry-After", "60")
+			w.WriteHeader(http.StatusTooManyRequests)
+		}, 5 * time.Minute, time.Minute},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clock, l, srv, n := answerOnce(t, c.answer)
+			client := &http.Client{Transport: &ratelimit.Transport{Limiter: l, MaxServerWait: c.max}}
+			for i := range 2 {
+				resp, err := client.Get(srv.URL) // no deadline
+				if err != nil {
+					t.Fatalf("request %d: %v", i+1, err)
+				}
+				resp.Body.Close()
+			}
+			if waited := clock.Now().Sub(t0); n.Load() != 2 || waited != c.wait {
+				t.Errorf("the request after the server's answer waited %v (%d sent); want %v", waited, n.Load(), c.wait)
+			}
+		})
+	}
+	t.Run("negative", func(t *testing.T) {
+		l := mustNew(t, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1000, Window: time.Second})
+		srv, n := api(t, func(int64, http.ResponseWriter) {})
+		client := &http.Client{Transport: &ratelimit.Transport{Limiter: l, MaxServerWait: -time.Second}}
+		if _, err := client.Get(srv.URL); err == nil || !strings.Contains(err.Error(), "MaxServerWait") || n.Load() != 0 {
+			t.Errorf("MaxServerWait -1s: %v, %d sent; want an error naming MaxServerWait, nothing sent", err, n.Load())
+		}
+	})
 }

@@ -74,14 +74,20 @@ var (
 type Option func(*config)
 
 type config struct {
-	buckets []float64
+	buckets    []float64
+	bucketsSet bool // WithBuckets was given
 }
 
 // WithBuckets sets the upper bounds, in seconds, of the decision duration histogram, in
 // increasing order (New panics otherwise, as prometheus.NewHistogramVec does); by default
-// [DefaultBuckets].
+// [DefaultBuckets]. Given twice, New panics too: the second would silently replace the first.
 func WithBuckets(bounds ...float64) Option {
-	return func(c *config) { c.buckets = slices.Clone(bounds) }
+	return func(c *config) {
+		if c.bucketsSet {
+			panic("ratelimit/prometheus: New: WithBuckets given twice: the second would silently replace the first; give it once")
+		}
+		c.buckets, c.bucketsSet = slices.Clone(bounds), true
+	}
 }
 
 // New returns an Observer, whose metrics are exported once it is registered, e.g. with

@@ -405,3 +405,14 @@ func TestRulesReportAllocations(t *testing.T) {
 		t.Errorf("RulesRejected allocates %v times, want 0", n)
 	}
 }
+
+// WithBuckets given twice is refused as invalid buckets are (New panics, naming it): the second
+// would silently replace the first.
+func TestBucketsTwice(t *testing.T) {
+	defer func() {
+		if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "WithBuckets given twice") {
+			t.Errorf("New with WithBuckets twice: %v; want a panic naming it", p)
+		}
+	}()
+	ratelimitprom.New(ratelimitprom.WithBuckets(0.001, 0.1), ratelimitprom.WithBuckets(0.01, 1))
+}

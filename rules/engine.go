@@ -77,15 +77,16 @@ type EmptyReporter interface {
 // [Set.Match]); each such tier is logged at warning level, once per version applied (the
 // first 16 tiers, then one line that says more are not logged).
 func WithTier(tier func(ratelimit.Request) string) Option {
-	return engineOption(func(o *options) { o.tier = tier })
+	return engineOption(func(o *options) { o.once("WithTier"); o.tier = tier })
 }
 
 // WithGuardOptions gives the guard of every rule these ratelimit options: trusted proxies,
-// header style, timeout, error handler and the like. The rule's own key, cost and policies
-// come after them and win, so WithKey, WithCost and WithPolicies change nothing here. The fail
-// mode is the rule's too (fail: closed in the document), and no option opens again a guard
-// that FailClosed closed: [NewEngine] refuses FailClosed here, and WithTiers and WithResolver,
-// which would choose each request's policies in place of its rule's.
+// header style, timeout, error handler and the like. Given twice, it gives them the options
+// of both (each option once: the core refuses one given twice, but TrustProxies for the same
+// header adds up). A rule's key, cost, policies and fail mode are its own, set in the
+// document: [NewEngine] refuses WithKey, WithCost, WithPolicies and FailClosed here, with an
+// error naming the rule's field to set, and WithTiers and WithResolver, which would choose
+// each request's policies in place of its rule's.
 func WithGuardOptions(opts ...ratelimit.Option) Option {
 	return engineOption(func(o *options) { o.guard = append(o.guard, opts...) })
 }
@@ -94,13 +95,13 @@ func WithGuardOptions(opts ...ratelimit.Option) Option {
 // (default slog.Default()). The guards of its rules log where their store does (see
 // ratelimit.WithLogger).
 func WithLogger(l *slog.Logger) Option {
-	return engineOption(func(o *options) { o.logger = l })
+	return engineOption(func(o *options) { o.once("WithLogger"); o.logger = l })
 }
 
 // WithReporter sets the [Reporter] an Engine tells of each version, such as the prometheus
 // module's Observer.
 func WithReporter(r Reporter) Option {
-	return engineOption(func(o *options) { o.reporter = r })
+	return engineOption(func(o *options) { o.once("WithReporter"); o.reporter = r })
 }
 
 // NewEngine returns an engine that applies set, over store. The options configure the
@@ -116,6 +117,9 @@ func NewEngine(store ratelimit.Store, set *Set, opts ...Option) (*Engine, error)
 func newEngine(store ratelimit.Store, set *Set, o options, source string) (*Engine, error) {
 	if store == nil || set == nil {
 		return nil, fmt.Errorf("rules: NewEngine needs a store and a Set")
+	}
+	if err := o.twiceErr(); err != nil {
+		return nil, err
 	}
 	if err := checkGuardOptions(o.guard); err != nil {
 		return nil, err
@@ -242,7 +246,8 @@ func (e *Engine) guardOf(r *Rule) (*ratelimit.Guard, error) {
 	cost := r.Cost
 	opts := append(slices.Clip(e.opts.guard), ratelimit.WithPolicies(r.Policies...), ratelimit.WithKey(r.key),
 		ratelimit.WithCost(func(ratelimit.Request) int64 { return cost }))
-	// fail: open needs no option: the engine's hold no FailClosed (checkGuardOptions).
+	// The engine's options hold none of these, nor FailClosed (checkGuardOptions): fail: open
+	// needs no option.
 	if r.FailClosed {
 		opts = append(opts, ratelimit.FailClosed(http.StatusServiceUnavailable))
 	}

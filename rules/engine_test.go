@@ -93,8 +93,15 @@ rules:
 `))
 }
 
-// engineFor returns an engine over a memory store on a fake clock, applying document data.
+// engineFor returns an engine over a memory store on a fake clock, applying document data,
+// that logs nowhere.
 func engineFor(t *testing.T, data []byte, opts ...Option) (*Engine, *reporter) {
+	t.Helper()
+	return engineLogging(t, data, slog.New(slog.DiscardHandler), opts...)
+}
+
+// engineLogging is engineFor logging to logger.
+func engineLogging(t *testing.T, data []byte, logger *slog.Logger, opts ...Option) (*Engine, *reporter) {
 	t.Helper()
 	set, err := Parse("limits.yaml", data)
 	if err != nil {
@@ -102,7 +109,7 @@ func engineFor(t *testing.T, data []byte, opts ...Option) (*Engine, *reporter) {
 	}
 	rep := newReporter()
 	store := ratelimit.NewMemoryStore(ratelimit.WithClock(fakeclock.New(time.Unix(1_800_000_000, 0))))
-	opts = append([]Option{WithReporter(rep), WithLogger(slog.New(slog.DiscardHandler)), byPlan()}, opts...)
+	opts = append([]Option{WithReporter(rep), WithLogger(logger), byPlan()}, opts...)
 	e, err := NewEngine(store, set, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -255,7 +262,7 @@ func TestEngineLogsVersions(t *testing.T) {
 	var buf bytes.Buffer
 	var mu sync.Mutex
 	logger := slog.New(slog.NewTextHandler(&lockedWriter{&mu, &buf}, nil))
-	e, _ := engineFor(t, limitsDoc("v1", 2, 5), WithLogger(logger))
+	e, _ := engineLogging(t, limitsDoc("v1", 2, 5), logger)
 	v2, _ := Parse("limits.yaml", limitsDoc("v2", 3, 5))
 	if err := e.Apply(v2); err != nil {
 		t.Fatal(err)

@@ -65,13 +65,13 @@ var fleetGoneScript = redis.NewScript(fleetGoneLua)
 // name may be given: one that holds '%' or ends in ":seen" is escaped in the fleet hash, so
 // the status of versions before that escape shows it escaped (b%25 for b%).
 func WithInstanceName(name string) Option {
-	return engineOption(func(o *options) { o.instance = name })
+	return engineOption(func(o *options) { o.once("WithInstanceName"); o.instance = name })
 }
 
 // WithHeartbeat sets how often an Engine watching Redis records its state there (default
 // [DefaultHeartbeat]); a record not renewed within three heartbeats is an instance gone.
 func WithHeartbeat(d time.Duration) Option {
-	return engineOption(func(o *options) { o.heartbeat = d })
+	return engineOption(func(o *options) { o.once("WithHeartbeat"); o.heartbeat = d })
 }
 
 // defaultInstanceName is the host name, the process id and a random suffix.

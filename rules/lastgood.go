@@ -26,20 +26,20 @@ const DefaultStartTimeout = 2 * time.Second
 // The file holds the document as pushed; give it the extension of the format you push (a
 // YAML file reads JSON too).
 func WithLastKnownGood(path string) Option {
-	return engineOption(func(o *options) { o.lastGood = path })
+	return engineOption(func(o *options) { o.once("WithLastKnownGood"); o.lastGood = path })
 }
 
 // WithDefaultRules gives [OpenRedis] the document to start on when Redis is down or holds no
 // rules and no last known good rules can be read: name picks its format, as for [Parse]. Embed
 // it in the binary (go:embed) to start anywhere.
 func WithDefaultRules(name string, data []byte) StartOption {
-	return startOption(func(o *options) { o.defaultName, o.defaultDoc = name, data })
+	return startOption(func(o *options) { o.once("WithDefaultRules"); o.defaultName, o.defaultDoc = name, data })
 }
 
 // WithStartTimeout bounds how long [OpenRedis] waits for Redis before it starts on the last
 // known good or default rules (default [DefaultStartTimeout]).
 func WithStartTimeout(d time.Duration) StartOption {
-	return startOption(func(o *options) { o.startTimeout = d })
+	return startOption(func(o *options) { o.once("WithStartTimeout"); o.startTimeout = d })
 }
 
 // OpenRedis reads the rules stored in Redis at key ([Push], usually [DefaultRedisKey]) and
@@ -52,6 +52,9 @@ func WithStartTimeout(d time.Duration) StartOption {
 // applies the fleet's rules as soon as Redis answers. Without either, it returns the error.
 func OpenRedis(ctx context.Context, store ratelimit.Store, client redis.UniversalClient, key string, opts ...StartOption) (*Engine, error) {
 	o := collect(opts)
+	if err := o.twiceErr(); err != nil {
+		return nil, err
+	}
 	timeout := o.startTimeout
 	if timeout <= 0 {
 		timeout = DefaultStartTimeout

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -41,7 +42,8 @@ const (
 //   - an [Option] concerns an [Engine]: [NewEngine], [Open] and [OpenRedis] take it;
 //   - a [StartOption] concerns only how [OpenRedis] starts while Redis is down.
 //
-// When an option is given twice, the last one wins.
+// An option given twice is refused, with an error naming it, since the second would silently
+// replace the first; [WithGuardOptions] alone adds up, each call adding its options.
 
 // StartOption configures [OpenRedis]: an [Option], [WithDefaultRules] or [WithStartTimeout].
 type StartOption interface{ applyStart(*options) }
@@ -91,6 +93,25 @@ type options struct {
 	defaultName  string        // WithDefaultRules
 	defaultDoc   []byte        // WithDefaultRules; nil: none
 	startTimeout time.Duration // WithStartTimeout; 0: DefaultStartTimeout
+
+	given, twice []string // the names of the options given, and of those given twice
+}
+
+// once records that the option name was given (see twiceErr).
+func (o *options) once(name string) {
+	if slices.Contains(o.given, name) {
+		o.twice = append(o.twice, name)
+		return
+	}
+	o.given = append(o.given, name)
+}
+
+// twiceErr returns the error of the options given twice, or nil.
+func (o *options) twiceErr() error {
+	if len(o.twice) == 0 {
+		return nil
+	}
+	return fmt.Errorf("rules: %s given twice: the second would silently replace the first; give it once", strings.Join(o.twice, ", "))
 }
 
 // collect applies opts, of any kind.
@@ -114,7 +135,7 @@ func asOptions(o options) ParseOption {
 // limiter runs. Without this option (or with a nil key), a rule keyed by "user" is an error,
 // since the file cannot name a Go value.
 func WithUserKey(key any) ParseOption {
-	return parseOption(func(o *options) { o.userKey = key })
+	return parseOption(func(o *options) { o.once("WithUserKey"); o.userKey = key })
 }
 
 // Parse reads a rules document and validates all of it. name is the file's name: it appears
@@ -122,7 +143,8 @@ func WithUserKey(key any) ParseOption {
 // and ".yml"; for any other name a document starting with '{' is JSON, else YAML.
 //
 // The error, when there is one, is [Errors]: every problem of the file, each with its line and
-// field (up to 100 of them). A document whose rules are an empty list is one
+// field (up to 100 of them); or, before the file is read, one saying an option was given twice.
+// A document whose rules are an empty list is one of those problems
 // (errors.Is(err, [ErrEmptyRules])) unless it says allow_empty: true: it would stop limiting
 // every request. A document without a version field is valid, its version a hash of its rules
 // ([Set.Versioned] false), which [Push] refuses.
@@ -131,6 +153,9 @@ func Parse(name string, data []byte, opts ...ParseOption) (*Set, error) {
 }
 
 func parse(name string, data []byte, o options) (*Set, error) {
+	if err := o.twiceErr(); err != nil {
+		return nil, err
+	}
 	c := &checker{file: name, opts: o}
 	if len(data) > MaxFileSize {
 		c.add(nil, "", "the file is %d bytes; a rules file may be at most %d (1 MiB)", len(data), MaxFileSize)

@@ -22,17 +22,20 @@ const (
 // in case a notification was lost or the system gives none: default 5 s for a file
 // ([Engine.WatchFile]), 30 s for Redis ([Engine.WatchRedis]).
 func WithPollInterval(d time.Duration) Option {
-	return engineOption(func(o *options) { o.poll = d })
+	return engineOption(func(o *options) { o.once("WithPollInterval"); o.poll = d })
 }
 
 // Open reads the rules file at path and returns an engine that applies it over store; see
 // [NewEngine] and [Engine.WatchFile].
 func Open(store ratelimit.Store, path string, opts ...Option) (*Engine, error) {
+	o := collect(opts)
+	if err := o.twiceErr(); err != nil {
+		return nil, err
+	}
 	data, err := readFile(path)
 	if err != nil {
 		return nil, err
 	}
-	o := collect(opts)
 	set, err := Parse(path, data, asOptions(o))
 	if err != nil {
 		return nil, err

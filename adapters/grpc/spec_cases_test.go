@@ -349,10 +349,11 @@ func specCases() []specCase {
 			},
 		},
 		{
-			name:  "fail open: store does not answer in time",
-			store: slowStore{},
+			name:    "fail open: store does not answer in time",
+			store:   slowStore{},
+			timeout: time.Millisecond,
 			build: func(e *env) config {
-				return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.WithTimeout(time.Millisecond))
+				return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}))
 			},
 			steps: []step{
 				{want: want{code: codes.OK, handled: true, header: map[string]string{}, errs: 1, reported: "(the guard's timeout is 1ms)", kind: "timeout"}},
@@ -371,11 +372,12 @@ func specCases() []specCase {
 			},
 		},
 		{
-			name:  "fail closed 429: ResourceExhausted; store does not answer in time, problem JSON",
-			store: slowStore{},
+			name:    "fail closed 429: ResourceExhausted; store does not answer in time, problem JSON",
+			store:   slowStore{},
+			timeout: time.Millisecond,
 			build: func(e *env) config {
 				return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}),
-					ratelimit.FailClosed(429), ratelimit.WithTimeout(time.Millisecond), ratelimit.WithProblemJSON())
+					ratelimit.FailClosed(429), ratelimit.WithProblemJSON())
 			},
 			steps: []step{
 				{want: want{code: codes.ResourceExhausted, header: map[string]string{"retry-after": "1"}, retry: time.Second, errs: 1, kind: "timeout",

@@ -38,8 +38,11 @@ import (
 type specCase struct {
 	name  string
 	store ratelimit.Store // the case's own store, instead of an empty one of the engine
-	build func(e *env) config
-	steps []step
+	// timeout, when set, is the store deadline of the case's interceptors (WithTimeout),
+	// instead of a minute, which no store of a test misses on a busy machine.
+	timeout time.Duration
+	build   func(e *env) config
+	steps   []step
 }
 
 // config is what a case's server is built from.
@@ -108,6 +111,7 @@ func TestSpec(t *testing.T) {
 							store = engine.store(t, ratelimit.WithClock(e))
 						}
 						e.store = httpspec.Observed(store, &e.told) // every step must be told once
+						e.timeout = c.timeout
 						runCase(t, e, c.build(e), c.steps, m.stream)
 					})
 				}
@@ -279,6 +283,7 @@ type env struct {
 	waits      []time.Duration
 	cancelWait bool          // the next shaping wait ends as if the client went away
 	told       httpspec.Told // the results told of the case's calls
+	timeout    time.Duration // the case's store deadline; 0: a minute
 }
 
 func (e *env) Now() time.Time { return e.clock.Now() }
@@ -296,15 +301,20 @@ func (e *env) Sleep(ctx context.Context, d time.Duration) error {
 }
 
 // base are the options every interceptor of a case starts with: an error handler that
-// records, and a store deadline no store of a test misses on a busy machine.
+// records, and the case's store deadline, or else one no store of a test misses on a busy
+// machine (a minute).
 func (e *env) base() []ratelimit.Option {
+	timeout := e.timeout
+	if timeout == 0 {
+		timeout = time.Minute
+	}
 	return []ratelimit.Option{
 		ratelimit.WithErrorHandler(func(_ ratelimit.Request, err error) {
 			e.mu.Lock()
 			e.errs = append(e.errs, err)
 			e.mu.Unlock()
 		}),
-		ratelimit.WithTimeout(time.Minute),
+		ratelimit.WithTimeout(timeout),
 	}
 }
 

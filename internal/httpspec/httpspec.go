@@ -168,16 +168,19 @@ func (c specClock) Now() time.Time { return c.e.clock.Now() }
 func (c specClock) Sleep(ctx context.Context, d time.Duration) error { return c.e.wait(ctx, d) }
 
 // base are the options every middleware of a case starts with, before the case's own: an
-// error handler that records, and a store deadline no store of a test misses on a busy
-// machine (a case that tests the deadline sets its own).
-func (e *env) base() []ratelimit.Option {
+// error handler that records, and the store deadline timeout, or else one no store of a test
+// misses on a busy machine (a minute).
+func (e *env) base(timeout time.Duration) []ratelimit.Option {
+	if timeout == 0 {
+		timeout = time.Minute
+	}
 	return []ratelimit.Option{
 		ratelimit.WithErrorHandler(func(_ ratelimit.Request, err error) {
 			e.mu.Lock()
 			e.errs = append(e.errs, err)
 			e.mu.Unlock()
 		}),
-		ratelimit.WithTimeout(time.Minute),
+		ratelimit.WithTimeout(timeout),
 	}
 }
 

@@ -76,9 +76,9 @@ func runCases(t *testing.T, newServer NewServer, engine Engine, all bool) {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, c, engine)
 			cfg := c.build(e)
-			cfg.Options = append(e.base(), cfg.Options...)
+			cfg.Options = append(e.base(c.timeout), cfg.Options...)
 			if cfg.Login != nil {
-				cfg.Login = append(e.base(), cfg.Login...)
+				cfg.Login = append(e.base(c.timeout), cfg.Login...)
 			}
 			cfg.Reply = e.reply
 			srv := newServer(t, cfg)
