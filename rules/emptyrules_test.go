@@ -63,7 +63,7 @@ func TestEmptyRulesMustBeSaid(t *testing.T) {
 func TestEmptyRulesAppliedLoudly(t *testing.T) {
 	var logged lockedBuffer
 	logger := slog.New(slog.NewTextHandler(&logged, nil))
-	e, rep, path := watched(t, limitsDoc("v1", 2, 5), WithLogger(logger))
+	e, rep, path := watchedLogging(t, limitsDoc("v1", 2, 5), logger)
 	replaceFile(t, path, []byte("version: v2\nrules: []\n"))
 	if ev := rep.next(t); !strings.HasPrefix(ev, "rejected ") || !strings.Contains(ev, "allow_empty: true") || e.Version() != "v1" {
 		t.Fatalf("an empty file: %q, version %q; want it rejected, v1 kept", ev, e.Version())

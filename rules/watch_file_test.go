@@ -27,11 +27,17 @@ func replaceFile(t *testing.T, path string, data []byte) {
 // watched opens the rules file path holding data and watches it until the test ends.
 func watched(t *testing.T, data []byte, opts ...Option) (*Engine, *reporter, string) {
 	t.Helper()
+	return watchedLogging(t, data, slog.New(slog.DiscardHandler), opts...)
+}
+
+// watchedLogging is watched logging to logger.
+func watchedLogging(t *testing.T, data []byte, logger *slog.Logger, opts ...Option) (*Engine, *reporter, string) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "limits.yaml")
 	replaceFile(t, path, data)
 	rep := newReporter()
 	started := make(chan struct{})
-	opts = append([]Option{WithReporter(rep), WithLogger(slog.New(slog.DiscardHandler)), byPlan(), whenStarted(func() { close(started) })}, opts...)
+	opts = append([]Option{WithReporter(rep), WithLogger(logger), byPlan(), whenStarted(func() { close(started) })}, opts...)
 	e, err := Open(ratelimit.NewMemoryStore(), path, opts...)
 	if err != nil {
 		t.Fatal(err)
