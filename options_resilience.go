@@ -14,8 +14,16 @@ const (
 	defaultBreakerCooldown = 100 * time.Millisecond
 )
 
+// defaultCallTimeout bounds every call of the Redis store unless WithCallTimeout says
+// otherwise: a check that takes a second is an outage, and no caller should wait for a
+// client's own timeouts (go-redis: 5 s a read since v9.22, times its retries). A variable
+// only so that this package's tests, which must pass on a loaded machine, can lengthen it
+// (see middleware_export_test.go), as they do the guard's defaultTimeout.
+var defaultCallTimeout = time.Second
+
 // resilience is what the options of this file set on a store.
 type resilience struct {
+	callTimeout     time.Duration // WithCallTimeout
 	breakerFailures int
 	breakerCooldown time.Duration
 	denials         int     // denial cache entries; 0: none
@@ -49,6 +57,23 @@ func WithBreaker(failures int, cooldown time.Duration) RedisOption {
 			return
 		}
 		sc.res.breakerFailures, sc.res.breakerCooldown = failures, cooldown
+	})
+}
+
+// WithCallTimeout bounds every call the Redis store makes to Redis (a check, a refund, a
+// renewal, a reset) by d, 1 s by default: a call whose context has no deadline, or a later
+// one, gives up after d, of kind timeout, its error naming this bound. A context's earlier
+// deadline (a guard's [WithTimeout], 100 ms by default) still ends the call first. So
+// Limiter.Allow and Limiter.Wait with context.Background() never wait for the client's own
+// timeouts (go-redis's: 5 s a read, and a dial retried five times), whatever the client's
+// options.
+func WithCallTimeout(d time.Duration) RedisOption {
+	return redisOption(func(sc *storeConfig) {
+		if d <= 0 {
+			sc.errorf("WithCallTimeout(%v): the bound must be positive", d)
+			return
+		}
+		sc.res.callTimeout = d
 	})
 }
 
