@@ -168,8 +168,8 @@ func (r *redials) redial(ctx context.Context) bool {
 }
 
 // backgroundDial reports whether the dial under way is the pool's background dialer's, which
-// go-redis makes from ConnPool.tryDial (see above). It reads the caller's frames, only after a
-// dial failed.
+// go-redis makes from ConnPool.tryDial (see above). It reads the caller's frames, a
+// microsecond or two per dial (a new connection, not a call).
 func backgroundDial() bool {
 	var pcs [32]uintptr
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs[:])])

@@ -123,6 +123,10 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 	}
 	calls := rediscall.NewCaller(client)
 	log := logs{c.logger}
+	var tryAgain rareLog
+	calls.OnTryAgainExhausted(func(err error) {
+		tryAgain.warn(log, "ratelimit: a Cluster node answered TRYAGAIN until the call's deadline (its slot moving, the call's keys split between two nodes); the call failed, of kind unavailable", err)
+	})
 	calls.OnMergeRefused(func(err error) {
 		log.get().Warn("ratelimit: Redis refused a merged call of concurrent checks (a server in cluster mode behind one address, or an ACL that allows "+
 			checkScript.Function()+" but not "+redisscripts.Merged()+"): checks go one call each from now on, which costs Redis more per check", "error", err)
@@ -164,6 +168,23 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 		}
 	}
 	return l
+}
+
+// rareLog logs a warning of something that should be rare at most once a second, with the
+// number of times it was not logged since.
+type rareLog struct {
+	last    atomic.Int64 // Unix second of the last line
+	dropped atomic.Int64
+}
+
+// warn logs msg with err, unless a line was logged this second.
+func (r *rareLog) warn(log logs, msg string, err error) {
+	now, last := time.Now().Unix(), r.last.Load()
+	if now == last || !r.last.CompareAndSwap(last, now) {
+		r.dropped.Add(1)
+		return
+	}
+	log.get().Warn(msg, "error", err, "not_logged_since", r.dropped.Swap(0))
 }
 
 // readsWithoutDeadline reports whether client sets no read deadline (ReadTimeout -1 or -2),
