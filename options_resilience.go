@@ -38,7 +38,10 @@ type resilience struct {
 // checks fail at once, of kind breaker_open, and the fail mode or [WithFallback] decides, in microseconds instead of a timeout. An open breaker lets one call
 // at a time probe Redis (half-open): the first 10 ms after it opened, each further one after
 // twice the wait before, at most cooldown; the first probe that succeeds closes it, so
-// recovery needs no restart and is noticed within cooldown. A client going away is no failure.
+// recovery needs no restart and is noticed within cooldown, in every outage: a go-redis pool
+// that has seen PoolSize failed dials answers calls with the cached dial error and dials
+// again only once a second, and the store has it dial again when a probe needs it. A client
+// going away is no failure.
 //
 // It logs once when it opens (with the kind and the error), once when it first probes
 // (half-open), at most once a second while its probes fail, and once when it closes (how long
