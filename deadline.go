@@ -52,13 +52,17 @@ func (t *timeouts) bound(ctx context.Context) (context.Context, context.CancelFu
 	if _, ok := ctx.Deadline(); ok { // a deadline without Done: not a context of the standard library
 		return context.WithTimeout(ctx, t.timeout)
 	}
-	now := time.Now()
-	want := now.Add(t.timeout)
+	return &sharedDeadline{ctx, t.tick().ctx}, noCancel
+}
+
+// tick returns the shared deadline of a call that begins now.
+func (t *timeouts) tick() *tick {
+	want := time.Now().Add(t.timeout)
 	k := t.cur.Load()
 	if k == nil || k.at.Before(want) || k.at.Sub(want) >= time.Duration(t.grain) {
 		k = t.next(want)
 	}
-	return &sharedDeadline{ctx, k.ctx}, noCancel
+	return k
 }
 
 // ownDeadline bounds a call whose request has a deadline of its own before the guard's timeout

@@ -58,6 +58,18 @@ func TestStoreErrorKinds(t *testing.T) {
 			want(t, check(t, client, 200*time.Millisecond), "unavailable")
 		}
 	})
+	// A Cluster that is down (a node in cluster mode that serves no slot: "CLUSTERDOWN Hash
+	// slot not served") is unavailable, as observe.ErrorKinds says (it said other).
+	t.Run("clusterdown", func(t *testing.T) {
+		addr := redistest.Private(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+		client := redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { client.Close() })
+		err := check(t, client, 10*time.Second)
+		if !strings.Contains(err.Error(), "CLUSTERDOWN") {
+			t.Fatalf("a check on a node that serves no slot: %v; want CLUSTERDOWN", err)
+		}
+		want(t, err, "unavailable")
+	})
 	t.Run("timeout", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
 		if err != nil {

@@ -27,7 +27,24 @@ func HasDenialCache(s Store) bool {
 // The guards of this package's tests give the store 10 s, not 100 ms, unless a test says
 // otherwise (WithTimeout): a check that took longer on a busy machine would pass unlimited,
 // and fail a test that counts what was admitted. Tests of the deadline set it.
-func init() { defaultTimeout = 10 * time.Second }
+// The Redis stores' calls get 10 s too (WithCallTimeout), unless a test asks for the
+// documented bound (DocumentedCallTimeout).
+func init() {
+	defaultTimeout = 10 * time.Second
+	defaultCallTimeout = 10 * time.Second
+}
+
+// documentedCallTimeout is the Redis store's bound of a call as the package has it, before
+// the tests lengthen it (package variables are set before init runs).
+var documentedCallTimeout = defaultCallTimeout
+
+// DocumentedCallTimeout gives the Redis stores made during the test the package's own bound
+// of a call (see WithCallTimeout), and returns it.
+func DocumentedCallTimeout(t testing.TB) time.Duration {
+	defaultCallTimeout = documentedCallTimeout
+	t.Cleanup(func() { defaultCallTimeout = 10 * time.Second })
+	return documentedCallTimeout
+}
 
 // DenialCacheHears reports whether the denial cache of s hears the fleet's refunds and
 // resets, and so caches denials.

@@ -28,11 +28,12 @@ func TestOptionMisuseDoesNotCompile(t *testing.T) {
 		"loggertoguard": "ratelimit.Middleware(l, ratelimit.WithLogger(nil))",
 		"redistomemory": "ratelimit.NewMemoryStore(ratelimit.WithFallback(0.5))",
 		"breakertomem":  "ratelimit.NewMemoryStore(ratelimit.WithBreaker(3, time.Second))",
+		"timeouttomem":  "ratelimit.NewMemoryStore(ratelimit.WithCallTimeout(time.Second))",
 		"memorytoredis": "ratelimit.NewRedisStore(c, ratelimit.WithMaxKeys(10))",
 	}
 	cases := []compilecheck.Case{{Name: "fits", Imports: imports, Body: prelude + `
 	ratelimit.NewMemoryStore(ratelimit.WithMaxKeys(10), ratelimit.WithPrefix("app:"), ratelimit.WithLogger(nil), ratelimit.WithClock(nil))
-	ratelimit.NewRedisStore(c, ratelimit.WithFallback(0.5), ratelimit.WithBreaker(3, time.Second), ratelimit.WithDenialCache(10), ratelimit.WithPrefix("app:"))
+	ratelimit.NewRedisStore(c, ratelimit.WithFallback(0.5), ratelimit.WithBreaker(3, time.Second), ratelimit.WithDenialCache(10), ratelimit.WithPrefix("app:"), ratelimit.WithCallTimeout(time.Second))
 	ratelimit.Middleware(l, ratelimit.WithKey(ratelimit.KeyByIP()), ratelimit.WithTimeout(time.Second), ratelimit.FailClosed(503))
 	var both []ratelimit.StoreOption
 	ratelimit.NewMemoryStore(both[0])

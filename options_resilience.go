@@ -14,8 +14,16 @@ const (
 	defaultBreakerCooldown = 100 * time.Millisecond
 )
 
+// defaultCallTimeout bounds every call of the Redis store unless WithCallTimeout says
+// otherwise: a check that takes a second is an outage, and no caller should wait for a
+// client's own timeouts (go-redis: 5 s a read since v9.22, times its retries). A variable
+// only so that this package's tests, which must pass on a loaded machine, can lengthen it
+// (see middleware_export_test.go), as they do the guard's defaultTimeout.
+var defaultCallTimeout = time.Second
+
 // resilience is what the options of this file set on a store.
 type resilience struct {
+	callTimeout     time.Duration // WithCallTimeout
 	breakerFailures int
 	breakerCooldown time.Duration
 	denials         int     // denial cache entries; 0: none
@@ -30,7 +38,10 @@ type resilience struct {
 // checks fail at once, of kind breaker_open, and the fail mode or [WithFallback] decides, in microseconds instead of a timeout. An open breaker lets one call
 // at a time probe Redis (half-open): the first 10 ms after it opened, each further one after
 // twice the wait before, at most cooldown; the first probe that succeeds closes it, so
-// recovery needs no restart and is noticed within cooldown. A client going away is no failure.
+// recovery needs no restart and is noticed within cooldown, in every outage: a go-redis pool
+// that has seen PoolSize failed dials answers calls with the cached dial error and dials
+// again only once a second, and the store has it dial again when a probe needs it. A client
+// going away is no failure.
 //
 // It logs once when it opens (with the kind and the error), once when it first probes
 // (half-open), at most once a second while its probes fail, and once when it closes (how long
@@ -52,6 +63,26 @@ func WithBreaker(failures int, cooldown time.Duration) RedisOption {
 			return
 		}
 		sc.res.breakerFailures, sc.res.breakerCooldown = failures, cooldown
+	})
+}
+
+// WithCallTimeout bounds every call the Redis store makes to Redis (a check, a refund, a
+// renewal, a reset) by d, 1 s by default: a call whose context has no deadline, or a later
+// one, gives up after d, of kind timeout, its error naming this bound. A context's earlier
+// deadline (a guard's [WithTimeout], 100 ms by default) still ends the call first. So
+// Limiter.Allow and Limiter.Wait with context.Background() never wait for the client's own
+// timeouts (go-redis's: 5 s a read, and a dial retried five times), whatever the client's
+// options.
+func WithCallTimeout(d time.Duration) RedisOption {
+	return redisOption(func(sc *storeConfig) {
+		if !sc.once("WithCallTimeout") {
+			return
+		}
+		if d <= 0 {
+			sc.errorf("WithCallTimeout(%v): the bound must be positive", d)
+			return
+		}
+		sc.res.callTimeout = d
 	})
 }
 

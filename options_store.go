@@ -38,7 +38,7 @@ type StoreOption interface {
 type MemoryOption interface{ applyMemory(*storeConfig) }
 
 // RedisOption configures the Redis store ([NewRedisStore]): a [StoreOption], [WithBreaker],
-// [WithDenialCache] or [WithFallback].
+// [WithCallTimeout], [WithDenialCache] or [WithFallback].
 type RedisOption interface{ applyRedis(*storeConfig) }
 
 // The three kinds of store option, each a function of the store's config.
@@ -58,6 +58,7 @@ func newStoreConfig(local bool) *storeConfig {
 	sc := &storeConfig{prefix: defaultPrefix, maxKeys: defaultMaxKeys, local: local, stored: storedIdentity}
 	if !local {
 		sc.res.breakerFailures, sc.res.breakerCooldown = defaultBreakerFailures, defaultBreakerCooldown
+		sc.res.callTimeout = defaultCallTimeout
 		sc.res.denials = defaultDenialCache
 	}
 	return sc

@@ -140,6 +140,7 @@ func TestStoreOptionGivenTwiceRefused(t *testing.T) {
 		"WithBreaker":      {ratelimit.WithBreaker(5, time.Second), ratelimit.WithBreaker(0, 0)},
 		"WithDenialCache":  {ratelimit.WithDenialCache(10), ratelimit.WithDenialCache(0)},
 		"WithFallback":     {ratelimit.WithFallback(0.5), ratelimit.WithFallback(0.25)},
+		"WithCallTimeout":  {ratelimit.WithCallTimeout(time.Second), ratelimit.WithCallTimeout(time.Minute)},
 	} {
 		panics(name, func() { ratelimit.NewRedisStore(rdb, o[0], o[1]) })
 	}

@@ -14,6 +14,7 @@ import (
 // deadline) failed because Redis is unreachable, not because it was slow, and is reported so
 // (of kind unavailable). It only watches: every dial and command goes on as before.
 type dialWatch struct {
+	dials    atomic.Uint64               // dials begun so far
 	failures atomic.Uint64               // failed dials so far
 	failed   atomic.Pointer[dialFailure] // the last failure since the last dial that succeeded; nil: none
 	// onFail is told of each failed dial at once (the store's breaker), with what epoch
@@ -21,6 +22,9 @@ type dialWatch struct {
 	// before, or its goroutine ran late): the epoch lets the breaker tell such stale evidence.
 	onFail atomic.Pointer[func(err error, epoch uint64)]
 	epoch  atomic.Pointer[func() uint64]
+	// held holds the pool's failed background dials until a call needs them (see
+	// redisredial.go).
+	held redials
 }
 
 // dialFailure is a failed dial.
@@ -49,6 +53,11 @@ func (w *dialWatch) DialHook(next redis.DialHook) redis.DialHook {
 		if e := w.epoch.Load(); e != nil {
 			epoch = (*e)()
 		}
+		w.dials.Add(1)
+		background := backgroundDial()
+		if background {
+			w.held.begin()
+		}
 		conn, err := next(ctx, network, addr)
 		switch {
 		case err == nil:
@@ -60,6 +69,12 @@ func (w *dialWatch) DialHook(next redis.DialHook) redis.DialHook {
 			w.failures.Add(1)
 			if f := w.onFail.Load(); f != nil {
 				(*f)(err, epoch)
+			}
+		}
+		if background {
+			conn, err = w.held.end(ctx, conn, err, func(ctx context.Context) (net.Conn, error) { return next(ctx, network, addr) })
+			if err == nil && w.failed.Load() != nil {
+				w.failed.Store(nil)
 			}
 		}
 		return conn, err
@@ -74,18 +89,29 @@ func (w *dialWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	return next
 }
 
-// mark returns what explain compares with: the failed dials so far.
-func (w *dialWatch) mark() uint64 {
+// mark returns what explain and redial compare with: the failed dials so far, and the dials
+// begun.
+func (w *dialWatch) mark() dialMark {
 	if w == nil {
-		return 0
+		return dialMark{}
 	}
-	return w.failures.Load()
+	return dialMark{w.failures.Load(), w.dials.Load()}
+}
+
+// dialMark is what mark returns.
+type dialMark struct{ failures, dials uint64 }
+
+// redial reports whether a call that began at mark and failed with err may be sent again
+// because its client's pool answered a cached dial error and has dialled again since, with
+// success: the call reached no server (see redisredial.go).
+func (w *dialWatch) redial(ctx context.Context, err error, mark dialMark) bool {
+	return w != nil && w.dials.Load() == mark.dials && cachedDialError(err) && w.held.redial(ctx)
 }
 
 // explain returns err of a call that began at mark, as unavailable when it is a timeout and a
 // dial failed during the call, with no dial succeeding since.
-func (w *dialWatch) explain(err error, mark uint64) error {
-	if w == nil || w.failures.Load() == mark || kindOf(err) != kindTimeout {
+func (w *dialWatch) explain(err error, mark dialMark) error {
+	if w == nil || w.failures.Load() == mark.failures || kindOf(err) != kindTimeout {
 		return err
 	}
 	f := w.failed.Load()

@@ -49,8 +49,12 @@ type redisStore struct {
 	// direct reports that the client gives up at its context's deadline (go-redis with
 	// ContextTimeoutEnabled), so a call needs no goroutine to keep its deadline.
 	direct bool
-	log    logs
-	dials  *dialWatch // nil: the client takes no hooks
+	// timeout bounds every call (WithCallTimeout); ticks gives the calls whose context cannot
+	// end their bound, shared per grain (see deadline.go).
+	timeout time.Duration
+	ticks   *timeouts
+	log     logs
+	dials   *dialWatch // nil: the client takes no hooks
 	// observer is the store's, for what only the store knows (its servers' eviction policy).
 	observer Observer
 	eviction evictionCheck
@@ -88,8 +92,8 @@ func describeRedis(client redis.Scripter) *observe.StoreInfo {
 // NewRedisStore returns a store that keeps rate-limit state in Redis, shared by every instance
 // of a service. client may be any go-redis v9 client: *redis.Client, the failover (Sentinel)
 // client, *redis.ClusterClient or *redis.Ring. Its options are the [StoreOption]s and the
-// [RedisOption]s (the breaker, the denial cache, the fallback); NewRedisStore panics if one is
-// invalid.
+// [RedisOption]s (the call timeout, the breaker, the denial cache, the fallback);
+// NewRedisStore panics if one is invalid.
 //
 // A check of any number of policies is one call of a Redis Function (FCALL; on servers before
 // Redis 7, a script: EVALSHA), atomic and all or nothing. Under load, the checks that queue
@@ -100,10 +104,11 @@ func describeRedis(client redis.Scripter) *observe.StoreInfo {
 // mattering. By default the script reads the Redis server's TIME, so application servers with
 // skewed clocks still agree.
 //
-// Every call returns by its context's deadline. A go-redis client gives up at the deadline only
-// with ContextTimeoutEnabled; with any other client the store runs each call in a goroutine of
-// its own and abandons it at the deadline (its result is dropped when it ends). Set
-// ContextTimeoutEnabled for the lowest latency.
+// Every call returns by its context's deadline, or by the store's own bound when that comes
+// first ([WithCallTimeout], 1 s by default), whatever the client's timeouts. A go-redis client
+// gives up at the deadline only with ContextTimeoutEnabled; with any other client the store
+// runs each call in a goroutine of its own and abandons it at the deadline (its result is
+// dropped when it ends). Set ContextTimeoutEnabled for the lowest latency.
 func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 	c := newStoreConfig(false)
 	for _, o := range opts {
@@ -118,6 +123,10 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 	}
 	calls := rediscall.NewCaller(client)
 	log := logs{c.logger}
+	var tryAgain rareLog
+	calls.OnTryAgainExhausted(func(err error) {
+		tryAgain.warn(log, "ratelimit: a Cluster node answered TRYAGAIN until the call's deadline (its slot moving, the call's keys split between two nodes); the call failed, of kind unavailable", err)
+	})
 	calls.OnMergeRefused(func(err error) {
 		log.get().Warn("ratelimit: Redis refused a merged call of concurrent checks (a server in cluster mode behind one address, or an ACL that allows "+
 			checkScript.Function()+" but not "+redisscripts.Merged()+"): checks go one call each from now on, which costs Redis more per check", "error", err)
@@ -130,7 +139,8 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 			return string(appendCompactIdentity(b[:0], prefix, id))
 		}
 	}
-	s := &redisStore{client: client, calls: calls, prefix: c.prefix, compact: c.compact, hash: c.hash, forgets: forgetChannel(c.prefix), clock: c.clock, direct: honoursDeadlines(client), log: log, dials: watchDials(client),
+	s := &redisStore{client: client, calls: calls, prefix: c.prefix, compact: c.compact, hash: c.hash, forgets: forgetChannel(c.prefix), clock: c.clock, direct: honoursDeadlines(client),
+		timeout: c.res.callTimeout, ticks: newTimeouts(c.res.callTimeout), log: log, dials: watchDials(client),
 		observer: c.res.observer, pingEvery: pingEvery}
 	s.desc.Store(describeRedis(client))
 	calls.OnFunctionsRefused(func(err error) {
@@ -158,6 +168,23 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 		}
 	}
 	return l
+}
+
+// rareLog logs a warning of something that should be rare at most once a second, with the
+// number of times it was not logged since.
+type rareLog struct {
+	last    atomic.Int64 // Unix second of the last line
+	dropped atomic.Int64
+}
+
+// warn logs msg with err, unless a line was logged this second.
+func (r *rareLog) warn(log logs, msg string, err error) {
+	now, last := time.Now().Unix(), r.last.Load()
+	if now == last || !r.last.CompareAndSwap(last, now) {
+		r.dropped.Add(1)
+		return
+	}
+	log.get().Warn(msg, "error", err, "not_logged_since", r.dropped.Swap(0))
 }
 
 // readsWithoutDeadline reports whether client sets no read deadline (ReadTimeout -1 or -2),
@@ -218,20 +245,64 @@ type reply struct {
 	err  error
 }
 
-// call is run and runInts: it explains a timeout (see [dialWatch]).
+// call is run and runInts: it explains a timeout (see [dialWatch]), and sends a call again
+// that reached no server because the client's pool answered a cached dial error, once the
+// pool has dialled again with success (see redisredial.go).
 func (s *redisStore) call(ctx context.Context, script *rediscall.Script, args []any, ints bool) reply {
+	ctx, cancel, own := s.bound(ctx)
+	defer cancel()
 	mark := s.dials.mark()
 	r := s.callOnce(ctx, script, args, ints)
+	for range maxRedials {
+		if r.err == nil || !s.dials.redial(ctx, r.err, mark) {
+			break
+		}
+		mark = s.dials.mark()
+		r = s.callOnce(ctx, script, args, ints)
+	}
 	if r.err != nil {
 		r.err = s.dials.explain(r.err, mark)
+		if own && kindOf(r.err) == kindTimeout && passed(ctx) {
+			r.err = fmt.Errorf("%w (no reply within the Redis store's call timeout, %v: WithCallTimeout)", r.err, s.timeout)
+		}
 	}
 	return r
 }
 
-// callOnce is call, without explaining a timeout. A client that gives up at ctx's deadline
-// is called directly, and so is any client when ctx can neither end nor be canceled (its
-// Done is nil): there is no deadline to keep. Otherwise the call runs in a goroutine of its
-// own, abandoned when ctx ends (its reply is dropped when it comes).
+// passed reports whether ctx's deadline has come: a client that gives up at the deadline
+// (ContextTimeoutEnabled) may do so as its connection's deadline passes, before ctx's timer
+// has ended ctx.
+func passed(ctx context.Context) bool {
+	d, ok := ctx.Deadline()
+	return errors.Is(ctx.Err(), context.DeadlineExceeded) || ok && !time.Now().Before(d)
+}
+
+// bound returns ctx bounded by the store's call timeout, the function that releases what it
+// holds, and whether the bound is the store's own: not when ctx ends first anyway. A context
+// that cannot end (context.Background(), a Fiber request's) shares its bound with the calls of
+// the same grain (see deadline.go): context.Background() itself costs nothing, another such
+// context one object.
+func (s *redisStore) bound(ctx context.Context) (context.Context, context.CancelFunc, bool) {
+	// A deadline shared per grain (a guard's, see deadline.go) is rounded up by at most
+	// maxGrain: one so rounded from the bound itself is the bound.
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= s.timeout+maxGrain {
+		return ctx, noCancel, false
+	}
+	if ctx == context.Background() {
+		return s.ticks.tick().ctx, noCancel, true
+	}
+	if ctx.Done() == nil {
+		c, cancel := s.ticks.bound(ctx)
+		return c, cancel, true
+	}
+	c, cancel := context.WithTimeout(ctx, s.timeout)
+	return c, cancel, true
+}
+
+// callOnce is call, without explaining a timeout, on a ctx that call has bounded. A client that
+// gives up at ctx's deadline is called directly (and so would be any client on a ctx that
+// can neither end nor be canceled, which call never passes). Otherwise the call runs in a
+// goroutine of its own, abandoned when ctx ends (its reply is dropped when it comes).
 func (s *redisStore) callOnce(ctx context.Context, script *rediscall.Script, args []any, ints bool) reply {
 	if s.direct || ctx.Done() == nil {
 		return s.send(ctx, script, args, ints)

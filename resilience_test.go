@@ -602,6 +602,8 @@ func TestResilienceOptionsInvalid(t *testing.T) {
 		{"WithFallback(1.5)", ratelimit.WithFallback(1.5)},
 		{"WithFallback(NaN)", ratelimit.WithFallback(math.NaN())},
 		{"WithDenialCache(-1)", ratelimit.WithDenialCache(-1)},
+		{"WithCallTimeout(0s)", ratelimit.WithCallTimeout(0)},
+		{"WithCallTimeout(-1s)", ratelimit.WithCallTimeout(-time.Second)},
 		{"WithObserver(nil)", ratelimit.WithObserver(nil)},
 	} {
 		func() {

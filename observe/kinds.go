@@ -9,7 +9,9 @@ var errorKinds = [...]string{"unavailable", "timeout", "breaker_open", "busy", "
 //
 //   - "unavailable": the store cannot be reached: Redis refusing connections, a connection
 //     reset or closed, no route to it, a closed client, a server still loading its data or
-//     without a master; a dial that failed is of this kind even when the deadline then passed;
+//     without a master, a Cluster that is down or a slot still moving after the store's
+//     resends (LOADING, MASTERDOWN, CLUSTERDOWN, TRYAGAIN); a dial that failed is of this kind
+//     even when the deadline then passed;
 //   - "timeout": a call did not answer within its deadline while the store could be reached;
 //   - "breaker_open": the call was not made: the store's circuit breaker is open;
 //   - "busy": Redis is busy running a script or function (a BUSY reply);
@@ -17,8 +19,8 @@ var errorKinds = [...]string{"unavailable", "timeout", "breaker_open", "busy", "
 //   - "readonly": a write went to a read-only replica (a READONLY reply), typically a former
 //     master just after a failover;
 //   - "script": the limiter's own code failed on the server, or its reply could not be read;
-//   - "other": any other failure: an error reply of another kind (NOPERM, WRONGPASS, a Cluster
-//     that is down), or an error of a store that does not name its kinds.
+//   - "other": any other failure: an error reply of another kind (NOPERM, WRONGPASS), or an
+//     error of a store that does not name its kinds.
 //
 // A metrics module creates its series from them.
 func ErrorKinds() []string { return append([]string(nil), errorKinds[:]...) }

@@ -141,9 +141,9 @@ func stateCmd(name, about string, args []string, stdout, stderr io.Writer, f fun
 	// check of maxmemory-policy is the application's concern). No circuit breaker: a command
 	// makes a call or two, and each must report what Redis said; the store's eviction check,
 	// dialling first, could otherwise open it, and a refused connection would read "circuit
-	// breaker open".
+	// breaker open". Its calls have -timeout, the command's own bound, not the store's 1 s.
 	opts := []ratelimit.RedisOption{ratelimit.WithPrefix(s.prefix), ratelimit.WithLogger(slog.New(slog.DiscardHandler)),
-		ratelimit.WithBreaker(0, 0)}
+		ratelimit.WithBreaker(0, 0), ratelimit.WithCallTimeout(s.redis.timeout)}
 	if s.compact {
 		opts = append(opts, ratelimit.WithCompactState())
 	}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -127,6 +128,10 @@ func (c *Caller) OnMergeRefused(f func(err error)) { c.mergeRefused.Store(&f) }
 // the server's error.
 func (c *Caller) OnFunctionsRefused(f func(err error)) { c.functionsRefused.Store(&f) }
 
+// OnTryAgainExhausted has f told of every call that a Cluster node still answered TRYAGAIN
+// when its deadline came (see sendCall), with the error the call returns.
+func (c *Caller) OnTryAgainExhausted(f func(err error)) { c.tryAgainExhausted.Store(&f) }
+
 // sender returns how a store sends its calls over client: through a batcher per node where
 // the client spreads keys over several servers, else through one.
 func (c *Caller) sender(client pipeliner) func(ctx context.Context, cmd redis.Cmder) error {
@@ -151,9 +156,10 @@ type Caller struct {
 	// scriptsOnly is set once the server turned FCALL down (Redis before 7, or an ACL that
 	// forbids it): the store runs every call as a script from then on.
 	scriptsOnly atomic.Bool
-	// mergeRefused is told when the server refuses a merged call (OnMergeRefused), and
-	// functionsRefused when it turns FCALL down (OnFunctionsRefused).
-	mergeRefused, functionsRefused atomic.Pointer[func(error)]
+	// mergeRefused is told when the server refuses a merged call (OnMergeRefused),
+	// functionsRefused when it turns FCALL down (OnFunctionsRefused), and tryAgainExhausted
+	// when a call is still answered TRYAGAIN at its deadline (OnTryAgainExhausted).
+	mergeRefused, functionsRefused, tryAgainExhausted atomic.Pointer[func(error)]
 }
 
 // Run runs s once with args, whose first Head elements it sets (the command, the body and
@@ -202,13 +208,65 @@ func (c *Caller) run(ctx context.Context, s *Script, args []any, ints bool) (red
 			}
 		}
 	}
-	cmd := s.cmd(ctx, evalshaArg, s.shaArg, args, ints)
-	err := c.send(ctx, cmd)
+	return c.script(ctx, s, args, ints)
+}
+
+// script runs s as a script: EVALSHA, and EVAL when the server does not have it.
+func (c *Caller) script(ctx context.Context, s *Script, args []any, ints bool) (redis.Cmder, error) {
+	cmd, err := c.sendCall(ctx, s, evalshaArg, s.shaArg, args, ints)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		cmd = s.cmd(ctx, evalArg, s.srcArg, args, ints)
-		err = c.send(ctx, cmd)
+		cmd, err = c.sendCall(ctx, s, evalArg, s.srcArg, args, ints)
 	}
 	return cmd, c.result(ctx, err)
+}
+
+// sendCall sends the call of s as name (fcall, evalsha or eval) of body, and again after a
+// TRYAGAIN reply, until ctx ends: a Cluster node answers TRYAGAIN, having run nothing, to a
+// call whose keys are split between two nodes while their slot moves, as it answers MOVED or
+// ASK, which go-redis follows. go-redis sends its own commands again after TRYAGAIN, not a call
+// marked NoRetry; nothing else is sent again. The waits double from firstTryAgain up to
+// maxTryAgain. A call still answered TRYAGAIN when ctx ends returns that error, which says
+// how many times it was sent, and OnTryAgainExhausted is told.
+func (c *Caller) sendCall(ctx context.Context, s *Script, name, body any, args []any, ints bool) (redis.Cmder, error) {
+	cmd := s.cmd(ctx, name, body, args, ints)
+	err := c.send(ctx, cmd)
+	wait := firstTryAgain
+	for sent := 1; isTryAgain(err); sent++ {
+		if sleep(ctx, wait) != nil {
+			err = fmt.Errorf("%w (sent %d times, until the call's deadline: the slot kept moving)", err, sent)
+			if f := c.tryAgainExhausted.Load(); f != nil {
+				(*f)(err)
+			}
+			return cmd, err
+		}
+		wait = min(2*wait, maxTryAgain)
+		cmd = s.cmd(ctx, name, body, args, ints)
+		err = c.send(ctx, cmd)
+	}
+	return cmd, err
+}
+
+// The waits before a call answered TRYAGAIN is sent again: the first, and the longest.
+const (
+	firstTryAgain = time.Millisecond
+	maxTryAgain   = 50 * time.Millisecond
+)
+
+// sleep waits for d, or until ctx ends, and then returns ctx.Err().
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// isTryAgain reports a TRYAGAIN reply: the node ran nothing (see sendCall).
+func isTryAgain(err error) bool {
+	return err != nil && redis.HasErrorPrefix(err, "TRYAGAIN")
 }
 
 // int64s decodes a reply that must be an array of integers.
@@ -238,21 +296,28 @@ func (c *Caller) runScript(ctx context.Context, s *Script, args []any) (any, err
 	return redis.NewScript(s.src).Run(ctx, c.client, keys, args[Head+n:]...).Result()
 }
 
-// fcall runs s as its function, loading its library first where the server lacks it.
+// fcall runs s as its function, loading its library first where the server lacks it. When the
+// node of the call's first key has the library already, the call landed on another node (a
+// Cluster slot moving to a node that never ran the library, followed by ASK; or a slot moved
+// while the client's map of slots still names the old master): it runs as a script, which
+// runs wherever it lands, and the library is loaded on its new node once the client's map
+// names it.
 func (c *Caller) fcall(ctx context.Context, s *Script, args []any, ints bool) (redis.Cmder, error) {
-	cmd := s.cmd(ctx, fcallArg, s.fnArg, args, ints)
-	err := c.send(ctx, cmd)
+	cmd, err := c.sendCall(ctx, s, fcallArg, s.fnArg, args, ints)
 	// A few times at most: each time, the server lost the library again between its loading
 	// and the call (FUNCTION FLUSH run over and over).
 	for range maxLoads {
 		if !isFunctionMissing(err) {
 			break
 		}
-		if err = c.load(ctx, s, *args[Head].(*string)); err != nil {
+		var had bool
+		if had, err = c.load(ctx, s, *args[Head].(*string)); err != nil {
 			break
 		}
-		cmd = s.cmd(ctx, fcallArg, s.fnArg, args, ints)
-		err = c.send(ctx, cmd)
+		if had {
+			return c.script(ctx, s, args, ints)
+		}
+		cmd, err = c.sendCall(ctx, s, fcallArg, s.fnArg, args, ints)
 	}
 	if refused(err) {
 		return nil, err
@@ -281,33 +346,34 @@ type (
 )
 
 // load loads s's library on the server of key, the call's first: FUNCTION LOAD is not routed
-// by a key, so on a Cluster or a Ring it goes to the node the call goes to. A library loaded
-// meanwhile by another Caller is as good as one loaded now.
-func (c *Caller) load(ctx context.Context, s *Script, key string) error {
+// by a key, so on a Cluster or a Ring it goes to the node the client's map names for it. It
+// reports whether that server had the library already: loaded meanwhile by another Caller, or
+// the call went elsewhere (see fcall).
+func (c *Caller) load(ctx context.Context, s *Script, key string) (had bool, err error) {
 	var node redis.Cmdable
 	switch cl := c.client.(type) {
 	case masterForKey:
 		n, err := cl.MasterForKey(ctx, key)
 		if err != nil {
-			return err
+			return false, err
 		}
 		node = n
 	case shardForKey:
 		n, err := cl.GetShardClientForKey(key)
 		if err != nil {
-			return err
+			return false, err
 		}
 		node = n
 	case redis.Cmdable:
 		node = cl
 	default:
-		return errors.New("ratelimit: the client cannot load a Redis Function")
+		return false, errors.New("ratelimit: the client cannot load a Redis Function")
 	}
-	err := node.FunctionLoad(ctx, s.lib).Err()
+	err = node.FunctionLoad(ctx, s.lib).Err()
 	if err != nil && strings.Contains(err.Error(), "already exists") {
-		return nil
+		return true, nil
 	}
-	return err
+	return false, err
 }
 
 // The errors below are Redis error replies ("ERR Function not found"); HasErrorPrefix looks

@@ -26,29 +26,39 @@ type FailoverCluster struct {
 // [Standalone] does.
 func ClusterWithReplica(t testing.TB) *FailoverCluster {
 	t.Helper()
-	if _, err := lookPath(); err != nil {
-		failUnavailable(t, "a cluster with a replica", err)
-	}
 	args := func(dir string, port int) []string {
 		return append(clusterArgs(dir, port), "--cluster-node-timeout", "500", "--repl-diskless-sync-delay", "0")
 	}
-	c := &FailoverCluster{}
-	for i := range clusterNodes + 1 {
-		s, err := startServer(fmt.Sprintf("failover-cluster-%d", i), args)
-		if err != nil {
-			t.Fatalf("redistest: %v", err)
-		}
-		t.Cleanup(func() { _ = s.stop() })
-		c.nodes = append(c.nodes, s)
+	c := &FailoverCluster{nodes: clusterPlusOne(t, "a cluster with a replica", "failover-cluster", args)}
+	for _, s := range c.nodes {
 		c.Addrs = append(c.Addrs, s.addr())
-	}
-	if err := formCluster(c.nodes[:clusterNodes]); err != nil {
-		t.Fatalf("redistest: %v", err)
 	}
 	if err := c.addReplica(); err != nil {
 		t.Fatalf("redistest: adding the replica: %v", err)
 	}
 	return c
+}
+
+// clusterPlusOne starts a 3-master cluster of the test's own (what names it, in a skip or a
+// failure), and one more node, not yet in it; they are stopped when the test ends.
+func clusterPlusOne(t testing.TB, what, name string, args func(dir string, port int) []string) []*server {
+	t.Helper()
+	if _, err := lookPath(); err != nil {
+		failUnavailable(t, what, err)
+	}
+	var nodes []*server
+	for i := range clusterNodes + 1 {
+		s, err := startServer(fmt.Sprintf("%s-%d", name, i), args)
+		if err != nil {
+			t.Fatalf("redistest: %v", err)
+		}
+		t.Cleanup(func() { _ = s.stop() })
+		nodes = append(nodes, s)
+	}
+	if err := formCluster(nodes[:clusterNodes]); err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	return nodes
 }
 
 // addReplica joins the last node to the cluster as a replica of the first, and waits until it
