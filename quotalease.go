@@ -44,6 +44,13 @@ type leasingStore struct {
 	full     bool
 	refused  time.Time
 	observer Observer // nil: none
+
+	// The store's closing (see redisclose.go): closed refuses every call from Close on;
+	// closeBelow closes the layers below; bg runs the refunds of leases.
+	closed     atomic.Bool
+	closeOnce  sync.Once
+	closeBelow func()
+	bg         *background
 }
 
 // maxLeaseEntries bounds the identities the layer tracks at once: when it is full of
@@ -59,10 +66,12 @@ type leaseKey struct {
 
 // leaseEntry is what the layer knows of one identity under one list. Its mutex guards it.
 type leaseEntry struct {
-	mu     sync.Mutex
-	stored string // the identity as storage keys hold it (see storedIdentity)
-	of     []*compiledPolicy
-	lease  time.Duration // the list's Lease
+	mu       sync.Mutex
+	key      string   // the identity
+	policies []Policy // its list, as the first call gave it
+	stored   string   // the identity as storage keys hold it (see storedIdentity)
+	of       []*compiledPolicy
+	lease    time.Duration // the list's Lease
 
 	// How much this identity asks of this instance: units asked since tick, and in the tick
 	// before it (ticks are one lease long).
@@ -80,6 +89,7 @@ type leaseEntry struct {
 	at, taken, until time.Time
 	units, used      int64
 	base             []PolicyResult // the results of the charge that took the lease
+	timer            *time.Timer    // ends the lease at until
 
 	// taking is closed when the call that takes a lease returns; nil when none is under way.
 	taking chan struct{}
@@ -106,9 +116,9 @@ func (e *leaseEntry) forgetDenial() {
 var _ Store = (*leasingStore)(nil)
 
 // leasing wraps s in the leasing layer.
-func leasing(s Store, c *storeConfig) *leasingStore {
+func leasing(s Store, c *storeConfig, bg *background) *leasingStore {
 	return &leasingStore{next: s, clock: clockOf(s), log: logs{c.logger}, entries: map[leaseKey]*leaseEntry{}, stored: c.stored,
-		observer: c.res.observer}
+		observer: c.res.observer, bg: bg}
 }
 
 // Unwrap declares the store below: every capability is its.
@@ -139,6 +149,9 @@ func countLeased(policies []Policy) int {
 }
 
 func (s *leasingStore) Check(ctx context.Context, key string, policies []Policy, cost int64, charge bool, out []PolicyResult) (time.Time, error) {
+	if err := s.open(); err != nil {
+		return time.Time{}, err
+	}
 	lease := leaseOf(policies)
 	if lease == 0 || !charge || cost <= 0 {
 		return s.next.Check(ctx, key, policies, cost, charge, out)
@@ -154,7 +167,7 @@ func (s *leasingStore) Check(ctx context.Context, key string, policies []Policy,
 		now := s.clock.Now()
 		e.mu.Lock()
 		if e.active && !now.Before(e.until) {
-			s.end(e, key, policies)
+			s.end(e)
 		}
 		if e.active {
 			if e.used+cost <= e.units {
@@ -164,7 +177,7 @@ func (s *leasingStore) Check(ctx context.Context, key string, policies []Policy,
 				e.mu.Unlock()
 				return at, nil
 			}
-			s.end(e, key, policies) // spent: what is left is too little for this request
+			s.end(e) // spent: what is left is too little for this request
 		}
 		if now.Before(e.deniedUntil) && cost >= e.deniedCost {
 			at := e.deniedAt
@@ -253,11 +266,17 @@ func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, poli
 	for i := range out {
 		out[i].source = observe.SourceStore // the store decided this one
 	}
+	if s.closed.Load() { // Close ended the leases meanwhile: this one ends here
+		if refund := s.stop(e); refund != nil {
+			refund()
+		}
+		return at, nil
+	}
 	gen := e.gen
-	time.AfterFunc(end, func() { // the lease ends even if no request comes to end it
+	e.timer = time.AfterFunc(end, func() { // the lease ends even if no request comes to end it
 		e.mu.Lock()
 		if e.gen == gen && e.active {
-			s.end(e, key, policies)
+			s.end(e)
 		}
 		e.mu.Unlock()
 	})
@@ -296,14 +315,30 @@ func (s *leasingStore) giveBackLocally(ctx context.Context, key string, policies
 	}
 }
 
-// end ends e's lease and refunds what it did not use. The caller holds e.mu.
-func (s *leasingStore) end(e *leaseEntry, key string, policies []Policy) {
-	e.active = false
-	unused, at := e.units-e.used, e.at
-	if unused <= 0 {
-		return
+// end ends e's lease and refunds what it did not use, in the background. The caller holds
+// e.mu.
+func (s *leasingStore) end(e *leaseEntry) {
+	if refund := s.stop(e); refund != nil && !s.bg.run(refund) {
+		refund() // the store is closing: its refunds are waited for
 	}
-	go func() {
+}
+
+// stop ends e's lease and returns the refund of what it did not use (nil: nothing), to be
+// called without e.mu. The caller holds e.mu.
+func (s *leasingStore) stop(e *leaseEntry) func() {
+	if !e.active {
+		return nil
+	}
+	e.active = false
+	if e.timer != nil {
+		e.timer.Stop()
+		e.timer = nil
+	}
+	unused, at, key, policies := e.units-e.used, e.at, e.key, e.policies
+	if unused <= 0 {
+		return nil
+	}
+	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), leaseRefundTimeout)
 		defer cancel()
 		if err := s.next.Refund(ctx, key, policies, unused, at); err != nil {
@@ -311,7 +346,7 @@ func (s *leasingStore) end(e *leaseEntry, key string, policies []Policy) {
 			s.warn("ratelimit: a lease's unused units could not be given back; they stay charged until their window ends",
 				"units", unused, "error", err)
 		}
-	}()
+	}
 }
 
 // warn logs a warning of units a lease leaves charged, at most one a second, saying how many
@@ -411,7 +446,7 @@ func (s *leasingStore) entry(key string, policies []Policy, lease time.Duration)
 		}
 	}
 	s.filled(false)
-	e := &leaseEntry{stored: s.stored(key), of: make([]*compiledPolicy, len(policies)), lease: lease}
+	e := &leaseEntry{key: key, policies: policies, stored: s.stored(key), of: make([]*compiledPolicy, len(policies)), lease: lease}
 	for i := range policies {
 		e.of[i] = policies[i].compiled
 	}
@@ -465,6 +500,9 @@ func (s *leasingStore) sweep() {
 // active goes back into it; any other goes to the store, and ends the identity's denial here
 // at once (the store's announcement of it comes a message later).
 func (s *leasingStore) Refund(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) error {
+	if err := s.open(); err != nil {
+		return err
+	}
 	if leaseOf(policies) > 0 {
 		if e := s.lookup(key, policies); e != nil {
 			e.mu.Lock()
@@ -481,6 +519,9 @@ func (s *leasingStore) Refund(ctx context.Context, key string, policies []Policy
 }
 
 func (s *leasingStore) Reset(ctx context.Context, key string, policies []Policy) error {
+	if err := s.open(); err != nil {
+		return err
+	}
 	if e := s.lookup(key, policies); e != nil {
 		e.mu.Lock()
 		e.active = false // the store forgets the charge itself

@@ -62,6 +62,10 @@ type redisStore struct {
 	pingEvery time.Duration
 	// listening is set while the subscription's goroutine runs (see forgets.go).
 	listening atomic.Bool
+	// bg runs the store's goroutines, and sub is its subscription: Close ends both (see
+	// redisclose.go).
+	bg  *background
+	sub subscription
 }
 
 var _ Store = (*redisStore)(nil)
@@ -104,7 +108,7 @@ func describeRedis(client redis.Scripter) *observe.StoreInfo {
 // with ContextTimeoutEnabled; with any other client the store runs each call in a goroutine of
 // its own and abandons it at the deadline (its result is dropped when it ends). Set
 // ContextTimeoutEnabled for the lowest latency.
-func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
+func NewRedisStore(client redis.Scripter, opts ...RedisOption) RedisStore {
 	c := newStoreConfig(false)
 	for _, o := range opts {
 		if o == nil {
@@ -131,7 +135,7 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 		}
 	}
 	s := &redisStore{client: client, calls: calls, prefix: c.prefix, compact: c.compact, hash: c.hash, forgets: forgetChannel(c.prefix), clock: c.clock, direct: honoursDeadlines(client), log: log, dials: watchDials(client),
-		observer: c.res.observer, pingEvery: pingEvery}
+		observer: c.res.observer, pingEvery: pingEvery, bg: newBackground()}
 	s.desc.Store(describeRedis(client))
 	calls.OnFunctionsRefused(func(err error) {
 		log.get().Warn("ratelimit: Redis refused FCALL (a server before Redis 7.0, or an ACL without FCALL or FUNCTION): checks run as scripts (EVALSHA) from now on, "+
@@ -148,7 +152,8 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 		s.dials.epoch.Store(&epoch)
 		s.dials.onFail.Store(&trip)
 	}
-	l := leasing(r, c)
+	l := leasing(r, c, s.bg)
+	l.closeBelow = s.close
 	if rs, ok := r.(*resilientStore); ok && rs.denials != nil {
 		if s.listenForForgets(rs.denials, l) {
 			l.heard = rs.denials.live.Load
