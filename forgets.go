@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -36,6 +37,17 @@ type forgetter interface {
 	// now on, true when they are heard again (and some may have been missed before).
 	subscribed(on bool)
 }
+
+// resetHearer is a layer that also hears the resets apart from the refunds (the quota leases,
+// which a reset ends and a refund does not): a reset announces the identity a second time,
+// after resetMark (see reset.lua).
+type resetHearer interface {
+	heardReset(stored string)
+}
+
+// resetMark starts the second announcement of a reset. No identity as the keys hold it starts
+// with it (see appendStoredIdentity and appendCompactIdentity).
+const resetMark = "!"
 
 // subscriber is a go-redis client that can subscribe to a channel.
 type subscriber interface {
@@ -137,6 +149,14 @@ func (s *redisStore) listen(sub subscriber, channel string, layers []forgetter) 
 					started, broke, warned, wait = true, false, false, minResubscribe
 				}
 			case *redis.Message:
+				if id, reset := strings.CutPrefix(m.Payload, resetMark); reset {
+					for _, l := range layers {
+						if r, ok := l.(resetHearer); ok {
+							r.heardReset(id)
+						}
+					}
+					continue
+				}
 				for _, l := range layers {
 					l.forget(m.Payload)
 				}

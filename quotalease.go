@@ -31,6 +31,10 @@ type leasingStore struct {
 	// store hears the fleet's refunds and resets (see forgets.go). Nil: never.
 	heard func() bool
 
+	// counts is the store below that counts the units leases hold, so that a reset leaves
+	// them counted (see leasecount.go); nil: a store that does not.
+	counts leaseCounter
+
 	// stored names an identity as the store's keys hold it, which is how announcements name
 	// it (see storedIdentity).
 	stored func(identity string) string
@@ -104,6 +108,10 @@ type leaseEntry struct {
 	// check begun before one of them is not answered (the refund may have made room since the
 	// store denied), as the denial cache does with its epochs.
 	forgets uint64
+	// resets counts the resets of the identity (made here, or announced) and the
+	// subscriptions made again, each of which ends e's lease: a lease whose check was under
+	// way meanwhile ends as soon as it is taken.
+	resets uint64
 }
 
 // forgetDenial ends e's denial, and any that a check under way would bring back. The caller
@@ -117,8 +125,9 @@ var _ Store = (*leasingStore)(nil)
 
 // leasing wraps s in the leasing layer.
 func leasing(s Store, c *storeConfig, bg *background) *leasingStore {
+	counts, _ := capability[leaseCounter](s)
 	return &leasingStore{next: s, clock: clockOf(s), log: logs{c.logger}, entries: map[leaseKey]*leaseEntry{}, stored: c.stored,
-		observer: c.res.observer, bg: bg}
+		observer: c.res.observer, bg: bg, counts: counts}
 }
 
 // Unwrap declares the store below: every capability is its.
@@ -201,9 +210,9 @@ func (s *leasingStore) Check(ctx context.Context, key string, policies []Policy,
 		k := e.size(cost)
 		ch := make(chan struct{})
 		e.taking = ch
-		forgets := e.forgets
+		forgets, resets := e.forgets, e.resets
 		e.mu.Unlock()
-		at, err := s.take(ctx, e, key, policies, cost, k, lease, forgets, out)
+		at, err := s.take(ctx, e, key, policies, cost, k, lease, forgets, resets, out)
 		e.mu.Lock()
 		e.taking = nil
 		close(ch)
@@ -215,12 +224,21 @@ func (s *leasingStore) Check(ctx context.Context, key string, policies []Policy,
 // take asks the store for a lease of k units, of which the request takes cost, and fills
 // out with the request's results. A lease the store refuses is asked again for the request
 // alone; a request the store refuses is answered here until its Retry-After, unless the
-// identity's denials were forgotten since e.forgets read forgets. The lease's time and the
+// identity's denials were forgotten since e.forgets read forgets; a lease taken while the
+// identity was reset (since e.resets read resets) or the store closed ends at once. The lease's time and the
 // denial's count from when the store was asked, on this server's clock, as the denial cache's
 // do: never past the store's own, whatever sets the two clocks apart.
-func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, policies []Policy, cost, k int64, lease time.Duration, forgets uint64, out []PolicyResult) (time.Time, error) {
+func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, policies []Policy, cost, k int64, lease time.Duration, forgets, resets uint64, out []PolicyResult) (time.Time, error) {
 	asked := s.clock.Now()
-	at, err := s.next.Check(ctx, key, policies, k, true, out)
+	var (
+		at  time.Time
+		err error
+	)
+	if k > cost && s.counts != nil {
+		at, err = s.counts.chargeLease(ctx, key, policies, k, out)
+	} else {
+		at, err = s.next.Check(ctx, key, policies, k, true, out)
+	}
 	if err == nil && k > cost && !allAllowed(out) {
 		e.mu.Lock()
 		e.remaining = leastRemaining(out)
@@ -266,7 +284,7 @@ func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, poli
 	for i := range out {
 		out[i].source = observe.SourceStore // the store decided this one
 	}
-	if s.closed.Load() { // Close ended the leases meanwhile: this one ends here
+	if s.closed.Load() || e.resets != resets { // Close ended the leases meanwhile, or a reset: this one ends here
 		if refund := s.stop(e); refund != nil {
 			refund()
 		}
@@ -334,14 +352,20 @@ func (s *leasingStore) stop(e *leaseEntry) func() {
 		e.timer.Stop()
 		e.timer = nil
 	}
-	unused, at, key, policies := e.units-e.used, e.at, e.key, e.policies
-	if unused <= 0 {
+	units, unused, at, key, policies := e.units, e.units-e.used, e.at, e.key, e.policies
+	if unused <= 0 && s.counts == nil {
 		return nil
 	}
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), leaseRefundTimeout)
 		defer cancel()
-		if err := s.next.Refund(ctx, key, policies, unused, at); err != nil {
+		var err error
+		if s.counts != nil { // the end of a lease Redis counts, spent or not
+			err = s.counts.endLease(ctx, key, policies, max(unused, 0), units, at)
+		} else {
+			err = s.next.Refund(ctx, key, policies, unused, at)
+		}
+		if err != nil {
 			// The units stay charged until their window ends: fewer admitted, never more.
 			s.warn("ratelimit: a lease's unused units could not be given back; they stay charged until their window ends",
 				"units", unused, "error", err)
@@ -518,17 +542,45 @@ func (s *leasingStore) Refund(ctx context.Context, key string, policies []Policy
 	return s.next.Refund(ctx, key, policies, cost, at)
 }
 
+// Reset implements [Store]: the identity's lease here ends, and gives back what it did not
+// hand out, before Redis forgets (see leasecount.go: a lease that ended leaves nothing
+// counted).
 func (s *leasingStore) Reset(ctx context.Context, key string, policies []Policy) error {
 	if err := s.open(); err != nil {
 		return err
 	}
 	if e := s.lookup(key, policies); e != nil {
 		e.mu.Lock()
-		e.active = false // the store forgets the charge itself
+		refund := s.stop(e)
+		e.resets++
 		e.forgetDenial()
 		e.mu.Unlock()
+		if refund != nil {
+			refund()
+		}
 	}
 	return s.next.Reset(ctx, key, policies)
+}
+
+// heardReset implements [resetHearer]: a reset of the identity made anywhere ends its leases
+// here, giving back what they did not hand out.
+func (s *leasingStore) heardReset(stored string) {
+	s.endWhere(func(e *leaseEntry) bool { return e.stored == stored })
+}
+
+// endWhere ends the leases of the entries that match (called with e.mu held), in the
+// background.
+func (s *leasingStore) endWhere(match func(*leaseEntry) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.entries {
+		e.mu.Lock()
+		if match(e) {
+			e.resets++
+			s.end(e)
+		}
+		e.mu.Unlock()
+	}
 }
 
 // forget implements [forgetter]: a refund or a reset of the identity, made anywhere, ends the
@@ -546,18 +598,16 @@ func (s *leasingStore) forget(stored string) {
 }
 
 // subscribed implements [forgetter]: when announcements are heard again, every denial answered
-// here ends (one may have been missed); heard stops new ones meanwhile.
+// here ends, and every lease (a reset may have been missed; Redis kept the lease's units
+// counted all the same); heard stops new denials meanwhile.
 func (s *leasingStore) subscribed(on bool) {
 	if !on {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, e := range s.entries {
-		e.mu.Lock()
+	s.endWhere(func(e *leaseEntry) bool {
 		e.forgetDenial()
-		e.mu.Unlock()
-	}
+		return true
+	})
 }
 
 // lookup returns the entry of key under policies, or nil.

@@ -319,6 +319,12 @@ func (s *redisStore) Check(ctx context.Context, key string, policies []Policy, c
 	if charge {
 		mode = 1
 	}
+	return s.check(ctx, key, policies, cost, mode, out)
+}
+
+// check is Check in check.lua's mode: 0 (evaluate), 1 (charge) or 4 (charge a lease's units,
+// see leasecount.go).
+func (s *redisStore) check(ctx context.Context, key string, policies []Policy, cost int64, mode int, out []PolicyResult) (time.Time, error) {
 	args, err := s.scriptArgs(key, policies, cost, mode, 0)
 	if err != nil {
 		return time.Time{}, err
@@ -500,7 +506,8 @@ func (s *redisStore) appendHashKey(b []byte, identity string) []byte {
 }
 
 // scriptArgs returns the arguments of a check.lua call (see newCall); mode is 0 (evaluate),
-// 1 (charge), 2 (refund the charge made at at) or 3 (renew it).
+// 1 (charge), 2 (refund the charge made at at), 3 (renew it), or for a lease (see
+// leasecount.go) 4 (charge its units) or 5 (refund them and end it).
 func (s *redisStore) scriptArgs(key string, policies []Policy, cost int64, mode int, at int64) ([]any, error) {
 	if err := compiledAll(policies); err != nil {
 		return nil, err
