@@ -19,6 +19,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // resetPolicy is the leasing policy of the reset tests: a limit of 1,000 in an hour, leases of
@@ -133,13 +134,43 @@ func TestLeaseAfterARemoteReset(t *testing.T) {
 	}
 }
 
-// TestLeasesAfterAResetInAnotherProcess: three processes (this test binary, in
+// TestLeaseEndsWhenItHearsAReset: an instance that hears a reset of an identity made
+// elsewhere ends its lease of it at once, without a request, and gives back what the lease
+// did not hand out; its next request is not served from that lease. (It served the lease on,
+// and Redis's count stayed 0 while the lease's 3 unused units were handed out.)
+func TestLeaseEndsWhenItHearsAReset(t *testing.T) {
+	clock := newFakeClock()
+	prefix := redistest.Prefix(t)
+	store := ratelimit.NewRedisStore(redistest.Standalone(t), ratelimit.WithClock(clock), ratelimit.WithPrefix(prefix))
+	t.Cleanup(func() { _ = store.Close() })
+	waitHearing(t, store)
+	leasing := mustNew(t, store, resetPolicy)
+	plain := mustNew(t, ratelimit.NewRedisStore(redistest.Standalone(t), ratelimit.WithClock(clock), ratelimit.WithPrefix(prefix)), unleased(resetPolicy))
+	// The second request is hot: it takes a lease of 4 units (twice the 2 asked), uses 1.
+	allow(t, leasing, "hot", 1)
+	if d := allow(t, leasing, "hot", 1); d.Source != observe.SourceStore || leaseHolds(t, plain, "hot", 2) != 3 {
+		t.Fatalf("the second request: %+v, the lease holding %d; want a lease of 4 taken, 3 unused", d, leaseHolds(t, plain, "hot", 2))
+	}
+	if err := plain.Reset(context.Background(), "hot"); err != nil {
+		t.Fatal(err)
+	}
+	// Redis keeps the lease's 4 units counted until the lease ends: then its 3 unused come back.
+	counted := func() int { return int(resetPolicy.Limit - allow(t, plain, "hot", 0).Remaining) }
+	if n := settled(1, counted); n != 1 {
+		t.Fatalf("after the reset Redis counts %d; want 1, once the lease that heard it gave back its 3 unused units", n)
+	}
+	if d := allow(t, leasing, "hot", 1); !d.Allowed || d.Source == observe.SourceLease {
+		t.Errorf("the next request: %+v; want it admitted, and not from the lease the reset ended", d)
+	}
+}
+
+// TestLeasesAfterAResetInAnotherProcess: four processes (this test binary, in
 // TestLeaseResetChild) serve one hot identity from leases on one redis-server, and this
 // process resets the identity while they hold leases, telling them nothing. From the reset
 // on the fleet admits at most the limit, and once the processes have closed their stores
 // Redis counts at least what they admitted.
 func TestLeasesAfterAResetInAnotherProcess(t *testing.T) {
-	const children = 3
+	const children = 4
 	addr, prefix := redistest.Addr(t), redistest.Prefix(t)
 	fleet := make([]*resetChild, children)
 	for i := range fleet {
