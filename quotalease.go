@@ -16,9 +16,12 @@ import (
 // instance has seen at least twice within a lease's time takes a lease of k units, one atomic
 // check of cost k that charges them in the store, and its next requests are admitted from it
 // without a call. The lease ends when it is spent, after its Lease, or with the window it was
-// charged in, whichever comes first; what was not used is then refunded. A denial of the
+// charged in, whichever comes first; what was not used is then refunded. A reset of the
+// identity, made here or heard from elsewhere, ends it, and Redis keeps the lease's units
+// counted through a reset until the lease ends (see leasecount.go). A denial of the
 // identity is answered here until its Retry-After, which a fixed window makes exact. Every
-// other list, and every call but a charging check, goes straight to the store below.
+// other list, and every call but a charging check, goes straight to the store below. Being
+// the outermost layer, it also refuses every call once the store is closed (redisclose.go).
 type leasingStore struct {
 	next  Store
 	clock Clock

@@ -108,6 +108,9 @@ func describeRedis(client redis.Scripter) *observe.StoreInfo {
 // with ContextTimeoutEnabled; with any other client the store runs each call in a goroutine of
 // its own and abandons it at the deadline (its result is dropped when it ends). Set
 // ContextTimeoutEnabled for the lowest latency.
+//
+// The store keeps a goroutine and a Pub/Sub connection of client while it lives: close a store
+// you stop using (see [RedisStore]). It never closes client.
 func NewRedisStore(client redis.Scripter, opts ...RedisOption) RedisStore {
 	c := newStoreConfig(false)
 	for _, o := range opts {
