@@ -262,6 +262,12 @@ func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, poli
 		}
 		return at, nil
 	}
+	var refund func() // of a lease that ends as it is taken, made without e.mu
+	defer func() {
+		if refund != nil {
+			refund()
+		}
+	}()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.remaining = leastRemaining(out)
@@ -288,9 +294,7 @@ func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, poli
 		out[i].source = observe.SourceStore // the store decided this one
 	}
 	if s.closed.Load() || e.resets != resets { // Close ended the leases meanwhile, or a reset: this one ends here
-		if refund := s.stop(e); refund != nil {
-			refund()
-		}
+		refund = s.stop(e)
 		return at, nil
 	}
 	gen := e.gen
