@@ -228,9 +228,9 @@ func (s *leasingStore) Check(ctx context.Context, key string, policies []Policy,
 // out with the request's results. A lease the store refuses is asked again for the request
 // alone; a request the store refuses is answered here until its Retry-After, unless the
 // identity's denials were forgotten since e.forgets read forgets; a lease taken while the
-// identity was reset (since e.resets read resets) or the store closed ends at once. The lease's time and the
-// denial's count from when the store was asked, on this server's clock, as the denial cache's
-// do: never past the store's own, whatever sets the two clocks apart.
+// identity was reset (since e.resets read resets) or the store closed ends at once. The
+// lease's time and the denial's count from when the store was asked, on this server's clock,
+// as the denial cache's do: never past the store's own, whatever sets the two clocks apart.
 func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, policies []Policy, cost, k int64, lease time.Duration, forgets, resets uint64, out []PolicyResult) (time.Time, error) {
 	asked := s.clock.Now()
 	var (
