@@ -60,6 +60,14 @@ func (s *resilientStore) chargeLease(ctx context.Context, key string, policies [
 	return s.check(ctx, key, policies, k, true, true, out)
 }
 
+// chargeBelow charges a lease in the store below: counted where it can be.
+func (s *resilientStore) chargeBelow(ctx context.Context, key string, policies []Policy, k int64, out []PolicyResult) (time.Time, error) {
+	if c, ok := capability[leaseCounter](s.next); ok {
+		return c.chargeLease(ctx, key, policies, k, out)
+	}
+	return s.next.Check(ctx, key, policies, k, true, out)
+}
+
 // endLease is Refund, ending a lease (see leaseCounter).
 func (s *resilientStore) endLease(ctx context.Context, key string, policies []Policy, unused, k int64, at time.Time) error {
 	c, ok := capability[leaseCounter](s.next)

@@ -37,6 +37,8 @@ type leasingStore struct {
 	// counts is the store below that counts the units leases hold, so that a reset leaves
 	// them counted (see leasecount.go); nil: a store that does not.
 	counts leaseCounter
+	// broke is set while the subscription is broken (see subscribed). s.mu guards it.
+	broke bool
 
 	// stored names an identity as the store's keys hold it, which is how announcements name
 	// it (see storedIdentity).
@@ -605,15 +607,20 @@ func (s *leasingStore) forget(stored string) {
 }
 
 // subscribed implements [forgetter]: when announcements are heard again, every denial answered
-// here ends, and every lease (a reset may have been missed; Redis kept the lease's units
-// counted all the same); heard stops new denials meanwhile.
+// here ends, and after a break every lease too (a reset may have been missed; Redis kept the
+// lease's units counted all the same); heard stops new denials meanwhile. The first
+// subscription ends no lease: none missed a reset yet.
 func (s *leasingStore) subscribed(on bool) {
+	s.mu.Lock()
+	broke := s.broke
+	s.broke = !on
+	s.mu.Unlock()
 	if !on {
 		return
 	}
 	s.endWhere(func(e *leaseEntry) bool {
 		e.forgetDenial()
-		return true
+		return broke
 	})
 }
 

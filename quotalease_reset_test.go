@@ -164,6 +164,34 @@ func TestLeaseEndsWhenItHearsAReset(t *testing.T) {
 	}
 }
 
+// TestLeaseEndsWhenItsSubscriptionIsBack: a store whose subscription broke may have missed a
+// reset; when it hears again it ends its leases, giving back their unused units (Redis kept
+// them counted meanwhile, so a missed reset admitted nothing extra). The first subscription
+// ends none.
+func TestLeaseEndsWhenItsSubscriptionIsBack(t *testing.T) {
+	clock := newFakeClock()
+	addr := redistest.Private(t)
+	server := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = server.Close() })
+	store := ratelimit.NewRedisStore(redis.NewClient(&redis.Options{Addr: addr}), ratelimit.WithClock(clock))
+	t.Cleanup(func() { _ = store.Close() })
+	waitHearing(t, store)
+	leasing := mustNew(t, store, resetPolicy)
+	plain := mustNew(t, ratelimit.NewRedisStore(server, ratelimit.WithClock(clock), ratelimit.WithDenialCache(0)), unleased(resetPolicy))
+	allow(t, leasing, "hot", 1)
+	allow(t, leasing, "hot", 1) // a lease of 4 units, 1 used
+	if held := leaseHolds(t, plain, "hot", 2); held != 3 {
+		t.Fatalf("the lease holds %d units unused; want 3", held)
+	}
+	if err := server.Do(context.Background(), "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	counted := func() int { return int(resetPolicy.Limit - allow(t, plain, "hot", 0).Remaining) }
+	if n := settled(2, counted); n != 2 {
+		t.Errorf("after the subscription broke and came back Redis counts %d; want 2, the lease's unused units given back", n)
+	}
+}
+
 // TestLeasesAfterAResetInAnotherProcess: four processes (this test binary, in
 // TestLeaseResetChild) serve one hot identity from leases on one redis-server, and this
 // process resets the identity while they hold leases, telling them nothing. From the reset

@@ -83,8 +83,8 @@ func (s *resilientStore) check(ctx context.Context, key string, policies []Polic
 	var at time.Time
 	probe, err := s.acquire()
 	if err == nil {
-		if c, ok := capability[leaseCounter](s.next); lease && ok {
-			at, err = c.chargeLease(ctx, key, policies, cost, out)
+		if lease {
+			at, err = s.chargeBelow(ctx, key, policies, cost, out)
 		} else {
 			at, err = s.next.Check(ctx, key, policies, cost, charge, out)
 		}
