@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -37,6 +38,17 @@ type forgetter interface {
 	subscribed(on bool)
 }
 
+// resetHearer is a layer that also hears the resets apart from the refunds (the quota leases,
+// which a reset ends and a refund does not): a reset announces the identity a second time,
+// after resetMark (see reset.lua).
+type resetHearer interface {
+	heardReset(stored string)
+}
+
+// resetMark starts the second announcement of a reset. No identity as the keys hold it starts
+// with it (see appendStoredIdentity and appendCompactIdentity).
+const resetMark = "!"
+
 // subscriber is a go-redis client that can subscribe to a channel.
 type subscriber interface {
 	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
@@ -57,14 +69,16 @@ var pingEvery = 30 * time.Second
 // listenForForgets keeps the store subscribed to its announcements in the background and
 // hands them to the layers, and reports whether it can: a Ring cannot (a script publishes on
 // its identity's shard, and a Ring subscribes on one shard), nor a client without Subscribe.
-// The goroutine ends when the client is closed.
+// The goroutine ends when the store or the client is closed.
 func (s *redisStore) listenForForgets(layers ...forgetter) bool {
 	sub, ok := s.client.(subscriber)
 	if _, ring := s.client.(*redis.Ring); ring || !ok {
 		return false
 	}
 	s.listening.Store(true)
-	go s.listen(sub, forgetChannel(s.prefix), layers)
+	if !s.bg.run(func() { s.listen(sub, forgetChannel(s.prefix), layers) }) {
+		s.listening.Store(false)
+	}
 	return true
 }
 
@@ -78,7 +92,7 @@ func (s *redisStore) listenForForgets(layers ...forgetter) bool {
 // connection ends, the cache deaf meanwhile (README: Redis).
 func (s *redisStore) listen(sub subscriber, channel string, layers []forgetter) {
 	defer s.listening.Store(false)
-	ctx := context.Background()
+	ctx := s.bg.ctx // ends with the store (Close)
 	// on: announcements are heard; broke: not heard, and nothing was logged yet (a client
 	// being closed breaks the subscription too, and is not worth a line: a break is logged at
 	// the second failure, a start that fails at the first); warned: it was logged; pinged: a
@@ -113,7 +127,10 @@ func (s *redisStore) listen(sub subscriber, channel string, layers []forgetter) 
 	}
 	deaf(true) // until the first subscription is confirmed
 	var ps *redis.PubSub
-	subscribe := func() { bounded(func(c context.Context) { ps = sub.Subscribe(c, channel) }) }
+	subscribe := func() {
+		bounded(func(c context.Context) { ps = sub.Subscribe(c, channel) })
+		s.sub.set(ps) // which Close closes, ending a read blocked on it
+	}
 	subscribe() // a failed subscription is retried by Receive
 	defer func() { ps.Close() }()
 	for {
@@ -132,6 +149,14 @@ func (s *redisStore) listen(sub subscriber, channel string, layers []forgetter) 
 					started, broke, warned, wait = true, false, false, minResubscribe
 				}
 			case *redis.Message:
+				if id, reset := strings.CutPrefix(m.Payload, resetMark); reset {
+					for _, l := range layers {
+						if r, ok := l.(resetHearer); ok {
+							r.heardReset(id)
+						}
+					}
+					continue
+				}
 				for _, l := range layers {
 					l.forget(m.Payload)
 				}
@@ -148,9 +173,10 @@ func (s *redisStore) listen(sub subscriber, channel string, layers []forgetter) 
 				continue // quiet: the pong comes next, or the connection is stalled
 			}
 		}
-		// A closed client: its connection was closed under the read, and what is left answers
-		// ErrClosed at once, without a dial.
-		closed := errors.Is(err, redis.ErrClosed)
+		// A closed store: Close closed the subscription under the read. A closed client: its
+		// connection was closed under the read, and what is left answers ErrClosed at once,
+		// without a dial.
+		closed := ctx.Err() != nil || errors.Is(err, redis.ErrClosed)
 		if !closed {
 			c, cancel := within(min(s.pingEvery, time.Second))
 			closed = errors.Is(ps.Ping(c), redis.ErrClosed)
@@ -183,11 +209,13 @@ func (s *redisStore) listen(sub subscriber, channel string, layers []forgetter) 
 			broke, warned = false, true
 		}
 		if timeout || refused { // a stalled connection ends only when the kernel gives up: leave it
-			ps.Close()
-			subscribe()
+			subscribe() // closes the old one
 			pinged = false
 		}
-		time.Sleep(wait)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+		}
 		wait = min(2*wait, maxResubscribe)
 	}
 }

@@ -16,9 +16,12 @@ import (
 // instance has seen at least twice within a lease's time takes a lease of k units, one atomic
 // check of cost k that charges them in the store, and its next requests are admitted from it
 // without a call. The lease ends when it is spent, after its Lease, or with the window it was
-// charged in, whichever comes first; what was not used is then refunded. A denial of the
+// charged in, whichever comes first; what was not used is then refunded. A reset of the
+// identity, made here or heard from elsewhere, ends it, and Redis keeps the lease's units
+// counted through a reset until the lease ends (see leasecount.go). A denial of the
 // identity is answered here until its Retry-After, which a fixed window makes exact. Every
-// other list, and every call but a charging check, goes straight to the store below.
+// other list, and every call but a charging check, goes straight to the store below. Being
+// the outermost layer, it also refuses every call once the store is closed (redisclose.go).
 type leasingStore struct {
 	next  Store
 	clock Clock
@@ -30,6 +33,12 @@ type leasingStore struct {
 	// heard reports whether a denial may be answered here until its Retry-After: while the
 	// store hears the fleet's refunds and resets (see forgets.go). Nil: never.
 	heard func() bool
+
+	// counts is the store below that counts the units leases hold, so that a reset leaves
+	// them counted (see leasecount.go); nil: a store that does not.
+	counts leaseCounter
+	// broke is set while the subscription is broken (see subscribed). s.mu guards it.
+	broke bool
 
 	// stored names an identity as the store's keys hold it, which is how announcements name
 	// it (see storedIdentity).
@@ -44,6 +53,13 @@ type leasingStore struct {
 	full     bool
 	refused  time.Time
 	observer Observer // nil: none
+
+	// The store's closing (see redisclose.go): closed refuses every call from Close on;
+	// closeBelow closes the layers below; bg runs the refunds of leases.
+	closed     atomic.Bool
+	closeOnce  sync.Once
+	closeBelow func()
+	bg         *background
 }
 
 // maxLeaseEntries bounds the identities the layer tracks at once: when it is full of
@@ -59,10 +75,12 @@ type leaseKey struct {
 
 // leaseEntry is what the layer knows of one identity under one list. Its mutex guards it.
 type leaseEntry struct {
-	mu     sync.Mutex
-	stored string // the identity as storage keys hold it (see storedIdentity)
-	of     []*compiledPolicy
-	lease  time.Duration // the list's Lease
+	mu       sync.Mutex
+	key      string   // the identity
+	policies []Policy // its list, as the first call gave it
+	stored   string   // the identity as storage keys hold it (see storedIdentity)
+	of       []*compiledPolicy
+	lease    time.Duration // the list's Lease
 
 	// How much this identity asks of this instance: units asked since tick, and in the tick
 	// before it (ticks are one lease long).
@@ -80,6 +98,7 @@ type leaseEntry struct {
 	at, taken, until time.Time
 	units, used      int64
 	base             []PolicyResult // the results of the charge that took the lease
+	timer            *time.Timer    // ends the lease at until
 
 	// taking is closed when the call that takes a lease returns; nil when none is under way.
 	taking chan struct{}
@@ -94,6 +113,10 @@ type leaseEntry struct {
 	// check begun before one of them is not answered (the refund may have made room since the
 	// store denied), as the denial cache does with its epochs.
 	forgets uint64
+	// resets counts the resets of the identity (made here, or announced) and the
+	// subscriptions made again, each of which ends e's lease: a lease whose check was under
+	// way meanwhile ends as soon as it is taken.
+	resets uint64
 }
 
 // forgetDenial ends e's denial, and any that a check under way would bring back. The caller
@@ -106,9 +129,10 @@ func (e *leaseEntry) forgetDenial() {
 var _ Store = (*leasingStore)(nil)
 
 // leasing wraps s in the leasing layer.
-func leasing(s Store, c *storeConfig) *leasingStore {
+func leasing(s Store, c *storeConfig, bg *background) *leasingStore {
+	counts, _ := capability[leaseCounter](s)
 	return &leasingStore{next: s, clock: clockOf(s), log: logs{c.logger}, entries: map[leaseKey]*leaseEntry{}, stored: c.stored,
-		observer: c.res.observer}
+		observer: c.res.observer, bg: bg, counts: counts}
 }
 
 // Unwrap declares the store below: every capability is its.
@@ -139,6 +163,9 @@ func countLeased(policies []Policy) int {
 }
 
 func (s *leasingStore) Check(ctx context.Context, key string, policies []Policy, cost int64, charge bool, out []PolicyResult) (time.Time, error) {
+	if err := s.open(); err != nil {
+		return time.Time{}, err
+	}
 	lease := leaseOf(policies)
 	if lease == 0 || !charge || cost <= 0 {
 		return s.next.Check(ctx, key, policies, cost, charge, out)
@@ -154,7 +181,7 @@ func (s *leasingStore) Check(ctx context.Context, key string, policies []Policy,
 		now := s.clock.Now()
 		e.mu.Lock()
 		if e.active && !now.Before(e.until) {
-			s.end(e, key, policies)
+			s.end(e)
 		}
 		if e.active {
 			if e.used+cost <= e.units {
@@ -164,7 +191,7 @@ func (s *leasingStore) Check(ctx context.Context, key string, policies []Policy,
 				e.mu.Unlock()
 				return at, nil
 			}
-			s.end(e, key, policies) // spent: what is left is too little for this request
+			s.end(e) // spent: what is left is too little for this request
 		}
 		if now.Before(e.deniedUntil) && cost >= e.deniedCost {
 			at := e.deniedAt
@@ -188,9 +215,9 @@ func (s *leasingStore) Check(ctx context.Context, key string, policies []Policy,
 		k := e.size(cost)
 		ch := make(chan struct{})
 		e.taking = ch
-		forgets := e.forgets
+		forgets, resets := e.forgets, e.resets
 		e.mu.Unlock()
-		at, err := s.take(ctx, e, key, policies, cost, k, lease, forgets, out)
+		at, err := s.take(ctx, e, key, policies, cost, k, lease, forgets, resets, out)
 		e.mu.Lock()
 		e.taking = nil
 		close(ch)
@@ -202,12 +229,21 @@ func (s *leasingStore) Check(ctx context.Context, key string, policies []Policy,
 // take asks the store for a lease of k units, of which the request takes cost, and fills
 // out with the request's results. A lease the store refuses is asked again for the request
 // alone; a request the store refuses is answered here until its Retry-After, unless the
-// identity's denials were forgotten since e.forgets read forgets. The lease's time and the
-// denial's count from when the store was asked, on this server's clock, as the denial cache's
-// do: never past the store's own, whatever sets the two clocks apart.
-func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, policies []Policy, cost, k int64, lease time.Duration, forgets uint64, out []PolicyResult) (time.Time, error) {
+// identity's denials were forgotten since e.forgets read forgets; a lease taken while the
+// identity was reset (since e.resets read resets) or the store closed ends at once. The
+// lease's time and the denial's count from when the store was asked, on this server's clock,
+// as the denial cache's do: never past the store's own, whatever sets the two clocks apart.
+func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, policies []Policy, cost, k int64, lease time.Duration, forgets, resets uint64, out []PolicyResult) (time.Time, error) {
 	asked := s.clock.Now()
-	at, err := s.next.Check(ctx, key, policies, k, true, out)
+	var (
+		at  time.Time
+		err error
+	)
+	if k > cost && s.counts != nil {
+		at, err = s.counts.chargeLease(ctx, key, policies, k, out)
+	} else {
+		at, err = s.next.Check(ctx, key, policies, k, true, out)
+	}
 	if err == nil && k > cost && !allAllowed(out) {
 		e.mu.Lock()
 		e.remaining = leastRemaining(out)
@@ -228,6 +264,12 @@ func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, poli
 		}
 		return at, nil
 	}
+	var refund func() // of a lease that ends as it is taken, made without e.mu
+	defer func() {
+		if refund != nil {
+			refund()
+		}
+	}()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.remaining = leastRemaining(out)
@@ -253,11 +295,15 @@ func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, poli
 	for i := range out {
 		out[i].source = observe.SourceStore // the store decided this one
 	}
+	if s.closed.Load() || e.resets != resets { // Close ended the leases meanwhile, or a reset: this one ends here
+		refund = s.stop(e)
+		return at, nil
+	}
 	gen := e.gen
-	time.AfterFunc(end, func() { // the lease ends even if no request comes to end it
+	e.timer = time.AfterFunc(end, func() { // the lease ends even if no request comes to end it
 		e.mu.Lock()
 		if e.gen == gen && e.active {
-			s.end(e, key, policies)
+			s.end(e)
 		}
 		e.mu.Unlock()
 	})
@@ -296,22 +342,44 @@ func (s *leasingStore) giveBackLocally(ctx context.Context, key string, policies
 	}
 }
 
-// end ends e's lease and refunds what it did not use. The caller holds e.mu.
-func (s *leasingStore) end(e *leaseEntry, key string, policies []Policy) {
-	e.active = false
-	unused, at := e.units-e.used, e.at
-	if unused <= 0 {
-		return
+// end ends e's lease and refunds what it did not use, in the background. The caller holds
+// e.mu.
+func (s *leasingStore) end(e *leaseEntry) {
+	if refund := s.stop(e); refund != nil && !s.bg.run(refund) {
+		refund() // the store is closing: its refunds are waited for
 	}
-	go func() {
+}
+
+// stop ends e's lease and returns the refund of what it did not use (nil: nothing), to be
+// called without e.mu. The caller holds e.mu.
+func (s *leasingStore) stop(e *leaseEntry) func() {
+	if !e.active {
+		return nil
+	}
+	e.active = false
+	if e.timer != nil {
+		e.timer.Stop()
+		e.timer = nil
+	}
+	units, unused, at, key, policies := e.units, e.units-e.used, e.at, e.key, e.policies
+	if unused <= 0 && s.counts == nil {
+		return nil
+	}
+	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), leaseRefundTimeout)
 		defer cancel()
-		if err := s.next.Refund(ctx, key, policies, unused, at); err != nil {
+		var err error
+		if s.counts != nil { // the end of a lease Redis counts, spent or not
+			err = s.counts.endLease(ctx, key, policies, max(unused, 0), units, at)
+		} else {
+			err = s.next.Refund(ctx, key, policies, unused, at)
+		}
+		if err != nil {
 			// The units stay charged until their window ends: fewer admitted, never more.
 			s.warn("ratelimit: a lease's unused units could not be given back; they stay charged until their window ends",
 				"units", unused, "error", err)
 		}
-	}()
+	}
 }
 
 // warn logs a warning of units a lease leaves charged, at most one a second, saying how many
@@ -411,7 +479,7 @@ func (s *leasingStore) entry(key string, policies []Policy, lease time.Duration)
 		}
 	}
 	s.filled(false)
-	e := &leaseEntry{stored: s.stored(key), of: make([]*compiledPolicy, len(policies)), lease: lease}
+	e := &leaseEntry{key: key, policies: policies, stored: s.stored(key), of: make([]*compiledPolicy, len(policies)), lease: lease}
 	for i := range policies {
 		e.of[i] = policies[i].compiled
 	}
@@ -465,6 +533,9 @@ func (s *leasingStore) sweep() {
 // active goes back into it; any other goes to the store, and ends the identity's denial here
 // at once (the store's announcement of it comes a message later).
 func (s *leasingStore) Refund(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) error {
+	if err := s.open(); err != nil {
+		return err
+	}
 	if leaseOf(policies) > 0 {
 		if e := s.lookup(key, policies); e != nil {
 			e.mu.Lock()
@@ -480,14 +551,45 @@ func (s *leasingStore) Refund(ctx context.Context, key string, policies []Policy
 	return s.next.Refund(ctx, key, policies, cost, at)
 }
 
+// Reset implements [Store]: the identity's lease here ends, and gives back what it did not
+// hand out, before Redis forgets (see leasecount.go: a lease that ended leaves nothing
+// counted).
 func (s *leasingStore) Reset(ctx context.Context, key string, policies []Policy) error {
+	if err := s.open(); err != nil {
+		return err
+	}
 	if e := s.lookup(key, policies); e != nil {
 		e.mu.Lock()
-		e.active = false // the store forgets the charge itself
+		refund := s.stop(e)
+		e.resets++
 		e.forgetDenial()
 		e.mu.Unlock()
+		if refund != nil {
+			refund()
+		}
 	}
 	return s.next.Reset(ctx, key, policies)
+}
+
+// heardReset implements [resetHearer]: a reset of the identity made anywhere ends its leases
+// here, giving back what they did not hand out.
+func (s *leasingStore) heardReset(stored string) {
+	s.endWhere(func(e *leaseEntry) bool { return e.stored == stored })
+}
+
+// endWhere ends the leases of the entries that match (called with e.mu held), in the
+// background.
+func (s *leasingStore) endWhere(match func(*leaseEntry) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.entries {
+		e.mu.Lock()
+		if match(e) {
+			e.resets++
+			s.end(e)
+		}
+		e.mu.Unlock()
+	}
 }
 
 // forget implements [forgetter]: a refund or a reset of the identity, made anywhere, ends the
@@ -505,18 +607,21 @@ func (s *leasingStore) forget(stored string) {
 }
 
 // subscribed implements [forgetter]: when announcements are heard again, every denial answered
-// here ends (one may have been missed); heard stops new ones meanwhile.
+// here ends, and after a break every lease too (a reset may have been missed; Redis kept the
+// lease's units counted all the same); heard stops new denials meanwhile. The first
+// subscription ends no lease: none missed a reset yet.
 func (s *leasingStore) subscribed(on bool) {
+	s.mu.Lock()
+	broke := s.broke
+	s.broke = !on
+	s.mu.Unlock()
 	if !on {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, e := range s.entries {
-		e.mu.Lock()
+	s.endWhere(func(e *leaseEntry) bool {
 		e.forgetDenial()
-		e.mu.Unlock()
-	}
+		return broke
+	})
 }
 
 // lookup returns the entry of key under policies, or nil.

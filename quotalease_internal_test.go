@@ -40,7 +40,7 @@ func TestLeaseDenialRacingARefundIsNotKept(t *testing.T) {
 	mem := NewMemoryStore(WithClock(clock))
 	redis := &racingStore{Store: mem}
 	c := newStoreConfig(false)
-	leases := leasing(redis, c)
+	leases := leasing(redis, c, newBackground())
 	leases.heard = func() bool { return true }
 	l, err := New(leases, Policy{Name: "tenant", Limit: 10, Window: time.Hour, Algorithm: algorithms.FixedWindow{}, Lease: time.Minute})
 	if err != nil {
@@ -83,7 +83,7 @@ func TestLeaseDenialEndsWithARefundHere(t *testing.T) {
 	clock := fakeclock.New(fakeclock.T0)
 	mem := NewMemoryStore(WithClock(clock))
 	c := newStoreConfig(false)
-	leases := leasing(mem, c)
+	leases := leasing(mem, c, newBackground())
 	leases.heard = func() bool { return true } // no announcement comes: nothing publishes
 	l, err := New(leases, Policy{Name: "tenant", Limit: 10, Window: time.Hour, Algorithm: algorithms.FixedWindow{}, Lease: time.Minute})
 	if err != nil {
@@ -132,7 +132,7 @@ func TestLeaseDenialOnThisServersClock(t *testing.T) {
 	local := fakeclock.New(server.Now().Add(-10 * time.Second))
 	mem := NewMemoryStore(WithClock(server))
 	c := newStoreConfig(false)
-	leases := leasing(&skewedStore{Store: mem, local: local}, c)
+	leases := leasing(&skewedStore{Store: mem, local: local}, c, newBackground())
 	leases.heard = func() bool { return true }
 	l, err := New(leases, Policy{Name: "tenant", Limit: 10, Window: time.Minute, Algorithm: algorithms.FixedWindow{}, Lease: time.Second})
 	if err != nil {
@@ -157,5 +157,60 @@ func TestLeaseDenialOnThisServersClock(t *testing.T) {
 	d, err := l.Allow(ctx, "hot")
 	if err != nil || !d.Allowed {
 		t.Fatalf("at the Retry-After, the window over: allowed %v by %v, %v; want admitted", d.Allowed, d.Source, err)
+	}
+}
+
+// resettingStore stands for Redis: a memory store whose next check of more than one unit (a
+// lease's) is followed, before its reply reaches the lease layer, by the announcement of a
+// reset of the identity made elsewhere (heard is told).
+type resettingStore struct {
+	Store
+	heard func()
+}
+
+func (r *resettingStore) Unwrap() Store { return r.Store }
+
+func (r *resettingStore) Check(ctx context.Context, key string, policies []Policy, cost int64, charge bool, out []PolicyResult) (time.Time, error) {
+	at, err := r.Store.Check(ctx, key, policies, cost, charge, out)
+	if h := r.heard; cost > 1 && h != nil {
+		r.heard = nil
+		h()
+	}
+	return at, err
+}
+
+// A lease whose check was on its way back when a reset of the identity was heard ends as soon
+// as it is taken, giving back what it did not hand out: it is not served after the reset.
+func TestLeaseTakenAsAResetIsHeardEnds(t *testing.T) {
+	clock := fakeclock.New(fakeclock.T0)
+	mem := NewMemoryStore(WithClock(clock))
+	redis := &resettingStore{Store: mem}
+	leases := leasing(redis, newStoreConfig(false), newBackground())
+	l, err := New(leases, Policy{Name: "tenant", Limit: 100, Window: time.Hour, Algorithm: algorithms.FixedWindow{}, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if d, err := l.Allow(ctx, "hot"); err != nil || !d.Allowed { // not hot yet
+		t.Fatalf("%+v, %v", d, err)
+	}
+	redis.heard = func() { leases.heardReset(storedIdentity("hot")) }
+	if d, err := l.Allow(ctx, "hot"); err != nil || !d.Allowed { // takes a lease of 4, as the reset is heard
+		t.Fatalf("%+v, %v", d, err)
+	}
+	out := make([]PolicyResult, 1)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, err := mem.Check(ctx, "hot", l.policies, 0, false, out); err != nil {
+			t.Fatal(err)
+		}
+		if out[0].Remaining == 98 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if out[0].Remaining != 98 {
+		t.Errorf("the store has %d left; want 98: the 2 admitted, the lease's 3 unused given back", out[0].Remaining)
+	}
+	if d, err := l.Allow(ctx, "hot"); err != nil || d.Source == observe.SourceLease {
+		t.Errorf("the next request: from %v, %v; want it not served from the lease taken as the reset was heard", d.Source, err)
 	}
 }

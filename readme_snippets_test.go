@@ -327,3 +327,33 @@ func TestReadmeLease(t *testing.T) {
 		t.Error("New accepted Lease on a sliding log; README says it refuses it")
 	}
 }
+
+// readmeClose is README's closing of a Redis store, as written, around the servers that use it.
+func readmeClose(rdb redis.UniversalClient, serve func(ratelimit.Store)) {
+	store := ratelimit.NewRedisStore(rdb, ratelimit.WithPrefix("myapp:rl:"))
+	defer store.Close() // after the servers that use it have stopped
+	serve(store)        // README: the servers, until they stop
+}
+
+// What README says of Close: the store serves until it is closed; then its subscription's
+// goroutine has ended and every call fails with an error that says the store is closed.
+func TestReadmeClose(t *testing.T) {
+	var (
+		store ratelimit.Store
+		l     *ratelimit.Limiter
+	)
+	readmeClose(redistest.Standalone(t), func(s ratelimit.Store) {
+		store = s
+		waitHearing(t, s)
+		l = mustNew(t, s, ratelimit.Policy{Limit: 5, Window: time.Minute})
+		if d := allow(t, l, "readme-close:"+redistest.Prefix(t), 1); !d.Allowed || !ratelimit.Listening(s) {
+			t.Fatalf("the open store: %+v, listening %v; want admitted, and its subscription up", d, ratelimit.Listening(s))
+		}
+	})
+	if ratelimit.Listening(store) {
+		t.Error("the closed store's subscription still runs")
+	}
+	if _, err := l.Allow(context.Background(), "readme-close:"+redistest.Prefix(t)); !errors.Is(err, ratelimit.ErrStore) || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("a check of the closed store: %v; want a store error that says it is closed", err)
+	}
+}

@@ -121,6 +121,7 @@ func TestReadmeCodeAsWritten(t *testing.T) {
 		"**Try a limit before enforcing it.**":               "readmeShadow",
 		"### Limits from your own data":                      "readmeResolver",
 		"can lease instead (opt-in, per policy):":            "readmeLease",
+		"**Close a store you stop using.**":                  "readmeClose",
 	} {
 		if got, want := funcBody(t, name), readmeGo(t, marker); !slices.Equal(got, want) {
 			t.Errorf("README's code under %q and %s differ:\nREADME:\n%s\n%s:\n%s", marker, name, strings.Join(want, "\n"), name, strings.Join(got, "\n"))

@@ -39,7 +39,7 @@ type evictionCheck struct {
 // startEviction starts the first read of the servers' maxmemory-policy.
 func (s *redisStore) startEviction() {
 	s.eviction.next.Store(s.now() + int64(evictionRecheck))
-	go s.readEviction()
+	s.bg.run(s.readEviction)
 }
 
 // checkEviction starts a read of the servers' maxmemory-policy when one is due.
@@ -49,7 +49,7 @@ func (s *redisStore) checkEviction() {
 	if now < next || !s.eviction.next.CompareAndSwap(next, now+int64(evictionRecheck)) {
 		return
 	}
-	go s.readEviction()
+	s.bg.run(s.readEviction)
 }
 
 // now returns the time that schedules the reads: the injected clock's, or the system's.
@@ -65,10 +65,13 @@ func (s *redisStore) now() int64 {
 func (s *redisStore) readEviction() {
 	s.eviction.mu.Lock()
 	defer s.eviction.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(s.bg.ctx, 5*time.Second) // ended by Close too
 	defer cancel()
 	s.checkCompactServers(ctx)
 	policies, unbounded, err := maxmemoryPolicies(ctx, s.client)
+	if s.bg.ctx.Err() != nil {
+		return // the store was closed: nothing to report
+	}
 	if err != nil {
 		if k := kindOf(err); k == kindUnavailable || k == kindTimeout {
 			s.eviction.next.Store(s.now() + int64(evictionRetry)) // down, not refusing: ask again soon

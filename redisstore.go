@@ -66,6 +66,10 @@ type redisStore struct {
 	pingEvery time.Duration
 	// listening is set while the subscription's goroutine runs (see forgets.go).
 	listening atomic.Bool
+	// bg runs the store's goroutines, and sub is its subscription: Close ends both (see
+	// redisclose.go).
+	bg  *background
+	sub subscription
 }
 
 var _ Store = (*redisStore)(nil)
@@ -109,7 +113,10 @@ func describeRedis(client redis.Scripter) *observe.StoreInfo {
 // gives up at the deadline only with ContextTimeoutEnabled; with any other client the store
 // runs each call in a goroutine of its own and abandons it at the deadline (its result is
 // dropped when it ends). Set ContextTimeoutEnabled for the lowest latency.
-func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
+//
+// The store keeps a goroutine and a Pub/Sub connection of client while it lives: close a store
+// you stop using (see [RedisStore]). It never closes client.
+func NewRedisStore(client redis.Scripter, opts ...RedisOption) RedisStore {
 	c := newStoreConfig(false)
 	for _, o := range opts {
 		if o == nil {
@@ -141,7 +148,7 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 	}
 	s := &redisStore{client: client, calls: calls, prefix: c.prefix, compact: c.compact, hash: c.hash, forgets: forgetChannel(c.prefix), clock: c.clock, direct: honoursDeadlines(client),
 		timeout: c.res.callTimeout, ticks: newTimeouts(c.res.callTimeout), log: log, dials: watchDials(client),
-		observer: c.res.observer, pingEvery: pingEvery}
+		observer: c.res.observer, pingEvery: pingEvery, bg: newBackground()}
 	s.desc.Store(describeRedis(client))
 	calls.OnFunctionsRefused(func(err error) {
 		log.get().Warn("ratelimit: Redis refused FCALL (a server before Redis 7.0, or an ACL without FCALL or FUNCTION): checks run as scripts (EVALSHA) from now on, "+
@@ -158,7 +165,8 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) Store {
 		s.dials.epoch.Store(&epoch)
 		s.dials.onFail.Store(&trip)
 	}
-	l := leasing(r, c)
+	l := leasing(r, c, s.bg)
+	l.closeBelow = s.close
 	if rs, ok := r.(*resilientStore); ok && rs.denials != nil {
 		if s.listenForForgets(rs.denials, l) {
 			l.heard = rs.denials.live.Load
@@ -385,6 +393,12 @@ func (s *redisStore) Check(ctx context.Context, key string, policies []Policy, c
 	if charge {
 		mode = 1
 	}
+	return s.check(ctx, key, policies, cost, mode, out)
+}
+
+// check is Check in check.lua's mode: 0 (evaluate), 1 (charge) or 4 (charge a lease's units,
+// see leasecount.go).
+func (s *redisStore) check(ctx context.Context, key string, policies []Policy, cost int64, mode int, out []PolicyResult) (time.Time, error) {
 	args, err := s.scriptArgs(key, policies, cost, mode, 0)
 	if err != nil {
 		return time.Time{}, err
@@ -566,7 +580,8 @@ func (s *redisStore) appendHashKey(b []byte, identity string) []byte {
 }
 
 // scriptArgs returns the arguments of a check.lua call (see newCall); mode is 0 (evaluate),
-// 1 (charge), 2 (refund the charge made at at) or 3 (renew it).
+// 1 (charge), 2 (refund the charge made at at), 3 (renew it), or for a lease (see
+// leasecount.go) 4 (charge its units) or 5 (refund them and end it).
 func (s *redisStore) scriptArgs(key string, policies []Policy, cost int64, mode int, at int64) ([]any, error) {
 	if err := compiledAll(policies); err != nil {
 		return nil, err

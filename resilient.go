@@ -61,6 +61,11 @@ func (s *resilientStore) Observer() Observer { return s.observer }
 // Check implements [Store]: the denial cache answers what it can; the store is called unless
 // its breaker is open; a failure is reported and, with a fallback, decided locally.
 func (s *resilientStore) Check(ctx context.Context, key string, policies []Policy, cost int64, charge bool, out []PolicyResult) (time.Time, error) {
+	return s.check(ctx, key, policies, cost, charge, false, out)
+}
+
+// check is Check, or with lease, chargeLease (see leasecount.go).
+func (s *resilientStore) check(ctx context.Context, key string, policies []Policy, cost int64, charge, lease bool, out []PolicyResult) (time.Time, error) {
 	refresh := false
 	var (
 		asked time.Time // when the store was asked, for the denial cache: no later than the store's time
@@ -78,7 +83,11 @@ func (s *resilientStore) Check(ctx context.Context, key string, policies []Polic
 	var at time.Time
 	probe, err := s.acquire()
 	if err == nil {
-		at, err = s.next.Check(ctx, key, policies, cost, charge, out)
+		if lease {
+			at, err = s.chargeBelow(ctx, key, policies, cost, out)
+		} else {
+			at, err = s.next.Check(ctx, key, policies, cost, charge, out)
+		}
 		s.release(err, probe)
 	}
 	if err == nil {
@@ -114,12 +123,17 @@ func (s *resilientStore) Check(ctx context.Context, key string, policies []Polic
 // that holds one of them). It forgets them again once the store has refunded, for a denial
 // remembered from a check that raced with the refund.
 func (s *resilientStore) Refund(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) error {
+	return s.refund(ctx, key, func() error { return s.next.Refund(ctx, key, policies, cost, at) })
+}
+
+// refund makes the refund f of key's charge as Refund does.
+func (s *resilientStore) refund(ctx context.Context, key string, f func() error) error {
 	if s.denials != nil {
 		id := s.stored(key)
 		s.denials.forget(id)
 		defer s.denials.forget(id)
 	}
-	return s.call(ctx, func() error { return s.next.Refund(ctx, key, policies, cost, at) })
+	return s.call(ctx, f)
 }
 
 // Renew declares that the store holds in-flight slots when the wrapped store does: through

@@ -276,7 +276,9 @@ application refuses it, is elsewhere).
 // resetCmd forgets what an identity has used under a rule's policies.
 func resetCmd(args []string, stdout, stderr io.Writer) int {
 	return stateCmd("reset", `Forgets what IDENTITY has used under each policy of the rule -rule, or of the -policy
-flags (Limiter.Reset): its next request finds every policy whole. It prints, for each
+flags (Limiter.Reset): its next request finds every policy whole, less what the
+application's quota leases of it hold (Policy.Lease: those units stay counted until each
+lease ends, so what a lease hands out after the reset is counted too). It prints, for each
 policy, what remained before and the storage key it deleted; for an identity that has used
 nothing at those keys it says so on standard error (its state, if the application refuses
 it, is elsewhere). The rule comes from the rules in Redis, or -file; the store is Redis with

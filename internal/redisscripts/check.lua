@@ -9,8 +9,11 @@
 -- ARGV[2]   cost of the request (0 reads without charging)
 -- ARGV[3]   "1" to charge the request when every policy allows it, "0" to only evaluate it,
 --           "2" to refund a charge of cost made at ARGV[4] (the reply is then empty), "3" to
---           renew it (in-flight slots; the reply is then the time of the renewal alone)
--- ARGV[4]   with "2" or "3": the time of the charge (the last integer of its reply); else "0"
+--           renew it (in-flight slots; the reply is then the time of the renewal alone); for
+--           the quota leases of fixed windows (see lease_taken in fixed_window.lua), "4" to
+--           charge as "1" does and count the units as a lease's, "5" to refund as "2" does and
+--           end the lease that charged them (its units: ARGV[6+n])
+-- ARGV[4]   with "2", "3" or "5": the time of the charge (the last integer of its reply); else "0"
 -- ARGV[4+i] policy i, one string "code:limit:window:burst:shadow" or
 --           "code:limit:window:burst:shadow:field": algorithm code, limit, window in
 --           microseconds, burst (0: the limit), shadow ("1": evaluated and charged with what it
@@ -18,9 +21,11 @@
 --           the identity's hash, that holds the policy's state (see hkey in preamble.lua). A
 --           policy's string is the same on every call, so the library parses it once (see
 --           spec_of).
--- ARGV[5+n] with "2", for compact keys (n policies): the channel of announcements
+-- ARGV[5+n] with "2", for compact keys (n policies): the channel of announcements; with "5", the
+--           channel or "" (readable keys)
+-- ARGV[6+n] with "5": the units of the lease that ends
 --
--- A refund ("2") announces itself: see announce.
+-- A refund ("2", or "5" of unused units) announces itself: see announce.
 --
 -- Reply: 6 integers per policy, in order: allowed (1 or 0), remaining, reset after (µs),
 -- retry after (µs; -1 never), delay (µs), next (µs; 0 for in-flight slots); then the time of
@@ -55,6 +60,9 @@ local function spec_of(s)
   specs[s], nspecs = p, nspecs + 1
   return p
 end
+
+-- leases_only_fw is the error of a lease's call (mode "4" or "5") of another algorithm.
+local function leases_only_fw() return redis.error_reply('ratelimit: only a fixed window leases quota') end
 
 -- replies holds a reply table per policy count, reused: the library outlives a call, and Redis
 -- reads the reply before the next call. Every call writes every element of its reply.
@@ -106,10 +114,13 @@ end
 local function evaluate(KEYS, k0, nk, ARGV, a0, now, out, o)
   local cost = ARGV[a0 + 2]
   if cost == '1' then cost = 1 else cost = tonumber(cost) end
-  local charge = ARGV[a0 + 3] == '1' and cost > 0
+  local mode = ARGV[a0 + 3]
+  local lease = mode == '4'
+  local charge = (mode == '1' or lease) and cost > 0
   if nk == 1 then -- one policy: no pending write to keep
     local p, err = spec_of(ARGV[a0 + 5])
     if not p then return nil, err end
+    if lease and p[6] ~= 'fw' then return nil, leases_only_fw() end
     local key = KEYS[k0 + 1]
     if p[7] then -- a field of the identity's hash, read by the algorithm itself
       hash_begin(key)
@@ -118,7 +129,10 @@ local function evaluate(KEYS, k0, nk, ARGV, a0, now, out, o)
     local ok, remaining, reset, retry, delay, next, write, v1, v2, v3, v4, v5, v6 =
       p[1](key, now, p[2], p[3], p[4], cost)
     -- A shadow policy never decides, and is charged only with what it admits.
-    if charge and ok == 1 then write(key, v1, v2, v3, v4, v5, v6) end
+    if charge and ok == 1 then
+      write(key, v1, v2, v3, v4, v5, v6)
+      if lease then lease_taken(key, v1, cost, v3) end
+    end
     if hkey then hash_flush() end
     out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6], out[o + 7] =
       ok, remaining, reset, retry, delay, next, now
@@ -129,6 +143,7 @@ local function evaluate(KEYS, k0, nk, ARGV, a0, now, out, o)
   for i = 1, nk do -- every code is known before any algorithm runs
     local p, err = spec_of(ARGV[a0 + 4 + i])
     if not p then return nil, err end
+    if lease and p[6] ~= 'fw' then return nil, leases_only_fw() end
     if p[7] then
       if nf == 0 then hash_begin(KEYS[k0 + i]) end
       fields[nf + 1], nf = p[7], nf + 1
@@ -156,6 +171,7 @@ local function evaluate(KEYS, k0, nk, ARGV, a0, now, out, o)
   if all and charge then
     for j = 1, w, 8 do
       pending[j](pending[j + 1], pending[j + 2], pending[j + 3], pending[j + 4], pending[j + 5], pending[j + 6], pending[j + 7])
+      if lease then lease_taken(pending[j + 1], pending[j + 2], cost, pending[j + 4]) end -- fw: index, cost, to end
     end
   end
   if hkey then hash_flush() end
@@ -168,7 +184,7 @@ local function check(KEYS, ARGV)
   local mode = ARGV[3]
   local nk = #KEYS
 
-  if mode == '2' or mode == '3' then
+  if mode == '2' or mode == '3' or mode == '5' then
     local cost = tonumber(ARGV[2])
     local at, fns = tonumber(ARGV[4]), refunds
     if mode == '3' then fns = renews end
@@ -176,12 +192,19 @@ local function check(KEYS, ARGV)
       local p, err = spec_of(ARGV[4 + i])
       if not p then return err end
       if not fns[p[6]] then return redis.error_reply('ratelimit: algorithm code ' .. p[6] .. ' holds no lease to renew') end
+      if mode == '5' and p[6] ~= 'fw' then return leases_only_fw() end
       if p[7] then hash_begin(KEYS[i]) end
     end
-    if mode == '2' then announce(KEYS[1], ARGV[4 + nk + 1]) end
+    if mode == '2' or mode == '5' and cost > 0 then -- a spent lease's end gives nothing back
+      local channel = ARGV[4 + nk + 1]
+      if channel == '' then channel = nil end
+      announce(KEYS[1], channel)
+    end
+    local units = mode == '5' and tonumber(ARGV[4 + nk + 2])
     for i = 1, nk do
       local p = specs[ARGV[4 + i]] or spec_of(ARGV[4 + i])
       fns[p[6]](p[7] or KEYS[i], now, p[2], p[3], p[4], cost, at)
+      if units then lease_ended(p[7] or KEYS[i], now, p[3], units, at) end
     end
     if hkey then hash_flush() end
     if mode == '3' then return {now} end
@@ -202,7 +225,7 @@ end
 -- reply's last integer in out, or nil and an error reply.
 local function run_one(KEYS, k0, nk, ARGV, a0, server_now, out, o)
   local mode = ARGV[a0 + 3]
-  if mode ~= '0' and mode ~= '1' then
+  if mode ~= '0' and mode ~= '1' and mode ~= '4' then
     return nil, redis.error_reply('ratelimit: check_many runs checks only, not mode ' .. tostring(mode))
   end
   return evaluate(KEYS, k0, nk, ARGV, a0, begin(ARGV[a0 + 1], server_now), out, o)

@@ -24,6 +24,39 @@ algorithms.fw = function(key, now, limit, window, burst, cost)
   return allowed and 1 or 0, math.max(limit - after, 0), reset, retry, 0, to_end, write_fw, k, after, to_end
 end
 
+-- A fixed window that leases (Policy.Lease) also keeps, beside its state, the units that the
+-- leases of its window hold, which a reset leaves counted (see reset.lua): "window index:units",
+-- under the state's key followed by ":lease" (a field of that name, with hash state). A lease's
+-- check adds its units (lease_taken); its end, the refund of what it did not use, takes them
+-- off (lease_ended).
+local function lease_get(key)
+  local v
+  if hkey then v = redis.call('HGET', hkey, key .. ':lease') else v = redis.call('GET', key .. ':lease') end
+  if not v then return nil end
+  return parse_ints(key .. ':lease', v, 2)
+end
+
+-- lease_taken counts units leased by a check that charged them in window index k, which ends
+-- in to_end microseconds.
+local function lease_taken(key, k, units, to_end)
+  local s = lease_get(key)
+  if s and s[1] == k then units = units + s[2] end
+  set_ints(key .. ':lease', {k, units}, to_end)
+end
+
+-- lease_ended takes off the units of a lease that charged them at time at.
+local function lease_ended(key, now, window, units, at)
+  local s = lease_get(key)
+  local k = floor(at / window)
+  if not s or s[1] ~= k then return end
+  local left, to_end = s[2] - units, (k + 1) * window - now
+  if left <= 0 or to_end <= 0 then
+    sdel(key .. ':lease')
+  else
+    set_ints(key .. ':lease', {k, left}, to_end)
+  end
+end
+
 refunds.fw = function(key, now, limit, window, burst, cost, at)
   local s = get_ints(key, 2)
   if not s or s[1] ~= floor(at / window) then return end
