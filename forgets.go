@@ -76,7 +76,7 @@ func (s *redisStore) listenForForgets(layers ...forgetter) bool {
 		return false
 	}
 	s.listening.Store(true)
-	if !s.bg.run(func() { s.listen(sub, forgetChannel(s.prefix), layers) }) {
+	if !s.bg.serve(func() { s.listen(sub, forgetChannel(s.prefix), layers) }) {
 		s.listening.Store(false)
 	}
 	return true

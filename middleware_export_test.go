@@ -69,6 +69,15 @@ func Listening(s Store) bool {
 	return rs != nil && rs.listening.Load()
 }
 
+// SettleBackground waits for the Redis store s's background tasks under way (its reads of
+// the eviction policy, its refunds of leases) to end: a test that counts the calls a request
+// makes counts none of theirs then.
+func SettleBackground(s Store) {
+	if rs, _ := capability[*redisStore](s); rs != nil {
+		rs.bg.tasks.Wait()
+	}
+}
+
 // DenialCacheLen returns how many denials the denial cache of s holds.
 func DenialCacheLen(s Store) int {
 	if rs, _ := capability[*resilientStore](s); rs != nil && rs.denials != nil {

@@ -40,6 +40,7 @@ type background struct {
 	mu     sync.Mutex
 	closed bool
 	wg     sync.WaitGroup
+	tasks  sync.WaitGroup // the goroutines of run, which end by themselves (not serve's)
 }
 
 func newBackground() *background {
@@ -47,16 +48,28 @@ func newBackground() *background {
 	return &background{ctx: ctx, cancel: cancel}
 }
 
-// run runs f in a goroutine of its own, and reports whether it did: not once stop began.
-func (b *background) run(f func()) bool {
+// run runs f, a task that ends by itself (a read, a refund), in a goroutine of its own, and
+// reports whether it did: not once stop began.
+func (b *background) run(f func()) bool { return b.start(f, &b.tasks) }
+
+// serve is run for f that runs until the store is closed (the subscription).
+func (b *background) serve(f func()) bool { return b.start(f, nil) }
+
+func (b *background) start(f func(), tasks *sync.WaitGroup) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
 		return false
 	}
 	b.wg.Add(1)
+	if tasks != nil {
+		tasks.Add(1)
+	}
 	go func() {
 		defer b.wg.Done()
+		if tasks != nil {
+			defer tasks.Done()
+		}
 		f()
 	}()
 	return true
