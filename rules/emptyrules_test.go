@@ -25,6 +25,8 @@ func TestEmptyRulesMustBeSaid(t *testing.T) {
 		{"limits.yaml", "version: \"7\"\nallow_empty: false\nrules: []\n", `limits.yaml:3: rules: no rules`},
 		{"limits.yaml", "version: \"7\"\nallow_empty: yes\nrules: []\n", `limits.yaml:2: allow_empty: want true or false, got "yes"`},
 		{"limits.yaml", "version: \"7\"\nallow_empty: true\nrules:\n  - {name: a, key: ip, policies: [{limit: 1, window: 1s}]}\n", `limits.yaml:2: allow_empty: true, but the document has 1 rule; remove allow_empty`},
+		// allow_empty: true without a rules field says what to write (it said "rules: required").
+		{"limits.yaml", "version: \"7\"\nallow_empty: true\n", `limits.yaml:1: rules: required; write rules: [] beside allow_empty: true for a document without rules`},
 	} {
 		_, err := Parse(tc.name, []byte(tc.doc))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
