@@ -1,6 +1,7 @@
 package ratelimit_test
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
@@ -10,12 +11,15 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The documents' facts that a change of the code or a new measurement would leave stale:
 // the measured figures (they come from docs/results.md, which make bench writes), the tests
-// they name, the files ARCHITECTURE.md maps and the modules README counts. These tests read
-// files only: no benchmark runs.
+// they name, the files ARCHITECTURE.md maps, the modules README counts and go-redis's defaults
+// it quotes. These tests read files (and a client's options) only: no benchmark runs, no Redis.
 
 // documents are the files whose facts these tests hold, relative to the repository's root.
 var documents = []string{"README.md", "ARCHITECTURE.md", "CHANGELOG.md"}
@@ -272,6 +276,27 @@ func TestReadmeCountsTheModules(t *testing.T) {
 		}
 		if n, _ := strconv.Atoi(m[1]); n != len(c.want) {
 			t.Errorf("README says %q, the repository has %d: %v", m[0], len(c.want), c.want)
+		}
+	}
+}
+
+// README gives go-redis's default read timeout where it says to keep one and where it says
+// what WithCallTimeout spares a caller: both are the default of the go-redis this module
+// builds with, so an upgrade that changes it fails here until README follows.
+func TestReadmeGoRedisReadTimeout(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
+	defer rdb.Close()
+	d := rdb.Options().ReadTimeout
+	if d%time.Second != 0 {
+		t.Fatalf("go-redis's default ReadTimeout is %v, not whole seconds: README's phrasing needs another form", d)
+	}
+	readme := rootFile(t, "README.md")
+	for _, want := range []string{
+		fmt.Sprintf("Keep a read timeout (go-redis's default, %d s, is right)", d/time.Second),
+		fmt.Sprintf("(go-redis: %d s a read", d/time.Second),
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(readme), " "), want) {
+			t.Errorf("README does not say %q (go-redis's default ReadTimeout is %v)", want, d)
 		}
 	}
 }

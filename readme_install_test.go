@@ -14,9 +14,10 @@ import (
 // README's Install, until v0.1.0 is published: a module of a user's, beside a clone of this
 // repository (here a link to it), points at the clone with README's go mod edit lines, and
 // then README's go get line of the core resolves, as written, and the program builds outside
-// the workspace; the command installs from the clone as README says. Offline: the core's
-// dependencies come from the module cache. (The adapter's replace line is run too; getting the
-// adapter would need its framework's whole module graph, which the cache need not hold.)
+// the workspace, and so does the rules module's; the command installs from the clone as README
+// says. Offline: the core's and rules' dependencies come from the module cache. (The adapter's
+// replace line is run too; getting the adapter would need its framework's whole module graph,
+// which the cache need not hold.)
 func TestReadmeInstallFromAClone(t *testing.T) {
 	root, err := filepath.Abs(".")
 	if err != nil {
@@ -45,7 +46,7 @@ func TestReadmeInstallFromAClone(t *testing.T) {
 		}
 	}
 	run(app, outside, "go mod init example.com/app")
-	for line := range strings.SplitSeq(readmetest.Block(t, "README.md", "With the clone beside your module, in `../ratelimit`:", "sh"), "\n") {
+	for line := range strings.SplitSeq(readmetest.Block(t, "README.md", "With the clone beside your module, in `../ratelimit`, for the core, Gin and rules:", "sh"), "\n") {
 		if line = strings.TrimSpace(line); line != "" {
 			run(app, outside, line)
 		}
@@ -56,6 +57,14 @@ func TestReadmeInstallFromAClone(t *testing.T) {
 	}
 	run(app, outside, get)
 	run(app, outside, "go build -o "+filepath.Join(dir, "app.bin")+" .")
+	// The rules module is one of the clone's too: README's go get line of it, as written, once
+	// README's replace of it has run (without one, go looks for the rules package in the core's
+	// module, and says the clone "does not contain package .../rules").
+	rulesGet := strings.TrimSpace(readmetest.Block(t, "README.md", "The module `github.com/a7d3e0dd/ratelimit/rules` reads", "sh"))
+	if rulesGet != "go get github.com/a7d3e0dd/ratelimit/rules@v0.1.0" {
+		t.Fatalf("README's go get line of the rules module is %q", rulesGet)
+	}
+	run(app, outside, rulesGet)
 
 	if testing.Short() {
 		return // what follows builds the command

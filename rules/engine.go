@@ -82,8 +82,8 @@ func WithTier(tier func(ratelimit.Request) string) Option {
 
 // WithGuardOptions gives the guard of every rule these ratelimit options: trusted proxies,
 // header style, timeout, error handler and the like. Given twice, it gives them the options
-// of both (each option once: the core refuses one given twice, but TrustProxies for the same
-// header adds up). A rule's key, cost, policies and fail mode are its own, set in the
+// of both (each option once: the core refuses one given twice, and [NewEngine] refuses one in
+// two WithGuardOptions, naming it; but TrustProxies for the same header adds up). A rule's key, cost, policies and fail mode are its own, set in the
 // document: [NewEngine] refuses WithKey, WithCost, WithPolicies and FailClosed here, with an
 // error naming the rule's field to set, and WithTiers and WithResolver, which would choose
 // each request's policies in place of its rule's.

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -31,9 +32,11 @@ var (
 )
 
 // checkGuardOptions returns an error when opts hold an option that a rule's own settings set
-// (WithPolicies, WithKey, WithCost, FailClosed) or one that would choose a request's policies
-// (WithTiers, WithResolver). It runs none of the functions that opts were given: it only makes
-// guards. Options that are invalid on their own are left to the guard of each rule to report.
+// (WithPolicies, WithKey, WithCost, FailClosed), one that would choose a request's policies
+// (WithTiers, WithResolver), or options each valid alone that NewGuard refuses together (one
+// given twice, in two WithGuardOptions). It runs none of the functions that opts were given:
+// it only makes guards. Options that are invalid on their own are left to the guard of each
+// rule to report.
 func checkGuardOptions(opts []ratelimit.Option) error {
 	if len(opts) == 0 {
 		return nil
@@ -53,7 +56,15 @@ func checkGuardOptions(opts []ratelimit.Option) error {
 		return err != nil
 	}
 	if _, err := ratelimit.NewGuard(l, opts...); err != nil {
-		return nil // each rule's guard reports it, naming the rule
+		for _, o := range opts {
+			if _, err := ratelimit.NewGuard(l, o); err != nil {
+				return nil // an option invalid alone: each rule's guard reports it, naming the rule
+			}
+		}
+		// Each valid alone, refused together: an option given twice (the options of every
+		// WithGuardOptions add up) or two that exclude each other. The engine's options are
+		// at fault, whatever the rule, so the error names no rule.
+		return fmt.Errorf("rules: WithGuardOptions (the options of all of them, which add up): %w", err)
 	}
 	// With opts valid, each of these is refused only when opts hold it already (an option
 	// given twice), or, for WithTiers, when they hold WithResolver, which excludes it.

@@ -189,3 +189,26 @@ rules:
 		t.Errorf("NewEngine called the functions of%s", called)
 	}
 }
+
+// TestGuardOptionsTwiceAcrossCallsNamed: WithGuardOptions given twice adds up, so a default
+// list with an override in a second WithGuardOptions (WithTimeout in both) holds an option
+// twice, which the core refuses. NewEngine says so of the guard options, and says nothing of a
+// rule: the error named the rules file's first rule ("rule \"api\": ... WithTimeout given
+// twice"), sending the reader to a rule that had no part in it.
+func TestGuardOptionsTwiceAcrossCallsNamed(t *testing.T) {
+	set, err := Parse("limits.yaml", []byte("version: v1\nrules:\n  - {name: api, key: ip, policies: [{name: m, limit: 1, window: 1m}]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults := []ratelimit.Option{ratelimit.WithTimeout(100 * time.Millisecond), ratelimit.WithHeaders(ratelimit.IETFDraftHeaders)}
+	_, err = NewEngine(ratelimit.NewMemoryStore(), set, quiet(), WithGuardOptions(defaults...), WithGuardOptions(ratelimit.WithTimeout(time.Second)))
+	if err == nil || !strings.Contains(err.Error(), "WithGuardOptions") || !strings.Contains(err.Error(), "WithTimeout given twice") ||
+		strings.Contains(err.Error(), `rule "api"`) {
+		t.Errorf("NewEngine with WithTimeout in two WithGuardOptions: %v; want it refused as the guard options', naming WithTimeout, no rule", err)
+	}
+	// An option invalid alone is refused as before, by the guard of each rule.
+	_, err = NewEngine(ratelimit.NewMemoryStore(), set, quiet(), WithGuardOptions(ratelimit.WithTimeout(0)))
+	if err == nil || !strings.Contains(err.Error(), "WithTimeout(0s)") {
+		t.Errorf("NewEngine with WithTimeout(0): %v; want it refused", err)
+	}
+}

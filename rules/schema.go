@@ -42,6 +42,10 @@ func (c *checker) document(n *yaml.Node) *Set {
 	}
 	list := f["rules"]
 	if !present(list) {
+		if allowEmpty && list == nil {
+			c.add(deref(n), "rules", "required; write rules: [] beside allow_empty: true for a document without rules")
+			return nil
+		}
 		c.missing(n, list, "rules")
 		return nil
 	}

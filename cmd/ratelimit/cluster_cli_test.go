@@ -21,7 +21,7 @@ func TestDBOnACluster(t *testing.T) {
 		{"-redis", "127.0.0.1:1", "-cluster", "-db", "2"},
 		{"-redis", "redis://127.0.0.1:1?addr=127.0.0.1:2", "-db", "2"},
 	} {
-		cli(t, append([]string{"version"}, args...)...).want(t, 2, "", "a Redis Cluster has only database 0")
+		cli(t, append([]string{"version"}, args...)...).want(t, 2, "", "a Redis Cluster has only database 0: leave out -db")
 	}
 	// -db 0 says nothing a Cluster cannot do.
 	c := redistest.Cluster(t)

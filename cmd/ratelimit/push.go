@@ -111,7 +111,11 @@ func dryRunPush(ctx context.Context, fs *flags, rf *redisFlags, client redis.Uni
 	case !errors.Is(err, rules.ErrNoRules):
 		return fs.fail(rf.failed(err))
 	}
-	fmt.Fprintf(stdout, "dry run: version %s over %s at %s\n", set.Version(), from, rf.key)
+	this := "version " + set.Version()
+	if !set.Versioned() {
+		this = "no version (hash " + set.Version() + ")"
+	}
+	fmt.Fprintf(stdout, "dry run: %s over %s at %s\n", this, from, rf.key)
 	refused := false
 	refuse := func(format string, args ...any) {
 		fmt.Fprintf(stdout, format+"\n", args...)
@@ -119,7 +123,11 @@ func dryRunPush(ctx context.Context, fs *flags, rf *redisFlags, client redis.Uni
 	}
 	switch {
 	case !set.Versioned():
-		refuse("refused: the document has no version (its hash is %s): give it a version: field, newer than the stored one", set.Version())
+		newer := ""
+		if stored != nil {
+			newer = fmt.Sprintf(", newer than the stored version %q", storedVersion)
+		}
+		refuse("refused: the document has no version (its hash is %s): give it a version: field%s", set.Version(), newer)
 	case stored != nil && storedVersion == set.Version():
 		refuse("refused: version %s is stored already, and instances running it never read it again: give the document a new version", set.Version())
 	case stored != nil && rules.CompareVersions(set.Version(), storedVersion) < 0 && force:

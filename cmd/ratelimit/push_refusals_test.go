@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/a7d3e0dd/ratelimit/internal/redistest"
@@ -33,8 +34,23 @@ func TestPushDryRunExitsAsThePushWould(t *testing.T) {
 	} {
 		push(tc.args...).want(t, tc.code, tc.inStdout, tc.stderr)
 	}
+	// A file without a version is not called one: its first line said "dry run: version
+	// <hash>", the next that it had no version. Its refusal names the stored version to pass.
+	r := push("-dry-run", files[4])
+	r.want(t, 1, "dry run: no version (hash ", "the push would be refused")
+	r.want(t, 1, "refused: the document has no version (its hash is ", "")
+	r.want(t, 1, `give it a version: field, newer than the stored version "5"`, "")
+	if strings.Contains(r.stdout, "dry run: version ") {
+		t.Errorf("a dry run of a file without a version calls its hash a version:\n%s", r.stdout)
+	}
 	if v, _ := rules.StoredVersion(t.Context(), client, key); v != "5" {
 		t.Errorf("after dry runs, version %q is stored; want 5", v)
+	}
+	// Over nothing stored, there is no stored version to be newer than.
+	r = cli(t, "push", "-dry-run", "-redis", addr, "-key", key+":empty", files[4])
+	r.want(t, 1, "dry run: no version (hash ", "the push would be refused")
+	if strings.Contains(r.stdout, "newer than the stored") {
+		t.Errorf("a dry run over nothing stored asks for a version newer than the stored one:\n%s", r.stdout)
 	}
 }
 

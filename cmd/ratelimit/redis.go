@@ -192,7 +192,7 @@ func (r *redisFlags) target() (o *redis.UniversalOptions, u *url.URL, err error)
 		}, u, nil
 	case r.cluster || q.Has("addr"):
 		if db := strings.Trim(u.Path, "/"); db != "" && db != "0" || q.Has("db") {
-			return nil, nil, fmt.Errorf("-redis %s: a Redis Cluster has only database 0", redactURL(u))
+			return nil, nil, fmt.Errorf("-redis %s: a Redis Cluster has only database 0: leave the database out of the URL", redactURL(u))
 		}
 		c, err := redis.ParseClusterURL(r.addrs)
 		if err != nil {
@@ -248,7 +248,7 @@ func (r *redisFlags) credentials(o *redis.UniversalOptions, u *url.URL) error {
 		o.DB = r.db.n
 	}
 	if o.IsClusterMode && o.DB != 0 {
-		return fmt.Errorf("-redis %s: a Redis Cluster has only database 0", r.where())
+		return fmt.Errorf("-redis %s: a Redis Cluster has only database 0: leave out -db", r.where())
 	}
 	return nil
 }
