@@ -28,7 +28,7 @@ func prepare(root string, mods []module, version string) error {
 			return filepath.SkipDir
 		}
 		switch d.Name() {
-		case "go.mod":
+		case "go.mod", "go.newest.mod": // an adapter's newest-release module file requires the core too
 			return rewrite(p, func(s string) string {
 				return requireLine.ReplaceAllStringFunc(s, func(line string) string {
 					m := requireLine.FindStringSubmatch(line)
