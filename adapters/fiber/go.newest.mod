@@ -27,5 +27,5 @@ require (
 	golang.org/x/sys v0.30.0 // indirect
 )
 
-// Until v0.1.0 is published, the core is this repository.
-replace github.com/a7d3e0dd/ratelimit v0.1.0 => ../..
+// The core is this repository, whatever version the require line names.
+replace github.com/a7d3e0dd/ratelimit => ../..

@@ -45,5 +45,5 @@ require (
 	google.golang.org/protobuf v1.36.10 // indirect
 )
 
-// Until v0.1.0 is published, the core is this repository.
-replace github.com/a7d3e0dd/ratelimit v0.1.0 => ../..
+// The core is this repository, whatever version the require line names.
+replace github.com/a7d3e0dd/ratelimit => ../..
