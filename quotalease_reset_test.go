@@ -404,3 +404,48 @@ func admittedAfterReset(t *testing.T, leasing, plain *ratelimit.Limiter, clock *
 	}
 	return after
 }
+
+// A lease taken or ended while the identity's slot moves between two Cluster nodes names the
+// key of the leases' count too (see TestResetWhileTheSlotMoves). Before, a lease's check
+// redirected (ASK) to the new node with the state wrote a count there while the old node still
+// held one: the move then failed (MIGRATE: BUSYKEY, the count already on the new node), as
+// redis-cli's reshard does, and one of the two counts was lost.
+func TestLeaseWhileTheSlotMoves(t *testing.T) {
+	c := redistest.ClusterWithSpare(t)
+	prefix := redistest.Prefix(t)
+	clock := newFakeClock()
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { client.Close() })
+	store := func(extra ...ratelimit.RedisOption) ratelimit.RedisStore {
+		s := ratelimit.NewRedisStore(client, append([]ratelimit.RedisOption{ratelimit.WithClock(clock), ratelimit.WithPrefix(prefix)}, extra...)...)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	leasing := mustNew(t, store(ratelimit.WithDenialCache(0)), resetPolicy)
+	plain := mustNew(t, store(), unleased(resetPolicy))
+	takeLease(t, leasing, plain)
+	state := ratelimit.StorageKey(prefix, "hot", resetPolicy)
+	slot := c.Slot(t, state)
+	c.BeginMove(t, slot)
+	c.MoveKey(t, slot, state) // the state moved, its leases' count not yet
+	clock.Advance(2 * resetPolicy.Lease)
+	done := make(chan error, 1)
+	go func() { // the lease ends, and the next requests take another
+		for range 20 {
+			rc, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_, err := leasing.Allow(rc, "hot")
+			cancel()
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	time.Sleep(100 * time.Millisecond)
+	c.MoveKeys(t, slot)
+	c.EndMove(t, slot)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

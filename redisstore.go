@@ -403,6 +403,9 @@ func (s *redisStore) check(ctx context.Context, key string, policies []Policy, c
 	if err != nil {
 		return time.Time{}, err
 	}
+	if mode == 4 { // a lease's: its count's keys too (see lease_keys in check.lua)
+		args = s.leaseKeys(args, policies)
+	}
 	s.checkEviction()
 	reply, err := s.runInts(ctx, checkScript, args)
 	if err == nil {
@@ -523,8 +526,9 @@ func (s *redisStore) newCall(key string, policies []Policy, extra int) []any {
 	return args
 }
 
-// leaseKeys adds to the keys of a call of reset.lua, one per policy, the key of each one's leases' count (see
-// reset.lua): the key followed by ":lease", or for a field of the identity's hash, the hash.
+// leaseKeys adds to the keys of a call of reset.lua or of a lease's check or end, one per
+// policy, the key of each one's leases' count (see reset.lua, lease_keys in check.lua): the key
+// followed by ":lease", or for a field of the identity's hash, the hash.
 func (s *redisStore) leaseKeys(args []any, policies []Policy) []any {
 	n := len(policies)
 	out := make([]any, 0, len(args)+n)
