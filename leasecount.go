@@ -43,6 +43,7 @@ func (s *redisStore) chargeLease(ctx context.Context, key string, policies []Pol
 func (s *redisStore) endLease(ctx context.Context, key string, policies []Policy, unused, k int64, at time.Time) error {
 	args, err := s.scriptArgs(key, policies, unused, 5, at.UnixMicro())
 	if err == nil {
+		args = s.leaseKeys(args, policies)
 		var channel any = ""
 		if s.compact {
 			channel = s.forgets

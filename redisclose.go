@@ -117,13 +117,15 @@ func (s *subscription) close() {
 }
 
 // close ends what the store keeps: its subscription and its goroutines. A dial hook stays on
-// the client (go-redis takes none off); it no longer reaches the store's breaker.
+// the client (go-redis takes none off); it no longer reaches the store's breaker, and holds no
+// background dial of the pool's (see redisredial.go).
 func (s *redisStore) close() {
 	s.sub.close()
 	s.bg.stop()
 	if s.dials != nil {
 		s.dials.onFail.Store(nil)
 		s.dials.epoch.Store(nil)
+		s.dials.stop()
 	}
 }
 

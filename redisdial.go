@@ -23,9 +23,26 @@ type dialWatch struct {
 	onFail atomic.Pointer[func(err error, epoch uint64)]
 	epoch  atomic.Pointer[func() uint64]
 	// held holds the pool's failed background dials until a call needs them (see
-	// redisredial.go).
-	held redials
+	// redisredial.go), unless the hook of another store on the client, outside this one,
+	// holds them: holder is then that store's, which this store's calls wake. nil: held.
+	held   redials
+	holder atomic.Pointer[redials]
 }
+
+// holderKey is the context key under which a dial hook that holds a background dial marks
+// it for the hooks inside it.
+type holderKey struct{}
+
+// holding returns the redials that hold the background dials of w's client.
+func (w *dialWatch) holding() *redials {
+	if h := w.holder.Load(); h != nil {
+		return h
+	}
+	return &w.held
+}
+
+// stop ends w's holding: the store is closed, and no call of its will wake a held dial.
+func (w *dialWatch) stop() { w.held.stop() }
 
 // dialFailure is a failed dial.
 type dialFailure struct {
@@ -54,9 +71,17 @@ func (w *dialWatch) DialHook(next redis.DialHook) redis.DialHook {
 			epoch = (*e)()
 		}
 		w.dials.Add(1)
-		background := backgroundDial()
-		if background {
-			w.held.begin()
+		// The outermost hook of an open store holds the pool's background dial; the
+		// stores inside it wake that one (see holderKey).
+		hold := backgroundDial()
+		if hold {
+			if outer, ok := ctx.Value(holderKey{}).(*redials); ok {
+				w.holder.Store(outer)
+				hold = false
+			} else if hold = w.held.begin(); hold {
+				w.holder.Store(nil)
+				ctx = context.WithValue(ctx, holderKey{}, &w.held)
+			}
 		}
 		conn, err := next(ctx, network, addr)
 		switch {
@@ -71,7 +96,7 @@ func (w *dialWatch) DialHook(next redis.DialHook) redis.DialHook {
 				(*f)(err, epoch)
 			}
 		}
-		if background {
+		if hold {
 			conn, err = w.held.end(ctx, conn, err, func(ctx context.Context) (net.Conn, error) { return next(ctx, network, addr) })
 			if err == nil && w.failed.Load() != nil {
 				w.failed.Store(nil)
@@ -105,7 +130,7 @@ type dialMark struct{ failures, dials uint64 }
 // because its client's pool answered a cached dial error and has dialled again since, with
 // success: the call reached no server (see redisredial.go).
 func (w *dialWatch) redial(ctx context.Context, err error, mark dialMark) bool {
-	return w != nil && w.dials.Load() == mark.dials && cachedDialError(err) && w.held.redial(ctx)
+	return w != nil && w.dials.Load() == mark.dials && cachedDialError(err) && w.holding().redial(ctx)
 }
 
 // explain returns err of a call that began at mark, as unavailable when it is a timeout and a

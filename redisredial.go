@@ -21,11 +21,20 @@ import (
 // So the dial watcher holds the pool's background dial when it fails, and dials again when a
 // call of the store is answered the cached error (a dial error, no dial made during the call):
 // the store's probes pace the pool's recovery, not its one-second sleep. A held dial that no
-// call wakes for heldFor lets go (the pool sleeps its second and dials again, which is held
-// again), so a client closed during an outage ends its goroutine within heldFor and a second.
+// call wakes dials again on its own every redialEvery, the pool's own pace, so that the
+// client's other users (the application, a store that makes no call) recover as soon as they
+// would without the store; after heldFor it lets go (the pool sleeps its second and dials
+// again, which is held again), so a client closed during an outage ends its goroutine within
+// heldFor and a second. A closed store holds nothing, and lets go of what it held. Of several
+// stores on one client, the outermost open one's hook holds the dial, and every store's calls
+// wake it (see holderKey).
 
-// heldFor is how long the pool's failed background dial waits for a call to wake it.
+// heldFor is how long the pool's failed background dial is held at most.
 const heldFor = 10 * time.Second
+
+// redialEvery is how long a held dial waits for a call to wake it before it dials again on its
+// own: the pool's sleep between its background dials.
+const redialEvery = time.Second
 
 // maxRedials bounds the calls a store sends again after a redial succeeded while the pool still
 // answered its cached error (the pool forgets its failures a moment after the redial returns).
@@ -47,6 +56,9 @@ type redials struct {
 	// ok is set when the last background dial succeeded: the pool forgets its failures, if
 	// it has not yet.
 	ok bool
+	// stopped is set when the store is closed (see stop), and stopping closed then.
+	stopped  bool
+	stopping chan struct{}
 }
 
 // round is one round of redials: every dial held when it began dials again.
@@ -71,57 +83,91 @@ func (r *redials) change() {
 	}
 }
 
-// begin declares a background dial under way.
-func (r *redials) begin() {
+// begin declares a background dial under way, to be held if it fails, and reports whether it
+// is: not once the store is closed.
+func (r *redials) begin() bool {
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return false
+	}
 	r.dialling++
-	r.mu.Unlock()
+	return true
+}
+
+// stop holds no dial from now on, and lets go of the dials held.
+func (r *redials) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.stopped {
+		r.stopped = true
+		close(r.stops())
+	}
+}
+
+// stops returns the channel stop closes; r.mu is held.
+func (r *redials) stops() chan struct{} {
+	if r.stopping == nil {
+		r.stopping = make(chan struct{})
+	}
+	return r.stopping
 }
 
 // end is a background dial that ended with conn or err. A failure is held: it waits for a
-// round and dials again with dial, until a dial succeeds, or heldFor passes without a round.
-// Each attempt has the time the first had (the pool's DialTimeout).
+// round, or redialEvery, and dials again with dial, until a dial succeeds, heldFor passes, or
+// the store is closed. Each attempt has the time the first had (the pool's DialTimeout).
 func (r *redials) end(ctx context.Context, conn net.Conn, err error, dial func(context.Context) (net.Conn, error)) (net.Conn, error) {
 	budget := 5 * time.Second
 	if d, ok := ctx.Deadline(); ok {
 		budget = max(time.Until(d), 100*time.Millisecond)
 	}
 	ctx = context.WithoutCancel(ctx)
+	until := time.Now().Add(heldFor)
 	r.mu.Lock()
 	r.dialling--
 	defer r.mu.Unlock()
 	defer r.change()
 	for {
 		r.ok = err == nil
-		if err == nil {
-			return conn, nil
+		if err == nil || r.stopped {
+			return conn, err
 		}
 		if r.wake == nil {
 			r.wake = make(chan struct{})
 		}
-		wake := r.wake
+		wake, stopping := r.wake, r.stops()
 		r.held++
 		r.change()
 		r.mu.Unlock()
-		t := time.NewTimer(heldFor)
+		t := time.NewTimer(min(redialEvery, time.Until(until)))
 		select {
 		case <-wake:
 		case <-t.C:
+		case <-stopping:
 		}
 		t.Stop()
 		r.mu.Lock()
+		var w *round // nil: a dial of its own
 		select {
 		case <-wake: // woken, or a round began as the time ran out, counting this dial
+			w = r.round
 		default:
 			r.held--
-			return nil, err
+			if r.stopped || !time.Now().Before(until) {
+				return nil, err
+			}
+			r.dialling++ // at the pool's pace, for the client's other users
+			r.change()
 		}
-		w := r.round
 		r.mu.Unlock()
 		c, cancel := context.WithTimeout(ctx, budget)
 		conn, err = dial(c)
 		cancel()
 		r.mu.Lock()
+		if w == nil {
+			r.dialling--
+			continue
+		}
 		w.pending--
 		w.ok = w.ok || err == nil
 		if w.pending == 0 {

@@ -403,6 +403,9 @@ func (s *redisStore) check(ctx context.Context, key string, policies []Policy, c
 	if err != nil {
 		return time.Time{}, err
 	}
+	if mode == 4 { // a lease's: its count's keys too (see lease_keys in check.lua)
+		args = s.leaseKeys(args, policies)
+	}
 	s.checkEviction()
 	reply, err := s.runInts(ctx, checkScript, args)
 	if err == nil {
@@ -523,6 +526,24 @@ func (s *redisStore) newCall(key string, policies []Policy, extra int) []any {
 	return args
 }
 
+// leaseKeys adds to the keys of a call of reset.lua or of a lease's check or end, one per
+// policy, the key of each one's leases' count (see reset.lua, lease_keys in check.lua): the key
+// followed by ":lease", or for a field of the identity's hash, the hash.
+func (s *redisStore) leaseKeys(args []any, policies []Policy) []any {
+	n := len(policies)
+	out := make([]any, 0, len(args)+n)
+	out = append(out, args[:rediscall.Head+n]...)
+	for i := range n {
+		k := *args[rediscall.Head+i].(*string)
+		if !s.hash || !policies[i].compiled.hashed {
+			k += ":lease"
+		}
+		out = append(out, &k)
+	}
+	out[2] = 2 * n
+	return append(out, args[rediscall.Head+n:]...)
+}
+
 // keyIn returns the storage key of identity under p, its bytes appended to *buf where they
 // fit: the string then points into the call's own allocation, which no one writes again.
 func (s *redisStore) keyIn(buf *[]byte, identity string, p *Policy) string {
@@ -624,7 +645,7 @@ func (s *redisStore) Reset(ctx context.Context, key string, policies []Policy) e
 	if err := compiledAll(policies); err != nil {
 		return err
 	}
-	args := s.newCall(key, policies, 1+len(policies))
+	args := s.leaseKeys(s.newCall(key, policies, 1+len(policies)), policies)
 	switch {
 	case s.compact:
 		args = append(args, s.forgets) // compact keys hold no prefix to name the channel by

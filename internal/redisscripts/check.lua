@@ -25,6 +25,13 @@
 --           channel or "" (readable keys)
 -- ARGV[6+n] with "5": the units of the lease that ends
 --
+-- lease_keys: with "4" and "5", KEYS holds after the n state keys the key of each one's leases'
+-- count (its state key and ":lease"; for a field of the identity's hash, the hash again),
+-- declared so that a Cluster node whose slot is moving answers TRYAGAIN when the two are split
+-- between the nodes (a script may touch a key it did not declare only where that key is: the
+-- count would be written on the new node while the old one still held it, and the slot's move
+-- would fail, BUSYKEY).
+--
 -- A refund ("2", or "5" of unused units) announces itself: see announce.
 --
 -- Reply: 6 integers per policy, in order: allowed (1 or 0), remaining, reset after (µs),
@@ -183,6 +190,7 @@ local function check(KEYS, ARGV)
   local now = begin(ARGV[1])
   local mode = ARGV[3]
   local nk = #KEYS
+  if mode == '4' or mode == '5' then nk = nk / 2 end -- then the leases' counts (see lease_keys)
 
   if mode == '2' or mode == '3' or mode == '5' then
     local cost = tonumber(ARGV[2])
@@ -228,6 +236,7 @@ local function run_one(KEYS, k0, nk, ARGV, a0, server_now, out, o)
   if mode ~= '0' and mode ~= '1' and mode ~= '4' then
     return nil, redis.error_reply('ratelimit: check_many runs checks only, not mode ' .. tostring(mode))
   end
+  if mode == '4' then nk = nk / 2 end -- then the leases' counts (see lease_keys)
   return evaluate(KEYS, k0, nk, ARGV, a0, begin(ARGV[a0 + 1], server_now), out, o)
 end
 

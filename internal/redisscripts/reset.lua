@@ -1,5 +1,10 @@
 -- reset.lua: forgets an identity's state.
--- KEYS: the state keys of the identity's policies (one cluster hash tag). ARGV[1]: the channel
+-- KEYS: the state keys of the identity's policies (one cluster hash tag), n of them, then for
+-- each the key of its leases' count (see lease_taken in fixed_window.lua: the state key and
+-- ":lease"; for a field of the identity's hash, the hash again), declared so that a Cluster
+-- node whose slot is moving answers TRYAGAIN when the two are split between the nodes, rather
+-- than the reset reading no count on the one and forgetting what the leases hold (a script may
+-- read a key it did not declare only where it is). ARGV[1]: the channel
 -- of announcements, for compact keys (see announce in check.lua); none, or "", for readable
 -- keys. ARGV[1+i], for a store with hash state: the field of KEYS[i], the identity's hash,
 -- that holds policy i's state, or "" for a policy with a key of its own.
@@ -25,8 +30,8 @@ end
 -- it did not hand out. Units that a lease hands out after the reset, before its instance hears
 -- of it (or never: a missed announcement), are so counted in the new window's count, and no
 -- lease's refund gives back units that the reset forgot.
-local n = 0
-for i = 1, #KEYS do
+local n, nk = 0, #KEYS / 2
+for i = 1, nk do
   local field = ARGV[1 + i]
   local leased
   if field and field ~= '' then
@@ -35,14 +40,14 @@ for i = 1, #KEYS do
   else
     field = nil
     n = n + redis.call('DEL', KEYS[i])
-    leased = redis.call('GET', KEYS[i] .. ':lease')
+    leased = redis.call('GET', KEYS[nk + i])
   end
   local w, units = string.match(leased or '', '^(%d+):(%d+)$')
   if units and units ~= '0' then
     if field then
       redis.call('HSET', KEYS[i], field, w .. ':' .. units) -- the hash lives as long as the lease's field
     else
-      local ms = redis.call('PTTL', KEYS[i] .. ':lease')
+      local ms = redis.call('PTTL', KEYS[nk + i])
       if ms > 0 then redis.call('SET', KEYS[i], w .. ':' .. units, 'PX', ms) end
     end
   end

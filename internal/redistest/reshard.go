@@ -141,6 +141,18 @@ func (c *SpareCluster) MoveKeys(t testing.TB, slot int) {
 	}
 }
 
+// MoveKey migrates key, of a slot BeginMove began to move, from its first master to the
+// spare, leaving the slot's other keys where they are.
+func (c *SpareCluster) MoveKey(t testing.TB, slot int, key string) {
+	t.Helper()
+	from := c.client(owner(slot))
+	defer from.Close()
+	spare := c.nodes[clusterNodes]
+	if err := from.Do(context.Background(), "MIGRATE", loopback, spare.port, key, 0, 5000).Err(); err != nil {
+		t.Fatalf("redistest: MIGRATE %s: %v", key, err)
+	}
+}
+
 // EndMove gives slot to the spare on every node (MoveKeys first): its first master then
 // redirects every call for it (MOVED).
 func (c *SpareCluster) EndMove(t testing.TB, slot int) {
