@@ -300,3 +300,26 @@ func TestReadmeGoRedisReadTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeNamesTheNewestTestedReleases: README's Install names, for each adapter with a
+// go.newest.mod, the release that file requires, so a bump of one cannot leave README behind.
+func TestReadmeNamesTheNewestTestedReleases(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(strings.Fields(string(readme)), " ")
+	for adapter, name := range map[string]string{"gin": "Gin", "echo": "Echo", "fiber": "Fiber", "grpc": "gRPC"} {
+		mod, err := os.ReadFile(filepath.Join("adapters", adapter, "go.newest.mod"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`(?m)^\s*\S+ (v\S+) // newest tested`).FindSubmatch(mod)
+		if m == nil {
+			t.Fatalf("adapters/%s/go.newest.mod marks no requirement // newest tested", adapter)
+		}
+		if want := name + " " + string(m[1]); !strings.Contains(text, want) {
+			t.Errorf("README does not say %q, the release adapters/%s/go.newest.mod requires", want, adapter)
+		}
+	}
+}
