@@ -17,12 +17,12 @@ vet:
 
 # Every module but the core stands on the core's public API: its packages (tests aside) import
 # nothing of the core's internal/, which carries no compatibility promise between releases.
-# (internal/rueidisbench and internal/peerbench, benchmark modules under the core's internal/, are the core's own; the
+# (the developer tools, tools/ and its benchmark modules, are the core's own; the
 # examples are run from this repository, with a workspace of their own, and required by
 # nobody: their test helper starts Redis with the core's.)
 CORE_INTERNAL := github.com/a7d3e0dd/ratelimit/internal/
 boundaries:
-	@for m in $(filter-out . ./internal/% ./examples,$(MODULES)); do \
+	@for m in $(filter-out . ./internal/% ./tools ./tools/% ./examples,$(MODULES)); do \
 		bad=$$(cd $$m && $(GO) list -f '{{$$p := .ImportPath}}{{range .Imports}}{{$$p}} imports {{.}}{{"\n"}}{{end}}' ./... | grep ' imports $(CORE_INTERNAL)'); \
 		if [ -n "$$bad" ]; then echo "$$m uses the core's internal packages:"; echo "$$bad"; exit 1; fi; \
 	done; echo "boundaries: no module but the core imports the core's internal/"
@@ -60,9 +60,9 @@ fuzz:
 		done; \
 	done
 
-# The performance table (internal/benchtable): every figure of the performance targets beside
+# The performance table (tools/benchtable): every figure of the performance targets beside
 # its floor measured in the same run, the ratio, the target, PASS or MISS; then the store beside
-# other Go limiters (internal/peerbench). Both print their tables and write their sections of
+# other Go limiters (tools/peerbench). Both print their tables and write their sections of
 # docs/results.md (dated, with the machine, the versions and the load), where the documents
 # take their figures from. Each starts and stops a redis-server of its own; together they take
 # a few minutes (the results file says how long each took); not part of make test.
@@ -70,8 +70,8 @@ fuzz:
 # results file says of the machine's load, e.g. BENCHNOTE='idle'.
 BENCHNOTE ?=
 bench:
-	$(GO) run ./internal/benchtable -out docs/results.md -note "$(BENCHNOTE)" $(BENCHFLAGS)
-	cd internal/peerbench && $(GO) run . -out ../../docs/results.md -note "$(BENCHNOTE)"
+	$(GO) run ./tools/benchtable -out docs/results.md -note "$(BENCHNOTE)" $(BENCHFLAGS)
+	cd tools/peerbench && $(GO) run . -out ../../docs/results.md -note "$(BENCHNOTE)"
 
 # Every go test benchmark of the root module.
 gobench:
@@ -91,7 +91,7 @@ stress:
 		if [ $$ra -ne 0 ] || [ $$rb -ne 0 ]; then echo "round $$i failed: see $$dir"; exit 1; fi; \
 	done; echo "stress: 3 rounds passed"
 
-# A release of every module (internal/release): make release-check VERSION=v0.1.0 sets the
+# A release of every module (tools/release): make release-check VERSION=v0.1.0 sets the
 # modules' requirements on each other, the workspaces and the README's install lines to
 # VERSION in a copy of the tree, and checks in a fresh module outside the workspace that every
 # install line of the README resolves, builds and installs (our modules from a proxy of files
@@ -100,10 +100,10 @@ stress:
 # the tagged tree. Push with git push origin HEAD --tags.
 release-check:
 	@test -n "$(VERSION)" || { echo "usage: make release-check VERSION=vX.Y.Z"; exit 2; }
-	$(GO) run ./internal/release -check $(VERSION)
+	$(GO) run ./tools/release -check $(VERSION)
 
 release:
 	@test -n "$(VERSION)" || { echo "usage: make release VERSION=vX.Y.Z"; exit 2; }
 	@test -z "$$(git status --porcelain)" || { echo "release: commit or stash your changes first"; exit 1; }
 	$(MAKE) --no-print-directory test
-	$(GO) run ./internal/release -tag -check $(VERSION)
+	$(GO) run ./tools/release -tag -check $(VERSION)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
 )
 
 // A failed dial opens the breaker at once, unless it began before the breaker last closed: a

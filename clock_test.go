@@ -1,6 +1,6 @@
 package ratelimit_test
 
-import "github.com/a7d3e0dd/ratelimit/internal/fakeclock"
+import "github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
 
 // fakeClock is the tests' clock; it moves only when told to.
 type fakeClock = fakeclock.Clock

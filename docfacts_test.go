@@ -24,7 +24,7 @@ import (
 // documents are the files whose facts these tests hold, relative to the repository's root.
 var documents = []string{"README.md", "ARCHITECTURE.md", "CHANGELOG.md"}
 
-// resultsFile is the file make bench writes (internal/benchtable -out).
+// resultsFile is the file make bench writes (tools/benchtable -out).
 const resultsFile = "docs/results.md"
 
 // Figures a document takes from the results file stand between these markers.
@@ -247,7 +247,7 @@ func expandBraces(p string) []string {
 }
 
 // README's count of the modules is the repository's: every go.mod outside testdata, and the
-// released ones, all but examples/ and internal/ (internal/release tags those).
+// released ones, all but examples/ and tools/ (tools/release tags those).
 func TestReadmeCountsTheModules(t *testing.T) {
 	var all, released []string
 	for _, f := range repositoryFiles(t) {
@@ -256,7 +256,7 @@ func TestReadmeCountsTheModules(t *testing.T) {
 		}
 		dir := path.Dir(f)
 		all = append(all, dir)
-		if !strings.HasPrefix(dir, "examples") && !strings.HasPrefix(dir, "internal/") {
+		if !strings.HasPrefix(dir, "examples") && !strings.HasPrefix(dir, "tools") {
 			released = append(released, dir)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
-	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
 
 // With hash state, the policies of an identity whose state is integers share one hash,

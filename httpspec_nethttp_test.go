@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/a7d3e0dd/ratelimit"
-	"github.com/a7d3e0dd/ratelimit/internal/httpspec"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/httpspec"
 )
 
 // TestHTTPSpec runs the HTTP spec table through the net/http middleware, against every engine:

@@ -15,7 +15,7 @@ import (
 var unlimitedGCRA = ratelimit.Policy{Limit: 1_000_000_000, Window: time.Second}
 
 // BenchmarkMemoryStore measures Limiter.Allow over the memory store with one GCRA policy, as
-// internal/benchtable does for target 6: on one key, and under b.RunParallel over 10,000
+// tools/benchtable does for target 6: on one key, and under b.RunParallel over 10,000
 // identities (run it with -cpu 1,2 for GOMAXPROCS 1 and 2).
 func BenchmarkMemoryStore(b *testing.B) {
 	l := mustNew(b, ratelimit.NewMemoryStore(), unlimitedGCRA)

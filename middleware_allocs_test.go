@@ -13,7 +13,7 @@ import (
 // TestMiddlewareAllocations holds the net/http middleware to its own allocations per request:
 // those of one request through Middleware(l)(handler), less those of l.Allow for the same key
 // (the store's share, which is not the middleware's). The request is built, and the writer's
-// header map cleared, as internal/benchtable's handlerAllocs does for the Redis figure, so the
+// header map cleared, as tools/benchtable's handlerAllocs does for the Redis figure, so the
 // budget here is what the middleware adds there. Allocation counts are deterministic.
 //
 // An admitted request costs two: its key ("ip:203.0.113.7"), and one object that holds the

@@ -1,7 +1,7 @@
 package ratelimit_test
 
 // What only the net/http middleware does. Every request/response scenario of the middleware is
-// in the HTTP spec table (internal/httpspec), which runs through net/http (httpspec_nethttp_test.go)
+// in the HTTP spec table (internal/testing/httpspec), which runs through net/http (httpspec_nethttp_test.go)
 // and every framework adapter alike.
 
 import (

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/a7d3e0dd/ratelimit/internal/compilecheck"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/compilecheck"
 )
 
 // TestOptionMisuseDoesNotCompile builds programs as a user writes them, outside the workspace:

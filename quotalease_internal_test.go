@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit/algorithms"
-	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
 	"github.com/a7d3e0dd/ratelimit/observe"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/a7d3e0dd/ratelimit/internal/readmetest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/readmetest"
 )
 
 // README's Install, until v0.1.0 is published: a module of a user's, beside a clone of this

@@ -15,8 +15,8 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
-	"github.com/a7d3e0dd/ratelimit/internal/readmetest"
-	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/readmetest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
 
 // readmePartner is README's worker calling a partner API, as written but for the Redis store's

@@ -16,9 +16,9 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
-	"github.com/a7d3e0dd/ratelimit/internal/faultproxy"
-	"github.com/a7d3e0dd/ratelimit/internal/readmetest"
-	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/faultproxy"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/readmetest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 	"github.com/a7d3e0dd/ratelimit/observe"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/a7d3e0dd/ratelimit"
-	"github.com/a7d3e0dd/ratelimit/internal/loadgen"
-	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/loadgen"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
 
 // wireCounter is a go-redis hook that counts the commands and pipelines on the wire whose first

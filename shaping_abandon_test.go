@@ -9,7 +9,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
-	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
 )
 
 // TestShapedClientGoneReleasesSlot: a list with a shaping leaky bucket and an in-flight limit.

@@ -8,7 +8,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/a7d3e0dd/ratelimit/internal/metricstest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/metricstest"
 	ratelimitotel "github.com/a7d3e0dd/ratelimit/otel"
 )
 

@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/a7d3e0dd/ratelimit"
-	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
 	"github.com/a7d3e0dd/ratelimit/observe"
 	ratelimitotel "github.com/a7d3e0dd/ratelimit/otel"
 )

@@ -20,8 +20,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/a7d3e0dd/ratelimit"
-	"github.com/a7d3e0dd/ratelimit/internal/readmetest"
-	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/readmetest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 	"github.com/a7d3e0dd/ratelimit/observe"
 	ratelimitotel "github.com/a7d3e0dd/ratelimit/otel"
 )

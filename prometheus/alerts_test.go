@@ -11,7 +11,7 @@ import (
 	"go.yaml.in/yaml/v2"
 
 	"github.com/a7d3e0dd/ratelimit"
-	"github.com/a7d3e0dd/ratelimit/internal/readmetest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/readmetest"
 	ratelimitprom "github.com/a7d3e0dd/ratelimit/prometheus"
 )
 

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/a7d3e0dd/ratelimit/internal/metricstest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/metricstest"
 )
 
 // The helpers both metrics modules' tests share.

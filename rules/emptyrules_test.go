@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit"
-	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
 
 // TestEmptyRulesMustBeSaid: a document without rules, which would stop limiting everywhere,

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit"
-	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
 )
 
 // reporter records what an Engine reports, and hands each event to whoever waits for it.

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
 
 // TestMain provides the tests of rules in Redis with real servers, and ExamplePush with

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/a7d3e0dd/ratelimit/internal/compilecheck"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/compilecheck"
 )
 
 // TestOptionMisuseDoesNotCompile: no option of this package is silently ignored. One given to

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/a7d3e0dd/ratelimit"
-	"github.com/a7d3e0dd/ratelimit/internal/readmetest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/readmetest"
 )
 
 // readmeRules returns the rules document of README's section on rules files, as written.

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit"
-	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
-	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
 
 // Two versions that differ in everything a rule decides: v1 keys by X-A at cost 1, v2 by X-B

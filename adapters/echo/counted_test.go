@@ -8,7 +8,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	echolimit "github.com/a7d3e0dd/ratelimit/adapters/echo"
-	"github.com/a7d3e0dd/ratelimit/internal/httpspec"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/httpspec"
 )
 
 // A login behind net/http's middleware around the Echo server, then the route's Echo guard, is

@@ -10,7 +10,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	echolimit "github.com/a7d3e0dd/ratelimit/adapters/echo"
-	"github.com/a7d3e0dd/ratelimit/internal/hijacktest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/hijacktest"
 )
 
 // TestCountIfSeesTheFinalStatus checks that CountIf is given the status the client got, not an

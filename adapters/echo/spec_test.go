@@ -12,7 +12,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/adapters/echo"
-	"github.com/a7d3e0dd/ratelimit/internal/httpspec"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/httpspec"
 )
 
 // TestHTTPSpec runs the HTTP spec table through Echo: the limit on the server (e.Use), and the

@@ -8,7 +8,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	echov5limit "github.com/a7d3e0dd/ratelimit/adapters/echov5"
-	"github.com/a7d3e0dd/ratelimit/internal/httpspec"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/httpspec"
 )
 
 // A login behind net/http's middleware around the Echo v5 server, then the route's Echo guard,

@@ -10,7 +10,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	echov5limit "github.com/a7d3e0dd/ratelimit/adapters/echov5"
-	"github.com/a7d3e0dd/ratelimit/internal/hijacktest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/hijacktest"
 )
 
 // TestCountIfSeesTheFinalStatus checks that CountIf is given the status the client got, not an

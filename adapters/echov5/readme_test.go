@@ -9,9 +9,9 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	echov5limit "github.com/a7d3e0dd/ratelimit/adapters/echov5"
-	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
-	"github.com/a7d3e0dd/ratelimit/internal/readmelogin"
-	"github.com/a7d3e0dd/ratelimit/internal/readmetest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/readmelogin"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/readmetest"
 )
 
 // readmeSetup is README's Echo v5 code in "Gin, Echo and Fiber", as written, over the server

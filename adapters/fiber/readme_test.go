@@ -11,9 +11,9 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	fiberlimit "github.com/a7d3e0dd/ratelimit/adapters/fiber"
-	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
-	"github.com/a7d3e0dd/ratelimit/internal/readmelogin"
-	"github.com/a7d3e0dd/ratelimit/internal/readmetest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/readmelogin"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/readmetest"
 )
 
 // readmeSetup is README's Fiber v2 code in "Gin, Echo and Fiber", as written, over the app,

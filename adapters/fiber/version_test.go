@@ -3,7 +3,7 @@ package fiberlimit_test
 import (
 	"testing"
 
-	"github.com/a7d3e0dd/ratelimit/internal/modversion"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/modversion"
 )
 
 // TestRunsOnTheDeclaredVersion: these tests run on the Fiber v2 release the module file in use

@@ -8,7 +8,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/adapters/gin"
-	"github.com/a7d3e0dd/ratelimit/internal/httpspec"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/httpspec"
 )
 
 // A login behind net/http's middleware around the Gin engine, then the route's Gin guard, is

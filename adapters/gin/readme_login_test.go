@@ -12,9 +12,9 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	ginlimit "github.com/a7d3e0dd/ratelimit/adapters/gin"
-	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
-	"github.com/a7d3e0dd/ratelimit/internal/readmelogin"
-	"github.com/a7d3e0dd/ratelimit/internal/readmetest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/readmelogin"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/readmetest"
 )
 
 // readmeSetup is README's Gin code in "Gin, Echo and Fiber", as written, over the router,

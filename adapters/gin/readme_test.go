@@ -13,8 +13,8 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	ginlimit "github.com/a7d3e0dd/ratelimit/adapters/gin"
-	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
-	"github.com/a7d3e0dd/ratelimit/internal/readmetest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/readmetest"
 )
 
 // readmeUser is README's Gin limiter keyed by user, as written, over the router, the

@@ -12,7 +12,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/adapters/gin"
-	"github.com/a7d3e0dd/ratelimit/internal/httpspec"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/httpspec"
 )
 
 func init() { gin.SetMode(gin.ReleaseMode) }

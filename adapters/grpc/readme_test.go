@@ -17,8 +17,8 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	grpclimit "github.com/a7d3e0dd/ratelimit/adapters/grpc"
-	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
-	"github.com/a7d3e0dd/ratelimit/internal/readmetest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/readmetest"
 )
 
 // readmeServer is README's gRPC code, as written, over the authentication interceptor and

@@ -10,7 +10,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/adapters/grpc"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
-	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
 )
 
 // The status messages of the guard's refusals: the bodies of the HTTP spec table, without

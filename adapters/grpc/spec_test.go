@@ -15,12 +15,12 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	grpclimit "github.com/a7d3e0dd/ratelimit/adapters/grpc"
-	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
-	"github.com/a7d3e0dd/ratelimit/internal/httpspec"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/httpspec"
 	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
-// The gRPC spec table: the cases of the HTTP spec table (internal/httpspec/cases.go) that
+// The gRPC spec table: the cases of the HTTP spec table (internal/testing/httpspec/cases.go) that
 // apply to a gRPC call, with what a gRPC client gets instead of a status, headers and a body:
 // a code, header metadata, a message, a RetryInfo detail and the pushback trailer. Every case
 // runs through a real gRPC server on loopback, once with unary calls and once with streaming

@@ -3,7 +3,7 @@ package grpclimit_test
 import (
 	"testing"
 
-	"github.com/a7d3e0dd/ratelimit/internal/modversion"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/modversion"
 )
 
 // TestRunsOnTheDeclaredVersion: these tests run on the gRPC release the module file in use

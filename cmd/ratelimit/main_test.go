@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/a7d3e0dd/ratelimit/cmd/ratelimit/internal/simulate"
-	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 	"github.com/a7d3e0dd/ratelimit/rules"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
-	"github.com/a7d3e0dd/ratelimit/internal/readmetest"
-	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/readmetest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
 
 // readmeMiddlewareApp is the application of README's paragraph on a middleware's limits, as

@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/a7d3e0dd/ratelimit/internal/faultproxy"
-	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/faultproxy"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
 
 // The forms of -redis against real servers: an ACL user on a database other than 0 through a

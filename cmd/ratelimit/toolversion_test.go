@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
 
 // TestToolVersion: ratelimit --version and -version print the command's own version, exit 0;

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit/examples/internal/exampletest"
-	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
 
 func TestMain(m *testing.M) { os.Exit(exampletest.Main(m)) }

@@ -10,9 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/a7d3e0dd/ratelimit/internal/loadgen"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/loadgen"
 	"github.com/a7d3e0dd/ratelimit/internal/redisscripts"
-	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }

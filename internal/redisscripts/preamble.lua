@@ -26,7 +26,7 @@ local floor, ceil
 -- int formats an integer-valued number without exponent or rounding. The writes pass their
 -- integers through it: Redis turns a number argument of redis.call into its digits at a
 -- higher cost than this (a SET with its value and PX as numbers takes about 170 ns more than
--- with both formatted here: `go run ./internal/luaprof -only PX`).
+-- with both formatted here: `go run ./tools/luaprof -only PX`).
 local function int(n)
   return string.format('%d', n)
 end

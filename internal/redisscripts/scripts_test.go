@@ -17,7 +17,7 @@ import (
 	_ "github.com/a7d3e0dd/ratelimit/algorithms" // registers every algorithm with package algo
 	"github.com/a7d3e0dd/ratelimit/internal/algo"
 	"github.com/a7d3e0dd/ratelimit/internal/redisscripts"
-	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }

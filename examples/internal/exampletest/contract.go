@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
 
 // The limits every framework example sets: per client IP, 5 requests per 10 s ("burst") and

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
 
 var (

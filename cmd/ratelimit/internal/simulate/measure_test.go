@@ -17,9 +17,9 @@ import (
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/cmd/ratelimit/internal/simulate"
-	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
-	"github.com/a7d3e0dd/ratelimit/internal/loadgen"
-	"github.com/a7d3e0dd/ratelimit/internal/redistest"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/loadgen"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
 
 // TestMeasureChooser measures the figures of README's "Which algorithm?" table and prints

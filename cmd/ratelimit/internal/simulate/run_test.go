@@ -10,7 +10,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/cmd/ratelimit/internal/simulate"
 	"github.com/a7d3e0dd/ratelimit/internal/algo"
-	"github.com/a7d3e0dd/ratelimit/internal/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
 )
 
 // traces runs sc through every algorithm over the memory store.
