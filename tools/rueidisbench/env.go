@@ -11,8 +11,8 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
-	"github.com/a7d3e0dd/ratelimit/internal/testing/loadgen"
 	"github.com/a7d3e0dd/ratelimit/internal/redisscripts"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/loadgen"
 )
 
 // policy is every check's one policy: GCRA at 100/s, which the load spread over the
