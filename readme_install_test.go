@@ -60,7 +60,7 @@ func TestReadmeInstallFromAClone(t *testing.T) {
 	// The rules module is one of the clone's too: README's go get line of it, as written, once
 	// README's replace of it has run (without one, go looks for the rules package in the core's
 	// module, and says the clone "does not contain package .../rules").
-	rulesGet := strings.TrimSpace(readmetest.Block(t, "README.md", "The module `github.com/a7d3e0dd/ratelimit/rules` reads", "sh"))
+	rulesGet := strings.TrimSpace(readmetest.Block(t, "README.md", "the module `github.com/a7d3e0dd/ratelimit/rules`:", "sh"))
 	if rulesGet != "go get github.com/a7d3e0dd/ratelimit/rules@v0.1.0" {
 		t.Fatalf("README's go get line of the rules module is %q", rulesGet)
 	}

@@ -239,7 +239,7 @@ func TestReadmeResolver(t *testing.T) {
 // README's example of a policy beyond exact arithmetic is the error New returns for it, as
 // written; and its largest burst at 1 per hour, 312,749, is New's.
 func TestReadmeExactArithmeticBounds(t *testing.T) {
-	block := readmetest.Block(t, "README.md", "so nothing is silently rounded:", "")
+	block := readmetest.Block(t, "docs/policies.md", "so nothing is silently rounded:", "")
 	_, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1000003, Window: 24 * time.Hour})
 	if err == nil || err.Error() != strings.TrimSpace(block) {
 		t.Errorf("New of 1000003 a day: %v\nREADME shows:\n%s", err, block)
@@ -269,7 +269,7 @@ func readmeRedis(addr string) (*ratelimit.Limiter, error) {
 // What README's Redis code does: checks run in Redis, under keys of the prefix it gives
 // (myapp:rl:{identity}:...), both policies at once.
 func TestReadmeRedis(t *testing.T) {
-	if got, want := funcBody(t, "readmeRedis"), readmeGo(t, "## Redis\n"); !slices.Equal(got, strings.Split(strings.ReplaceAll(strings.Join(want, "\n"), `Addr: "localhost:6379"`, "Addr: addr"), "\n")) {
+	if got, want := funcBody(t, "readmeRedis"), readmeGo(t, "docs/redis.md", "# Redis\n"); !slices.Equal(got, strings.Split(strings.ReplaceAll(strings.Join(want, "\n"), `Addr: "localhost:6379"`, "Addr: addr"), "\n")) {
 		t.Fatalf("README's Redis code and readmeRedis differ, the address aside:\nREADME:\n%s\nreadmeRedis:\n%s", strings.Join(want, "\n"), strings.Join(got, "\n"))
 	}
 	limiter, err := readmeRedis(redistest.Addr(t))

@@ -51,11 +51,12 @@ func readmeUseIt(loginHandler http.Handler) http.Handler {
 	return ratelimit.Middleware(limiter)(mux) // README: ListenAndServe
 }
 
-// readmeGo returns the lines of the first Go block of README.md after marker, as written,
-// without its imports and without a line that calls ListenAndServe (which blocks).
-func readmeGo(t *testing.T, marker string) []string {
+// readmeGo returns the lines of the first Go block of doc (README.md or a guide under docs/)
+// after marker, as written, without its imports and without a line that calls
+// ListenAndServe (which blocks).
+func readmeGo(t *testing.T, doc, marker string) []string {
 	t.Helper()
-	block := readmetest.Block(t, "README.md", marker, "go")
+	block := readmetest.Block(t, doc, marker, "go")
 	if strings.HasPrefix(block, "import (") {
 		_, block, _ = strings.Cut(block, ")\n\n")
 	}
@@ -106,25 +107,26 @@ func funcBody(t *testing.T, name string) []string {
 	return lines
 }
 
-// README's Go blocks that are run as written are the bodies of these functions, line for line.
+// The Go blocks of README and the guides that are run as written are the bodies of these
+// functions, line for line.
 func TestReadmeCodeAsWritten(t *testing.T) {
-	for marker, name := range map[string]string{
-		"## Use it":            "readmeUseIt",
-		"### In-flight limits": "readmeInFlight",
-		"### Millions of identities: compact state":          "readmeCompact",
-		"### Several windows: hash state":                    "readmeHashState",
-		"## Policies and algorithms":                         "readmePolicies",
-		"### When Redis is slow, down or flooded":            "readmeResilience",
-		"### Plans (tiers)":                                  "readmeTiers",
-		"address that is not a trusted proxy is the client:": "readmeTrustProxies",
-		"RejectMissingKey(http.StatusUnauthorized)))":        "readmeUserNetHTTP",
-		"**Try a limit before enforcing it.**":               "readmeShadow",
-		"### Limits from your own data":                      "readmeResolver",
-		"can lease instead (opt-in, per policy):":            "readmeLease",
-		"**Close a store you stop using.**":                  "readmeClose",
+	for _, c := range []struct{ doc, marker, name string }{
+		{"README.md", "## Use it", "readmeUseIt"},
+		{"docs/policies.md", "## In-flight limits", "readmeInFlight"},
+		{"docs/redis.md", "## Millions of identities: compact state", "readmeCompact"},
+		{"docs/redis.md", "## Several windows: hash state", "readmeHashState"},
+		{"docs/policies.md", "# Policies and algorithms", "readmePolicies"},
+		{"docs/outages.md", "# When Redis is slow, down or flooded", "readmeResilience"},
+		{"docs/rules.md", "## Plans (tiers)", "readmeTiers"},
+		{"docs/keys.md", "address that is not a trusted proxy is the client:", "readmeTrustProxies"},
+		{"docs/keys.md", "RejectMissingKey(http.StatusUnauthorized)))", "readmeUserNetHTTP"},
+		{"docs/policies.md", "**Try a limit before enforcing it.**", "readmeShadow"},
+		{"docs/rules.md", "## Limits from your own data", "readmeResolver"},
+		{"docs/redis.md", "can lease instead (opt-in, per policy):", "readmeLease"},
+		{"docs/redis.md", "**Close a store you stop using.**", "readmeClose"},
 	} {
-		if got, want := funcBody(t, name), readmeGo(t, marker); !slices.Equal(got, want) {
-			t.Errorf("README's code under %q and %s differ:\nREADME:\n%s\n%s:\n%s", marker, name, strings.Join(want, "\n"), name, strings.Join(got, "\n"))
+		if got, want := funcBody(t, c.name), readmeGo(t, c.doc, c.marker); !slices.Equal(got, want) {
+			t.Errorf("%s's code under %q and %s differ:\n%s:\n%s\n%s:\n%s", c.doc, c.marker, c.name, c.doc, strings.Join(want, "\n"), c.name, strings.Join(got, "\n"))
 		}
 	}
 }

@@ -41,7 +41,7 @@ func readmeMetrics(rdb redis.UniversalClient) (ratelimit.Store, *ratelimitotel.O
 // gives, each policy's verdicts in eight series, and each Redis check as a database call
 // (db.system.name=redis, db.operation.name=FCALL).
 func TestReadmeMetrics(t *testing.T) {
-	code := readmetest.Code(readmetest.Containing(t, "../README.md", "ratelimitotel.New(otel.GetMeterProvider())", "go"))
+	code := readmetest.Code(readmetest.Containing(t, "../docs/metrics.md", "ratelimitotel.New(otel.GetMeterProvider())", "go"))
 	i := slices.IndexFunc(code, func(line string) bool { return strings.HasPrefix(line, "// Or OpenTelemetry") })
 	if i < 0 {
 		t.Fatal("README's metrics code has no OpenTelemetry half")
@@ -269,7 +269,7 @@ var backticked = regexp.MustCompile("`([^`]+)`")
 // which has its own, aside); the attributes README's text names are the instruments'.
 func TestReadmeMetricsTable(t *testing.T) {
 	made, attrs := registered(t)
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/metrics.md")
 	if err != nil {
 		t.Fatal(err)
 	}

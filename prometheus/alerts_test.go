@@ -136,7 +136,7 @@ func TestReadmeAlertsAreTheFile(t *testing.T) {
 			inFile[r.Alert] = rule{r.Expr, r.For}
 		}
 	}
-	block := readmetest.Block(t, "../README.md", "Example alerting rules are in", "yaml")
+	block := readmetest.Block(t, "../docs/metrics.md", "Example alerting rules are in", "yaml")
 	var shown []struct {
 		Alert string `yaml:"alert"`
 		Expr  string `yaml:"expr"`

@@ -32,7 +32,7 @@ func readmeMetrics(rdb redis.UniversalClient) (ratelimit.Store, *ratelimitprom.O
 // the observer counts the decisions of a Redis store under the names README's table gives,
 // each policy's verdicts in eight series.
 func TestReadmeMetrics(t *testing.T) {
-	block := readmetest.Block(t, "../README.md", "# package ratelimitotel", "go")
+	block := readmetest.Block(t, "../docs/metrics.md", "The packages' names are not their paths' last element", "go")
 	var want []string
 	skip := false
 	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
@@ -133,7 +133,7 @@ func hasLabels(m *dto.Metric, want map[string]string) bool {
 // labels, and no other: every row's name and label names are the Observer's, and every
 // metric the Observer describes has its row.
 func TestReadmeMetricsTable(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/metrics.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,235 @@
+package ratelimit_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// guides returns README.md and the guides under docs/, relative to the repository's root:
+// the documents whose code blocks are tested as written. docs/results.md, which make bench
+// writes, is no guide.
+func guides(t *testing.T) []string {
+	t.Helper()
+	docs, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []string{"README.md"}
+	for _, d := range docs {
+		if d = filepath.ToSlash(d); d != resultsFile {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// docBlock is a fenced code block of a document.
+type docBlock struct {
+	doc, lang, body string
+	line            int // of its opening fence, from 1
+	fence           int // the offset of its opening fence's backquotes in the document
+}
+
+// fencedBlocks returns the fenced blocks of a document, in order: a line whose first
+// non-blank characters are three backquotes opens one (the language after them), and the next
+// such line closes it.
+func fencedBlocks(doc, text string) []docBlock {
+	var out []docBlock
+	var open *docBlock
+	offset := 0
+	for i, line := range strings.SplitAfter(text, "\n") {
+		trimmed := strings.TrimLeft(line, " \t")
+		if strings.HasPrefix(trimmed, "```") {
+			if open == nil {
+				open = &docBlock{doc: doc, lang: strings.TrimSpace(strings.TrimPrefix(trimmed, "```")), line: i + 1,
+					fence: offset + len(line) - len(trimmed)}
+			} else {
+				open.body = text[open.fence+len("```"+open.lang+"\n") : offset]
+				out = append(out, *open)
+				open = nil
+			}
+		}
+		offset += len(line)
+	}
+	return out
+}
+
+// A test reads a block of a document as written, through internal/testing/readmetest or a
+// helper over it: Block(t, doc, marker, lang), the first block of lang after marker;
+// Containing(t, doc, text, lang), the one block that contains text. This test finds, in every
+// _test.go file of the repository (every module), each call and each composite literal whose
+// arguments name a document (a string, or a constant of one, that is the document's path from
+// the file's directory), and takes the other strings among those arguments as what selects
+// a block: a marker of the document followed by the block (of the call's language, its last
+// argument, when it gives one), or a text that only that block contains. A block no test
+// selects so fails here, so that a new snippet in README or a guide cannot go untested.
+func TestDocBlocksAreTested(t *testing.T) {
+	type use struct {
+		file, doc  string
+		selectors  []string
+		lang       string // "any" when the call gives none: then the first block after a marker
+		containing bool   // a call of Containing: the block that contains the text
+	}
+	docs := guides(t)
+	isDoc := map[string]bool{}
+	for _, d := range docs {
+		isDoc[d] = true
+	}
+	langs := map[string]bool{"": true, "go": true, "sh": true, "yaml": true}
+	var uses []use
+	for _, f := range repositoryFiles(t) {
+		if !strings.HasSuffix(f, "_test.go") || f == "docblocks_test.go" {
+			continue
+		}
+		parsed, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The file's named strings: const marker = "...".
+		named := map[string]string{}
+		ast.Inspect(parsed, func(n ast.Node) bool {
+			if spec, ok := n.(*ast.ValueSpec); ok {
+				for i, name := range spec.Names {
+					if i < len(spec.Values) {
+						if s, ok := stringOf(spec.Values[i], nil); ok {
+							named[name.Name] = s
+						}
+					}
+				}
+			}
+			return true
+		})
+		collect := func(args []ast.Expr, containing bool) {
+			var doc string
+			var strs []string
+			for _, a := range args {
+				if kv, ok := a.(*ast.KeyValueExpr); ok {
+					a = kv.Value
+				}
+				s, ok := stringOf(a, named)
+				if !ok {
+					continue
+				}
+				if p := path.Clean(path.Join(path.Dir(f), s)); strings.HasSuffix(s, ".md") && isDoc[p] {
+					doc = p
+					continue
+				}
+				strs = append(strs, s)
+			}
+			if doc == "" || len(strs) == 0 {
+				return
+			}
+			u := use{file: f, doc: doc, lang: "any", containing: containing}
+			if last := strs[len(strs)-1]; langs[last] && len(strs) > 1 {
+				u.lang, strs = last, strs[:len(strs)-1]
+			}
+			u.selectors = strs
+			uses = append(uses, u)
+		}
+		ast.Inspect(parsed, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CallExpr:
+				name := ""
+				switch fn := n.Fun.(type) {
+				case *ast.SelectorExpr:
+					name = fn.Sel.Name
+				case *ast.Ident:
+					name = fn.Name
+				}
+				collect(n.Args, name == "Containing")
+			case *ast.CompositeLit:
+				collect(n.Elts, false)
+			}
+			return true
+		})
+	}
+	total := 0
+	for _, d := range docs {
+		text := rootFile(t, d)
+		blocks := fencedBlocks(d, text)
+		total += len(blocks)
+		claimed := make([]string, len(blocks))
+		claim := func(k int, u use, s string) {
+			if claimed[k] == "" {
+				claimed[k] = u.file + " (" + strconv.Quote(s) + ")"
+			}
+		}
+		for _, u := range uses {
+			if u.doc != d {
+				continue
+			}
+			for _, s := range u.selectors {
+				if u.containing { // the one block of the language that holds the text
+					holder := -1
+					for k, b := range blocks {
+						if strings.Contains(b.body, s) && (u.lang == "any" || u.lang == b.lang) {
+							if holder != -1 {
+								holder = -2
+								break
+							}
+							holder = k
+						}
+					}
+					if holder >= 0 {
+						claim(holder, u, s)
+					}
+					continue
+				}
+				// Block: the first fence of the language after the marker opens the block.
+				i := strings.Index(text, s)
+				if i < 0 {
+					continue
+				}
+				if u.lang == "any" { // the first block after the marker
+					for k, b := range blocks {
+						if b.fence >= i+len(s) {
+							claim(k, u, s)
+							break
+						}
+					}
+					continue
+				}
+				j := strings.Index(text[i+len(s):], "```"+u.lang+"\n")
+				for k, b := range blocks {
+					if j >= 0 && b.fence == i+len(s)+j && b.lang == u.lang {
+						claim(k, u, s)
+					}
+				}
+			}
+		}
+		for k, b := range blocks {
+			if testing.Verbose() && claimed[k] != "" {
+				t.Logf("%s:%d: read by %s", d, b.line, claimed[k])
+			}
+			if claimed[k] == "" {
+				first, _, _ := strings.Cut(strings.TrimSpace(b.body), "\n")
+				t.Errorf("%s:%d: a ```%s block that no test reads as written: %s", d, b.line, b.lang, first)
+			}
+		}
+	}
+	if total < 40 {
+		t.Errorf("%d code blocks in README and the guides; the parser of fences is broken", total)
+	}
+}
+
+// stringOf returns the string an expression is: a string literal, or the name of one of the
+// file's named strings.
+func stringOf(e ast.Expr, named map[string]string) (string, bool) {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		if e.Kind == token.STRING {
+			s, err := strconv.Unquote(e.Value)
+			return s, err == nil
+		}
+	case *ast.Ident:
+		s, ok := named[e.Name]
+		return s, ok
+	}
+	return "", false
+}
