@@ -4,11 +4,15 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/a7d3e0dd/ratelimit/internal/testing/readmetest"
 )
 
 // guides returns README.md and the guides under docs/, relative to the repository's root:
@@ -84,7 +88,7 @@ func TestDocBlocksAreTested(t *testing.T) {
 	langs := map[string]bool{"": true, "go": true, "sh": true, "yaml": true}
 	var uses []use
 	for _, f := range repositoryFiles(t) {
-		if !strings.HasSuffix(f, "_test.go") || f == "docblocks_test.go" {
+		if !strings.HasSuffix(f, "_test.go") {
 			continue
 		}
 		parsed, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.SkipObjectResolution)
@@ -232,4 +236,72 @@ func stringOf(e ast.Expr, named map[string]string) (string, bool) {
 		return s, ok
 	}
 	return "", false
+}
+
+// The developer commands of README's Tests, docs/development.md and docs/performance.md, as
+// written: each make line names a target of the Makefile (and only variables the Makefile
+// reads), each go run a command of the repository, each (cd DIR && go test -bench …) a
+// directory with benchmarks, and so does every directory a line's comment names; and CI
+// (.ci/run) runs README's test command.
+func TestDocCommandLines(t *testing.T) {
+	makefile := rootFile(t, "Makefile")
+	hasBenchmarks := func(dir string) bool {
+		tests, _ := filepath.Glob(filepath.Join(dir, "*_test.go"))
+		for _, f := range tests {
+			if strings.Contains(rootFile(t, f), "\nfunc Benchmark") {
+				return true
+			}
+		}
+		return false
+	}
+	makeLine := regexp.MustCompile(`^((?:[A-Z_]+=\S+ )*)make ([a-z-]+)((?: [A-Z_]+=\S+)*)$`)
+	goRun := regexp.MustCompile(`^go run (\./\S+)$`)
+	cdBench := regexp.MustCompile(`^\(cd (\S+) && go test -run '\^\$' -bench \. -benchmem\)$`)
+	named := regexp.MustCompile(`\badapters/\w+`)
+	lines := 0
+	for _, c := range []struct{ doc, marker string }{
+		{"README.md", "## Tests"},
+		{"docs/development.md", "# Development"},
+		{"docs/performance.md", "# Performance"},
+	} {
+		for line := range strings.SplitSeq(strings.TrimSpace(readmetest.Block(t, c.doc, c.marker, "sh")), "\n") {
+			lines++
+			cmd, comment, _ := strings.Cut(line, "#")
+			cmd = strings.TrimSpace(cmd)
+			vars := regexp.MustCompile(`\b([A-Z][A-Z_]+)=`).FindAllStringSubmatch(line, -1)
+			switch m := makeLine.FindStringSubmatch(cmd); {
+			case m != nil:
+				if !regexp.MustCompile(`(?m)^` + m[2] + `:`).MatchString(makefile) {
+					t.Errorf("%s: %q: the Makefile has no target %s", c.doc, line, m[2])
+				}
+				for _, v := range vars {
+					if !strings.Contains(makefile, "$("+v[1]+")") {
+						t.Errorf("%s: %q: the Makefile does not read %s", c.doc, line, v[1])
+					}
+				}
+			case goRun.MatchString(cmd):
+				dir := goRun.FindStringSubmatch(cmd)[1]
+				if main, err := os.ReadFile(filepath.Join(dir, "main.go")); err != nil || !strings.HasPrefix(string(main), "// ") || !regexp.MustCompile(`(?m)^package main$`).Match(main) {
+					t.Errorf("%s: %q: %s is no command of the repository (%v)", c.doc, line, dir, err)
+				}
+			case cdBench.MatchString(cmd):
+				if dir := cdBench.FindStringSubmatch(cmd)[1]; !hasBenchmarks(dir) {
+					t.Errorf("%s: %q: %s has no benchmarks", c.doc, line, dir)
+				}
+			default:
+				t.Errorf("%s: %q is no command this test knows", c.doc, line)
+			}
+			for _, dir := range named.FindAllString(comment, -1) {
+				if !hasBenchmarks(dir) {
+					t.Errorf("%s: %q names %s, which has no benchmarks", c.doc, line, dir)
+				}
+			}
+		}
+	}
+	if readme := strings.TrimSpace(readmetest.Block(t, "README.md", "## Tests", "sh")); !regexp.MustCompile(`(?m)^(?:time )?` + regexp.QuoteMeta(readme) + `$`).MatchString(rootFile(t, ".ci/run")) {
+		t.Errorf(".ci/run does not run README's test command, %q", readme)
+	}
+	if lines < 8 {
+		t.Errorf("%d command lines; want README's, development's and performance's", lines)
+	}
 }

@@ -357,3 +357,48 @@ func TestReadmeClose(t *testing.T) {
 		t.Errorf("a check of the closed store: %v; want a store error that says it is closed", err)
 	}
 }
+
+// readmeTransport is docs/clients.md's http.Client limited by its transport, as written.
+func readmeTransport(limiter *ratelimit.Limiter) *http.Client {
+	client := &http.Client{Transport: &ratelimit.Transport{Limiter: limiter}} // Key: the host by default
+	return client                                                             // README: what the caller uses
+}
+
+// What docs/clients.md says of the Transport: each request takes its turn under its host, so
+// a host's second request at 1 a minute is not sent (its turn comes after the request's
+// deadline, so it fails at once), while another host's first request goes.
+func TestReadmeTransport(t *testing.T) {
+	limiter := mustNew(t, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1, Window: time.Minute})
+	client := readmeTransport(limiter)
+	var served [2]int
+	var servers [2]*httptest.Server
+	for i := range servers {
+		servers[i] = httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served[i]++ }))
+		defer servers[i].Close()
+	}
+	get := func(srv *httptest.Server) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	if err := get(servers[0]); err != nil {
+		t.Fatalf("the first request to a host: %v", err)
+	}
+	if err := get(servers[0]); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("the second request to the host within the minute: %v; want it not sent, its turn after its deadline", err)
+	}
+	if err := get(servers[1]); err != nil {
+		t.Errorf("the first request to another host: %v; want it sent, under a quota of its own", err)
+	}
+	if served != [2]int{1, 1} {
+		t.Errorf("the servers got %v requests; want one each", served)
+	}
+}

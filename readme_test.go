@@ -124,6 +124,7 @@ func TestReadmeCodeAsWritten(t *testing.T) {
 		{"docs/rules.md", "## Limits from your own data", "readmeResolver"},
 		{"docs/redis.md", "can lease instead (opt-in, per policy):", "readmeLease"},
 		{"docs/redis.md", "**Close a store you stop using.**", "readmeClose"},
+		{"docs/clients.md", "An `http.Client` is limited by its transport", "readmeTransport"},
 	} {
 		if got, want := funcBody(t, c.name), readmeGo(t, c.doc, c.marker); !slices.Equal(got, want) {
 			t.Errorf("%s's code under %q and %s differ:\n%s:\n%s\n%s:\n%s", c.doc, c.marker, c.name, c.doc, strings.Join(want, "\n"), c.name, strings.Join(got, "\n"))
