@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/a7d3e0dd/ratelimit/internal/testing/readmetest"
 )
@@ -303,5 +304,63 @@ func TestDocCommandLines(t *testing.T) {
 	}
 	if lines < 8 {
 		t.Errorf("%d command lines; want README's, development's and performance's", lines)
+	}
+}
+
+// Every relative link of README, the guides, ARCHITECTURE.md and CHANGELOG.md reaches a file
+// of the repository, and a link to a heading (path#anchor, or #anchor within the document)
+// names a heading the target has, as GitHub makes its anchors: a section moved to a guide
+// leaves no link behind.
+func TestDocLinksResolve(t *testing.T) {
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	heading := regexp.MustCompile(`(?m)^#+ (.+)$`)
+	anchors := map[string]map[string]bool{}
+	anchorsOf := func(doc string) map[string]bool {
+		if a, ok := anchors[doc]; ok {
+			return a
+		}
+		a := map[string]bool{}
+		for _, m := range heading.FindAllStringSubmatch(rootFile(t, doc), -1) {
+			slug := strings.Map(func(r rune) rune {
+				switch {
+				case r == ' ':
+					return '-'
+				case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+					return unicode.ToLower(r)
+				}
+				return -1
+			}, m[1])
+			a[slug] = true
+		}
+		anchors[doc] = a
+		return a
+	}
+	links := 0
+	for _, doc := range documents(t) {
+		text := rootFile(t, doc)
+		for _, b := range fencedBlocks(doc, text) { // code is no link
+			text = strings.Replace(text, b.body, "", 1)
+		}
+		for _, m := range link.FindAllStringSubmatch(text, -1) {
+			target, anchor, _ := strings.Cut(m[1], "#")
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			links++
+			file := doc
+			if target != "" {
+				file = path.Clean(path.Join(path.Dir(doc), target))
+				if _, err := os.Stat(file); err != nil {
+					t.Errorf("%s links to %s, which the repository does not have", doc, m[1])
+					continue
+				}
+			}
+			if anchor != "" && (!strings.HasSuffix(file, ".md") || !anchorsOf(file)[anchor]) {
+				t.Errorf("%s links to %s: %s has no heading #%s", doc, m[1], file, anchor)
+			}
+		}
+	}
+	if links < 50 {
+		t.Errorf("%d relative links in the documents; the link parser is broken", links)
 	}
 }
