@@ -364,3 +364,41 @@ func TestDocLinksResolve(t *testing.T) {
 		t.Errorf("%d relative links in the documents; the link parser is broken", links)
 	}
 }
+
+// README is a front door: at most 400 lines, from which every guide under docs/ is reached by
+// its links (a link, or a guide's path named in the text, followed from guide to guide).
+func TestReadmeIsAFrontDoor(t *testing.T) {
+	readme := rootFile(t, "README.md")
+	if n := strings.Count(readme, "\n"); n > 400 {
+		t.Errorf("README.md has %d lines; a front door has at most 400: move a section to a guide", n)
+	}
+	link := regexp.MustCompile(`\]\(([^)#\s]+)`)
+	mention := regexp.MustCompile(`(?:^|[^\w/])(docs/[\w./-]+\.md)`)
+	seen, todo := map[string]bool{}, []string{"README.md"}
+	for len(todo) > 0 {
+		doc := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if seen[doc] || !fileExists(doc) {
+			continue
+		}
+		seen[doc] = true
+		text := rootFile(t, doc)
+		for _, m := range link.FindAllStringSubmatch(text, -1) {
+			if p := path.Clean(path.Join(path.Dir(doc), m[1])); strings.HasSuffix(p, ".md") && !strings.Contains(m[1], "://") {
+				todo = append(todo, p)
+			}
+		}
+		for _, m := range mention.FindAllStringSubmatch(text, -1) {
+			todo = append(todo, m[1])
+		}
+	}
+	all, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range all {
+		if !seen[filepath.ToSlash(d)] {
+			t.Errorf("%s is reached by no link from README.md", d)
+		}
+	}
+}
