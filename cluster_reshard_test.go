@@ -70,7 +70,7 @@ func TestClusterReshardToFreshMaster(t *testing.T) {
 		}()
 	}
 	for _, id := range ids {
-		slot := c.Slot(t, ratelimit.StorageKey(prefix, id, twoKeys[0]))
+		slot := c.Slot(t, ratelimit.StorageKey(prefix, id, twoKeys[0], false))
 		c.BeginMove(t, slot)
 		time.Sleep(20 * time.Millisecond) // checks meet the slot migrating
 		c.MoveKeys(t, slot)
@@ -143,7 +143,7 @@ func splitSlot(t *testing.T, opts ...ratelimit.RedisOption) (*redistest.SpareClu
 	if _, err := mustNew(t, store, twoKeys[0]).Allow(ctx, "k"); err != nil { // the first key only
 		t.Fatal(err)
 	}
-	slot := c.Slot(t, ratelimit.StorageKey(prefix, "k", twoKeys[0]))
+	slot := c.Slot(t, ratelimit.StorageKey(prefix, "k", twoKeys[0], false))
 	c.BeginMove(t, slot)
 	return c, slot, mustNew(t, store, twoKeys...), hook
 }

@@ -25,27 +25,27 @@ import (
 // every policy of an identity), a key of its own for each prefix, identity and policy; and
 // the same digests on every instance of every release (a fleet that computed them otherwise
 // would split every quota), which the fixed keys below pin.
-func TestCompactStorageKey(t *testing.T) {
+func TestStorageKeyCompact(t *testing.T) {
 	gcra := ratelimit.Policy{Limit: 100, Window: time.Hour}
 	fixed := ratelimit.Policy{Limit: 100, Window: time.Hour, Algorithm: algorithms.FixedWindow{}}
-	k := ratelimit.CompactStorageKey("rl:", "user:7", gcra)
+	k := ratelimit.StorageKey("rl:", "user:7", gcra, true)
 	if k != "{iyih}ouuTKN0Y" {
-		t.Errorf("CompactStorageKey(rl:, user:7, 100/h GCRA) = %q; the digests changed: every identity of every fleet would start afresh", k)
+		t.Errorf("StorageKey(rl:, user:7, 100/h GCRA, true) = %q; the digests changed: every identity of every fleet would start afresh", k)
 	}
 	if len(k) != 14 || k[0] != '{' || k[5] != '}' {
 		t.Errorf("%q: want 14 bytes, the hash tag in the first 6", k)
 	}
 	other := map[string]string{
-		"another prefix":   ratelimit.CompactStorageKey("app2:", "user:7", gcra),
-		"another identity": ratelimit.CompactStorageKey("rl:", "user:8", gcra),
-		"another policy":   ratelimit.CompactStorageKey("rl:", "user:7", fixed),
+		"another prefix":   ratelimit.StorageKey("app2:", "user:7", gcra, true),
+		"another identity": ratelimit.StorageKey("rl:", "user:8", gcra, true),
+		"another policy":   ratelimit.StorageKey("rl:", "user:7", fixed, true),
 		// The parts are delimited: moving bytes from the prefix to the identity is another key.
-		"the same bytes, split otherwise": ratelimit.CompactStorageKey("rl:u", "ser:7", gcra),
+		"the same bytes, split otherwise": ratelimit.StorageKey("rl:u", "ser:7", gcra, true),
 	}
 	// Any identity, however long or binary, is a key of 14 bytes of base64url in braces.
 	long := strings.Repeat("{x}\x00", 300)
 	for _, id := range []string{long, long + "y", ""} {
-		o := ratelimit.CompactStorageKey("rl:", id, gcra)
+		o := ratelimit.StorageKey("rl:", id, gcra, true)
 		if len(o) != 14 || o[0] != '{' || o[5] != '}' || strings.ContainsAny(o[1:5]+o[6:], "{}:\x00") || o == k {
 			t.Errorf("identity of %d bytes: key %q", len(id), o)
 		}
@@ -65,7 +65,7 @@ func TestCompactStorageKey(t *testing.T) {
 	// A named policy whose limit changes keeps its key, as readable keys do: the count
 	// carries over.
 	named := func(limit int64) string {
-		return ratelimit.CompactStorageKey("rl:", "user:7", ratelimit.Policy{Name: "api", Limit: limit, Window: time.Hour})
+		return ratelimit.StorageKey("rl:", "user:7", ratelimit.Policy{Name: "api", Limit: limit, Window: time.Hour}, true)
 	}
 	if a, b := named(100), named(5); a != b {
 		t.Errorf("another limit: %q; want %q", b, a)
@@ -118,7 +118,7 @@ func TestCompactStateKeepsTATInExpiry(t *testing.T) {
 	}
 	p := ratelimit.Policy{Limit: 100, Window: time.Hour}
 	l := mustNew(t, store, p)
-	key := ratelimit.CompactStorageKey(prefix, "user:7", p)
+	key := ratelimit.StorageKey(prefix, "user:7", p, true)
 
 	var first, last ratelimit.Decision
 	for i := range 100 {
@@ -245,7 +245,7 @@ func TestCompactStateInjectedClock(t *testing.T) {
 	p := ratelimit.Policy{Limit: 100, Window: time.Hour}
 	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithCompactState(), ratelimit.WithClock(clock)), p)
 	allow(t, l, "user:7", 1)
-	v, err := client.Get(ctx, ratelimit.CompactStorageKey(prefix, "user:7", p)).Result()
+	v, err := client.Get(ctx, ratelimit.StorageKey(prefix, "user:7", p, true)).Result()
 	if want := strconv.FormatInt(clock.Now().UnixMicro()+36_000_000, 10); err != nil || v != want {
 		t.Errorf("the key holds %q, %v; want the TAT %s", v, err, want)
 	}
@@ -273,7 +273,7 @@ func TestCompactStateUnderLRU(t *testing.T) {
 	p := ratelimit.Policy{Limit: 2, Window: time.Hour}
 	l := mustNew(t, store, p)
 	allow(t, l, "user:7", 1)
-	key := ratelimit.CompactStorageKey("rl:", "user:7", p)
+	key := ratelimit.StorageKey("rl:", "user:7", p, true)
 	if v, err := client.Get(ctx, key).Int(); err != nil || v >= 1000 {
 		t.Errorf("key %s holds %d, %v; want the TAT's last digits", key, v, err)
 	}
@@ -332,7 +332,7 @@ func TestCompactStateSharedTag(t *testing.T) {
 	var attacker, victim string
 	for i := 0; victim == ""; i++ {
 		id := "user:" + strconv.Itoa(i)
-		tag := ratelimit.CompactStorageKey(prefix, id, p)[:6]
+		tag := ratelimit.StorageKey(prefix, id, p, true)[:6]
 		if other, ok := seen[tag]; ok {
 			attacker, victim = other, id
 		}

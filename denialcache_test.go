@@ -304,7 +304,7 @@ func TestDenialCacheDeafForgets(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the subscription to be back", func() bool { return ratelimit.DenialCacheHears(f.store) })
-	deaf(true, false, true, false)
+	deaf(true, false, true)
 	if n := ratelimit.DenialCacheLen(f.store); n != 0 {
 		t.Fatalf("the cache holds %d denials after its subscription came back; want 0", n)
 	}

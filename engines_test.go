@@ -65,7 +65,7 @@ func redisStore(t *testing.T, client redis.UniversalClient, opts ...ratelimit.Re
 	return ratelimit.NewRedisStore(client, append([]ratelimit.RedisOption{ratelimit.WithPrefix(prefix)}, opts...)...)
 }
 
-// compactKeys matches the keys of compact state (see ratelimit.CompactStorageKey), which hold
+// compactKeys matches the keys of compact state (see ratelimit.StorageKey, compact), which hold
 // no prefix: those of every test.
 const compactKeys = "{????}????????"
 

@@ -33,7 +33,7 @@ func TestHashStateLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	hash := prefix + "{user:7}"
-	logKey := ratelimit.StorageKey(prefix, "user:7", logged)
+	logKey := ratelimit.StorageKey(prefix, "user:7", logged, false)
 	want := []string{hash, logKey}
 	slices.Sort(keys)
 	slices.Sort(want)
@@ -45,7 +45,7 @@ func TestHashStateLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []ratelimit.Policy{perSecond, perHour} {
-		own := ratelimit.StorageKey(prefix, "user:7", p)
+		own := ratelimit.StorageKey(prefix, "user:7", p, false)
 		field := own[strings.LastIndex(own, "}:")+2:]
 		if fields[field] == "" {
 			t.Errorf("policy %s: no field %q in %v", p.Name, field, fields)
@@ -129,7 +129,7 @@ func TestHashStateMalformedStateNamesHashAndField(t *testing.T) {
 			store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithHashState(), ratelimit.WithBreaker(0, 0))
 			l := mustNew(t, store, tc.policies...)
 			hash := prefix + "{u}"
-			own := ratelimit.StorageKey(prefix, "u", tc.bad)
+			own := ratelimit.StorageKey(prefix, "u", tc.bad, false)
 			field := own[strings.LastIndex(own, "}:")+2:]
 			if err := client.HSet(ctx, hash, field, tc.value).Err(); err != nil {
 				t.Fatal(err)

@@ -132,13 +132,14 @@ func (g *Guard) proxySentNoClient(r Request, proxy netip.Addr, header string) {
 	g.log.get().LogAttrs(context.WithoutCancel(r.Context()), slog.LevelWarn, msg, attrs...)
 }
 
-// Router is what knows the route pattern of a request before it routes it: *http.ServeMux,
+// router is what knows the route pattern of a request before it routes it: *http.ServeMux,
 // whose Handler returns the pattern that matches a request, is one.
-type Router interface {
+type router = interface {
 	Handler(r *http.Request) (h http.Handler, pattern string)
 }
 
-// WithRoutes gives net/http middleware the router it stands in front of: a request that has
+// WithRoutes gives net/http middleware the router it stands in front of — *http.ServeMux, or
+// any router whose Handler method returns the pattern that matches a request: a request that has
 // no route yet (the middleware wraps the whole mux) gets the pattern router matches for it,
 // once, so that [KeyByRoute] keys it by its route rather than falling back to its client IP.
 //
@@ -149,7 +150,9 @@ type Router interface {
 // A request the router only redirects to add a slash to its path has no route (see routeOf),
 // nor has one it does not match. The adapters need none: their frameworks route before
 // middleware runs.
-func WithRoutes(router Router) Option {
+func WithRoutes(router interface {
+	Handler(r *http.Request) (h http.Handler, pattern string)
+}) Option {
 	return func(gc *guardConfig) {
 		if !gc.once("WithRoutes", "") {
 			return
@@ -171,7 +174,7 @@ func WithRoutes(router Router) Option {
 // as that very path, such as "/files/" for a request of "/files", is a redirect too). The
 // path named is the decoded one (URL.Path, cleaned), not the path as escaped: both are
 // compared, or a path holding an escape ("/users/1%41") would still be a route of its own.
-func routeOf(router Router, r *http.Request) string {
+func routeOf(router router, r *http.Request) string {
 	_, pattern := router.Handler(r)
 	if dir, ok := strings.CutSuffix(pattern, "/"); ok && r.URL != nil && dir != "" {
 		for _, p := range [2]string{r.URL.EscapedPath(), r.URL.Path} {

@@ -16,20 +16,29 @@ const defaultPrefix = "rl:"
 const maxPlainKey = 64
 
 // StorageKey returns the key under which a store keeps the state of identity under policy p,
-// for stores and tools written outside this package: prefix + "{" + identity + "}:" + a tag of
-// the policy. The braces make the identity the Redis Cluster hash tag, so every policy of one
-// identity lives in one slot and one script checks them all. An identity of at most 64 bytes of
-// letters, digits and ".-_:/@+=|" is written as it is; any other (long, binary, or holding '{',
-// '}' or NUL) as '#' and its SHA-256 digest, and since '#' is never written as it is, the two
-// forms cannot collide. The tag names the policy's state by its Name, its algorithm and its
-// Window (and the layout of the state), not by its Limit or Burst: a policy whose limit
+// for stores and tools written outside this package; compact says the store was made with
+// [WithCompactState].
+//
+// The readable key (compact false) is prefix + "{" + identity + "}:" + a tag of the policy.
+// The braces make the identity the Redis Cluster hash tag, so every policy of one identity
+// lives in one slot and one script checks them all. An identity of at most 64 bytes of
+// letters, digits and ".-_:/@+=|" is written as it is; any other (long, binary, or holding
+// '{', '}' or NUL) as '#' and its SHA-256 digest, and since '#' is never written as it is, the
+// two forms cannot collide. The tag names the policy's state by its Name, its algorithm and
+// its Window (and the layout of the state), not by its Limit or Burst: a policy whose limit
 // changes reads the state it had, and its count carries over (package algorithms says what
 // each algorithm keeps); one whose name, algorithm or window changes starts afresh.
-func StorageKey(prefix, identity string, p Policy) string {
+//
+// The compact key is a digest of prefix, identity and the same tag; it cannot be read back.
+func StorageKey(prefix, identity string, p Policy, compact bool) string {
 	if p.compiled == nil {
 		if c, err := p.compile(); err == nil {
 			p = c
 		}
+	}
+	if compact {
+		var buf [compactKeyLen]byte
+		return string(appendCompactKey(buf[:0], prefix, identity, p.tag()))
 	}
 	var buf [160]byte
 	return string(appendKey(buf[:0], prefix, identity, p.tag()))
@@ -139,19 +148,6 @@ const (
 	compactKeyChars = 8
 	compactKeyLen   = 1 + compactTagChars + 1 + compactKeyChars
 )
-
-// CompactStorageKey returns the key under which a store with compact state
-// ([WithCompactState]) keeps the state of identity under policy p: see [StorageKey] for the
-// policy's part. The key is a digest of prefix, identity and policy; it cannot be read back.
-func CompactStorageKey(prefix, identity string, p Policy) string {
-	if p.compiled == nil {
-		if c, err := p.compile(); err == nil {
-			p = c
-		}
-	}
-	var buf [compactKeyLen]byte
-	return string(appendCompactKey(buf[:0], prefix, identity, p.tag()))
-}
 
 // appendCompactKey appends the compact key of identity id under policy tag to b.
 func appendCompactKey(b []byte, prefix, id, tag string) []byte {

@@ -41,7 +41,7 @@ type guardConfig struct {
 	tiers         map[string][]Policy
 	tierLimiters  map[string]*Limiter
 	resolver      *Resolver // WithResolver
-	routes        Router    // WithRoutes
+	routes        router    // WithRoutes
 
 	errs optionErrors
 }

@@ -98,7 +98,7 @@ func WithPrefix(prefix string) StoreOption {
 
 // WithCompactState makes the Redis store keep each identity's state in as few bytes as Redis
 // allows, for services with many millions of identities: keys of 14 bytes, digests of the
-// prefix, the identity and the policy (see [CompactStorageKey]), in place of readable ones
+// prefix, the identity and the policy (see [StorageKey]), in place of readable ones
 // (see [StorageKey]); and, on Redis 7.0 and later, the theoretical arrival time of GCRA and
 // the buckets in the key's expiry, with a number below 1,000 as its value, which Redis shares
 // among keys rather than storing it. One identity under one GCRA policy then takes about 100

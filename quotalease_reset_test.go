@@ -338,7 +338,7 @@ func TestResetWhileTheSlotMoves(t *testing.T) {
 	plain := mustNew(t, store(), unleased(resetPolicy))
 	resetter := mustNew(t, store(), unleased(resetPolicy))
 	held := takeLease(t, leasing, plain)
-	state := ratelimit.StorageKey(prefix, "hot", resetPolicy)
+	state := ratelimit.StorageKey(prefix, "hot", resetPolicy, false)
 	slot := c.Slot(t, state)
 	c.BeginMove(t, slot)
 	c.MoveKey(t, slot, state) // the state moved, its leases' count not yet
@@ -424,7 +424,7 @@ func TestLeaseWhileTheSlotMoves(t *testing.T) {
 	leasing := mustNew(t, store(ratelimit.WithDenialCache(0)), resetPolicy)
 	plain := mustNew(t, store(), unleased(resetPolicy))
 	takeLease(t, leasing, plain)
-	state := ratelimit.StorageKey(prefix, "hot", resetPolicy)
+	state := ratelimit.StorageKey(prefix, "hot", resetPolicy, false)
 	slot := c.Slot(t, state)
 	c.BeginMove(t, slot)
 	c.MoveKey(t, slot, state) // the state moved, its leases' count not yet

@@ -283,7 +283,7 @@ func TestReadmeRedis(t *testing.T) {
 	}
 	rdb := redistest.Standalone(t)
 	for _, p := range []ratelimit.Policy{{Limit: 10, Window: time.Second}, {Limit: 1000, Window: time.Hour}} {
-		key := ratelimit.StorageKey("myapp:rl:", id, p)
+		key := ratelimit.StorageKey("myapp:rl:", id, p, false)
 		if !strings.HasPrefix(key, "myapp:rl:{"+id+"}:") {
 			t.Errorf("storage key %q; want it under myapp:rl:{%s}:", key, id)
 		}

@@ -321,7 +321,7 @@ func TestReadmeHashState(t *testing.T) {
 	if ttl := rdb.PTTL(ctx, hash).Val(); ttl < time.Second {
 		t.Errorf("PTTL of %s %v; want what the daily count needs (until the end of its day)", hash, ttl)
 	}
-	if n := rdb.Exists(ctx, ratelimit.StorageKey("myapp:rl:", id, ratelimit.Policy{Name: "burst", Limit: 10, Window: time.Second})).Val(); n != 0 {
+	if n := rdb.Exists(ctx, ratelimit.StorageKey("myapp:rl:", id, ratelimit.Policy{Name: "burst", Limit: 10, Window: time.Second}, false)).Val(); n != 0 {
 		t.Error("a key of the burst policy's own exists beside the hash")
 	}
 }
@@ -350,7 +350,7 @@ func TestReadmeCompact(t *testing.T) {
 	if d := allow(t, limiter, id, 1); d.Allowed {
 		t.Fatalf("the 101st request: %+v; want denied", d)
 	}
-	key := ratelimit.CompactStorageKey("myapp:rl:", id, ratelimit.Policy{Limit: 100, Window: time.Hour})
+	key := ratelimit.StorageKey("myapp:rl:", id, ratelimit.Policy{Limit: 100, Window: time.Hour}, true)
 	if v, err := rdb.Get(ctx, key).Int(); len(key) != 14 || err != nil || v >= 1000 {
 		t.Errorf("key %q holds %d, %v; want 14 bytes holding a number below 1,000", key, v, err)
 	}

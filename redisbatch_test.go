@@ -64,7 +64,7 @@ func TestRedisClusterSlowNode(t *testing.T) {
 
 	// Two identities on two masters.
 	master := func(id string) *redis.Client {
-		c, err := cluster.MasterForKey(ctx, ratelimit.StorageKey(prefix, id, policy))
+		c, err := cluster.MasterForKey(ctx, ratelimit.StorageKey(prefix, id, policy, false))
 		if err != nil {
 			t.Fatal(err)
 		}

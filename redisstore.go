@@ -33,7 +33,7 @@ type redisStore struct {
 	client redis.Scripter
 	calls  *rediscall.Caller
 	prefix string
-	// compact is set by WithCompactState: the keys are compact (see CompactStorageKey), and
+	// compact is set by WithCompactState: the keys are compact (see StorageKey), and
 	// the scripts may keep a TAT in a key's expiry.
 	compact bool
 	// hash is set by WithHashState: every policy whose state is integers keeps it in a field
@@ -550,7 +550,7 @@ func (s *redisStore) keyIn(buf *[]byte, identity string, p *Policy) string {
 	b := *buf
 	if s.compact {
 		if len(b)+compactKeyLen > cap(b) {
-			return CompactStorageKey(s.prefix, identity, *p)
+			return StorageKey(s.prefix, identity, *p, true)
 		}
 		start := len(b)
 		b = appendCompactKey(b, s.prefix, identity, p.tag())
@@ -558,7 +558,7 @@ func (s *redisStore) keyIn(buf *[]byte, identity string, p *Policy) string {
 		return unsafe.String(&b[start], len(b)-start)
 	}
 	if len(b)+len(s.prefix)+len(identity)+keyOverhead > cap(b) {
-		return StorageKey(s.prefix, identity, *p)
+		return StorageKey(s.prefix, identity, *p, false)
 	}
 	start := len(b)
 	b = appendKey(b, s.prefix, identity, p.tag())

@@ -93,13 +93,13 @@ func TestStorageKey(t *testing.T) {
 	p := ratelimit.Policy{Name: "api", Limit: 5, Window: time.Minute}
 	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix)), p)
 	allow(t, l, "user:42", 1)
-	key := ratelimit.StorageKey(prefix, "user:42", p)
+	key := ratelimit.StorageKey(prefix, "user:42", p, false)
 	if n, err := client.Exists(ctx, key).Result(); err != nil || n != 1 {
-		t.Fatalf("StorageKey(%q, user:42, api) = %q, which Redis does not hold (%d, %v)", prefix, key, n, err)
+		t.Fatalf("StorageKey(%q, user:42, api, false) = %q, which Redis does not hold (%d, %v)", prefix, key, n, err)
 	}
 	// The key leaves out the limit and the burst, and names the rest.
 	same := ratelimit.Policy{Name: "api", Limit: 6, Window: time.Minute, Burst: 10}
-	if other := ratelimit.StorageKey(prefix, "user:42", same); other != key {
+	if other := ratelimit.StorageKey(prefix, "user:42", same, false); other != key {
 		t.Errorf("a policy with another limit and burst has another storage key, %q", other)
 	}
 	for _, p := range []ratelimit.Policy{
@@ -107,7 +107,7 @@ func TestStorageKey(t *testing.T) {
 		{Name: "api", Limit: 5, Window: time.Hour},
 		{Name: "api", Limit: 5, Window: time.Minute, Algorithm: algorithms.TokenBucket{}},
 	} {
-		if other := ratelimit.StorageKey(prefix, "user:42", p); other == key {
+		if other := ratelimit.StorageKey(prefix, "user:42", p, false); other == key {
 			t.Errorf("%s %v %T has the same storage key", p.Name, p.Window, p.Algorithm)
 		}
 	}

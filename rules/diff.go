@@ -202,7 +202,7 @@ func replaced(a *Rule, aNames, bNames []string, q *ratelimit.Policy, used map[st
 // state under the same storage key, so that the counts of one carry over to the other.
 func sameState(p, q ratelimit.Policy, name string) bool {
 	p.Name, q.Name = name, name
-	return ratelimit.StorageKey("", "diff", p) == ratelimit.StorageKey("", "diff", q)
+	return ratelimit.StorageKey("", "diff", p, false) == ratelimit.StorageKey("", "diff", q, false)
 }
 
 // keyParts returns what each part of a key reads, in order (see partID).

@@ -61,7 +61,7 @@ func middlewareRoundTrip(t *testing.T, client redis.UniversalClient, connect ...
 	})
 	keys := make([]string, len(middlewarePolicies))
 	for i, p := range middlewarePolicies {
-		keys[i] = ratelimit.StorageKey(prefix, identity, p)
+		keys[i] = ratelimit.StorageKey(prefix, identity, p, false)
 	}
 	exist := func() int64 {
 		n, err := client.Exists(t.Context(), keys...).Result()

@@ -76,7 +76,7 @@ func TestReadmeMiddlewareInspect(t *testing.T) {
 	row(t, res.stdout, "sliding-window-counter-1000-per-1h", "1000 per 1h", "999", "allowed")
 	for _, p := range []ratelimit.Policy{{Name: "burst", Limit: 10, Window: time.Second},
 		{Limit: 1000, Window: time.Hour, Algorithm: algorithms.SlidingCounter{}}} {
-		if key := ratelimit.StorageKey("api:", "hdr:x-api-key:abc", p); !strings.Contains(res.stdout, key) {
+		if key := ratelimit.StorageKey("api:", "hdr:x-api-key:abc", p, false); !strings.Contains(res.stdout, key) {
 			t.Errorf("inspect does not name the key %s the application wrote:\n%s", key, res.stdout)
 		}
 	}

@@ -69,9 +69,9 @@ type state struct {
 // and the field, the tag that ends the policy's own key; a compact hash's key, a digest, by
 // its hash tag, which SCAN finds it by.
 func (st *state) key(p ratelimit.Policy) string {
-	own := ratelimit.StorageKey(st.prefix, st.identity, p)
+	own := ratelimit.StorageKey(st.prefix, st.identity, p, false)
 	if st.compact {
-		own = ratelimit.CompactStorageKey(st.prefix, st.identity, p)
+		own = ratelimit.StorageKey(st.prefix, st.identity, p, true)
 	}
 	switch p.Algorithm.(type) {
 	case algorithms.SlidingLog, algorithms.InFlight: // a sorted set under a key of its own
@@ -80,7 +80,7 @@ func (st *state) key(p ratelimit.Policy) string {
 	if !st.hash {
 		return own
 	}
-	readable := ratelimit.StorageKey(st.prefix, st.identity, p)
+	readable := ratelimit.StorageKey(st.prefix, st.identity, p, false)
 	end := strings.LastIndex(readable, "}:")
 	field := readable[end+2:]
 	if st.compact {

@@ -176,7 +176,7 @@ func TestInspectReset(t *testing.T) {
 		reset.want(t, 0, "identity  hdr:x-api-key:abc\n", "")
 		api := stateRules(t)[0]
 		for i, want := range []string{"per-hour 2 of 5", "per-day 7 of 10"} {
-			want += " " + ratelimit.StorageKey(prefix, "hdr:x-api-key:abc", api.Policies[i]) + "\n"
+			want += " " + ratelimit.StorageKey(prefix, "hdr:x-api-key:abc", api.Policies[i], false) + "\n"
 			if !strings.Contains(timeless(reset.stdout), want) {
 				t.Errorf("reset printed\n%s\nwant the line %q", reset.stdout, want)
 			}
@@ -207,13 +207,13 @@ func TestInspectResetCompact(t *testing.T) {
 		api := stateRules(t)[0]
 		compact := state("inspect", "-compact", "-rule", "api", "-api-key", "abc")
 		row(t, compact.stdout, "per-hour", "5 per 1h", "2", "allowed")
-		if k := ratelimit.CompactStorageKey(prefix, "hdr:x-api-key:abc", api.Policies[0]); !strings.Contains(compact.stdout, k) {
+		if k := ratelimit.StorageKey(prefix, "hdr:x-api-key:abc", api.Policies[0], true); !strings.Contains(compact.stdout, k) {
 			t.Errorf("inspect -compact printed\n%s\nwant the key %s", compact.stdout, k)
 		}
 		row(t, state("inspect", "-rule", "api", "-api-key", "abc").stdout, "per-hour", "5 per 1h", "5", "allowed")
 
 		reset := state("reset", "-compact", "-rule", "api", "-api-key", "abc")
-		want := "per-hour 2 of 5 " + ratelimit.CompactStorageKey(prefix, "hdr:x-api-key:abc", api.Policies[0]) + "\n"
+		want := "per-hour 2 of 5 " + ratelimit.StorageKey(prefix, "hdr:x-api-key:abc", api.Policies[0], true) + "\n"
 		if !strings.Contains(timeless(reset.stdout), want) {
 			t.Errorf("reset -compact printed\n%s\nwant the line %q", reset.stdout, want)
 		}
@@ -232,7 +232,7 @@ func TestInspectResetHash(t *testing.T) {
 		cli(t, "push", "-wait", "0", "-redis", addr, "-key", key, file).want(t, 0, "version s1", "")
 		api := stateRules(t)[0]
 		id := "hdr:x-api-key:abc"
-		bucketField := ratelimit.StorageKey(prefix, id, api.Policies[1])
+		bucketField := ratelimit.StorageKey(prefix, id, api.Policies[1], false)
 		bucketField = bucketField[strings.LastIndex(bucketField, "}:")+2:]
 		for _, tc := range []struct {
 			name   string
@@ -243,7 +243,7 @@ func TestInspectResetHash(t *testing.T) {
 			{"readable", []string{"-hash"}, []ratelimit.RedisOption{ratelimit.WithHashState()},
 				prefix + "{" + id + "} field " + bucketField},
 			{"compact", []string{"-hash", "-compact"}, []ratelimit.RedisOption{ratelimit.WithHashState(), ratelimit.WithCompactState()},
-				"the hash " + ratelimit.CompactStorageKey(prefix, id, api.Policies[1])[:6] + "… field " + bucketField},
+				"the hash " + ratelimit.StorageKey(prefix, id, api.Policies[1], true)[:6] + "… field " + bucketField},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				h := app(t, client, prefix, tc.opts...)

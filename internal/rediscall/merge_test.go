@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/a7d3e0dd/ratelimit/internal/testing/loadgen"
 	"github.com/a7d3e0dd/ratelimit/internal/redisscripts"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/loadgen"
 	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
 

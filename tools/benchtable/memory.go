@@ -68,13 +68,13 @@ func memoryFigures(ctx context.Context, e *env) (figures, error) {
 			return c.Set(ctx, key(id), strconv.FormatInt(time.Now().Add(ttl).UnixMicro(), 10), ttl).Err()
 		}
 	}
-	floor := set(func(id string) string { return ratelimit.StorageKey(memPrefix, id, longLived) })
+	floor := set(func(id string) string { return ratelimit.StorageKey(memPrefix, id, longLived, false) })
 	bare := set(func(id string) string { return id })
 	// Compact state's floor: its key, holding what the script stores there (the TAT's
 	// microseconds past its millisecond), expiring a millisecond after the TAT.
 	compactFloor := func(ctx context.Context, id string) error {
 		tat := time.Now().Add(ttl).UnixMicro()
-		key := ratelimit.CompactStorageKey(memPrefix, id, longLived)
+		key := ratelimit.StorageKey(memPrefix, id, longLived, true)
 		return c.Do(ctx, "SET", key, tat%1000, "PXAT", tat/1000+1).Err()
 	}
 	// Every other algorithm under the same policy, and GCRA at a rate whose interval is no

@@ -11,8 +11,8 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
-	"github.com/a7d3e0dd/ratelimit/internal/testing/loadgen"
 	"github.com/a7d3e0dd/ratelimit/internal/redisscripts"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/loadgen"
 )
 
 // policy is every check's one policy: GCRA at 100/s, which the load spread over the
@@ -154,7 +154,7 @@ func (e *env) rawFcall(ctx context.Context, prefix string) (caller, error) {
 	argv := append([]string{"0", "1", "1", "0"}, args...)
 	c := e.rueidis
 	return func(ctx context.Context, id string) error {
-		key := ratelimit.StorageKey(prefix, id, p)
+		key := ratelimit.StorageKey(prefix, id, p, false)
 		reply, err := c.Do(ctx, c.B().Fcall().Function(e.fn).Numkeys(1).Key(key).Arg(argv...).Build()).ToArray()
 		if err != nil {
 			return err

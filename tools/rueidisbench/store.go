@@ -112,9 +112,9 @@ func (s *protoStore) fcall(ctx context.Context, key string, policies []ratelimit
 // one buffer that the command's strings point into.
 func (s *protoStore) cmd(key string, policies []ratelimit.Policy, cost int64, mode, at string) (rueidis.Completed, error) {
 	b := s.client.B().Fcall().Function(s.fn).Numkeys(int64(len(policies)))
-	k := b.Key(ratelimit.StorageKey(s.prefix, key, policies[0]))
+	k := b.Key(ratelimit.StorageKey(s.prefix, key, policies[0], false))
 	for i := 1; i < len(policies); i++ {
-		k = k.Key(ratelimit.StorageKey(s.prefix, key, policies[i]))
+		k = k.Key(ratelimit.StorageKey(s.prefix, key, policies[i], false))
 	}
 	buf := make([]byte, 0, 20+48*len(policies))
 	a := k.Arg("0", str(&buf, cost), mode, at)
