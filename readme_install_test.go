@@ -100,8 +100,9 @@ var installRequirement = map[string]string{
 
 // README's install lines, as written: every one names a module of this repository at the
 // core's version (or, for the command, @latest), each comment's "NAME ≥ vX" is a requirement
-// of that module's go.mod, "(Go ≥ 1.25)" its go line and "package p" its package; and the
-// lines install every released module, as the release tool (tools/release) runs them.
+// of that module's go.mod, "(Go ≥ 1.25)" its go line and "package p" its package; the lines
+// install every released module, as the release tool (tools/release) runs them; and no guide
+// under docs/ has an install line of its own, which the release tool would not set.
 func TestReadmeInstallLines(t *testing.T) {
 	const core = "github.com/a7d3e0dd/ratelimit"
 	var lines []string
@@ -165,6 +166,13 @@ func TestReadmeInstallLines(t *testing.T) {
 			default:
 				t.Errorf("README's line %q: comment %q is neither a requirement nor a package", l, part)
 			}
+		}
+	}
+	// The release tool sets the version of README's install lines alone: a guide's would be
+	// left behind at release, so the guides point at README's Install instead.
+	for _, d := range guides(t)[1:] {
+		if m := regexp.MustCompile(`(?m)^.*go (?:get|install) ` + regexp.QuoteMeta(core) + `\S*@v\S*`).FindString(rootFile(t, d)); m != "" {
+			t.Errorf("%s has an install line, %q, which make release would not set: give it in README's Install", d, strings.TrimSpace(m))
 		}
 	}
 	// Every released module (all but examples and the developer tools) has its line.
