@@ -138,8 +138,8 @@ func TestResults(t *testing.T) {
 	})
 }
 
-// A request that passes through two guards, as the login route of README's Use it does (the middleware
-// around the mux, then the route's own), is one response: the observer is told of it once,
+// A request that passes through two guards, as the login route of README's Use it does (the
+// middleware around the mux, then the route's own), is one response: the observer is told of it once,
 // with that response's result (it was told by each guard: allowed by the outer one, then what
 // the inner one decided, so a login the route's limit refused counted allowed and denied).
 func TestResultsOfTwoGuardsOnOneRequest(t *testing.T) {

@@ -22,8 +22,9 @@ import (
 	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
 
-// TestMeasureChooser measures the figures of the "Which algorithm?" table (docs/policies.md) and prints
-// them as a Markdown table, for the one policy of the pictures (10 per second, burst 10).
+// TestMeasureChooser measures the figures of the "Which algorithm?" table (docs/policies.md)
+// and prints them as a Markdown table, for the one policy of the pictures (10 per second,
+// burst 10).
 // The figures are:
 //
 //   - from the simulation over the memory store: what each algorithm refuses of a steady
