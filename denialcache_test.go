@@ -317,7 +317,7 @@ func TestDenialCacheDeafForgets(t *testing.T) {
 // the interval counts as a break, the cache goes deaf, and a new subscription is made on a new
 // connection, which hears again once the peer answers. A client that sets no read deadline
 // (ReadTimeout -1) goes deaf too; its new subscription may wait on a connection that never
-// answers (README: Redis), so only that is asserted of it.
+// answers (docs/outages.md, the denial cache), so only that is asserted of it.
 func TestDenialCacheNoticesAStalledSubscription(t *testing.T) {
 	for _, readTimeout := range []time.Duration{0, -1} {
 		t.Run(fmt.Sprintf("ReadTimeout=%v", readTimeout), func(t *testing.T) {

@@ -21,8 +21,22 @@ import (
 // they name, the files ARCHITECTURE.md maps, the modules README counts and go-redis's defaults
 // it quotes. These tests read files (and a client's options) only: no benchmark runs, no Redis.
 
-// documents are the files whose facts these tests hold, relative to the repository's root.
-var documents = []string{"README.md", "ARCHITECTURE.md", "CHANGELOG.md"}
+// documents returns the files whose facts these tests hold, relative to the repository's
+// root: README.md and the guides under docs/ (guides), ARCHITECTURE.md and CHANGELOG.md.
+func documents(t *testing.T) []string {
+	return append(guides(t), "ARCHITECTURE.md", "CHANGELOG.md")
+}
+
+// guideText returns README.md and every guide, one after the other, for a fact that may be
+// stated in any of them.
+func guideText(t *testing.T) string {
+	var all strings.Builder
+	for _, d := range guides(t) {
+		all.WriteString(rootFile(t, d))
+		all.WriteString("\n")
+	}
+	return all.String()
+}
 
 // resultsFile is the file make bench writes (tools/benchtable -out).
 const resultsFile = "docs/results.md"
@@ -84,7 +98,7 @@ func TestDocFiguresAreInResults(t *testing.T) {
 		t.Fatalf("%s holds no figures", resultsFile)
 	}
 	regions := 0
-	for _, doc := range documents {
+	for _, doc := range documents(t) {
 		text := rootFile(t, doc)
 		for {
 			_, after, ok := strings.Cut(text, figuresBegin)
@@ -137,7 +151,7 @@ func TestDocTestNamesExist(t *testing.T) {
 		}
 		return false
 	}
-	for _, doc := range documents {
+	for _, doc := range documents(t) {
 		text := rootFile(t, doc)
 		for _, m := range testName.FindAllStringIndex(text, -1) {
 			name := text[m[0]:m[1]]
@@ -246,8 +260,9 @@ func expandBraces(p string) []string {
 	return out
 }
 
-// README's count of the modules is the repository's: every go.mod outside testdata, and the
-// released ones, all but examples/ and tools/ (tools/release tags those).
+// The documents' count of the modules is the repository's: every go.mod outside testdata, and
+// the released ones, all but examples/ and tools/ (tools/release tags those). README or a
+// guide (docs/development.md) says it, and none says another.
 func TestReadmeCountsTheModules(t *testing.T) {
 	var all, released []string
 	for _, f := range repositoryFiles(t) {
@@ -261,7 +276,7 @@ func TestReadmeCountsTheModules(t *testing.T) {
 		}
 	}
 	slices.Sort(all)
-	readme := rootFile(t, "README.md")
+	text := guideText(t)
 	for _, c := range []struct {
 		pattern string
 		want    []string
@@ -269,20 +284,22 @@ func TestReadmeCountsTheModules(t *testing.T) {
 		{`holds (\d+) modules`, all},
 		{`(\d+) of them are released`, released},
 	} {
-		m := regexp.MustCompile(c.pattern).FindStringSubmatch(readme)
-		if m == nil {
-			t.Errorf("README does not say %q", c.pattern)
-			continue
+		found := regexp.MustCompile(c.pattern).FindAllStringSubmatch(text, -1)
+		if found == nil {
+			t.Errorf("neither README nor a guide says %q", c.pattern)
 		}
-		if n, _ := strconv.Atoi(m[1]); n != len(c.want) {
-			t.Errorf("README says %q, the repository has %d: %v", m[0], len(c.want), c.want)
+		for _, m := range found {
+			if n, _ := strconv.Atoi(m[1]); n != len(c.want) {
+				t.Errorf("the documents say %q, the repository has %d: %v", m[0], len(c.want), c.want)
+			}
 		}
 	}
 }
 
-// README gives go-redis's default read timeout where it says to keep one and where it says
-// what WithCallTimeout spares a caller: both are the default of the go-redis this module
-// builds with, so an upgrade that changes it fails here until README follows.
+// The guides give go-redis's default read timeout where they say to keep one (docs/redis.md)
+// and where they say what WithCallTimeout spares a caller (docs/outages.md): both are the
+// default of the go-redis this module builds with, so an upgrade that changes it fails here
+// until the guides follow.
 func TestReadmeGoRedisReadTimeout(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
 	defer rdb.Close()
@@ -290,13 +307,19 @@ func TestReadmeGoRedisReadTimeout(t *testing.T) {
 	if d%time.Second != 0 {
 		t.Fatalf("go-redis's default ReadTimeout is %v, not whole seconds: README's phrasing needs another form", d)
 	}
-	readme := rootFile(t, "README.md")
+	text := strings.Join(strings.Fields(guideText(t)), " ")
 	for _, want := range []string{
 		fmt.Sprintf("Keep a read timeout (go-redis's default, %d s, is right)", d/time.Second),
 		fmt.Sprintf("(go-redis: %d s a read", d/time.Second),
 	} {
-		if !strings.Contains(strings.Join(strings.Fields(readme), " "), want) {
-			t.Errorf("README does not say %q (go-redis's default ReadTimeout is %v)", want, d)
+		if !strings.Contains(text, want) {
+			t.Errorf("neither README nor a guide says %q (go-redis's default ReadTimeout is %v)", want, d)
+		}
+	}
+	// And none gives it as another figure.
+	for _, m := range regexp.MustCompile(`go-redis(?:'s default|:) (\d+) s`).FindAllStringSubmatch(text, -1) {
+		if m[1] != strconv.Itoa(int(d/time.Second)) {
+			t.Errorf("the documents say %q; go-redis's default ReadTimeout is %v", m[0], d)
 		}
 	}
 }

@@ -55,7 +55,7 @@ func ExampleNewRedisStore() {
 }
 
 // Keep an identity's windows in one Redis hash: a check of several policies reads and writes
-// one key, whatever their number (see the README's "Several windows: hash state").
+// one key, whatever their number (see docs/redis.md, "Several windows: hash state").
 func ExampleWithHashState() {
 	addr := os.Getenv("REDIS_ADDR")
 	if addr == "" {

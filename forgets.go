@@ -89,7 +89,7 @@ func (s *redisStore) listenForForgets(layers ...forgetter) bool {
 // hearing. A client that sets no read deadline (ReadTimeout -1 or -2) cannot be bounded so
 // (go-redis then takes a context's deadline for one already passed): its calls are made
 // without one, and after a stall the new subscription may wait on its HELLO until the
-// connection ends, the cache deaf meanwhile (README: Redis).
+// connection ends, the cache deaf meanwhile (docs/outages.md, the denial cache).
 func (s *redisStore) listen(sub subscriber, channel string, layers []forgetter) {
 	defer s.listening.Store(false)
 	ctx := s.bg.ctx // ends with the store (Close)

@@ -23,7 +23,7 @@ const (
 	// RateLimit describes the binding one as `"name";r=<remaining>;t=<effective window>`:
 	// within the next t seconds the client can use no more than r, and using r now, one more
 	// unit comes after t (Decision.EffectiveWindow, rounded up like Retry-After, so on a denial
-	// of cost 1, t equals Retry-After). The README maps t for each algorithm. t is left out
+	// of cost 1, t equals Retry-After). docs/guard.md maps t for each algorithm. t is left out
 	// when the binding policy is an in-flight limit, whose slots come back when requests end.
 	IETFDraftHeaders
 	// ShadowHeaders add X-RateLimit-Shadow, naming the shadow policies (see Policy.Shadow) that

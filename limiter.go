@@ -221,7 +221,7 @@ func without(policies []Policy, drop func(*Policy) bool) []Policy {
 
 // Reset forgets everything the limiter's policies hold for key. On a Redis store, the units
 // that quota leases of key hold (Policy.Lease) stay counted until each lease ends, wherever
-// it runs: what a lease hands out after the reset is in the new count (README: Hot
+// it runs: what a lease hands out after the reset is in the new count (docs/redis.md: Hot
 // identities).
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if key == "" {

@@ -412,7 +412,7 @@ func TestRedisRing(t *testing.T) {
 	}
 }
 
-// The README's two bounds of exact arithmetic, as it states them: at 1 per hour the largest
+// The two bounds of exact arithmetic of docs/policies.md, as it states them: at 1 per hour the largest
 // burst is 312,749 (a full bucket drains within 2^50 µs), and 10^9 per second with a burst of
 // 10^9 fits the 2^53 bound; one more unit of burst is refused, naming the bound.
 func TestREADMEExactnessBounds(t *testing.T) {

@@ -8,9 +8,10 @@ import (
 )
 
 // A request often passes through two guards: the middleware around every route, then a
-// route's own (README's login route). Each decides, but the client gets one response, and the
-// observer is told of the request once, with the result that response was: a guard that lets
-// a request through does not tell its observer at once, but leaves the report in its outcome;
+// route's own (the login route of README's "Use it"). Each decides, but the client gets one
+// response, and the observer is told of the request once, with the result that response was:
+// a guard that lets a request through does not tell its observer at once, but leaves the
+// report in its outcome;
 // the next guard the request meets takes it over, merged with its own verdict, and the last
 // one tells it, when it refuses the request or when its handler returns ([Guard.Done]).
 //

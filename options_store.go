@@ -102,7 +102,7 @@ func WithPrefix(prefix string) StoreOption {
 // (see [StorageKey]); and, on Redis 7.0 and later, the theoretical arrival time of GCRA and
 // the buckets in the key's expiry, with a number below 1,000 as its value, which Redis shares
 // among keys rather than storing it. One identity under one GCRA policy then takes about 100
-// bytes of used_memory, not 132 (README: Performance). Decisions are the same, exactly.
+// bytes of used_memory, not 132 (docs/performance.md). Decisions are the same, exactly.
 //
 // The price: keys that cannot be read back to an identity (the ratelimit command takes
 // -compact to find them) and do not start with the prefix (an ACL of key patterns, or a SCAN
@@ -127,7 +127,7 @@ func WithCompactState() RedisOption {
 // per policy, for services whose policy lists combine windows (10/s and 100/min and 1000/h):
 // one key per identity rather than one per policy, read and written once per check whatever
 // the number of policies. A check of three policies then takes about a third less of Redis's
-// time, and an identity under three policies about 40 % of the bytes (README: Performance).
+// time, and an identity under three policies about 40 % of the bytes (docs/performance.md).
 // Decisions are the same, exactly.
 //
 // The price: an identity under one policy takes about 30 bytes more than with a key of its

@@ -75,7 +75,7 @@ type Policy struct {
 	// meter or a sliding window would admit more than its limit when units charged at one
 	// time are spent a little later), Lease must be shorter than Window, and a list leases
 	// only when every policy of it sets Lease. Tens of milliseconds keep the headers true
-	// within a lease: see the README's "Hot identities".
+	// within a lease: see docs/redis.md, "Hot identities".
 	Lease time.Duration
 
 	compiled *compiledPolicy // set by New: what every check needs, computed once

@@ -77,7 +77,7 @@ func TestLeaseDenialRacingARefundIsNotKept(t *testing.T) {
 }
 
 // A refund through this process ends the identity's denial in the lease layer at once, as it
-// does the denial cache's (README: What ends a denial); it waited for the store's announcement
+// does the denial cache's (docs/outages.md: What ends a denial); it waited for the store's announcement
 // of it, a message later, and answered the denial meanwhile.
 func TestLeaseDenialEndsWithARefundHere(t *testing.T) {
 	clock := fakeclock.New(fakeclock.T0)
@@ -125,7 +125,7 @@ func (s *skewedStore) Clock() Clock { return s.local }
 // The lease layer times its denials and leases on this server's clock, from when it asked, as
 // the denial cache does, not from the time the store reports: with the application server's
 // clock 10 s behind Redis, a denial until the end of a fixed window was answered 10 s into the
-// next window, which Redis admitted (README: the limits run on the Redis server's TIME, so
+// next window, which Redis admitted (docs/redis.md: the limits run on the Redis server's TIME, so
 // application servers with skewed clocks still agree).
 func TestLeaseDenialOnThisServersClock(t *testing.T) {
 	server := fakeclock.New(fakeclock.T0.Truncate(time.Minute))

@@ -12,7 +12,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit"
 )
 
-// What README's in-flight code does, on synctest's time: two exports run at once; a third
+// What the guide's in-flight code does, on synctest's time: two exports run at once; a third
 // waits up to 2 s for a slot and, when none frees, is refused 503 with Retry-After: 1; one
 // that is waiting when an export ends takes its slot and runs.
 func TestReadmeInFlight(t *testing.T) {

@@ -78,7 +78,7 @@ func (p *partner) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // 19 refused.
 func TestReadmePartner(t *testing.T) {
 	got := strings.Split(strings.ReplaceAll(strings.Join(readmetest.FuncBody(t, "readme_partner_test.go", "readmePartner"), "\n"), "NewRedisStore(rdb, opts...)", "NewRedisStore(rdb)"), "\n")
-	if want := readmeGo(t, "A worker calling a\npartner API"); !slices.Equal(got, want) {
+	if want := readmeGo(t, "docs/clients.md", "A worker calling a\npartner API"); !slices.Equal(got, want) {
 		t.Fatalf("README's partner API code and readmePartner differ, the store's options aside:\nREADME:\n%s\nreadmePartner:\n%s", strings.Join(want, "\n"), strings.Join(got, "\n"))
 	}
 	const instances, calls = 3, 40

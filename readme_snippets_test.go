@@ -20,16 +20,16 @@ import (
 	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
-// The functions readme* of this file are README's Go blocks, as written (TestReadmeCodeAsWritten
-// holds them to README line for line); the tests beside them check what README's prose says
+// The functions readme* of this file are the guide's Go blocks, as written (TestReadmeCodeAsWritten
+// holds them to README line for line); the tests beside them check what the guide's prose says
 // each does, through the middleware it names.
 
-// readmeTrustProxies is README's trusted proxies, as written, over the limiter it names.
+// readmeTrustProxies is the guide's trusted proxies, as written, over the limiter it names.
 func readmeTrustProxies(limiter *ratelimit.Limiter) func(http.Handler) http.Handler {
 	return ratelimit.Middleware(limiter, ratelimit.TrustProxies("X-Forwarded-For", "10.0.0.0/8", "2001:db8::/32")) // README: as written, returned
 }
 
-// What README says of TrustProxies: the header is read from the right and the first address
+// What the guide says of TrustProxies: the header is read from the right and the first address
 // that is not a trusted proxy is the client; a client that is not behind a trusted proxy is
 // limited by its own address, whatever headers it sends; IPv6 clients are grouped by /64.
 func TestReadmeTrustProxies(t *testing.T) {
@@ -67,7 +67,7 @@ func TestReadmeTrustProxies(t *testing.T) {
 	}
 }
 
-// readmeUserNetHTTP is README's net/http authentication in front of the limiter keyed by
+// readmeUserNetHTTP is the guide's net/http authentication in front of the limiter keyed by
 // user, as written, over the limiter, mux and authentication function it names.
 func readmeUserNetHTTP(limiter *ratelimit.Limiter, mux http.Handler, authenticate func(*http.Request) (string, bool)) http.Handler {
 	// net/http: the authentication middleware wraps the limiter.
@@ -85,7 +85,7 @@ func readmeUserNetHTTP(limiter *ratelimit.Limiter, mux http.Handler, authenticat
 	return handler // README: what the caller serves
 }
 
-// What README says of KeyByUser in net/http: a user is limited wherever it comes from; a
+// What the guide says of KeyByUser in net/http: a user is limited wherever it comes from; a
 // request without a user is limited by its client IP (and counted as a key fallback,
 // no_user).
 func TestReadmeUserNetHTTP(t *testing.T) {
@@ -125,12 +125,12 @@ func TestReadmeUserNetHTTP(t *testing.T) {
 	}
 }
 
-// readmeShadow is README's shadow policy, as written.
+// readmeShadow is the guide's shadow policy, as written.
 func readmeShadow() ratelimit.Policy {
 	return ratelimit.Policy{Name: "strict", Limit: 50, Window: time.Minute, Shadow: true} // README: as written, returned
 }
 
-// What README says of a shadow policy: evaluated on every request and reported in
+// What the guide says of a shadow policy: evaluated on every request and reported in
 // d.Results(), it never denies or appears in the rate-limit headers; with ShadowHeaders,
 // X-RateLimit-Shadow names it when it would have denied; its state counts only what it would
 // have admitted, so removing Shadow enforces the verdicts it reported.
@@ -167,7 +167,7 @@ func TestReadmeShadow(t *testing.T) {
 	}
 }
 
-// policyDB is the database of README's Resolver code.
+// policyDB is the database of the guide's Resolver code.
 type policyDB map[string][]ratelimit.Policy
 
 // PoliciesOf returns the policies of the client keyed by key: none for an unknown client, an
@@ -179,14 +179,14 @@ func (db policyDB) PoliciesOf(_ context.Context, key string) ([]ratelimit.Policy
 	return db[key], nil
 }
 
-// readmeResolver is README's Resolver, as written, over the database it names.
+// readmeResolver is the guide's Resolver, as written, over the database it names.
 func readmeResolver(db policyDB) ratelimit.Option {
 	return ratelimit.WithResolver(ratelimit.Resolver{Resolve: func(r ratelimit.Request, key string) ([]ratelimit.Policy, error) { // README: as written, returned
 		return db.PoliciesOf(r.Context(), key) // nil, nil: the limiter's own policies
 	}})
 }
 
-// What README says of a Resolver: a client's policies are what Resolve returns for its key;
+// What the guide says of a Resolver: a client's policies are what Resolve returns for its key;
 // nil, nil gives the limiter's own; a failure gives the limiter's own too (never unlimited,
 // never refused for it), goes to the error handler and is counted, resolver_failed.
 func TestReadmeResolver(t *testing.T) {
@@ -236,27 +236,27 @@ func TestReadmeResolver(t *testing.T) {
 	}
 }
 
-// README's example of a policy beyond exact arithmetic is the error New returns for it, as
+// the guide's example of a policy beyond exact arithmetic is the error New returns for it, as
 // written; and its largest burst at 1 per hour, 312,749, is New's.
 func TestReadmeExactArithmeticBounds(t *testing.T) {
-	block := readmetest.Block(t, "README.md", "so nothing is silently rounded:", "")
+	block := readmetest.Block(t, "docs/policies.md", "so nothing is silently rounded:", "")
 	_, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1000003, Window: 24 * time.Hour})
 	if err == nil || err.Error() != strings.TrimSpace(block) {
-		t.Errorf("New of 1000003 a day: %v\nREADME shows:\n%s", err, block)
+		t.Errorf("New of 1000003 a day: %v\nthe guide shows:\n%s", err, block)
 	}
 	if _, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1, Window: time.Hour, Burst: 312_749}); err != nil {
-		t.Errorf("a burst of 312,749 at 1 per hour: %v; README says it is the largest that fits", err)
+		t.Errorf("a burst of 312,749 at 1 per hour: %v; the guide says it is the largest that fits", err)
 	}
 	if _, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1, Window: time.Hour, Burst: 312_750}); err == nil {
-		t.Error("a burst of 312,750 at 1 per hour is admitted; README says 312,749 is the largest")
+		t.Error("a burst of 312,750 at 1 per hour is admitted; the guide says 312,749 is the largest")
 	}
 	if _, err := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1e9, Window: time.Second, Burst: 1e9}); err != nil {
-		t.Errorf("10^9 per second with a burst of 10^9: %v; README says it fits", err)
+		t.Errorf("10^9 per second with a burst of 10^9: %v; the guide says it fits", err)
 	}
 }
 
-// readmeRedis is README's Redis client and limiter, as written but for the server's address
-// (TestReadmeRedis holds the two to README's block, the address aside).
+// readmeRedis is the guide's Redis client and limiter, as written but for the server's address
+// (TestReadmeRedis holds the two to the guide's block, the address aside).
 func readmeRedis(addr string) (*ratelimit.Limiter, error) {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	// or redis.NewFailoverClient (Sentinel), redis.NewClusterClient, redis.NewRing
@@ -266,17 +266,17 @@ func readmeRedis(addr string) (*ratelimit.Limiter, error) {
 	return limiter, err // README: the limiter is used as any other
 }
 
-// What README's Redis code does: checks run in Redis, under keys of the prefix it gives
+// What the guide's Redis code does: checks run in Redis, under keys of the prefix it gives
 // (myapp:rl:{identity}:...), both policies at once.
 func TestReadmeRedis(t *testing.T) {
-	if got, want := funcBody(t, "readmeRedis"), readmeGo(t, "## Redis\n"); !slices.Equal(got, strings.Split(strings.ReplaceAll(strings.Join(want, "\n"), `Addr: "localhost:6379"`, "Addr: addr"), "\n")) {
-		t.Fatalf("README's Redis code and readmeRedis differ, the address aside:\nREADME:\n%s\nreadmeRedis:\n%s", strings.Join(want, "\n"), strings.Join(got, "\n"))
+	if got, want := funcBody(t, "readmeRedis"), readmeGo(t, "docs/redis.md", "# Redis\n"); !slices.Equal(got, strings.Split(strings.ReplaceAll(strings.Join(want, "\n"), `Addr: "localhost:6379"`, "Addr: addr"), "\n")) {
+		t.Fatalf("the guide's Redis code and readmeRedis differ, the address aside:\nREADME:\n%s\nreadmeRedis:\n%s", strings.Join(want, "\n"), strings.Join(got, "\n"))
 	}
 	limiter, err := readmeRedis(redistest.Addr(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := "ip:" + redistest.Prefix(t) // an identity of the test's own, under README's prefix
+	id := "ip:" + redistest.Prefix(t) // an identity of the test's own, under the guide's prefix
 	d := allow(t, limiter, id, 1)
 	if !d.Allowed || d.Remaining != 9 || len(d.Results()) != 2 {
 		t.Fatalf("the first check: %+v; want admitted, 9 of 10 left, two results", d)
@@ -293,13 +293,13 @@ func TestReadmeRedis(t *testing.T) {
 	}
 }
 
-// readmeLease is README's policy with a quota lease, as written.
+// readmeLease is the guide's policy with a quota lease, as written.
 func readmeLease() ratelimit.Policy {
 	return ratelimit.Policy{Name: "tenant", Limit: 40_000, Window: time.Second, // README: as written, returned
 		Algorithm: algorithms.FixedWindow{}, Lease: 20 * time.Millisecond}
 }
 
-// What README says of quota leases, with its policy over Redis on a clock that stands still:
+// What the guide says of quota leases, with its policy over Redis on a clock that stands still:
 // an identity seen twice takes a lease, and its next requests are admitted from it
 // (observe.SourceLease) without a Redis call; the window admits exactly 40,000, and the next
 // request is denied; New refuses a lease on another algorithm.
@@ -324,18 +324,18 @@ func TestReadmeLease(t *testing.T) {
 	p := readmeLease()
 	p.Algorithm = algorithms.SlidingLog{}
 	if _, err := ratelimit.New(store, p); err == nil {
-		t.Error("New accepted Lease on a sliding log; README says it refuses it")
+		t.Error("New accepted Lease on a sliding log; the guide says it refuses it")
 	}
 }
 
-// readmeClose is README's closing of a Redis store, as written, around the servers that use it.
+// readmeClose is the guide's closing of a Redis store, as written, around the servers that use it.
 func readmeClose(rdb redis.UniversalClient, serve func(ratelimit.Store)) {
 	store := ratelimit.NewRedisStore(rdb, ratelimit.WithPrefix("myapp:rl:"))
 	defer store.Close() // after the servers that use it have stopped
 	serve(store)        // README: the servers, until they stop
 }
 
-// What README says of Close: the store serves until it is closed; then its subscription's
+// What the guide says of Close: the store serves until it is closed; then its subscription's
 // goroutine has ended and every call fails with an error that says the store is closed.
 func TestReadmeClose(t *testing.T) {
 	var (
@@ -355,5 +355,50 @@ func TestReadmeClose(t *testing.T) {
 	}
 	if _, err := l.Allow(context.Background(), "readme-close:"+redistest.Prefix(t)); !errors.Is(err, ratelimit.ErrStore) || !strings.Contains(err.Error(), "closed") {
 		t.Errorf("a check of the closed store: %v; want a store error that says it is closed", err)
+	}
+}
+
+// readmeTransport is docs/clients.md's http.Client limited by its transport, as written.
+func readmeTransport(limiter *ratelimit.Limiter) *http.Client {
+	client := &http.Client{Transport: &ratelimit.Transport{Limiter: limiter}} // Key: the host by default
+	return client                                                             // README: what the caller uses
+}
+
+// What docs/clients.md says of the Transport: each request takes its turn under its host, so
+// a host's second request at 1 a minute is not sent (its turn comes after the request's
+// deadline, so it fails at once), while another host's first request goes.
+func TestReadmeTransport(t *testing.T) {
+	limiter := mustNew(t, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1, Window: time.Minute})
+	client := readmeTransport(limiter)
+	var served [2]int
+	var servers [2]*httptest.Server
+	for i := range servers {
+		servers[i] = httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served[i]++ }))
+		defer servers[i].Close()
+	}
+	get := func(srv *httptest.Server) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	if err := get(servers[0]); err != nil {
+		t.Fatalf("the first request to a host: %v", err)
+	}
+	if err := get(servers[0]); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("the second request to the host within the minute: %v; want it not sent, its turn after its deadline", err)
+	}
+	if err := get(servers[1]); err != nil {
+		t.Errorf("the first request to another host: %v; want it sent, under a quota of its own", err)
+	}
+	if served != [2]int{1, 1} {
+		t.Errorf("the servers got %v requests; want one each", served)
 	}
 }

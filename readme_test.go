@@ -51,11 +51,12 @@ func readmeUseIt(loginHandler http.Handler) http.Handler {
 	return ratelimit.Middleware(limiter)(mux) // README: ListenAndServe
 }
 
-// readmeGo returns the lines of the first Go block of README.md after marker, as written,
-// without its imports and without a line that calls ListenAndServe (which blocks).
-func readmeGo(t *testing.T, marker string) []string {
+// readmeGo returns the lines of the first Go block of doc (README.md or a guide under docs/)
+// after marker, as written, without its imports and without a line that calls
+// ListenAndServe (which blocks).
+func readmeGo(t *testing.T, doc, marker string) []string {
 	t.Helper()
-	block := readmetest.Block(t, "README.md", marker, "go")
+	block := readmetest.Block(t, doc, marker, "go")
 	if strings.HasPrefix(block, "import (") {
 		_, block, _ = strings.Cut(block, ")\n\n")
 	}
@@ -71,7 +72,7 @@ func readmeGo(t *testing.T, marker string) []string {
 // funcBody returns the lines of the body of func name in readme_test.go or
 // readme_snippets_test.go, one tab less, but those that stand for a README line that cannot
 // run here (marked "// README: ..."). A line marked "// README: as written, returned" is
-// README's line behind a return: README shows a value (an option, a policy) that the function
+// the guide's line behind a return: the guide shows a value (an option, a policy) that the function
 // hands to its test.
 func funcBody(t *testing.T, name string) []string {
 	t.Helper()
@@ -106,32 +107,34 @@ func funcBody(t *testing.T, name string) []string {
 	return lines
 }
 
-// README's Go blocks that are run as written are the bodies of these functions, line for line.
+// The Go blocks of README and the guides that are run as written are the bodies of these
+// functions, line for line.
 func TestReadmeCodeAsWritten(t *testing.T) {
-	for marker, name := range map[string]string{
-		"## Use it":            "readmeUseIt",
-		"### In-flight limits": "readmeInFlight",
-		"### Millions of identities: compact state":          "readmeCompact",
-		"### Several windows: hash state":                    "readmeHashState",
-		"## Policies and algorithms":                         "readmePolicies",
-		"### When Redis is slow, down or flooded":            "readmeResilience",
-		"### Plans (tiers)":                                  "readmeTiers",
-		"address that is not a trusted proxy is the client:": "readmeTrustProxies",
-		"RejectMissingKey(http.StatusUnauthorized)))":        "readmeUserNetHTTP",
-		"**Try a limit before enforcing it.**":               "readmeShadow",
-		"### Limits from your own data":                      "readmeResolver",
-		"can lease instead (opt-in, per policy):":            "readmeLease",
-		"**Close a store you stop using.**":                  "readmeClose",
+	for _, c := range []struct{ doc, marker, name string }{
+		{"README.md", "## Use it", "readmeUseIt"},
+		{"docs/policies.md", "## In-flight limits", "readmeInFlight"},
+		{"docs/redis.md", "## Millions of identities: compact state", "readmeCompact"},
+		{"docs/redis.md", "## Several windows: hash state", "readmeHashState"},
+		{"docs/policies.md", "# Policies and algorithms", "readmePolicies"},
+		{"docs/outages.md", "# When Redis is slow, down or flooded", "readmeResilience"},
+		{"docs/rules.md", "## Plans (tiers)", "readmeTiers"},
+		{"docs/keys.md", "address that is not a trusted proxy is the client:", "readmeTrustProxies"},
+		{"docs/keys.md", "RejectMissingKey(http.StatusUnauthorized)))", "readmeUserNetHTTP"},
+		{"docs/policies.md", "**Try a limit before enforcing it.**", "readmeShadow"},
+		{"docs/rules.md", "## Limits from your own data", "readmeResolver"},
+		{"docs/redis.md", "can lease instead (opt-in, per policy):", "readmeLease"},
+		{"docs/redis.md", "**Close a store you stop using.**", "readmeClose"},
+		{"docs/clients.md", "An `http.Client` is limited by its transport", "readmeTransport"},
 	} {
-		if got, want := funcBody(t, name), readmeGo(t, marker); !slices.Equal(got, want) {
-			t.Errorf("README's code under %q and %s differ:\nREADME:\n%s\n%s:\n%s", marker, name, strings.Join(want, "\n"), name, strings.Join(got, "\n"))
+		if got, want := funcBody(t, c.name), readmeGo(t, c.doc, c.marker); !slices.Equal(got, want) {
+			t.Errorf("%s's code under %q and %s differ:\n%s:\n%s\n%s:\n%s", c.doc, c.marker, c.name, c.doc, strings.Join(want, "\n"), c.name, strings.Join(got, "\n"))
 		}
 	}
 }
 
 // What README's "Use it" code does: /items/{id} tells the client what it has left of 10 a
 // second; the login route admits 5 a minute per client and route; clients are apart. (The
-// store is README's, on the system clock: nothing here depends on less than a minute passing
+// store is the guide's, on the system clock: nothing here depends on less than a minute passing
 // between two requests.)
 func TestReadmeUseIt(t *testing.T) {
 	logins := 0
@@ -162,7 +165,7 @@ func TestReadmeUseIt(t *testing.T) {
 	}
 }
 
-// readmeInFlight is README's in-flight code, as written, over the store, mux and export
+// readmeInFlight is the guide's in-flight code, as written, over the store, mux and export
 // handler it names.
 func readmeInFlight(store ratelimit.Store, mux *http.ServeMux, exportHandler http.Handler) {
 	limiter, _ := ratelimit.New(store,
@@ -174,7 +177,7 @@ func readmeInFlight(store ratelimit.Store, mux *http.ServeMux, exportHandler htt
 	)(exportHandler))
 }
 
-// readmePolicies is README's list of policies and check, as written, over the store and
+// readmePolicies is the guide's list of policies and check, as written, over the store and
 // context it names.
 func readmePolicies(ctx context.Context, store ratelimit.Store) (ratelimit.Decision, error) {
 	limiter, err := ratelimit.New(store,
@@ -188,7 +191,7 @@ func readmePolicies(ctx context.Context, store ratelimit.Store) (ratelimit.Decis
 	return d, err // README: what the caller reads
 }
 
-// What README's policy list does: the first check is admitted by all four, and the decision
+// What the guide's policy list does: the first check is admitted by all four, and the decision
 // reports the policy with the least left (GCRA's 9 of 10, named as New names it) and every
 // policy's result.
 func TestReadmePolicies(t *testing.T) {
@@ -198,7 +201,7 @@ func TestReadmePolicies(t *testing.T) {
 	}
 }
 
-// readmeResilience is README's Redis store with its four options, as written, over the client
+// readmeResilience is the guide's Redis store with its four options, as written, over the client
 // and observer it names.
 func readmeResilience(rdb redis.UniversalClient, metrics ratelimit.Observer) ratelimit.Store {
 	store := ratelimit.NewRedisStore(rdb,
@@ -209,7 +212,7 @@ func readmeResilience(rdb redis.UniversalClient, metrics ratelimit.Observer) rat
 	return store // README: what the caller uses
 }
 
-// What README's store options do: checks go to Redis and are reported; a denial is then
+// What the guide's store options do: checks go to Redis and are reported; a denial is then
 // answered by the denial cache; with Redis refusing, the local fallback decides.
 func TestReadmeResilience(t *testing.T) {
 	proxy := faultproxy.Start(t, redistest.Addr(t))
@@ -219,7 +222,7 @@ func TestReadmeResilience(t *testing.T) {
 	store := readmeResilience(client, obs)
 	waitHearing(t, store)
 	l := mustNew(t, store, ratelimit.Policy{Limit: 1, Window: time.Hour})
-	key := redistest.Prefix(t) + "k" // the store has README's default prefix: a key of the test's own
+	key := redistest.Prefix(t) + "k" // the store has the guide's default prefix: a key of the test's own
 	for i, want := range []observe.Source{observe.SourceStore, observe.SourceStore, observe.SourceDenialCache} {
 		d, err := l.Allow(ctx, key)
 		if err != nil || d.Source != want || d.Allowed != (i == 0) {
@@ -242,7 +245,7 @@ func TestReadmeResilience(t *testing.T) {
 	}
 }
 
-// readmeTiers is README's plans, as written, over the limiter, plan function and mux it names.
+// readmeTiers is the guide's plans, as written, over the limiter, plan function and mux it names.
 func readmeTiers(limiter *ratelimit.Limiter, planOf func(ratelimit.Request) string, mux http.Handler) http.Handler {
 	handler := ratelimit.Middleware(limiter, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")),
 		ratelimit.WithTiers(planOf, map[string][]ratelimit.Policy{ // planOf: func(ratelimit.Request) string
@@ -252,7 +255,7 @@ func readmeTiers(limiter *ratelimit.Limiter, planOf func(ratelimit.Request) stri
 	return handler // README: what the caller serves
 }
 
-// What README's plans do: each API key gets its plan's limit (free: 100 a minute; pro:
+// What the guide's plans do: each API key gets its plan's limit (free: 100 a minute; pro:
 // 10,000), and a request without a known plan the limiter's own (3 an hour here).
 func TestReadmeTiers(t *testing.T) {
 	limiter := mustNew(t, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 3, Window: time.Hour})
@@ -282,7 +285,7 @@ func TestReadmeTiers(t *testing.T) {
 	}
 }
 
-// readmeHashState is README's hash state, as written.
+// readmeHashState is the guide's hash state, as written.
 func readmeHashState(rdb redis.UniversalClient) (*ratelimit.Limiter, error) {
 	store := ratelimit.NewRedisStore(rdb, ratelimit.WithPrefix("myapp:rl:"), ratelimit.WithHashState())
 	limiter, err := ratelimit.New(store,
@@ -292,7 +295,7 @@ func readmeHashState(rdb redis.UniversalClient) (*ratelimit.Limiter, error) {
 	return limiter, err // README: the limiter is used as any other
 }
 
-// What README says of hash state: the three windows decide together (10 at once, then the
+// What the guide says of hash state: the three windows decide together (10 at once, then the
 // burst's denial), and the identity's state is one hash, myapp:rl:{ip:...}, of three fields,
 // which lives as long as the daily count needs.
 func TestReadmeHashState(t *testing.T) {
@@ -323,14 +326,14 @@ func TestReadmeHashState(t *testing.T) {
 	}
 }
 
-// readmeCompact is README's compact state, as written.
+// readmeCompact is the guide's compact state, as written.
 func readmeCompact(rdb redis.UniversalClient) (*ratelimit.Limiter, error) {
 	store := ratelimit.NewRedisStore(rdb, ratelimit.WithPrefix("myapp:rl:"), ratelimit.WithCompactState())
 	limiter, err := ratelimit.New(store, ratelimit.Policy{Limit: 100, Window: time.Hour})
 	return limiter, err // README: the limiter is used as any other
 }
 
-// What README says of compact state: 100 requests an hour admitted, the 101st denied, and
+// What the guide says of compact state: 100 requests an hour admitted, the 101st denied, and
 // the identity's state under a 14-byte key holding a number below 1,000.
 func TestReadmeCompact(t *testing.T) {
 	rdb := redistest.Standalone(t)

@@ -120,7 +120,7 @@ func TestRefundPartial(t *testing.T) {
 
 // TestRefundCancelsAReservation: under a shaping policy an admission reserves a slot in the
 // queue (Decision.Delay), and refunding it before its turn gives the slot back to the queue,
-// less the time since it was taken, as the README's "Reservations" says.
+// less the time since it was taken, as docs/clients.md's "Reservations" says.
 func TestRefundCancelsAReservation(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
 		ctx := context.Background()

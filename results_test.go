@@ -138,8 +138,8 @@ func TestResults(t *testing.T) {
 	})
 }
 
-// A request that passes through two guards, as README's login route does (the middleware
-// around the mux, then the route's own), is one response: the observer is told of it once,
+// A request that passes through two guards, as the login route of README's Use it does (the
+// middleware around the mux, then the route's own), is one response: the observer is told of it once,
 // with that response's result (it was told by each guard: allowed by the outer one, then what
 // the inner one decided, so a login the route's limit refused counted allowed and denied).
 func TestResultsOfTwoGuardsOnOneRequest(t *testing.T) {
@@ -215,7 +215,7 @@ func TestResultsOfTwoGuardsOnOneRequest(t *testing.T) {
 	}
 }
 
-// README's results table gives the headers of a request one guard answered. Through two guards
+// The results table of docs/guard.md gives the headers of a request one guard answered. Through two guards
 // the response carries the inner guard's fields, or the outer's when the inner counted no quota:
 // a request unlimited by one guard has the other's fields, if it counted one.
 func TestHeadersOfTwoGuards(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 
 // TestShapedClientGoneReleasesSlot: a list with a shaping leaky bucket and an in-flight limit.
 // A request admitted with a Delay holds its slot while it waits; its client leaves during the
-// wait (499). The slot comes back (README: "also when ... its client goes away"): the next
+// wait (499). The slot comes back (docs/policies.md, in-flight limits: "also when ... its client goes away"): the next
 // request, with nothing running, is not refused for want of a slot. (It was renewed for as
 // long as the process ran: every later request refused; found by a review.)
 func TestShapedClientGoneReleasesSlot(t *testing.T) {

@@ -8,8 +8,8 @@ import "time"
 type Result uint8
 
 const (
-	// ResultAllowed: the store (or the denial cache) admitted the request; it proceeded with
-	// rate-limit headers.
+	// ResultAllowed: the store (or a quota lease of it) admitted the request; it proceeded with
+	// rate-limit headers. (The denial cache only denies.)
 	ResultAllowed Result = iota
 	// ResultDenied: the limiter denied the request; it was answered 429 (or the
 	// WithDenyResponse or InFlightStatus status) with Retry-After.

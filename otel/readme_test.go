@@ -26,7 +26,7 @@ import (
 	ratelimitotel "github.com/a7d3e0dd/ratelimit/otel"
 )
 
-// readmeMetrics is the OpenTelemetry half of README's metrics code, as written, over the Redis
+// readmeMetrics is the OpenTelemetry half of docs/metrics.md's metrics code, as written, over the Redis
 // client it names. (The Prometheus half, an alternative to it, is run in that module.)
 func readmeMetrics(rdb redis.UniversalClient) (ratelimit.Store, *ratelimitotel.Observer, error) {
 	// Or OpenTelemetry: instruments from any MeterProvider; the application picks SDK and exporter.
@@ -36,15 +36,15 @@ func readmeMetrics(rdb redis.UniversalClient) (ratelimit.Store, *ratelimitotel.O
 	return store, metrics, err                                             // README: what the caller uses
 }
 
-// README's metrics code, OpenTelemetry half, as written: with the global MeterProvider an SDK
-// one, the observer records the decisions of a Redis store under the names README's table
+// docs/metrics.md's metrics code, OpenTelemetry half, as written: with the global MeterProvider an SDK
+// one, the observer records the decisions of a Redis store under the names docs/metrics.md's table
 // gives, each policy's verdicts in eight series, and each Redis check as a database call
 // (db.system.name=redis, db.operation.name=FCALL).
 func TestReadmeMetrics(t *testing.T) {
-	code := readmetest.Code(readmetest.Containing(t, "../README.md", "ratelimitotel.New(otel.GetMeterProvider())", "go"))
+	code := readmetest.Code(readmetest.Containing(t, "../docs/metrics.md", "ratelimitotel.New(otel.GetMeterProvider())", "go"))
 	i := slices.IndexFunc(code, func(line string) bool { return strings.HasPrefix(line, "// Or OpenTelemetry") })
 	if i < 0 {
-		t.Fatal("README's metrics code has no OpenTelemetry half")
+		t.Fatal("docs/metrics.md's metrics code has no OpenTelemetry half")
 	}
 	readmetest.Same(t, "metrics code (OpenTelemetry)", readmetest.FuncBody(t, "readme_test.go", "readmeMetrics"), code[i:])
 
@@ -71,7 +71,7 @@ func TestReadmeMetrics(t *testing.T) {
 		}
 	}
 	if series != 8 {
-		t.Errorf("ratelimit.policy.decisions has %d series of the policy; README says eight", series)
+		t.Errorf("ratelimit.policy.decisions has %d series of the policy; docs/metrics.md says eight", series)
 	}
 	if a, d := m.decisions(t, "readme", "allowed", "store"), m.decisions(t, "readme", "denied", "store"); a != 1 || d != 1 {
 		t.Errorf("decisions by the store: %d allowed, %d denied; want 1 and 1", a, d)
@@ -85,7 +85,7 @@ func TestReadmeMetrics(t *testing.T) {
 	}
 	for key, want := range map[attribute.Key]string{"db.system.name": "redis", "db.operation.name": "FCALL"} {
 		if v, _ := dps[0].Attributes.Value(key); v.AsString() != want {
-			t.Errorf("db.client.operation.duration's %s = %q; README says %s=%s", key, v.AsString(), key, want)
+			t.Errorf("db.client.operation.duration's %s = %q; docs/metrics.md says %s=%s", key, v.AsString(), key, want)
 		}
 	}
 }
@@ -262,14 +262,14 @@ func topLevel(text string) string {
 
 var backticked = regexp.MustCompile("`([^`]+)`")
 
-// README's table of metrics names each OpenTelemetry instrument an Observer makes, and no
+// docs/metrics.md's table of metrics names each OpenTelemetry instrument an Observer makes, and no
 // other, of the kind it says (a counter is a counter, synchronous or observable; a histogram a
 // histogram; "gauge (up-down counter)" an up-down counter; a gauge an observable gauge), with
 // as many attributes as the Prometheus metric of its row has labels (db.client.operation.duration,
-// which has its own, aside); the attributes README's text names are the instruments'.
+// which has its own, aside); the attributes docs/metrics.md's text names are the instruments'.
 func TestReadmeMetricsTable(t *testing.T) {
 	made, attrs := registered(t)
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/metrics.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func TestReadmeMetricsTable(t *testing.T) {
 	for _, line := range strings.Split(table, "\n")[2:] {
 		cells := strings.Split(line, " | ")
 		if len(cells) < 4 {
-			t.Fatalf("README's metrics table: a row of %d cells: %s", len(cells), line)
+			t.Fatalf("docs/metrics.md's metrics table: a row of %d cells: %s", len(cells), line)
 		}
 		kind, _, _ := strings.Cut(cells[2], ":")
 		kind, _, _ = strings.Cut(kind, ",")
@@ -299,17 +299,17 @@ func TestReadmeMetricsTable(t *testing.T) {
 			got, ok := made[name]
 			switch {
 			case !ok:
-				t.Errorf("README's metrics table names %s, which the Observer does not make", name)
+				t.Errorf("docs/metrics.md's metrics table names %s, which the Observer does not make", name)
 			case !slices.Contains(kinds[kind], got.kind):
-				t.Errorf("README's metrics table: %s is a %s; the Observer makes an %s", name, kind, got.kind)
+				t.Errorf("docs/metrics.md's metrics table: %s is a %s; the Observer makes an %s", name, kind, got.kind)
 			case i == 0 && len(attrs[name]) != labels:
-				t.Errorf("README's metrics table: %s, with %d labels in Prometheus; its attributes: %v", name, labels, attrs[name])
+				t.Errorf("docs/metrics.md's metrics table: %s, with %d labels in Prometheus; its attributes: %v", name, labels, attrs[name])
 			}
 		}
 	}
 	for name := range made {
 		if !rows[name] {
-			t.Errorf("the Observer makes %s, which README's metrics table does not name", name)
+			t.Errorf("the Observer makes %s, which docs/metrics.md's metrics table does not name", name)
 		}
 	}
 
@@ -327,11 +327,11 @@ func TestReadmeMetricsTable(t *testing.T) {
 			found = found || slices.Contains(keys, key)
 		}
 		if !found {
-			t.Errorf("README names the attribute %s, which no instrument has", key)
+			t.Errorf("docs/metrics.md names the attribute %s, which no instrument has", key)
 		}
 	}
 	if named < 10 {
-		t.Errorf("README's text on OpenTelemetry attributes: %d attributes found; want at least 10", named)
+		t.Errorf("docs/metrics.md's text on OpenTelemetry attributes: %d attributes found; want at least 10", named)
 	}
 }
 

@@ -127,7 +127,7 @@ type timeoutError struct{}
 func (timeoutError) Error() string     { return "timeout" }
 func (timeoutError) ErrorKind() string { return "timeout" }
 
-// README's abridged alerting rules are alerts.yml's, expression and duration, as written.
+// docs/metrics.md's abridged alerting rules are alerts.yml's, expression and duration, as written.
 func TestReadmeAlertsAreTheFile(t *testing.T) {
 	type rule struct{ expr, forDuration string }
 	inFile := map[string]rule{}
@@ -136,25 +136,25 @@ func TestReadmeAlertsAreTheFile(t *testing.T) {
 			inFile[r.Alert] = rule{r.Expr, r.For}
 		}
 	}
-	block := readmetest.Block(t, "../README.md", "Example alerting rules are in", "yaml")
+	block := readmetest.Block(t, "../docs/metrics.md", "Example alerting rules are in", "yaml")
 	var shown []struct {
 		Alert string `yaml:"alert"`
 		Expr  string `yaml:"expr"`
 		For   string `yaml:"for"`
 	}
 	if err := yaml.UnmarshalStrict([]byte(block), &shown); err != nil {
-		t.Fatalf("README's alerting rules: %v", err)
+		t.Fatalf("docs/metrics.md's alerting rules: %v", err)
 	}
 	if len(shown) == 0 {
-		t.Fatal("README shows no alerting rule")
+		t.Fatal("docs/metrics.md shows no alerting rule")
 	}
 	for _, r := range shown {
 		f, ok := inFile[r.Alert]
 		switch {
 		case !ok:
-			t.Errorf("README shows alert %s, which alerts.yml does not have", r.Alert)
+			t.Errorf("docs/metrics.md shows alert %s, which alerts.yml does not have", r.Alert)
 		case strings.TrimSpace(r.Expr) != strings.TrimSpace(f.expr) || r.For != f.forDuration:
-			t.Errorf("README's %s: expr %q for %s; alerts.yml: expr %q for %s", r.Alert, r.Expr, r.For, f.expr, f.forDuration)
+			t.Errorf("docs/metrics.md's %s: expr %q for %s; alerts.yml: expr %q for %s", r.Alert, r.Expr, r.For, f.expr, f.forDuration)
 		}
 	}
 }

@@ -17,7 +17,7 @@ import (
 	ratelimitprom "github.com/a7d3e0dd/ratelimit/prometheus"
 )
 
-// readmeMetrics is the Prometheus half of README's metrics code, as written, over the Redis
+// readmeMetrics is the Prometheus half of docs/metrics.md's metrics code, as written, over the Redis
 // client it names. (The OpenTelemetry half, an alternative to it, is run in that module.)
 func readmeMetrics(rdb redis.UniversalClient) (ratelimit.Store, *ratelimitprom.Observer) {
 	// Prometheus: the Observer is a prometheus.Collector too.
@@ -28,11 +28,11 @@ func readmeMetrics(rdb redis.UniversalClient) (ratelimit.Store, *ratelimitprom.O
 	return store, metrics
 }
 
-// README's metrics code, Prometheus half, as written: registered with the default registry,
-// the observer counts the decisions of a Redis store under the names README's table gives,
+// docs/metrics.md's metrics code, Prometheus half, as written: registered with the default registry,
+// the observer counts the decisions of a Redis store under the names docs/metrics.md's table gives,
 // each policy's verdicts in eight series.
 func TestReadmeMetrics(t *testing.T) {
-	block := readmetest.Block(t, "../README.md", "# package ratelimitotel", "go")
+	block := readmetest.Block(t, "../docs/metrics.md", "The packages' names are not their paths' last element", "go")
 	var want []string
 	skip := false
 	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
@@ -57,7 +57,7 @@ func TestReadmeMetrics(t *testing.T) {
 	_, body, _ := strings.Cut(string(source), "func readmeMetrics(rdb redis.UniversalClient) (ratelimit.Store, *ratelimitprom.Observer) {\n")
 	body, _, _ = strings.Cut(body, "\n\treturn store, metrics\n}")
 	if got := strings.Split(body, "\n"); !slices.Equal(got, want) {
-		t.Fatalf("README's metrics code and readmeMetrics differ:\nREADME:\n%s\nreadmeMetrics:\n%s", strings.Join(want, "\n"), strings.Join(got, "\n"))
+		t.Fatalf("docs/metrics.md's metrics code and readmeMetrics differ:\nREADME:\n%s\nreadmeMetrics:\n%s", strings.Join(want, "\n"), strings.Join(got, "\n"))
 	}
 
 	rdb := redistest.Standalone(t)
@@ -101,7 +101,7 @@ func TestReadmeMetrics(t *testing.T) {
 		}
 	}
 	if series != 8 {
-		t.Errorf("ratelimit_decisions_total has %d series of the policy; README says eight", series)
+		t.Errorf("ratelimit_decisions_total has %d series of the policy; docs/metrics.md says eight", series)
 	}
 	for _, c := range []struct {
 		name   string
@@ -129,11 +129,11 @@ func hasLabels(m *dto.Metric, want map[string]string) bool {
 	return n == len(want)
 }
 
-// README's table of metrics names each Prometheus metric an Observer exports, with its
+// docs/metrics.md's table of metrics names each Prometheus metric an Observer exports, with its
 // labels, and no other: every row's name and label names are the Observer's, and every
 // metric the Observer describes has its row.
 func TestReadmeMetricsTable(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/metrics.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestReadmeMetricsTable(t *testing.T) {
 	for _, line := range strings.Split(table, "\n")[2:] {
 		cells := strings.Split(line, " | ")
 		if len(cells) < 4 {
-			t.Fatalf("README's metrics table: a row of %d cells: %s", len(cells), line)
+			t.Fatalf("docs/metrics.md's metrics table: a row of %d cells: %s", len(cells), line)
 		}
 		name := strings.Trim(strings.TrimPrefix(cells[0], "| "), "`")
 		rows[name] = labelNames(strings.TrimSuffix(strings.Join(cells[3:], " | "), " |"))
@@ -167,19 +167,19 @@ func TestReadmeMetricsTable(t *testing.T) {
 		want, ok := rows[name]
 		switch {
 		case !ok:
-			t.Errorf("the Observer exports %s, which README's table does not list", name)
+			t.Errorf("the Observer exports %s, which docs/metrics.md's table does not list", name)
 		case !slices.Equal(sorted(labels), sorted(want)):
-			t.Errorf("%s: labels %v; README's table says %v", name, labels, want)
+			t.Errorf("%s: labels %v; docs/metrics.md's table says %v", name, labels, want)
 		}
 	}
 	for name := range rows {
 		if !described[name] {
-			t.Errorf("README's table lists %s, which the Observer does not export", name)
+			t.Errorf("docs/metrics.md's table lists %s, which the Observer does not export", name)
 		}
 	}
 }
 
-// labelNames returns the label names of a cell of README's labels column: the code spans
+// labelNames returns the label names of a cell of docs/metrics.md's labels column: the code spans
 // outside parentheses ("none": no label).
 func labelNames(cell string) []string {
 	var names []string

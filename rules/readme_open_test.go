@@ -54,9 +54,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // applied by WatchFile (the test waits for it, whether fsnotify or the 5 s reading brings it).
 func TestReadmeOpen(t *testing.T) {
 	readmetest.Same(t, "rules code", readmetest.FuncBody(t, "readme_open_test.go", "readmeOpen"),
-		readmetest.Code(readmetest.Containing(t, "../README.md", `rules.Open(store, "limits.yaml", rules.WithTier(planOf))`, "go")))
+		readmetest.Code(readmetest.Containing(t, "../docs/rules.md", `rules.Open(store, "limits.yaml", rules.WithTier(planOf))`, "go")))
 
-	doc := readmetest.Block(t, "../README.md", "reads the limits from a YAML or JSON file", "yaml")
+	doc := readmetest.Block(t, "../docs/rules.md", "reads the limits from a YAML or JSON file", "yaml")
 	t.Chdir(t.TempDir())
 	if err := os.WriteFile("limits.yaml", []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func readmeOpenRedis(ctx context.Context, store ratelimit.Store, rdb redis.Unive
 func TestReadmeOpenRedis(t *testing.T) {
 	readmetest.Same(t, "OpenRedis code", readmetest.FuncBody(t, "readme_open_test.go", "readmeOpenRedis"),
 		readmetest.Gofmt(t, strings.Split(strings.ReplaceAll(strings.Join(
-			readmetest.Code(readmetest.Containing(t, "../README.md", "rules.OpenRedis(ctx, store, rdb, rules.DefaultRedisKey,", "go")), "\n"),
+			readmetest.Code(readmetest.Containing(t, "../docs/rules.md", "rules.OpenRedis(ctx, store, rdb, rules.DefaultRedisKey,", "go")), "\n"),
 			`"/var/lib/myapp/limits.yaml"`, "lastKnownGood"), "\n")))
 
 	rdb := redistest.Standalone(t)

@@ -16,7 +16,7 @@ import (
 // readmeRules returns the rules document of README's section on rules files, as written.
 func readmeRules(t *testing.T) []byte {
 	t.Helper()
-	return []byte(readmetest.Block(t, "../README.md", "reads the limits from a YAML or JSON file", "yaml"))
+	return []byte(readmetest.Block(t, "../docs/rules.md", "reads the limits from a YAML or JSON file", "yaml"))
 }
 
 // The README's rules, wired as the README shows (rules.Open, then ratelimit.FromGuard of the

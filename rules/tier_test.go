@@ -12,7 +12,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit"
 )
 
-// readmeRulesFile writes the README's rules file, as written, and returns its path.
+// readmeRulesFile writes the rules file of docs/rules.md, as written, and returns its path.
 func readmeRulesFile(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "limits.yaml")

@@ -14,7 +14,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit/internal/testing/readmetest"
 )
 
-// readmeSetup is README's Echo v5 code in "Gin, Echo and Fiber", as written, over the server
+// readmeSetup is docs/frameworks.md's Echo v5 code, as written, over the server
 // and limiter it names.
 func readmeSetup(e *echo.Echo, limiter *ratelimit.Limiter) {
 	e.Use(echov5limit.New(limiter))
@@ -28,7 +28,7 @@ func readmeSetup(e *echo.Echo, limiter *ratelimit.Limiter) {
 // handler reads the login policy's decision.
 func TestReadmeSetup(t *testing.T) {
 	readmetest.Same(t, "Echo v5 code", readmetest.FuncBody(t, "readme_test.go", "readmeSetup"),
-		readmetest.Code(readmetest.Containing(t, "../../README.md", `e.Use(echov5limit.New(limiter))`, "go")))
+		readmetest.Code(readmetest.Containing(t, "../../docs/frameworks.md", `e.Use(echov5limit.New(limiter))`, "go")))
 
 	clock := fakeclock.New(fakeclock.T0)
 	limiter := readmelogin.NewLimiter(t, clock)

@@ -16,7 +16,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit/internal/testing/readmetest"
 )
 
-// readmeSetup is README's Fiber v2 code in "Gin, Echo and Fiber", as written, over the app,
+// readmeSetup is docs/frameworks.md's Fiber v2 code, as written, over the app,
 // limiter and login handler it names.
 func readmeSetup(app *fiber.App, limiter *ratelimit.Limiter, login fiber.Handler) {
 	app.Use(fiberlimit.New(limiter))
@@ -30,7 +30,7 @@ func readmeSetup(app *fiber.App, limiter *ratelimit.Limiter, login fiber.Handler
 // headers, but those fasthttp adds); the handler reads the login policy's decision.
 func TestReadmeSetup(t *testing.T) {
 	readmetest.Same(t, "Fiber v2 code", readmetest.FuncBody(t, "readme_test.go", "readmeSetup"),
-		readmetest.Code(readmetest.Containing(t, "../../README.md", `app.Post("/login", fiberlimit.New(`, "go")))
+		readmetest.Code(readmetest.Containing(t, "../../docs/frameworks.md", `app.Post("/login", fiberlimit.New(`, "go")))
 
 	clock := fakeclock.New(fakeclock.T0)
 	limiter := readmelogin.NewLimiter(t, clock)

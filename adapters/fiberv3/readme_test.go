@@ -16,7 +16,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit/internal/testing/readmetest"
 )
 
-// readmeSetup is README's Fiber v3 code in "Gin, Echo and Fiber", as written, over the app and
+// readmeSetup is docs/frameworks.md's Fiber v3 code, as written, over the app and
 // limiter it names.
 func readmeSetup(app *fiber.App, limiter *ratelimit.Limiter) {
 	app.Use(fiberv3limit.New(limiter))
@@ -28,7 +28,7 @@ func readmeSetup(app *fiber.App, limiter *ratelimit.Limiter) {
 // headers, but those fasthttp adds); the handler reads the login policy's decision.
 func TestReadmeSetup(t *testing.T) {
 	readmetest.Same(t, "Fiber v3 code", readmetest.FuncBody(t, "readme_test.go", "readmeSetup"),
-		readmetest.Code(readmetest.Containing(t, "../../README.md", `app.Use(fiberv3limit.New(limiter))`, "go")))
+		readmetest.Code(readmetest.Containing(t, "../../docs/frameworks.md", `app.Use(fiberv3limit.New(limiter))`, "go")))
 
 	clock := fakeclock.New(fakeclock.T0)
 	limiter := readmelogin.NewLimiter(t, clock)

@@ -17,7 +17,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit/internal/testing/readmetest"
 )
 
-// readmeSetup is README's Gin code in "Gin, Echo and Fiber", as written, over the router,
+// readmeSetup is docs/frameworks.md's Gin code, as written, over the router,
 // limiter and login handler it names; readmeInAHandler is its last lines, which run in a
 // handler.
 func readmeSetup(r *gin.Engine, limiter *ratelimit.Limiter, login gin.HandlerFunc) {
@@ -37,7 +37,7 @@ func readmeInAHandler(c *gin.Context) {
 // calling the handler, and answers as net/http's middleware does with the same options (the
 // same status, headers and body); the handler reads the login policy's decision.
 func TestReadmeSetup(t *testing.T) {
-	want := readmetest.Gofmt(t, readmetest.Code(readmetest.Containing(t, "../../README.md", `r.POST("/login", ginlimit.New(`, "go")))
+	want := readmetest.Gofmt(t, readmetest.Code(readmetest.Containing(t, "../../docs/frameworks.md", `r.POST("/login", ginlimit.New(`, "go")))
 	readmetest.Same(t, "Gin code", append(readmetest.FuncBody(t, "readme_login_test.go", "readmeSetup"), readmetest.FuncBody(t, "readme_login_test.go", "readmeInAHandler")...), want)
 
 	var logged bytes.Buffer

@@ -40,7 +40,7 @@ func TestReadmeUser(t *testing.T) {
 	for _, line := range strings.Split(body, "\n") {
 		got = append(got, strings.TrimPrefix(line, "\t"))
 	}
-	if want := strings.Split(strings.TrimSpace(readmetest.Block(t, "../../README.md", "In Gin and Echo use `c.Set`", "go")), "\n"); !slices.Equal(got, want) {
+	if want := strings.Split(strings.TrimSpace(readmetest.Block(t, "../../docs/keys.md", "In Gin and Echo use `c.Set`", "go")), "\n"); !slices.Equal(got, want) {
 		t.Fatalf("README's Gin code and readmeUser differ:\nREADME:\n%s\nreadmeUser:\n%s", strings.Join(want, "\n"), strings.Join(got, "\n"))
 	}
 

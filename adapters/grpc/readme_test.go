@@ -48,7 +48,7 @@ func readmeInAHandler(ctx context.Context) {
 // decided has the rate-limit fields as header metadata, and the handler reads its decision.
 func TestReadmeServer(t *testing.T) {
 	readmetest.Same(t, "gRPC code", append(readmetest.FuncBody(t, "readme_test.go", "readmeServer"), readmetest.FuncBody(t, "readme_test.go", "readmeInAHandler")...),
-		readmetest.Gofmt(t, readmetest.Code(readmetest.Containing(t, "../../README.md", "grpclimit.UnaryServerInterceptor(limiter, ratelimit.WithKey(", "go"))))
+		readmetest.Gofmt(t, readmetest.Code(readmetest.Containing(t, "../../docs/frameworks.md", "grpclimit.UnaryServerInterceptor(limiter, ratelimit.WithKey(", "go"))))
 
 	var logged bytes.Buffer
 	log.SetOutput(&logged)

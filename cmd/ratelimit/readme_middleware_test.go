@@ -44,7 +44,7 @@ func TestReadmeMiddlewareInspect(t *testing.T) {
 	for _, line := range strings.Split(body, "\n") {
 		got = append(got, strings.TrimPrefix(line, "\t"))
 	}
-	if want := strings.Split(strings.TrimSpace(readmetest.Block(t, "../../README.md", marker, "go")), "\n"); !slices.Equal(got, want) {
+	if want := strings.Split(strings.TrimSpace(readmetest.Block(t, "../../docs/cli.md", marker, "go")), "\n"); !slices.Equal(got, want) {
 		t.Fatalf("README's application and readmeMiddlewareApp differ:\nREADME:\n%s\nreadmeMiddlewareApp:\n%s", strings.Join(want, "\n"), strings.Join(got, "\n"))
 	}
 
@@ -66,7 +66,7 @@ func TestReadmeMiddlewareInspect(t *testing.T) {
 		t.Fatalf("a request of API key abc: %d; want 200", w.Code)
 	}
 
-	line := strings.ReplaceAll(strings.TrimSpace(readmetest.Block(t, "../../README.md", marker, "sh")), "\\\n", " ")
+	line := strings.ReplaceAll(strings.TrimSpace(readmetest.Block(t, "../../docs/cli.md", marker, "sh")), "\\\n", " ")
 	args := words(strings.ReplaceAll(line, `"$REDIS_URL"`, redistest.Addr(t)))
 	if len(args) < 2 || args[0] != "ratelimit" || args[1] != "inspect" {
 		t.Fatalf("README's line %q is not a ratelimit inspect", line)

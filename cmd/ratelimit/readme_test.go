@@ -63,7 +63,7 @@ func TestReadmeCommands(t *testing.T) {
 	}
 	clear()
 	t.Cleanup(clear)
-	limits, block := readmetest.Block(t, "../../README.md", "reads the limits from a YAML or JSON file", "yaml"), readmetest.Block(t, "../../README.md", "## The ratelimit command", "sh")
+	limits, block := readmetest.Block(t, "../../docs/rules.md", "reads the limits from a YAML or JSON file", "yaml"), readmetest.Block(t, "../../docs/cli.md", "# The ratelimit command", "sh")
 	t.Chdir(t.TempDir()) // the lines name limits.yaml
 	if err := os.WriteFile("limits.yaml", []byte(limits), 0o600); err != nil {
 		t.Fatal(err)

@@ -78,7 +78,7 @@ func memoryFigures(ctx context.Context, e *env) (figures, error) {
 		return c.Do(ctx, "SET", key, tat%1000, "PXAT", tat/1000+1).Err()
 	}
 	// Every other algorithm under the same policy, and GCRA at a rate whose interval is no
-	// whole µs (7/h), whose state keeps the fraction: the figures of README's algorithm table.
+	// whole µs (7/h), whose state keeps the fraction: the figures of the algorithm table of docs/policies.md.
 	perAlgorithm, err := algorithmSubjects(c)
 	if err != nil {
 		return nil, err

@@ -16,7 +16,7 @@
 // unpipelined: the machine is shared and noisy, the ratios are the finding.
 //
 // With -out it writes its section of the results file (docs/results.md, beside benchtable's;
-// loadgen.WriteSection), where README takes the figures of its comparison from; -note says
+// loadgen.WriteSection), where docs/performance.md takes the figures of its comparison from; -note says
 // what the section says of the machine's load. make bench runs it after benchtable.
 //
 //	go run . -out ../../docs/results.md -note "an idle VM"

@@ -19,8 +19,8 @@ const resultsHead = `# Performance results
 
 Written by the measuring programs, each in a section of its own: ` + "`make bench`" + ` (tools/benchtable,
 then tools/peerbench) and ` + "`RATELIMIT_MEASURE=1 go test -run TestMeasureChooser ./cmd/ratelimit/internal/simulate`" + `.
-Do not edit it: run them again. README.md, ARCHITECTURE.md and CHANGELOG.md take their measured
-figures from here, and ` + "`TestDocFiguresAreInResults`" + ` fails when a figure they mark is not in this file.
+Do not edit it: run them again. README.md, the guides under docs/, ARCHITECTURE.md and CHANGELOG.md
+take their measured figures from here, and ` + "`TestDocFiguresAreInResults`" + ` fails when a figure they mark is not in this file.
 
 Each timed figure is a median of rounds, each taken right after its floor. The ratios to a
 floor measured in the same run are what to compare across runs and machines; the absolute

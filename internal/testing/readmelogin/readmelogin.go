@@ -1,5 +1,5 @@
-// Package readmelogin is the scenario of README's login example ("Gin, Echo and Fiber"), which
-// every HTTP adapter's README test runs over the application it builds with README's code as
+// Package readmelogin is the scenario of the login example of docs/frameworks.md, which every
+// HTTP adapter's README test runs over the application it builds with the guide's code as
 // written: the login route admits 5 a minute per client, refuses the 6th with 429 and
 // Retry-After without calling the handler, and answers as net/http's middleware does with the
 // same options (the same status, headers and body); the handler reads the login policy's
@@ -19,7 +19,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
 )
 
-// App is an application built with README's login example, in one framework.
+// App is an application built with the guide's login example, in one framework.
 type App struct {
 	// Name is the framework, as the failure messages name it: "Echo v5".
 	Name string
@@ -39,7 +39,7 @@ type App struct {
 	Handled func(t testing.TB)
 }
 
-// NewLimiter returns the limiter of README's example, whose options the login route adds its
+// NewLimiter returns the limiter of the guide's example, whose options the login route adds its
 // policy to: 100 a minute, over a memory store on clock.
 func NewLimiter(t testing.TB, clock *fakeclock.Clock) *ratelimit.Limiter {
 	t.Helper()

@@ -8,11 +8,11 @@ import (
 	"testing"
 )
 
-// Marked ends a line of a test's copy of README code that stands for a README line that cannot
-// run in a test: FuncBody leaves it out.
+// Marked ends a line of a test's copy of a document's code that stands for a line of the
+// document that cannot run in a test: FuncBody leaves it out.
 const Marked = "// README: "
 
-// Code returns the lines of a README Go block, as written, without its import line or block
+// Code returns the lines of a document's Go block, as written, without its import line or block
 // and the blank line after it, and without the indentation of a block in a list item.
 func Code(block string) []string {
 	block = strings.Trim(block, "\n")
@@ -28,8 +28,8 @@ func Code(block string) []string {
 	return strings.Split(strings.TrimSpace(block), "\n")
 }
 
-// Containing returns the fenced block of lang in the README at path that contains text, as
-// written; the test fails unless exactly one does.
+// Containing returns the fenced block of lang in the document at path (README.md or a guide
+// under docs/) that contains text, as written; the test fails unless exactly one does.
 func Containing(t testing.TB, path, text, lang string) string {
 	t.Helper()
 	readme, err := os.ReadFile(path)
@@ -84,23 +84,23 @@ func FuncBody(t testing.TB, path, name string) []string {
 	return lines
 }
 
-// Same fails the test unless got, a test's copy of README code, is want, README's, line for
-// line.
+// Same fails the test unless got, a test's copy of a document's code, is want, the
+// document's, line for line.
 func Same(t testing.TB, what string, got, want []string) {
 	t.Helper()
 	if !slices.Equal(got, want) {
-		t.Fatalf("README's %s and the test's copy differ:\nREADME:\n%s\ntest:\n%s", what, strings.Join(want, "\n"), strings.Join(got, "\n"))
+		t.Fatalf("the document's %s and the test's copy differ:\ndocument:\n%s\ntest:\n%s", what, strings.Join(want, "\n"), strings.Join(got, "\n"))
 	}
 }
 
-// Gofmt returns README code lines (statements) as gofmt writes them: a test's copy of a README
-// line such as `if d, ok := f(c); ok { use(d) }` is the three lines gofmt makes of it.
+// Gofmt returns a document's code lines (statements) as gofmt writes them: a test's copy of a
+// document's line such as `if d, ok := f(c); ok { use(d) }` is the three lines gofmt makes of it.
 func Gofmt(t testing.TB, lines []string) []string {
 	t.Helper()
 	src := "package p\n\nfunc _() {\n" + strings.Join(lines, "\n") + "\n}\n"
 	out, err := format.Source([]byte(src))
 	if err != nil {
-		t.Fatalf("README's code is not Go that gofmt reads: %v\n%s", err, strings.Join(lines, "\n"))
+		t.Fatalf("the document's code is not Go that gofmt reads: %v\n%s", err, strings.Join(lines, "\n"))
 	}
 	_, body, _ := strings.Cut(string(out), "func _() {\n")
 	body, _, _ = strings.Cut(body, "\n}\n")

@@ -1,5 +1,7 @@
-// Package readmetest reads the code blocks of README.md as written, for the tests that run
-// them: the root module's and those of the other modules of this repository.
+// Package readmetest reads the code blocks of the documents as written, README.md and the
+// guides under docs/, each named by its path, for the tests that run them: the root module's
+// and those of the other modules of this repository. (The root's TestDocBlocksAreTested finds
+// the calls of Block and Containing, and fails on a block that none selects.)
 package readmetest
 
 import (
@@ -8,8 +10,9 @@ import (
 	"testing"
 )
 
-// Block returns the first fenced block of lang ("go", "sh", "yaml") that follows marker in the
-// README at path, as written; the test fails when there is none.
+// Block returns the first fenced block of lang ("go", "sh", "yaml"; "" for a block without
+// one) that follows marker in the document at path (README.md or a guide under docs/), as
+// written; the test fails when there is none.
 func Block(t testing.TB, path, marker, lang string) string {
 	t.Helper()
 	readme, err := os.ReadFile(path)

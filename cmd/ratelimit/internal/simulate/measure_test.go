@@ -22,8 +22,9 @@ import (
 	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
 
-// TestMeasureChooser measures the figures of README's "Which algorithm?" table and prints
-// them as a Markdown table, for the one policy of the pictures (10 per second, burst 10).
+// TestMeasureChooser measures the figures of the "Which algorithm?" table (docs/policies.md)
+// and prints them as a Markdown table, for the one policy of the pictures (10 per second,
+// burst 10).
 // The figures are:
 //
 //   - from the simulation over the memory store: what each algorithm refuses of a steady
@@ -36,12 +37,12 @@ import (
 // It asserts nothing about them, since they depend on the machine, and it runs only when
 // asked; it writes them to its section of the repository's results file, docs/results.md
 // (beside make bench's), dated, with the machine and its load (RATELIMIT_MEASURE_NOTE says
-// more of it), where README takes them from:
+// more of it), where docs/policies.md takes them from:
 //
 //	RATELIMIT_MEASURE=1 go test -run TestMeasureChooser -v ./cmd/ratelimit/internal/simulate
 func TestMeasureChooser(t *testing.T) {
 	if os.Getenv("RATELIMIT_MEASURE") != "1" {
-		t.Skip("set RATELIMIT_MEASURE=1 to measure the figures of README's algorithm table")
+		t.Skip("set RATELIMIT_MEASURE=1 to measure the figures of the algorithm table of docs/policies.md")
 	}
 	start, loadStart := time.Now(), loadgen.LoadAverage()
 	ctx := context.Background()
@@ -102,7 +103,7 @@ func TestMeasureChooser(t *testing.T) {
 		run.Load += "; " + note
 	}
 	results := filepath.Join("..", "..", "..", "..", "docs", "results.md") // this package's directory is the test's
-	if err := loadgen.WriteSection(results, "chooser", "TestMeasureChooser: README's \"Which algorithm?\" table (10 per second, burst 10)", run, strings.TrimPrefix(b.String(), "\n")+"\n"); err != nil {
+	if err := loadgen.WriteSection(results, "chooser", "TestMeasureChooser: the \"Which algorithm?\" table of docs/policies.md (10 per second, burst 10)", run, strings.TrimPrefix(b.String(), "\n")+"\n"); err != nil {
 		t.Fatal(err)
 	}
 }
