@@ -9,6 +9,7 @@
 package prefixset
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -48,33 +49,35 @@ func (a u128) next() (u128, bool) {
 }
 
 // Parse reads one network: a CIDR prefix ("10.0.0.0/8", "2001:db8::/32") or a single
-// address ("203.0.113.7", "::1"), which is its own /32 or /128. An IPv4-mapped IPv6 prefix
-// ("::ffff:10.0.0.0/104") is refused, as is a zone: say the IPv4 network.
+// address ("203.0.113.7", "::1"), which is its own /32 or /128, masked (10.1.2.3/8 is
+// 10.0.0.0/8). Client addresses are compared unmapped, so an IPv4-mapped IPv6 network
+// ("::ffff:10.0.0.0/104", at least /96) is the IPv4 network it maps (10.0.0.0/8), and an
+// address's zone is dropped. The guard's trusted proxies and its allow and deny lists are
+// read by it alike.
 func Parse(s string) (netip.Prefix, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return netip.Prefix{}, fmt.Errorf("empty network: give a CIDR prefix such as 10.0.0.0/8, or an address")
+		return netip.Prefix{}, errors.New("empty: give a CIDR prefix such as 10.0.0.0/8, or an address")
 	}
-	var p netip.Prefix
 	if strings.Contains(s, "/") {
-		var err error
-		if p, err = netip.ParsePrefix(s); err != nil {
-			return netip.Prefix{}, fmt.Errorf("%q is not a CIDR prefix (such as 10.0.0.0/8 or 2001:db8::/32): %v", s, err)
-		}
-	} else {
-		a, err := netip.ParseAddr(s)
+		p, err := netip.ParsePrefix(s)
 		if err != nil {
-			return netip.Prefix{}, fmt.Errorf("%q is neither a CIDR prefix (such as 10.0.0.0/8) nor an address: %v", s, err)
+			return netip.Prefix{}, err
 		}
-		if a.Zone() != "" {
-			return netip.Prefix{}, fmt.Errorf("%q has a zone: give the address without it", s)
+		if p.Addr().Is4In6() {
+			if p.Bits() < 96 {
+				return netip.Prefix{}, errors.New("IPv4-mapped prefix shorter than /96")
+			}
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
 		}
-		p = netip.PrefixFrom(a, a.BitLen())
+		return p.Masked(), nil
 	}
-	if p.Addr().Is4In6() {
-		return netip.Prefix{}, fmt.Errorf("%q is an IPv4-mapped IPv6 network: write the IPv4 network itself (client addresses are compared unmapped)", s)
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
 	}
-	return p.Masked(), nil
+	a = a.Unmap().WithZone("")
+	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
 // New compiles entries into a Set. Entries may overlap; a duplicate (the same network twice,

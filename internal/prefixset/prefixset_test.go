@@ -59,15 +59,22 @@ func TestEdgesOfTheSpace(t *testing.T) {
 	}
 }
 
-func TestParseRefuses(t *testing.T) {
-	for _, bad := range []string{"", "10.0.0.0/33", "10.0.0/8", "nonsense", "fe80::1%eth0", "::ffff:10.0.0.0/104", "2001:db8::/129"} {
+func TestParse(t *testing.T) {
+	for _, bad := range []string{"", "10.0.0.0/33", "10.0.0/8", "nonsense", "::ffff:10.0.0.0/90", "2001:db8::/129"} {
 		if _, err := Parse(bad); err == nil {
 			t.Errorf("Parse(%q) = nil error", bad)
 		}
 	}
-	p, err := Parse(" 10.1.2.3/8 ")
-	if err != nil || p.String() != "10.0.0.0/8" {
-		t.Errorf("Parse(10.1.2.3/8) = %v, %v; want 10.0.0.0/8 (masked)", p, err)
+	for in, want := range map[string]string{
+		" 10.1.2.3/8 ":        "10.0.0.0/8", // masked
+		"::ffff:10.0.0.0/104": "10.0.0.0/8", // the IPv4 network it maps
+		"::ffff:192.0.2.1":    "192.0.2.1/32",
+		"fe80::1%eth0":        "fe80::1/128", // the zone dropped
+		"2001:db8:1:2:3::/64": "2001:db8:1:2::/64",
+	} {
+		if p, err := Parse(in); err != nil || p.String() != want {
+			t.Errorf("Parse(%q) = %v, %v; want %s", in, p, err, want)
+		}
 	}
 }
 
