@@ -22,7 +22,8 @@ import (
 //	})
 //
 // Deny wins: a request that any deny entry matches is refused, whether or not an allow entry
-// matches too. Then a request that an allow entry matches proceeds unlimited. Neither asks the
+// matches too. Then a request that an allow entry matches proceeds unlimited. The lists are
+// read before anything else, [WithSkip] included: a denied client is refused on every route. Neither asks the
 // store anything: an allowed request over Redis costs what a check of the memory store costs,
 // and a flood from a denied range costs Redis nothing. Every other request is limited as the
 // guard's options say.

@@ -203,3 +203,16 @@ func TestAccessRefusesBadLists(t *testing.T) {
 		}
 	}
 }
+
+// The lists are read before WithSkip: a denied client is refused on a skipped route too.
+func TestAccessDenyBeforeSkip(t *testing.T) {
+	l := mustNew(t, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1, Window: time.Hour})
+	h := ratelimit.Middleware(l, ratelimit.WithSkip(func(ratelimit.Request) bool { return true }),
+		ratelimit.WithAccess(ratelimit.Access{Deny: []string{"203.0.113.0/24"}}))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	if w := from(h, "203.0.113.1:1", ""); w.Code != http.StatusForbidden {
+		t.Errorf("a denied client on a skipped route: %d, want 403", w.Code)
+	}
+	if w := from(h, "192.0.2.1:1", ""); w.Code != http.StatusOK {
+		t.Errorf("another client on a skipped route: %d, want 200", w.Code)
+	}
+}

@@ -102,12 +102,8 @@ func (g *Guard) Check(r Request) Outcome {
 
 // check decides about r in o, and sets o.Result.
 func (g *Guard) check(r Request, o *Outcome) {
-	if g.skip != nil && g.skip(r) {
-		o.Proceed, o.Result = true, observe.ResultSkipped
-		return
-	}
 	var found keyed // the key function's answer, when the access lists asked it
-	if g.access != nil {
+	if g.access != nil { // before WithSkip: a denied client is refused on every route
 		if v, list := g.access.verdict(g, r, &found); v != accessNone {
 			g.access.logFirst(g, r, v, list)
 			if v == accessDenied {
@@ -118,6 +114,10 @@ func (g *Guard) check(r Request, o *Outcome) {
 			o.Result = accessResults[v]
 			return
 		}
+	}
+	if g.skip != nil && g.skip(r) {
+		o.Proceed, o.Result = true, observe.ResultSkipped
+		return
 	}
 	key, err := g.keyOf(r, found)
 	if errors.Is(err, ErrNoKey) {
