@@ -427,3 +427,66 @@ func (c *checker) deniedOverrides(s *Set) {
 		}
 	}
 }
+
+// ClientLimits is what a rule's guard does with one client, and why: for tools that explain
+// a decision (ratelimit inspect).
+type ClientLimits struct {
+	// Denied: the access lists refuse the client, without a store call.
+	Denied bool
+	// Unlimited: the access lists or an override let it through unlimited, without a store call.
+	Unlimited bool
+	// Policies are the client's policies on the rule, when it is limited: an override's, or
+	// the rule's own.
+	Policies []ratelimit.Policy
+	// Why names what decided, with its line: "the rule's own policies", or the override or
+	// the entry of the access lists, such as "overrides: api_key=acme on rule export (line 12)".
+	Why string
+}
+
+// ClientLimits returns what the guard of rule r does with the client whose key (as r's key
+// function finds it, such as "hdr:x-api-key:acme") is key: the same choice the engine makes,
+// most specific override first, deny winning. A key of a rule keyed by ip ("ip:192.0.2.7",
+// or an IPv6 client's /64 as the guard keys it) is matched against the networks too.
+func (s *Set) ClientLimits(r *Rule, key string) ClientLimits {
+	if ip, ok := strings.CutPrefix(key, "ip:"); ok && len(r.Key) == 1 && r.Key[0] == "ip" {
+		if p, err := netip.ParsePrefix(ip); err == nil || strings.Contains(ip, "/") {
+			ip = p.Addr().String()
+		}
+		if a, err := netip.ParseAddr(ip); err == nil {
+			a = a.Unmap()
+			for _, n := range s.access.deny {
+				if n.prefix.Contains(a) {
+					return ClientLimits{Denied: true, Why: fmt.Sprintf("access.deny: %s (line %d)", n.text, n.line)}
+				}
+			}
+			for _, n := range s.access.allow {
+				if n.prefix.Contains(a) {
+					return ClientLimits{Unlimited: true, Why: fmt.Sprintf("access.allow: %s (line %d)", n.text, n.line)}
+				}
+			}
+		}
+	}
+	for _, cl := range s.access.denyClients {
+		if k, err := keyOf(r, cl); err == nil && keyedBy(r, cl.part) && k == key {
+			return ClientLimits{Denied: true, Why: fmt.Sprintf("access.deny_clients: %s (line %d)", cl, cl.line)}
+		}
+	}
+	var chosen *override
+	for i := range s.overrides {
+		o := &s.overrides[i]
+		if !keyedBy(r, o.client.part) || o.rule != "" && o.rule != r.Name {
+			continue
+		}
+		if k, err := keyOf(r, o.client); err == nil && k == key && (chosen == nil || chosen.rule == "" && o.rule != "") {
+			chosen = o
+		}
+	}
+	if chosen == nil {
+		return ClientLimits{Policies: slices.Clone(r.Policies), Why: "the rule's own policies"}
+	}
+	why := fmt.Sprintf("overrides: %s (line %d)", describeOverride(*chosen), chosen.line)
+	if chosen.unlimited {
+		return ClientLimits{Unlimited: true, Why: why}
+	}
+	return ClientLimits{Policies: slices.Clone(chosen.policies), Why: why}
+}

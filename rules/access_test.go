@@ -313,3 +313,37 @@ func mustParseText(t *testing.T, doc string) *Set {
 	}
 	return s
 }
+
+// ClientLimits explains what the engine does: the same choice, with the line that decided.
+func TestClientLimitsExplains(t *testing.T) {
+	set := mustParseText(t, overridesDoc)
+	rules := set.Rules()
+	export, api := &rules[0], &rules[1]
+	for _, c := range []struct {
+		rule      *Rule
+		key, want string
+		limit     int64
+	}{
+		{export, "hdr:x-api-key:acme", "overrides: api_key=acme on rule export: export-per-minute 10/1m0s gcra (line 14)", 10},
+		{api, "hdr:x-api-key:acme", "overrides: api_key=acme on every rule keyed by api_key: per-minute 600/1m0s gcra (line 17)", 600},
+		{api, "hdr:x-api-key:other", "the rule's own policies", 60},
+		{api, "hdr:x-api-key:monitor", "overrides: api_key=monitor on every rule keyed by api_key: unlimited (line 19)", 0},
+	} {
+		got := set.ClientLimits(c.rule, c.key)
+		var limit int64
+		if len(got.Policies) > 0 {
+			limit = got.Policies[0].Limit
+		}
+		if got.Why != c.want || limit != c.limit || got.Unlimited != (c.limit == 0) {
+			t.Errorf("ClientLimits(%s, %s) = %+v; want %q, limit %d", c.rule.Name, c.key, got, c.want, c.limit)
+		}
+	}
+	ipSet := mustParseText(t, "access:\n  deny: [203.0.113.0/24]\n  allow: [10.0.0.0/8]\nrules:\n  - name: api\n    key: ip\n    policies: [{rate: 1/s}]\n")
+	r := ipSet.Rules()[0]
+	if got := ipSet.ClientLimits(&r, "ip:203.0.113.9"); !got.Denied || got.Why != "access.deny: 203.0.113.0/24 (line 2)" {
+		t.Errorf("a denied address: %+v", got)
+	}
+	if got := ipSet.ClientLimits(&r, "ip:10.1.2.3"); !got.Unlimited || got.Why != "access.allow: 10.0.0.0/8 (line 3)" {
+		t.Errorf("an allowed address: %+v", got)
+	}
+}
