@@ -438,8 +438,9 @@ type ClientLimits struct {
 	// Policies are the client's policies on the rule, when it is limited: an override's, or
 	// the rule's own.
 	Policies []ratelimit.Policy
-	// Why names what decided, with its line: "the rule's own policies", or the override or
-	// the entry of the access lists, such as "overrides: api_key=acme on rule export (line 12)".
+	// Why names the override or the entry of the access lists that decided, with its line,
+	// such as "overrides: api_key=acme on rule export: 10/1m0s gcra (line 12)"; "" when the
+	// rule's own policies apply.
 	Why string
 }
 
@@ -482,7 +483,7 @@ func (s *Set) ClientLimits(r *Rule, key string) ClientLimits {
 		}
 	}
 	if chosen == nil {
-		return ClientLimits{Policies: slices.Clone(r.Policies), Why: "the rule's own policies"}
+		return ClientLimits{Policies: slices.Clone(r.Policies)}
 	}
 	why := fmt.Sprintf("overrides: %s (line %d)", describeOverride(*chosen), chosen.line)
 	if chosen.unlimited {

@@ -326,7 +326,7 @@ func TestClientLimitsExplains(t *testing.T) {
 	}{
 		{export, "hdr:x-api-key:acme", "overrides: api_key=acme on rule export: export-per-minute 10/1m0s gcra (line 14)", 10},
 		{api, "hdr:x-api-key:acme", "overrides: api_key=acme on every rule keyed by api_key: per-minute 600/1m0s gcra (line 17)", 600},
-		{api, "hdr:x-api-key:other", "the rule's own policies", 60},
+		{api, "hdr:x-api-key:other", "", 60},
 		{api, "hdr:x-api-key:monitor", "overrides: api_key=monitor on every rule keyed by api_key: unlimited (line 19)", 0},
 	} {
 		got := set.ClientLimits(c.rule, c.key)
