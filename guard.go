@@ -102,7 +102,7 @@ func (g *Guard) Check(r Request) Outcome {
 
 // check decides about r in o, and sets o.Result.
 func (g *Guard) check(r Request, o *Outcome) {
-	var found keyed // the key function's answer, when the access lists asked it
+	var found keyed      // the key function's answer, when the access lists asked it
 	if g.access != nil { // before WithSkip: a denied client is refused on every route
 		if v, list := g.access.verdict(g, r, &found); v != accessNone {
 			g.access.logFirst(g, r, v, list)
