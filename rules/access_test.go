@@ -347,3 +347,35 @@ func TestClientLimitsExplains(t *testing.T) {
 		t.Errorf("an allowed address: %+v", got)
 	}
 }
+
+// The lists reload with the file like any rule: a document whose network is not one, or
+// lists one twice, is refused at its line, and the last good lists stay in force.
+func TestAccessHotReload(t *testing.T) {
+	doc := func(version, deny string) []byte {
+		return []byte("version: \"" + version + "\"\naccess:\n  deny: [" + deny + "]\nrules:\n  - {name: api, key: ip, policies: [{rate: 100/min}]}\n")
+	}
+	e, rep, path := watched(t, doc("v1", "203.0.113.0/24"), WithPollInterval(time.Hour))
+	h := ratelimit.FromGuard(e.Guard())(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	if _, st := admitted(t, h, "/", "", "203.0.113.9:1", 1); st[http.StatusForbidden] != 1 {
+		t.Fatalf("v1 denies 203.0.113.0/24: %v", st)
+	}
+	replaceFile(t, path, doc("v2", "198.51.100.0/24"))
+	if ev := rep.next(t); ev != "applied v2" {
+		t.Fatalf("after the change: %q", ev)
+	}
+	if ok, _ := admitted(t, h, "/", "", "203.0.113.9:1", 1); ok != 1 {
+		t.Errorf("v2 no longer denies 203.0.113.0/24")
+	}
+	for _, bad := range []string{"198.51.100.0/33", "198.51.100.0/24, 198.51.100.9/24"} {
+		replaceFile(t, path, doc("v3", bad))
+		if ev := rep.next(t); !strings.HasPrefix(ev, "rejected "+path+":3: access.deny[") {
+			t.Errorf("deny [%s]: %q; want it rejected at line 3", bad, ev)
+		}
+		if e.Version() != "v2" {
+			t.Errorf("after a bad document, version %q is in use; want v2", e.Version())
+		}
+		if _, st := admitted(t, h, "/", "", "198.51.100.9:1", 1); st[http.StatusForbidden] != 1 {
+			t.Errorf("the last good list stopped denying: %v", st)
+		}
+	}
+}
