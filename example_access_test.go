@@ -1,7 +1,6 @@
 package ratelimit_test
 
 import (
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"time"
