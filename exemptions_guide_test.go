@@ -54,9 +54,9 @@ func TestExemptionsGuideGo(t *testing.T) {
 		{"10.0.0.1:1", "10.20.30.40", "", 200},
 		{"10.0.0.1:1", "10.20.30.40", "", 200}, // over the limit of 2: unlimited
 		{"[2001:db8:aa:1::5]:1", "", "", 200},
-		{"10.0.0.1:1", "203.0.113.50", "", 403},         // the abusive range, through the load balancer
-		{"192.0.2.7:1", "", "revoked-key", 403},         // the revoked key
-		{"192.0.2.8:1", "10.20.30.40", "", 200},         // an untrusted peer claiming the office: limited by its address
+		{"10.0.0.1:1", "203.0.113.50", "", 403}, // the abusive range, through the load balancer
+		{"192.0.2.7:1", "", "revoked-key", 403}, // the revoked key
+		{"192.0.2.8:1", "10.20.30.40", "", 200}, // an untrusted peer claiming the office: limited by its address
 		{"192.0.2.8:1", "10.20.30.40", "", 200},
 		{"192.0.2.8:1", "10.20.30.40", "", 429},
 	} {
