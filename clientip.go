@@ -1,7 +1,6 @@
 package ratelimit
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"net/textproto"
@@ -9,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/a7d3e0dd/ratelimit/internal/forwarded"
+	"github.com/a7d3e0dd/ratelimit/internal/prefixset"
 )
 
 // ipResolver finds a request's client IP address. By default it is the address of the
@@ -113,7 +113,7 @@ func TrustProxies(header string, proxies ...string) Option {
 				ip.unix = true
 				continue
 			}
-			p, err := parsePrefix(s)
+			p, err := prefixset.Parse(s)
 			if err != nil {
 				gc.errorf("TrustProxies: %q is neither a CIDR prefix nor an IP address", s)
 				return
@@ -124,29 +124,6 @@ func TrustProxies(header string, proxies ...string) Option {
 		}
 		gc.ip = ip
 	}
-}
-
-func parsePrefix(s string) (netip.Prefix, error) {
-	s = strings.TrimSpace(s)
-	if strings.Contains(s, "/") {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return netip.Prefix{}, err
-		}
-		if p.Addr().Is4In6() {
-			if p.Bits() < 96 {
-				return netip.Prefix{}, errors.New("IPv4-mapped prefix shorter than /96")
-			}
-			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
-		}
-		return p.Masked(), nil
-	}
-	a, err := netip.ParseAddr(s)
-	if err != nil {
-		return netip.Prefix{}, err
-	}
-	a = a.Unmap().WithZone("")
-	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
 // IPv6Prefix sets how many leading bits of an IPv6 client address form its key (default 64).

@@ -44,7 +44,7 @@ type Guard struct {
 	shapes    bool // a policy of the guard may hold a request for its slot (shaping)
 
 	// Responses that do not depend on the request.
-	missing, badRequest, badCost, failed, gone, busy response
+	missing, badRequest, badCost, failed, gone, busy, forbidden response
 }
 
 // NewGuard returns a guard of the requests limited by l, configured by opts. It fails when an
@@ -102,11 +102,24 @@ func (g *Guard) Check(r Request) Outcome {
 
 // check decides about r in o, and sets o.Result.
 func (g *Guard) check(r Request, o *Outcome) {
+	var found keyed      // the key function's answer, when the access lists asked it
+	if g.access != nil { // before WithSkip: a denied client is refused on every route
+		if v, list := g.access.verdict(g, r, &found); v != accessNone {
+			g.access.logFirst(g, r, v, list)
+			if v == accessDenied {
+				g.refuse(o, g.forbidden, nil)
+			} else {
+				o.Proceed = true
+			}
+			o.Result = accessResults[v]
+			return
+		}
+	}
 	if g.skip != nil && g.skip(r) {
 		o.Proceed, o.Result = true, observe.ResultSkipped
 		return
 	}
-	key, err := g.keyOf(r)
+	key, err := g.keyOf(r, found)
 	if errors.Is(err, ErrNoKey) {
 		g.refuse(o, g.missing, nil)
 		o.Result = observe.ResultRejected
@@ -264,13 +277,13 @@ var errFallback = &opError{opFallback, kindUnavailable, errors.New("the store fa
 // keyOf returns the key of r: the key function's, or the client IP when it finds none (unless
 // the guard rejects such requests, then ErrNoKey). A key that cannot be used is an error of
 // kind ErrBadRequest.
-func (g *Guard) keyOf(r Request) (string, error) {
-	var (
-		key string
-		err error
-	)
+// found is what the key function answered already, if it was asked (found.done).
+func (g *Guard) keyOf(r Request, found keyed) (string, error) {
+	key, err := found.key, found.err
 	if g.key != nil {
-		key, err = g.key(g.keyRequest(r))
+		if !found.done {
+			key, err = g.key(g.keyRequest(r))
+		}
 		if errors.Is(err, ErrNoKey) && (g.missingStatus != 0) {
 			return "", ErrNoKey
 		}

@@ -92,7 +92,7 @@ func mergeEvents(outer, inner observe.RequestEvent) observe.RequestEvent {
 // let through; it is 0 for a refusal.
 func rank(r observe.Result) int {
 	switch r {
-	case observe.ResultSkipped:
+	case observe.ResultSkipped, observe.ResultAllowlisted:
 		return 1
 	case observe.ResultAllowed:
 		return 2

@@ -42,6 +42,7 @@ type guardConfig struct {
 	tierLimiters  map[string]*Limiter
 	resolver      *Resolver // WithResolver
 	routes        router    // WithRoutes
+	access        *access   // WithAccess
 
 	errs optionErrors
 }

@@ -51,6 +51,9 @@ func (g *Guard) prepareResponses() {
 	g.badRequest = refusal(http.StatusBadRequest, "the request's client could not be identified.", g.problem)
 	g.badCost = refusal(http.StatusBadRequest, "the request's cost is invalid.", g.problem)
 	g.gone = refusal(statusClientClosed, "the request was cancelled.", g.problem)
+	if g.access != nil {
+		g.forbidden = g.access.response(g.problem)
+	}
 	if g.failStatus != 0 {
 		detail := "the service is temporarily unavailable. Retry in 1 second."
 		if g.failStatus == http.StatusTooManyRequests {

@@ -37,12 +37,21 @@ const (
 	// ResultSkipped: ratelimit.WithSkip exempted the request; it proceeded without rate-limit
 	// headers.
 	ResultSkipped
+	// ResultAllowlisted: an allow list of the guard (ratelimit.WithAccess) matched the
+	// request's network or key; it proceeded without rate-limit headers and without a store
+	// call.
+	ResultAllowlisted
+	// ResultDenylisted: a deny list of the guard (ratelimit.WithAccess) matched the request's
+	// network or key; it was refused (403 unless the Access says otherwise) without a store
+	// call.
+	ResultDenylisted
 
 	numResults = iota
 )
 
 // String returns the result's label: "allowed", "denied", "unlimited", "fallback_allowed",
-// "fallback_denied", "error_denied", "rejected", "canceled" or "skipped".
+// "fallback_denied", "error_denied", "rejected", "canceled", "skipped", "allowlisted" or
+// "denylisted".
 func (r Result) String() string {
 	if int(r) < len(resultNames) {
 		return resultNames[r]
@@ -51,7 +60,7 @@ func (r Result) String() string {
 }
 
 var resultNames = [numResults]string{"allowed", "denied", "unlimited", "fallback_allowed",
-	"fallback_denied", "error_denied", "rejected", "canceled", "skipped"}
+	"fallback_denied", "error_denied", "rejected", "canceled", "skipped", "allowlisted", "denylisted"}
 
 // Results returns every result, in the order of their values: what a metrics module
 // pre-creates its series from.

@@ -63,7 +63,113 @@ func Diff(from, to *Set) []Change {
 			changes = append(changes, Change{Rule: b.Name, Kind: "removed", Details: []string{n.describeRule(&b)}})
 		}
 	}
+	var fromAccess accessLists
+	var fromOverrides []override
+	if from != nil {
+		fromAccess, fromOverrides = from.access, from.overrides
+	}
+	if d := accessDiff(&fromAccess, &to.access); len(d) > 0 {
+		changes = append(changes, Change{Rule: "(access)", Kind: "changed", Details: d})
+	}
+	if d := overridesDiff(fromOverrides, to.overrides); len(d) > 0 {
+		changes = append(changes, Change{Rule: "(overrides)", Kind: "changed", Details: d})
+	}
 	return changes
+}
+
+// accessDiff says what changes in the access lists: each network and client added (+) or
+// removed (-), and the refusal's status and body.
+func accessDiff(a, b *accessLists) []string {
+	var out []string
+	nets := func(field string, x, y []network) {
+		has := func(l []network, p network) bool {
+			return slices.ContainsFunc(l, func(q network) bool { return q.prefix == p.prefix })
+		}
+		for _, p := range y {
+			if !has(x, p) {
+				out = append(out, field+": + "+p.prefix.String())
+			}
+		}
+		for _, p := range x {
+			if !has(y, p) {
+				out = append(out, field+": - "+p.prefix.String())
+			}
+		}
+	}
+	nets("allow", a.allow, b.allow)
+	nets("deny", a.deny, b.deny)
+	same := func(c client) func(client) bool {
+		return func(d client) bool { return d.part == c.part && d.value == c.value }
+	}
+	for _, c := range b.denyClients {
+		if !slices.ContainsFunc(a.denyClients, same(c)) {
+			out = append(out, "deny_clients: + "+c.String())
+		}
+	}
+	for _, c := range a.denyClients {
+		if !slices.ContainsFunc(b.denyClients, same(c)) {
+			out = append(out, "deny_clients: - "+c.String())
+		}
+	}
+	if a.status != b.status {
+		out = append(out, fmt.Sprintf("deny_status: %s → %s", statusText(a.status), statusText(b.status)))
+	}
+	if a.body != b.body {
+		out = append(out, fmt.Sprintf("deny_body: %q → %q", a.body, b.body))
+	}
+	return out
+}
+
+func statusText(s int) string {
+	if s == 0 {
+		return "403 (default)"
+	}
+	return fmt.Sprint(s)
+}
+
+// overridesDiff says which overrides are added (+), removed (-) or changed (~), each named
+// by its client and rule, in the order of the file.
+func overridesDiff(a, b []override) []string {
+	var out []string
+	find := func(l []override, o override) int {
+		return slices.IndexFunc(l, func(p override) bool {
+			return p.client.part == o.client.part && p.client.value == o.client.value && p.rule == o.rule
+		})
+	}
+	for _, o := range b {
+		switch i := find(a, o); {
+		case i < 0:
+			out = append(out, "+ "+describeOverride(o))
+		case describeOverride(a[i]) != describeOverride(o):
+			out = append(out, "~ "+describeOverride(a[i])+" → "+overrideLimits(o))
+		}
+	}
+	for _, o := range a {
+		if find(b, o) < 0 {
+			out = append(out, "- "+describeOverride(o))
+		}
+	}
+	return out
+}
+
+// describeOverride says what an override gives whom: "api_key=acme on export: 10/1m".
+func describeOverride(o override) string {
+	on := "every rule keyed by " + o.client.spec
+	if o.rule != "" {
+		on = "rule " + o.rule
+	}
+	return o.client.String() + " on " + on + ": " + overrideLimits(o)
+}
+
+func overrideLimits(o override) string {
+	if o.unlimited {
+		return "unlimited"
+	}
+	var ps []string
+	for _, p := range o.policies {
+		ps = append(ps, describePolicy(p.Name, p.Limit, p.Window.String(), p.Burst, p.Algorithm.Name(), p.Shadow))
+	}
+	return strings.Join(ps, ", ")
 }
 
 // namer finds the names of the policies of rules as the limiter has them.

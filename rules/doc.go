@@ -27,6 +27,28 @@
 //	      - rate: 100/min            # the limit and the window in one: 10/s, 5000/h, 20/10s, 1000/day
 //	        burst: 20                # optional: 0 or absent means limit
 //	        shadow: false            # optional: evaluate and report, never enforce
+//	access:                          # optional: clients never limited, or refused outright
+//	  allow: [10.0.0.0/8, "2001:db8:aa::/48"] # networks (CIDR or address): never limited, no store call
+//	  deny: [203.0.113.0/24]         # networks refused on every route, no store call
+//	  deny_clients: [{api_key: k1}]  # clients refused by the rules keyed by that part alone
+//	  deny_status: 403               # optional: the refusal's status (default 403)
+//	  deny_body: "..."               # optional: its text
+//	overrides:                       # optional: other limits for one client
+//	  - client: {api_key: acme}      # a key part (api_key, user, header:<Name>) and its value
+//	    rule: search-free            # optional: on this rule only; absent: every rule keyed by that part alone
+//	    policies: [{rate: 600/min}]  # its policies, or
+//	    unlimited: true              # never limited
+//
+// The access lists and the overrides are ratelimit.WithAccess and the policies of each client
+// on the guard of every rule. The networks are matched against the client IP the guard
+// derives (through the trusted proxies of WithGuardOptions' TrustProxies), so a request that
+// no rule matches is refused when its network is denied, too. Deny wins: a client denied is
+// refused whatever allows it. Of the overrides of a client, the one naming the rule wins over
+// the one for every rule; their order in the file does not matter. An override keeps the
+// counts of its client when its policies have the rule's names, algorithms and windows, as a
+// changed limit does. Parse refuses a network that is not one, a network or override given
+// twice, an override that applies to no rule; [Set.Warnings] names what is valid but does
+// nothing (an entry inside a wider one, an allowed network inside a denied one).
 //
 // The same document in JSON has the same fields: {"rules": [{"name": "search-free", ...}]}.
 //

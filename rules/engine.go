@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/a7d3e0dd/ratelimit"
 )
@@ -41,10 +42,13 @@ type Engine struct {
 
 // applied is one version of the rules, ready to check requests.
 type applied struct {
-	set     *Set
-	guards  map[*Rule]*ratelimit.Guard
-	tiers   map[string]bool // the tiers the rules have
-	unknown unknownTiers    // the tiers of requests that no rule has, logged
+	set    *Set
+	guards map[*Rule]*ratelimit.Guard
+	// unmatched is the guard of the requests no rule matches: the access lists' networks,
+	// nothing else; nil when the document lists no network.
+	unmatched *ratelimit.Guard
+	tiers     map[string]bool // the tiers the rules have
+	unknown   unknownTiers    // the tiers of requests that no rule has, logged
 }
 
 // Reporter is told of every rules document an Engine applies or refuses, to show the version
@@ -228,17 +232,40 @@ func (e *Engine) compile(set *Set) (*applied, error) {
 	a := &applied{set: set, guards: make(map[*Rule]*ratelimit.Guard, len(set.rules)), tiers: tiersOf(set)}
 	for i := range set.rules {
 		r := &set.rules[i]
-		g, err := e.guardOf(r)
+		g, err := e.guardOf(set, r)
 		if err != nil {
 			return nil, fmt.Errorf("rules: version %s, rule %q: %w", set.version, r.Name, err)
 		}
 		a.guards[r] = g
 	}
+	if !set.access.empty() {
+		g, err := e.unmatchedGuard(set)
+		if err != nil {
+			return nil, fmt.Errorf("rules: version %s, access: %w", set.version, err)
+		}
+		a.unmatched = g
+	}
 	return a, nil
 }
 
+// unmatchedGuard makes the guard of the requests that no rule matches when the document has
+// access lists: its networks are allowed or refused on every route; the other requests are
+// not limited (skipped: it never asks the store).
+func (e *Engine) unmatchedGuard(set *Set) (*ratelimit.Guard, error) {
+	l, err := ratelimit.New(e.store, ratelimit.Policy{Name: "unmatched", Limit: 1, Window: time.Second})
+	if err != nil {
+		return nil, err
+	}
+	a := set.access.core()
+	if len(a.Allow)+len(a.Deny) == 0 {
+		return nil, nil // clients only: a request no rule matches has no key to compare
+	}
+	return ratelimit.NewGuard(l, append(slices.Clip(e.opts.guard), ratelimit.WithAccess(a),
+		ratelimit.WithSkip(func(ratelimit.Request) bool { return true }))...)
+}
+
 // guardOf makes the guard of rule r.
-func (e *Engine) guardOf(r *Rule) (*ratelimit.Guard, error) {
+func (e *Engine) guardOf(set *Set, r *Rule) (*ratelimit.Guard, error) {
 	l, err := ratelimit.New(e.store, r.Policies...)
 	if err != nil {
 		return nil, err
@@ -246,6 +273,20 @@ func (e *Engine) guardOf(r *Rule) (*ratelimit.Guard, error) {
 	cost := r.Cost
 	opts := append(slices.Clip(e.opts.guard), ratelimit.WithPolicies(r.Policies...), ratelimit.WithKey(r.key),
 		ratelimit.WithCost(func(ratelimit.Request) int64 { return cost }))
+	access, overridden, err := set.ruleAccess(r)
+	if err != nil {
+		return nil, err
+	}
+	if access != nil {
+		opts = append(opts, ratelimit.WithAccess(*access))
+	}
+	if overridden != nil {
+		// The policies of the clients the overrides name, in place of the rule's: the most
+		// specific override, chosen when the rules were applied, not per request.
+		opts = append(opts, ratelimit.WithResolver(ratelimit.Resolver{Resolve: func(_ ratelimit.Request, key string) ([]ratelimit.Policy, error) {
+			return overridden[key], nil
+		}}))
+	}
 	// The engine's options hold none of these, nor FailClosed (checkGuardOptions): fail: open
 	// needs no option.
 	if r.FailClosed {
@@ -265,7 +306,7 @@ func (e *Engine) pick(r ratelimit.Request) *ratelimit.Guard {
 	}
 	rule, ok := a.set.match(r, tier)
 	if !ok {
-		return nil
+		return a.unmatched // nil without access lists: not limited
 	}
 	return a.guards[rule]
 }

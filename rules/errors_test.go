@@ -39,7 +39,7 @@ func TestBadDocuments(t *testing.T) {
 
 		// Unknown and repeated fields, at every level.
 		{name: "unknown fields", doc: "versions: 1\nrules:\n  - name: a\n    keys: ip\n    key: ip\n    match: {pattern: /a, method: GET}\n    policies:\n      - {limit: 1, window: 1s, windw: 1m}\n", want: []string{
-			"limits.yaml:1: versions: unknown field; want version, allow_empty, rules",
+			"limits.yaml:1: versions: unknown field; want version, allow_empty, access, rules, overrides",
 			"limits.yaml:4: rules[0].keys: unknown field; want name, match, key, tier, cost, fail, policies",
 			"limits.yaml:6: rules[0].match.method: unknown field; want pattern",
 			"limits.yaml:8: rules[0].policies[0].windw: unknown field; want name, algorithm, rate, limit, window, burst, shadow",
@@ -71,7 +71,7 @@ func TestBadDocuments(t *testing.T) {
 
 		// Wrong types.
 		{name: "document is a list", doc: "- rules\n", want: []string{
-			"limits.yaml:1: want a mapping of version, allow_empty, rules, got a list"}},
+			"limits.yaml:1: want a mapping of version, allow_empty, access, rules, overrides, got a list"}},
 		{name: "rules is a mapping", doc: "rules: {name: a}\n", want: []string{
 			"limits.yaml:1: rules: want a list, got a mapping"}},
 		{name: "wrong types", doc: "rules:\n  - name: 7\n    match: [/a]\n    key: {ip: true}\n    tier: [free]\n    cost: \"2\"\n    fail: true\n    policies:\n      - {name: 1, algorithm: 2, limit: \"10\", window: 1s, burst: 1.5, shadow: \"no\"}\n", want: []string{

@@ -298,10 +298,11 @@ func lineStarts(data []byte, yaml bool) []int {
 
 // checker collects the problems of one file as it reads it.
 type checker struct {
-	file  string
-	opts  options
-	errs  []*Error
-	store ratelimit.Store // see memoryStore
+	file     string
+	opts     options
+	errs     []*Error
+	warnings []*Error        // what is valid but does nothing (see Set.Warnings)
+	store    ratelimit.Store // see memoryStore
 }
 
 // add reports a problem of field at node n (at the value an alias stands for, which is where

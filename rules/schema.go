@@ -14,7 +14,7 @@ import (
 
 // The fields of each mapping of the schema; any other field is an error.
 var (
-	documentFields = []string{"version", "allow_empty", "rules"}
+	documentFields = []string{"version", "allow_empty", "access", "rules", "overrides"}
 	ruleFields     = []string{"name", "match", "key", "tier", "cost", "fail", "policies"}
 	matchFields    = []string{"pattern"}
 	policyFields   = []string{"name", "algorithm", "rate", "limit", "window", "burst", "shadow"}
@@ -60,10 +60,18 @@ func (c *checker) document(n *yaml.Node) *Set {
 	}
 	c.compare(s.rules, where)
 	s.index(c, where)
+	if v := f["access"]; present(v) {
+		s.access = c.access(v)
+	}
+	if v := f["overrides"]; present(v) {
+		s.overrides = c.overrides(v, s.rules)
+	}
+	c.deniedOverrides(s)
+	s.warnings = c.warnings
 	if len(c.errs) > 0 {
 		return nil
 	}
-	s.digest = contentVersion(s.rules)
+	s.digest = contentVersion(s.rules, &s.access, s.overrides)
 	if s.version == "" {
 		s.version = s.digest
 	}

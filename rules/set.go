@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/a7d3e0dd/ratelimit"
 )
@@ -17,6 +18,9 @@ type Set struct {
 	versioned bool   // the document gave its version
 	digest    string // a hash of what the rules say: two Sets of the same digest limit alike
 	rules     []Rule
+	access    accessLists // the access field: networks and clients never limited, or refused
+	overrides []override  // the clients whose limits differ
+	warnings  Errors      // what is valid but does nothing
 
 	mux      *http.ServeMux    // every distinct pattern, registered to find the one a request matches
 	patterns map[string]*scope // the rules of each pattern
@@ -84,12 +88,20 @@ func (s *Set) Rules() []Rule {
 	return out
 }
 
-// contentVersion returns a hash of what the rules say, as 12 hexadecimal digits.
-func contentVersion(rules []Rule) string {
+// contentVersion returns a hash of what the rules, the access lists and the overrides say,
+// as 12 hexadecimal digits.
+func contentVersion(rules []Rule, a *accessLists, overrides []override) string {
 	type policy struct {
 		Name, Algorithm      string
 		Limit, Window, Burst int64
 		Shadow               bool
+	}
+	policiesOf := func(ps []ratelimit.Policy) []policy {
+		var out []policy
+		for _, p := range ps {
+			out = append(out, policy{p.Name, p.Algorithm.Name(), p.Limit, int64(p.Window), p.Burst, p.Shadow})
+		}
+		return out
 	}
 	type rule struct {
 		Name, Pattern, Tier string
@@ -98,17 +110,58 @@ func contentVersion(rules []Rule) string {
 		FailClosed          bool
 		Policies            []policy
 	}
-	canonical := make([]rule, len(rules))
-	for i, r := range rules {
-		canonical[i] = rule{Name: r.Name, Pattern: r.Pattern, Tier: r.Tier, Key: r.Key, Cost: r.Cost, FailClosed: r.FailClosed}
-		for _, p := range r.Policies {
-			canonical[i].Policies = append(canonical[i].Policies, policy{p.Name, p.Algorithm.Name(), p.Limit, int64(p.Window), p.Burst, p.Shadow})
-		}
+	type override struct {
+		Part, Value, Rule string
+		Unlimited         bool
+		Policies          []policy
 	}
-	b, err := json.Marshal(canonical)
+	var canonical struct {
+		Rules                   []rule
+		Allow, Deny, DenyClient []string   `json:",omitempty"`
+		Status                  int        `json:",omitempty"`
+		Body                    string     `json:",omitempty"`
+		Overrides               []override `json:",omitempty"`
+	}
+	canonical.Rules = make([]rule, len(rules))
+	for i, r := range rules {
+		canonical.Rules[i] = rule{Name: r.Name, Pattern: r.Pattern, Tier: r.Tier, Key: r.Key, Cost: r.Cost, FailClosed: r.FailClosed, Policies: policiesOf(r.Policies)}
+	}
+	for _, n := range a.allow {
+		canonical.Allow = append(canonical.Allow, n.prefix.String())
+	}
+	for _, n := range a.deny {
+		canonical.Deny = append(canonical.Deny, n.prefix.String())
+	}
+	for _, c := range a.denyClients {
+		canonical.DenyClient = append(canonical.DenyClient, c.part+"="+c.value)
+	}
+	canonical.Status, canonical.Body = a.status, a.body
+	for _, o := range overrides {
+		canonical.Overrides = append(canonical.Overrides, override{o.client.part, o.client.value, o.rule, o.unlimited, policiesOf(o.policies)})
+	}
+	// The lists and the overrides mean the same in any order.
+	slices.Sort(canonical.Allow)
+	slices.Sort(canonical.Deny)
+	slices.Sort(canonical.DenyClient)
+	slices.SortFunc(canonical.Overrides, func(x, y override) int {
+		return strings.Compare(x.Part+"\x00"+x.Value+"\x00"+x.Rule, y.Part+"\x00"+y.Value+"\x00"+y.Rule)
+	})
+	var b []byte
+	var err error
+	if len(canonical.Allow)+len(canonical.Deny)+len(canonical.DenyClient)+len(canonical.Overrides) == 0 && canonical.Status == 0 && canonical.Body == "" {
+		b, err = json.Marshal(canonical.Rules) // as before the lists existed: versions of such documents do not change
+	} else {
+		b, err = json.Marshal(canonical)
+	}
 	if err != nil {
 		panic("rules: " + err.Error()) // plain values: Marshal cannot fail
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:6])
 }
+
+// Warnings returns what the document holds that is valid but does nothing, each at its line:
+// an access entry inside a wider one of the same list, an allowed network inside a denied
+// one (deny wins), an override of a denied client. [Parse] accepts the document; the ratelimit
+// command's validate prints them.
+func (s *Set) Warnings() Errors { return slices.Clone(s.warnings) }

@@ -340,6 +340,25 @@ func specCases() []specCase {
 			},
 		},
 		{
+			name:  "allow and deny lists: by peer network, by key; deny wins; no store call",
+			store: brokenStore{}, // a call the lists decide never reaches it
+			build: func(e *env) config {
+				return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}),
+					ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")),
+					ratelimit.WithAccess(ratelimit.Access{
+						Allow: []string{"198.51.100.0/24"}, Deny: []string{"198.51.100.66", "2001:db8:bad::/48"},
+						DenyKeys: []string{"hdr:x-api-key:revoked"},
+					}))
+			},
+			steps: []step{
+				{remote: "198.51.100.7:1", want: ok(map[string]string{})},
+				{remote: "198.51.100.7:1", want: ok(map[string]string{})},
+				{remote: "198.51.100.66:1", want: refused(codes.PermissionDenied, "Forbidden: access from this client is denied.")},
+				{remote: "[2001:db8:bad:1::9]:1", want: refused(codes.PermissionDenied, "Forbidden: access from this client is denied.")},
+				{remote: "198.51.100.8:1", md: []string{"x-api-key", "revoked"}, want: refused(codes.PermissionDenied, "Forbidden: access from this client is denied.")},
+			},
+		},
+		{
 			name:  "fail open (default): store down",
 			store: brokenStore{},
 			build: func(e *env) config { return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second})) },

@@ -40,7 +40,9 @@ and prints "FILE: ok, version V, N rules", or every problem of the file on stder
 "file:line: field: message". A rule keyed by "user" is accepted: the application gives its
 user key to rules.WithUserKey, and the command a placeholder. A file without a version: is
 valid (its version is a hash of its rules), and said so: ratelimit push refuses it. A file
-without rules is invalid unless it says allow_empty: true.
+without rules is invalid unless it says allow_empty: true. What is valid but changes nothing
+(an access entry inside a wider one, an allowed network inside a denied one, an override of a
+denied client) is printed on stderr as a warning, and the file is still ok.
 `, stdout, stderr)
 	files, code, ok := fs.parse(args, "FILE", 1, -1)
 	if !ok {
@@ -58,6 +60,9 @@ without rules is invalid unless it says allow_empty: true.
 			version = "no version (hash " + set.Version() + "; ratelimit push needs a version: field)"
 		}
 		fmt.Fprintf(stdout, "%s: ok, %s, %s\n", file, version, ruleCount(set, "it limits nothing"))
+		for _, w := range set.Warnings() {
+			fmt.Fprintf(stderr, "%v (warning: valid, but changes nothing)\n", w)
+		}
 	}
 	return code
 }

@@ -61,6 +61,9 @@ type state struct {
 	compact  bool // -compact
 	hash     bool // -hash
 	limiter  *ratelimit.Limiter
+	// limits is what the rule's guard does with the identity: an override's policies, or
+	// none at all (the access lists), and why (rules.Set.ClientLimits).
+	limits rules.ClientLimits
 }
 
 // key returns the storage key of the identity under p, as the application's store names it.
@@ -151,7 +154,12 @@ func stateCmd(name, about string, args []string, stdout, stderr io.Writer, f fun
 		opts = append(opts, ratelimit.WithHashState())
 	}
 	store := ratelimit.NewRedisStore(client, opts...)
-	if st.limiter, err = ratelimit.New(store, st.rule.Policies...); err != nil {
+	st.limits = set.ClientLimits(&st.rule, st.identity)
+	policies := st.limits.Policies
+	if len(policies) == 0 { // denied or unlimited: the rule's own policies hold what it used
+		policies = st.rule.Policies
+	}
+	if st.limiter, err = ratelimit.New(store, policies...); err != nil {
 		return fs.fail(err)
 	}
 	// A check of cost 0 charges nothing: it reads the state as it is (Peek reports the state
@@ -233,6 +241,14 @@ func (st *state) header(w io.Writer) {
 	fmt.Fprintf(w, "rule      %s (%s)\n", st.rule.Name, st.source)
 	fmt.Fprintf(w, "key       %s\n", strings.Join(st.rule.Key, " "))
 	fmt.Fprintf(w, "identity  %s\n", st.identity)
+	switch l := st.limits; {
+	case l.Denied:
+		fmt.Fprintf(w, "limits    denied, without a store call: %s\n", l.Why)
+	case l.Unlimited:
+		fmt.Fprintf(w, "limits    unlimited, without a store call: %s\n", l.Why)
+	case l.Why != "": // an override
+		fmt.Fprintf(w, "limits    %s\n", l.Why)
+	}
 }
 
 // inspectCmd shows what an identity has left under a rule's policies.
@@ -250,7 +266,9 @@ application refuses it, is elsewhere).
 		if err != nil {
 			return err
 		}
-		st.warnIfNothing(stderr, "inspect", now, "so every policy shows whole")
+		if !st.limits.Denied && !st.limits.Unlimited { // the guard asks the store nothing for it
+			st.warnIfNothing(stderr, "inspect", now, "so every policy shows whole")
+		}
 		st.header(stdout)
 		fmt.Fprintf(stdout, "cost      %d a request\n", st.rule.Cost)
 		fmt.Fprintf(stdout, "next      %s (a request of cost 1)\n", verdict(next.Allowed, next.RetryAfter))

@@ -40,6 +40,9 @@ func (e *env) round(ctx context.Context, r int) (figures, error) {
 	if err := middlewareFigures(f); err != nil {
 		return nil, fmt.Errorf("net/http over the memory store: %w", err)
 	}
+	if err := e.accessFigures(f, r); err != nil {
+		return nil, fmt.Errorf("access lists: %w", err)
+	}
 	return f, nil
 }
 

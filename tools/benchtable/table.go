@@ -121,6 +121,13 @@ var table = []section{
 		{"net/http: Middleware, then the handler: allocations per request", "mwmallocs.ours", "allocs", "", nil},
 		{"net/http: Middleware, then the handler: bytes allocated per request", "mwmbytes.ours", "B", "", nil},
 	}},
+	{"37 allow and deny lists (WithAccess), net/http Middleware in-process, one client", []row{
+		{"Middleware over the memory store, 1 policy (floor)", "acc.mem", "ns", "", nil},
+		{"Middleware over Redis, the client allow-listed", "acc.redis.allowed", "ns", "acc.mem", ratioAtMost(1)},
+		{"Middleware over the memory store, no list (floor)", "acc.none", "ns", "", nil},
+		{"the same, the client in none of 10,000 denied networks", "acc.10k", "ns", "acc.none", nil},
+		{"what 10,000 networks add to a request", "acc.added", "ns", "", &goal{"≤", 1000, false}},
+	}},
 	{"7  net/http end to end on loopback, 64 connections, one client address", []row{
 		{"bare handler, no Redis", "http.bare", "/s", "", nil},
 		{"trivial EVALSHA, then the handler (floor)", "http.evalsha", "/s", "", nil},

@@ -36,6 +36,7 @@ const (
 	bodyBadCost     = "Bad Request: the request's cost is invalid.\n"
 	bodyNoKey       = "Unauthorized: the request does not identify its client.\n"
 	bodyGone        = "Client Closed Request: the request was cancelled.\n"
+	bodyForbidden   = "Forbidden: access from this client is denied.\n"
 )
 
 // xrl returns the X-RateLimit headers of an allowed request.
@@ -346,6 +347,29 @@ var cases = append([]specCase{
 			{want: want{status: 200, handled: true, header: xrl(1, 0, epoch(1))}},
 			{want: want{status: 429, header: denied(xrl(1, 0, epoch(1)), "1", plain), body: bodyRetry1}},
 			{target: "/health", want: want{status: 200, handled: true}},
+		},
+	},
+	{
+		name: "allow and deny lists: by network through the trusted proxy, by key; deny wins; no store call",
+		// A store that fails every call: a request the lists decide never reaches it.
+		store: brokenStore{},
+		build: func(e *env) Config {
+			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}),
+				ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")),
+				ratelimit.TrustProxies("X-Forwarded-For", "10.0.0.1"),
+				ratelimit.WithAccess(ratelimit.Access{
+					Allow: []string{"198.51.100.0/24"}, Deny: []string{"198.51.100.66", "2001:db8:bad::/48"},
+					DenyKeys: []string{"hdr:x-api-key:revoked"},
+				}))
+		},
+		steps: []step{
+			{remote: "10.0.0.1:5555", header: []string{"X-Forwarded-For", "198.51.100.7"}, want: want{status: 200, handled: true, result: "allowlisted"}},
+			{remote: "10.0.0.1:5555", header: []string{"X-Forwarded-For", "198.51.100.7"}, want: want{status: 200, handled: true, result: "allowlisted"}},
+			{remote: "198.51.100.66:1", want: want{status: 403, header: denied(nil, "", plain), body: bodyForbidden, result: "denylisted"}},
+			{remote: "[2001:db8:bad:1::9]:1", want: want{status: 403, header: denied(nil, "", plain), body: bodyForbidden, result: "denylisted"}},
+			{remote: "10.0.0.1:5555", header: []string{"X-Forwarded-For", "198.51.100.8", "X-API-Key", "revoked"}, want: want{status: 403, header: denied(nil, "", plain), body: bodyForbidden, result: "denylisted"}},
+			// An untrusted peer naming an allowed address is limited: here the store is down.
+			{remote: "192.0.2.9:1", header: []string{"X-Forwarded-For", "198.51.100.7"}, want: want{status: 200, handled: true, errs: 1, kind: "unavailable", result: "unlimited"}},
 		},
 	},
 	{

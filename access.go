@@ -1,0 +1,228 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"sync/atomic"
+
+	"github.com/a7d3e0dd/ratelimit/internal/prefixset"
+	"github.com/a7d3e0dd/ratelimit/observe"
+)
+
+// Access names the requests a guard never limits and those it refuses outright, for
+// [WithAccess]: by the client's network, and by the key the guard's key function finds.
+//
+//	ratelimit.WithAccess(ratelimit.Access{
+//		Allow: []string{"10.0.0.0/8", "2001:db8:aa::/48"}, // our offices and health checks
+//		Deny:  []string{"203.0.113.0/24"},                // an abusive range
+//	})
+//
+// Deny wins: a request that any deny entry matches is refused, whether or not an allow entry
+// matches too. Then a request that an allow entry matches proceeds unlimited. The lists are
+// read before anything else, [WithSkip] included: a denied client is refused on every route. Neither asks the
+// store anything: an allowed request over Redis costs what a check of the memory store costs,
+// and a flood from a denied range costs Redis nothing. Every other request is limited as the
+// guard's options say.
+//
+// The networks are matched against the client IP as the guard derives it: the connection's
+// peer, or the address its trusted proxies name ([TrustProxies]) — never a header that an
+// untrusted peer sent. An entry is a CIDR prefix or an address; an IPv6 client is matched by
+// its full address, so an entry of /64 covers every address of that /64. The lists are compiled
+// when the guard is made (10,000 networks add well under a microsecond to a request).
+type Access struct {
+	// Allow and Deny list networks: CIDR prefixes ("10.0.0.0/8", "2001:db8::/32") or single
+	// addresses ("192.0.2.7"). A network listed twice, however written, is refused.
+	Allow, Deny []string
+	// AllowKeys and DenyKeys list keys as the guard's key function returns them, such as
+	// "hdr:x-api-key:abc123" for KeyByHeader("X-API-Key") or "user:42" for KeyByUser: a
+	// request whose key function finds one of them is let through or refused. A request for
+	// which it finds no key is matched by networks only.
+	AllowKeys, DenyKeys []string
+	// Status is the status of a denied request: 403 Forbidden by default; a 4xx or a 5xx.
+	Status int
+	// Body is the text of a denied request's response, after "Forbidden: " (or the status's
+	// text), or the detail of its problem document with WithProblemJSON. Default: "access from
+	// this client is denied."
+	Body string
+}
+
+// WithAccess gives the guard allow and deny lists (see [Access]). Its requests' results are
+// observe.ResultAllowlisted and observe.ResultDenylisted; the first of each is logged, once per
+// guard, and each is counted by the metrics modules.
+func WithAccess(a Access) Option {
+	return func(gc *guardConfig) {
+		if !gc.once("WithAccess", "give every entry in one Access") {
+			return
+		}
+		acc, err := compileAccess(a)
+		if err != nil {
+			gc.errorf("WithAccess: %w", err)
+			return
+		}
+		gc.access = acc
+	}
+}
+
+// access is an Access compiled: the networks as sets, the keys as sets.
+type access struct {
+	allow, deny         *prefixset.Set
+	allowKeys, denyKeys map[string]struct{}
+	status              int
+	body                string
+	// logged holds a bit per verdict logged so far (accessAllowed, accessDenied).
+	logged atomic.Uint32
+}
+
+// The verdicts of the lists on a request.
+const (
+	accessNone    = iota // limited as usual
+	accessAllowed        // proceeds unlimited
+	accessDenied         // refused at once
+)
+
+func compileAccess(a Access) (*access, error) {
+	acc := &access{status: a.Status, body: a.Body}
+	if acc.status == 0 {
+		acc.status = http.StatusForbidden
+	}
+	if acc.status < 400 || acc.status > 599 {
+		return nil, fmt.Errorf("Status %d: a denied request is answered a 4xx or a 5xx (default 403)", a.Status)
+	}
+	if acc.body == "" {
+		acc.body = "access from this client is denied."
+	}
+	var err error
+	if acc.allow, err = networks("Allow", a.Allow); err != nil {
+		return nil, err
+	}
+	if acc.deny, err = networks("Deny", a.Deny); err != nil {
+		return nil, err
+	}
+	if acc.allowKeys, err = keySet("AllowKeys", a.AllowKeys); err != nil {
+		return nil, err
+	}
+	if acc.denyKeys, err = keySet("DenyKeys", a.DenyKeys); err != nil {
+		return nil, err
+	}
+	for k := range acc.allowKeys {
+		if _, both := acc.denyKeys[k]; both {
+			return nil, fmt.Errorf("the key %q is in AllowKeys and in DenyKeys: deny would win; list it once", k)
+		}
+	}
+	if acc.allow.Len()+acc.deny.Len()+len(acc.allowKeys)+len(acc.denyKeys) == 0 {
+		return nil, errors.New("the Access lists nothing: give it networks or keys to allow or deny")
+	}
+	return acc, nil
+}
+
+// networks compiles the list named field.
+func networks(field string, list []string) (*prefixset.Set, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	entries := make([]prefixset.Entry, 0, len(list))
+	for i, s := range list {
+		p, err := prefixset.Parse(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s[%d]: %q is neither a CIDR prefix (such as 10.0.0.0/8) nor an IP address: %v", field, i, s, err)
+		}
+		entries = append(entries, prefixset.Entry{Prefix: p, Source: fmt.Sprintf("%s[%d]", field, i)})
+	}
+	return prefixset.New(entries)
+}
+
+// keySet compiles the list of keys named field.
+func keySet(field string, list []string) (map[string]struct{}, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	set := make(map[string]struct{}, len(list))
+	for i, k := range list {
+		switch {
+		case k == "":
+			return nil, fmt.Errorf("%s[%d] is empty", field, i)
+		case len(k) > maxKeyBytes:
+			return nil, fmt.Errorf("%s[%d] is %d bytes, more than a key can be (%d)", field, i, len(k), maxKeyBytes)
+		}
+		if _, dup := set[k]; dup {
+			return nil, fmt.Errorf("%s[%d]: %q is listed twice", field, i, k)
+		}
+		set[k] = struct{}{}
+	}
+	return set, nil
+}
+
+// keyed is what a guard's key function found for a request, kept so that it runs once.
+type keyed struct {
+	key  string
+	err  error
+	done bool
+}
+
+// verdict returns what the lists say of r, and which list decided, for the log. It runs the
+// key function, into k, only when a key list is set.
+func (acc *access) verdict(g *Guard, r Request, k *keyed) (int, string) {
+	var (
+		addr  netip.Addr
+		haveA bool
+	)
+	if acc.allow != nil || acc.deny != nil {
+		a, err := g.clientIP.clientIP(r)
+		addr, haveA = a, err == nil
+	}
+	if acc.allowKeys != nil || acc.denyKeys != nil {
+		if g.key != nil {
+			k.key, k.err = g.key(g.keyRequest(r))
+		} else {
+			k.key, k.err = g.clientIP.key(r)
+		}
+		k.done = true
+	}
+	found := func(set map[string]struct{}) bool {
+		_, ok := set[k.key]
+		return ok && k.done && k.err == nil
+	}
+	switch {
+	case haveA && acc.deny.Contains(addr):
+		return accessDenied, "Deny"
+	case found(acc.denyKeys):
+		return accessDenied, "DenyKeys"
+	case haveA && acc.allow.Contains(addr):
+		return accessAllowed, "Allow"
+	case found(acc.allowKeys):
+		return accessAllowed, "AllowKeys"
+	}
+	return accessNone, ""
+}
+
+// logFirst logs the first request of a verdict, once per guard: the lists are configuration,
+// and one line says they are in force; the metrics count every request. It names the list
+// that matched and the client's address, never a key (an API key is a secret).
+func (acc *access) logFirst(g *Guard, r Request, verdict int, list string) {
+	bit := uint32(1) << verdict
+	if acc.logged.Load()&bit != 0 || acc.logged.Or(bit)&bit != 0 {
+		return
+	}
+	attrs := []slog.Attr{slog.String("list", list)}
+	if a, err := g.clientIP.clientIP(r); err == nil {
+		attrs = append(attrs, slog.String("client_ip", a.String()))
+	}
+	msg := "ratelimit: a request of an allowed client proceeds unlimited, without a store call (WithAccess). Logged once per guard; counted every time as allowlisted"
+	if verdict == accessDenied {
+		msg = "ratelimit: a request of a denied client was refused, without a store call (WithAccess). Logged once per guard; counted every time as denylisted"
+		attrs = append(attrs, slog.Int("status", acc.status))
+	}
+	g.log.get().LogAttrs(context.WithoutCancel(r.Context()), slog.LevelInfo, msg, attrs...)
+}
+
+// response is the response to a denied request.
+func (acc *access) response(problem bool) response {
+	return refusal(acc.status, acc.body, problem)
+}
+
+// observe.Result values of the lists' verdicts.
+var accessResults = [...]observe.Result{accessAllowed: observe.ResultAllowlisted, accessDenied: observe.ResultDenylisted}

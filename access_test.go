@@ -1,0 +1,218 @@
+package ratelimit_test
+
+import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/faultproxy"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
+	"github.com/a7d3e0dd/ratelimit/observe"
+)
+
+// scriptCalls is how many checks (scripts or functions) the clients sent through p.
+func scriptCalls(p *faultproxy.Proxy) int {
+	return p.Commands("FCALL") + p.Commands("FCALL_RO") + p.Commands("EVALSHA") + p.Commands("EVAL")
+}
+
+// accessServer is a handler behind a guard over a Redis store reached through a proxy that
+// counts its commands, limited at 5 a minute per client IP, behind a trusted proxy at
+// 127.0.0.1 (the peer httptest gives), with the Access given.
+func accessServer(t *testing.T, a ratelimit.Access, opts ...ratelimit.Option) (http.Handler, *faultproxy.Proxy, *syncBuffer) {
+	t.Helper()
+	p := faultproxy.Start(t, redistest.Addr(t))
+	client := redis.NewClient(&redis.Options{Addr: p.Addr()})
+	t.Cleanup(func() { client.Close() })
+	logs := &syncBuffer{}
+	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithDenialCache(0),
+		ratelimit.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	l := mustNew(t, store, ratelimit.Policy{Name: "api", Limit: 5, Window: time.Minute})
+	opts = append(opts, ratelimit.WithAccess(a))
+	g, err := ratelimit.NewGuard(l, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ratelimit.FromGuard(g)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})), p, logs
+}
+
+// from sends a request whose peer is peer and whose X-Forwarded-For is xff ("" for none).
+func from(h http.Handler, peer, xff string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest("GET", "/", nil)
+	r.RemoteAddr = peer
+	if xff != "" {
+		r.Header.Set("X-Forwarded-For", xff)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+// Issue 37's first statement: 1,000 requests of an allowed network through a trusted proxy
+// all proceed, and Redis receives no check for them; the same address claimed by an untrusted
+// peer in X-Forwarded-For is limited at 5.
+func TestAccessAllowedNetworkAsksTheStoreNothing(t *testing.T) {
+	h, p, logs := accessServer(t, ratelimit.Access{Allow: []string{"10.0.0.0/8"}},
+		ratelimit.TrustProxies("X-Forwarded-For", "127.0.0.1"))
+	from(h, "192.0.2.99:4000", "") // the store's first check loads its functions
+	before := scriptCalls(p)
+	for i := 0; i < 1000; i++ {
+		w := from(h, "127.0.0.1:4000", "10.1.2.3")
+		if w.Code != http.StatusOK {
+			t.Fatalf("request %d from an allowed network: %d", i+1, w.Code)
+		}
+		if w.Header().Get("X-RateLimit-Limit") != "" {
+			t.Fatalf("an allowed request has rate-limit headers: %v", w.Header())
+		}
+	}
+	if n := scriptCalls(p) - before; n != 0 {
+		t.Fatalf("1,000 allowed requests sent %d checks to Redis; want 0", n)
+	}
+	if !strings.Contains(logs.String(), "allowlisted") || strings.Count(logs.String(), "allowlisted") != 1 {
+		t.Errorf("want one log line of the allow list, got:\n%s", logs.String())
+	}
+	// An untrusted peer claiming the address is limited by its own, at 5.
+	admitted := 0
+	for i := 0; i < 20; i++ {
+		if from(h, "192.0.2.50:4000", "10.1.2.3").Code == http.StatusOK {
+			admitted++
+		}
+	}
+	if admitted != 5 {
+		t.Fatalf("an untrusted peer sending X-Forwarded-For: 10.1.2.3 had %d of 20 admitted; want 5", admitted)
+	}
+	if scriptCalls(p)-before != 20 {
+		t.Errorf("the untrusted peer's 20 requests sent %d checks; want 20", scriptCalls(p)-before)
+	}
+}
+
+// A denied network is refused 403 without a store call; an IPv6 entry of /64 covers every
+// address of that /64 and none outside it.
+func TestAccessDeniedNetworkRefusedWithoutAStoreCall(t *testing.T) {
+	h, p, logs := accessServer(t, ratelimit.Access{Deny: []string{"203.0.113.0/24", "2001:db8:1:2::/64"}})
+	before := scriptCalls(p)
+	for _, peer := range []string{"203.0.113.9:1", "203.0.113.250:1", "[2001:db8:1:2::1]:1", "[2001:db8:1:2:ffff::7]:1"} {
+		w := from(h, peer, "")
+		if w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "denied") {
+			t.Errorf("%s: %d %q; want 403 and a body saying it is denied", peer, w.Code, w.Body.String())
+		}
+	}
+	if n := scriptCalls(p) - before; n != 0 {
+		t.Fatalf("denied requests sent %d checks to Redis; want 0", n)
+	}
+	for _, peer := range []string{"203.0.114.1:1", "[2001:db8:1:3::1]:1"} {
+		if w := from(h, peer, ""); w.Code != http.StatusOK || w.Header().Get("X-RateLimit-Limit") != "5" {
+			t.Errorf("%s, outside the denied networks: %d %v; want 200, limited", peer, w.Code, w.Header())
+		}
+	}
+	if strings.Count(logs.String(), "denylisted") != 1 || !strings.Contains(logs.String(), "client_ip=203.0.113.9") {
+		t.Errorf("want one log line naming the first denied client, got:\n%s", logs.String())
+	}
+}
+
+// Deny wins over allow, for networks and keys alike; keys match the key function's key; a
+// request whose key function finds no key is matched by its network only.
+func TestAccessDenyWinsAndKeys(t *testing.T) {
+	store := ratelimit.NewMemoryStore()
+	l := mustNew(t, store, ratelimit.Policy{Name: "api", Limit: 1, Window: time.Hour})
+	h := ratelimit.Middleware(l,
+		ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")),
+		ratelimit.WithAccess(ratelimit.Access{
+			Allow:     []string{"10.0.0.0/8"},
+			Deny:      []string{"10.66.0.0/16"},
+			AllowKeys: []string{"hdr:x-api-key:monitor"},
+			DenyKeys:  []string{"hdr:x-api-key:revoked"},
+			Status:    http.StatusUnauthorized,
+			Body:      "this key is revoked.",
+		}),
+		ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}),
+	)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	send := func(peer, key string) int {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = peer
+		if key != "" {
+			r.Header.Set("X-API-Key", key)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	for i, c := range []struct {
+		peer, key string
+		want      int
+	}{
+		{"10.66.1.1:1", "", 401},                      // in the allowed /8 and the denied /16: denied
+		{"10.1.1.1:1", "revoked", 401},                // an allowed network, a denied key: denied
+		{"192.0.2.1:1", "monitor", 200},               // an allowed key, anywhere, unlimited:
+		{"192.0.2.1:1", "monitor", 200},               // ... again, over a limit of 1
+		{"10.1.1.1:1", "", 200},                       // an allowed network without a key: unlimited
+		{"10.1.1.1:1", "", 200},                       // ... again
+		{"192.0.2.1:1", "customer", 200},              // neither: limited at 1
+		{"192.0.2.1:1", "customer", 429},              // ...
+		{"192.0.2.9:1", "hdr:x-api-key:revoked", 200}, // the raw value of another form is not the key
+	} {
+		if got := send(c.peer, c.key); got != c.want {
+			t.Errorf("case %d (%s, key %q): %d, want %d", i, c.peer, c.key, got, c.want)
+		}
+	}
+}
+
+// The requests of each verdict are counted under their own result, by the store's observer.
+func TestAccessResultsObserved(t *testing.T) {
+	obs := &answers{}
+	store := ratelimit.NewMemoryStore(ratelimit.WithObserver(obs))
+	l := mustNew(t, store, ratelimit.Policy{Name: "api", Limit: 5, Window: time.Hour})
+	h := ratelimit.Middleware(l, ratelimit.WithAccess(ratelimit.Access{Allow: []string{"10.0.0.1"}, Deny: []string{"10.0.0.2"}}))(
+		http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	for i := 0; i < 3; i++ {
+		from(h, "10.0.0.1:1", "")
+		from(h, "10.0.0.2:1", "")
+		from(h, "10.0.0.3:1", "")
+	}
+	counts := obs.take()
+	if counts[observe.ResultAllowlisted] != 3 || counts[observe.ResultDenylisted] != 3 || counts[observe.ResultAllowed] != 3 {
+		t.Fatalf("results = %v; want 3 allowlisted, 3 denylisted, 3 allowed", counts)
+	}
+	if observe.ResultAllowlisted.String() != "allowlisted" || observe.ResultDenylisted.String() != "denylisted" {
+		t.Errorf("labels %q, %q", observe.ResultAllowlisted, observe.ResultDenylisted)
+	}
+}
+
+// A list that cannot be used is refused when the guard is made, naming the entry.
+func TestAccessRefusesBadLists(t *testing.T) {
+	l := mustNew(t, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1, Window: time.Second})
+	for _, c := range []struct {
+		a    ratelimit.Access
+		want string
+	}{
+		{ratelimit.Access{Allow: []string{"10.0.0.0/8", "10.0.0/8"}}, "Allow[1]"},
+		{ratelimit.Access{Deny: []string{"10.0.0.0/8", "10.9.9.9/8"}}, "twice"},
+		{ratelimit.Access{AllowKeys: []string{"k", "k"}}, "AllowKeys[1]"},
+		{ratelimit.Access{AllowKeys: []string{"k"}, DenyKeys: []string{"k"}}, "AllowKeys and in DenyKeys"},
+		{ratelimit.Access{Deny: []string{"10.0.0.1"}, Status: 200}, "Status 200"},
+		{ratelimit.Access{}, "lists nothing"},
+	} {
+		_, err := ratelimit.NewGuard(l, ratelimit.WithAccess(c.a))
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "WithAccess") {
+			t.Errorf("WithAccess(%+v): %v; want an error naming %q", c.a, err, c.want)
+		}
+	}
+}
+
+// The lists are read before WithSkip: a denied client is refused on a skipped route too.
+func TestAccessDenyBeforeSkip(t *testing.T) {
+	l := mustNew(t, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1, Window: time.Hour})
+	h := ratelimit.Middleware(l, ratelimit.WithSkip(func(ratelimit.Request) bool { return true }),
+		ratelimit.WithAccess(ratelimit.Access{Deny: []string{"203.0.113.0/24"}}))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	if w := from(h, "203.0.113.1:1", ""); w.Code != http.StatusForbidden {
+		t.Errorf("a denied client on a skipped route: %d, want 403", w.Code)
+	}
+	if w := from(h, "192.0.2.1:1", ""); w.Code != http.StatusOK {
+		t.Errorf("another client on a skipped route: %d, want 200", w.Code)
+	}
+}
