@@ -2,6 +2,9 @@ package ratelimit_test
 
 import (
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path"
@@ -343,6 +346,82 @@ func TestReadmeNamesTheNewestTestedReleases(t *testing.T) {
 		}
 		if want := name + " " + string(m[1]); !strings.Contains(text, want) {
 			t.Errorf("README does not say %q, the release adapters/%s/go.newest.mod requires", want, adapter)
+		}
+	}
+}
+
+// Every name the root package exports has a user a newcomer can read: README, a guide under
+// docs/, a program under examples/ or a runnable example (example_*_test.go) names it — a
+// method as ".Name(". A name nobody shows is one a user must find in the Go documentation
+// alone, or one no user needs: fold it or show it.
+func TestEveryExportHasAUser(t *testing.T) {
+	var corpus strings.Builder
+	for _, f := range repositoryFiles(t) {
+		switch {
+		case f == "README.md", strings.HasPrefix(f, "docs/") && path.Ext(f) == ".md" && f != "docs/results.md",
+			strings.HasPrefix(f, "examples/") && path.Ext(f) == ".go",
+			!strings.Contains(f, "/") && strings.HasPrefix(f, "example_") && strings.HasSuffix(f, "_test.go"):
+			corpus.WriteString(rootFile(t, f))
+			corpus.WriteByte('\n')
+		}
+	}
+	text := corpus.String()
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string // "Name" for a top-level name, ".Name(" for a method of an exported type (named as a word)
+	for _, p := range pkgs {
+		for _, f := range p.Files {
+			for _, d := range f.Decls {
+				switch d := d.(type) {
+				case *ast.FuncDecl:
+					if !d.Name.IsExported() {
+						continue
+					}
+					if d.Recv == nil {
+						names = append(names, d.Name.Name)
+						continue
+					}
+					recv := d.Recv.List[0].Type
+					if s, ok := recv.(*ast.StarExpr); ok {
+						recv = s.X
+					}
+					if id, ok := recv.(*ast.Ident); ok && id.IsExported() {
+						names = append(names, "."+d.Name.Name+"(")
+					}
+				case *ast.GenDecl:
+					for _, s := range d.Specs {
+						switch s := s.(type) {
+						case *ast.TypeSpec:
+							if s.Name.IsExported() {
+								names = append(names, s.Name.Name)
+							}
+						case *ast.ValueSpec:
+							for _, n := range s.Names {
+								if n.IsExported() {
+									names = append(names, n.Name)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if len(names) < 50 {
+		t.Fatalf("found %d exported names in the root package: the parse is broken", len(names))
+	}
+	// Methods a standard interface names, which a user reaches through it.
+	through := map[string]string{".RoundTrip(": "http.RoundTripper"}
+	for _, n := range names {
+		if _, ok := through[n]; ok {
+			continue
+		}
+		found := regexp.MustCompile(`\b` + strings.Trim(n, ".(") + `\b`).MatchString(text)
+		if !found {
+			t.Errorf("%s is exported, and neither README, docs/, examples/ nor a runnable example names it", strings.Trim(n, ".("))
 		}
 	}
 }
