@@ -31,7 +31,7 @@ type Guard struct {
 	guardConfig // the options, as NewGuard checked them
 
 	limiter  *Limiter                             // the policies of every request, unless choose picks others
-	observer Observer                             // the store's; nil: none
+	observer *Observer                            // the store's; nil: none
 	choose   func(r Request, key string) *Limiter // WithTiers, WithResolver; nil: limiter
 	pick     func(Request) *Guard                 // a Switch: the guard of each request
 	clock    Clock
@@ -182,11 +182,11 @@ func (g *Guard) check(r Request, o *Outcome) {
 	}
 	if d := o.Decision.Delay; d > 0 {
 		if g.observer != nil {
-			g.observer.Queued(true)
+			g.observer.queued(true)
 		}
 		err := g.clock.Sleep(r.Context(), d)
 		if g.observer != nil {
-			g.observer.Queued(false)
+			g.observer.queued(false)
 		}
 		if err != nil { // the client left before its turn: nothing was served
 			g.abandon(o, r, l, key)

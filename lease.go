@@ -28,9 +28,9 @@ type lease struct {
 // hold starts renewing the slots that d holds for key.
 func (g *Guard) hold(r Request, lim *Limiter, key string, d Decision) *lease {
 	l := &lease{g: g, l: lim, req: r, key: key, d: d, every: lim.shortestLease() / 3}
-	if g.observer != nil {
+	if g.observer.wantsSlotHeld() {
 		l.since = g.clock.Now()
-		g.observer.Leased(true, 0)
+		g.observer.slotHeld(true, 0)
 	}
 	l.mu.Lock()
 	l.timer = time.AfterFunc(l.every, l.renew)
@@ -63,7 +63,7 @@ func (l *lease) stop() Decision {
 	defer l.mu.Unlock()
 	l.stopped = true
 	if !l.since.IsZero() {
-		l.g.observer.Leased(false, l.g.clock.Now().Sub(l.since))
+		l.g.observer.slotHeld(false, l.g.clock.Now().Sub(l.since))
 	}
 	return l.d
 }
@@ -102,8 +102,8 @@ const (
 // intervals slept, whichever ends first, so that it ends on any clock.
 func (g *Guard) waitForSlot(r Request, l *Limiter, key string, cost int64, d *Decision) error {
 	if g.observer != nil {
-		g.observer.Queued(true)
-		defer g.observer.Queued(false)
+		g.observer.queued(true)
+		defer g.observer.queued(false)
 	}
 	start := g.clock.Now()
 	step, slept := slotPollFirst, time.Duration(0)

@@ -19,8 +19,8 @@ import (
 type Limiter struct {
 	store    Store
 	policies []Policy
-	observer Observer       // the store's; nil: none
-	timed    bool           // time the decisions for the observer
+	observer *Observer      // the store's; nil: none
+	timed    bool           // time the decisions: the observer has a Decided hook
 	describe describedStore // the store that describes itself, for the observer; nil: none
 	slots    bool           // a policy is an in-flight limit: an admitted request holds slots
 	header   string         // the RateLimit-Policy header of the policies
@@ -48,7 +48,7 @@ func New(store Store, policies ...Policy) (*Limiter, error) {
 	}
 	l := &Limiter{store: store, policies: make([]Policy, len(policies)), observer: observerOf(store),
 		capacity: math.MaxInt64, shadowCapacity: math.MaxInt64}
-	l.timed = l.observer != nil
+	l.timed = l.observer.wantsDecided()
 	l.describe, _ = capability[describedStore](store)
 	names := make(map[string]bool, len(policies))
 	enforced := false
@@ -247,10 +247,10 @@ func (l *Limiter) check(ctx context.Context, key string, cost int64, charge bool
 	return d, err
 }
 
-// observe reports a decision to the observer, if there is one. raw are its results, from a
-// buffer of the heap: the report allocates nothing.
+// observe reports a decision to the observer's Decided hook, if there is one. raw are its
+// results, from a buffer of the heap: the report allocates nothing.
 func (l *Limiter) observe(start time.Time, d *Decision, raw []PolicyResult) {
-	if l.observer == nil {
+	if !l.timed {
 		return
 	}
 	for i := range raw {
@@ -263,7 +263,7 @@ func (l *Limiter) observe(start time.Time, d *Decision, raw []PolicyResult) {
 	if l.timed {
 		e.Latency = time.Since(start)
 	}
-	l.observer.Decided(e)
+	l.observer.decided(e)
 }
 
 // decide is check, writing to d, which must be the zero Decision, with the time it began when

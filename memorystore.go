@@ -23,7 +23,7 @@ type memoryStore struct {
 	clock    Clock
 	perShard int
 	log      logs
-	observer Observer // nil: none
+	observer *Observer // nil: none
 	full     fullness
 	// of names the store in its log lines: "" for a store of its own, or what it decides for
 	// (the local fallback of a Redis store).

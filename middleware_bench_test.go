@@ -41,7 +41,7 @@ func (p passThrough) Unwrap() ratelimit.Store { return p.Store }
 func BenchmarkMiddleware(b *testing.B) {
 	l := mustNew(b, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1e9, Window: time.Hour})
 	wrapped := mustNew(b, passThrough{ratelimit.NewMemoryStore()}, ratelimit.Policy{Limit: 1e9, Window: time.Hour})
-	observed := mustNew(b, ratelimit.NewMemoryStore(ratelimit.WithObserver(nopObserver{})), ratelimit.Policy{Limit: 1e9, Window: time.Hour})
+	observed := mustNew(b, ratelimit.NewMemoryStore(ratelimit.WithObserver(nopObserver)), ratelimit.Policy{Limit: 1e9, Window: time.Hour})
 	for _, bc := range []struct {
 		name string
 		h    http.Handler
@@ -142,20 +142,20 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 	return sorted[min(len(sorted)-1, int(float64(len(sorted))*q))]
 }
 
-// nopObserver is an Observer that does nothing: what reporting itself costs.
-type nopObserver struct{}
-
-func (nopObserver) Decided(ratelimit.DecisionEvent)          {}
-func (nopObserver) StoreFailed(error)                        {}
-func (nopObserver) BreakerChanged(_, _ observe.BreakerState) {}
-func (nopObserver) Answered(observe.RequestEvent)            {}
-func (nopObserver) MemoryStoreFull(bool)                     {}
-func (nopObserver) KeyFellBack(string)                       {}
-func (nopObserver) RedisEvictionPolicy(string, bool)         {}
-func (nopObserver) Leased(bool, time.Duration)               {}
-func (nopObserver) Queued(bool)                              {}
-func (nopObserver) DenialCacheDeaf(bool)                     {}
-func (nopObserver) StoreDegraded(string, bool)               {}
+// nopObserver is an Observer whose every hook does nothing: what reporting itself costs.
+var nopObserver = &ratelimit.Observer{
+	Decided:             func(ratelimit.DecisionEvent) {},
+	Answered:            func(observe.RequestEvent) {},
+	StoreFailed:         func(error) {},
+	BreakerChanged:      func(_, _ observe.BreakerState) {},
+	MemoryStoreFull:     func(bool) {},
+	KeyFellBack:         func(string) {},
+	RedisEvictionPolicy: func(string, bool) {},
+	DenialCacheDeaf:     func(bool) {},
+	StoreDegraded:       func(string, bool) {},
+	SlotHeld:            func(bool, time.Duration) {},
+	Queued:              func(bool) {},
+}
 
 // BenchmarkOutage measures what a Redis outage adds to a request once the breaker is open:
 // Redis black-holed (connections accepted, never answered), the breaker open, decisions from the

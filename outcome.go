@@ -63,7 +63,7 @@ type Outcome struct {
 	// handler serves on goroutines of its own with its request's context find it too.
 	report   uint32
 	event    observe.RequestEvent
-	observer Observer
+	observer *Observer
 }
 
 // Write writes the outcome to w: its headers, and the whole response when the request does
