@@ -18,20 +18,20 @@ func (w *discardWriter) Header() http.Header         { return w.h }
 func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (w *discardWriter) WriteHeader(int)             {}
 
-// nopObserver is an Observer that does nothing: what reporting itself costs.
-type nopObserver struct{}
-
-func (nopObserver) Decided(ratelimit.DecisionEvent)          {}
-func (nopObserver) StoreFailed(error)                        {}
-func (nopObserver) BreakerChanged(_, _ observe.BreakerState) {}
-func (nopObserver) Answered(observe.RequestEvent)            {}
-func (nopObserver) MemoryStoreFull(bool)                     {}
-func (nopObserver) KeyFellBack(string)                       {}
-func (nopObserver) RedisEvictionPolicy(string, bool)         {}
-func (nopObserver) Leased(bool, time.Duration)               {}
-func (nopObserver) Queued(bool)                              {}
-func (nopObserver) DenialCacheDeaf(bool)                     {}
-func (nopObserver) StoreDegraded(string, bool)               {}
+// nopObserver is an Observer whose every hook does nothing: what reporting itself costs.
+var nopObserver = &ratelimit.Observer{
+	Decided:             func(ratelimit.DecisionEvent) {},
+	Answered:            func(observe.RequestEvent) {},
+	StoreFailed:         func(error) {},
+	BreakerChanged:      func(_, _ observe.BreakerState) {},
+	MemoryStoreFull:     func(bool) {},
+	KeyFellBack:         func(string) {},
+	RedisEvictionPolicy: func(string, bool) {},
+	DenialCacheDeaf:     func(bool) {},
+	StoreDegraded:       func(string, bool) {},
+	SlotHeld:            func(bool, time.Duration) {},
+	Queued:              func(bool) {},
+}
 
 // BenchmarkMiddleware measures the net/http middleware with the memory store and one policy
 // that admits every request: without an observer (off), with this package's Observer (on),
@@ -45,8 +45,8 @@ func BenchmarkMiddleware(b *testing.B) {
 		opts []ratelimit.MemoryOption
 	}{
 		{"off", nil},
-		{"on", []ratelimit.MemoryOption{ratelimit.WithObserver(ratelimitprom.New())}},
-		{"nop", []ratelimit.MemoryOption{ratelimit.WithObserver(nopObserver{})}},
+		{"on", []ratelimit.MemoryOption{ratelimit.WithObserver(ratelimitprom.New().Hooks())}},
+		{"nop", []ratelimit.MemoryOption{ratelimit.WithObserver(nopObserver)}},
 	} {
 		h := ratelimit.Middleware(mustNew(b, ratelimit.NewMemoryStore(bc.opts...), policy))(ok)
 		b.Run(bc.name, func(b *testing.B) {
@@ -66,7 +66,7 @@ func BenchmarkMiddleware(b *testing.B) {
 // the metrics add to a request, less the event the core builds (see nop above).
 func BenchmarkDecided(b *testing.B) {
 	var c capture
-	l := mustNew(b, ratelimit.NewMemoryStore(ratelimit.WithObserver(&c)), ratelimit.Policy{Limit: 1e9, Window: time.Hour})
+	l := mustNew(b, ratelimit.NewMemoryStore(ratelimit.WithObserver(&ratelimit.Observer{Decided: c.Decided})), ratelimit.Policy{Limit: 1e9, Window: time.Hour})
 	if _, err := allow(l, "k"); err != nil {
 		b.Fatal(err)
 	}
@@ -75,6 +75,6 @@ func BenchmarkDecided(b *testing.B) {
 	obs := ratelimitprom.New()
 	b.ReportAllocs()
 	for b.Loop() {
-		obs.Decided(e)
+		obs.Hooks().Decided(e)
 	}
 }
