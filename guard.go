@@ -178,7 +178,7 @@ func (g *Guard) check(r Request, o *Outcome) {
 		o.Pending, o.req, o.key, o.guard, o.limiter = true, r, key, g, l
 	}
 	if o.Decision.holds() {
-		o.lease = g.hold(r, l, key, o.Decision)
+		o.slots = g.hold(r, l, key, o.Decision)
 	}
 	if d := o.Decision.Delay; d > 0 {
 		if g.observer != nil {
@@ -202,9 +202,9 @@ func (g *Guard) check(r Request, o *Outcome) {
 // slots are refunded. (Dropped, the slots were renewed for as long as the process ran.)
 func (g *Guard) abandon(o *Outcome, r Request, l *Limiter, key string) {
 	d := o.Decision
-	if o.lease != nil {
-		d = o.lease.stop()
-		o.lease = nil
+	if o.slots != nil {
+		d = o.slots.stop()
+		o.slots = nil
 	}
 	ctx, cancel := g.deadline(context.WithoutCancel(r.Context()))
 	defer cancel()
@@ -307,7 +307,7 @@ func (g *Guard) keyRequest(r Request) Request {
 // gives back the request's in-flight slots, and with [CountIf] refunds its charge when the
 // status does not count, and tells the observer of a request whose report waited for it (see
 // [Guard.Check]). Call it when the handler has returned — also when it panicked (a deferred
-// call; say 500), so that no slot waits for its lease to end. A second call does nothing.
+// call; say 500), so that no slot waits for its lifetime to end. A second call does nothing.
 func (g *Guard) Done(o *Outcome, status int) {
 	o.tell()
 	if !o.Pending {
@@ -319,9 +319,9 @@ func (g *Guard) Done(o *Outcome, status int) {
 	}
 	o.Pending = false
 	d := o.Decision
-	if o.lease != nil {
-		d = o.lease.stop()
-		o.lease = nil
+	if o.slots != nil {
+		d = o.slots.stop()
+		o.slots = nil
 	}
 	refund := g.countIf != nil && !g.countIf(status)
 	if !refund && !d.holds() {

@@ -164,7 +164,7 @@ func (l *Limiter) Release(ctx context.Context, key string, d Decision) error {
 	return storeError(opRelease, onOverflow(store, &d).Refund(ctx, key, policies, d.cost, d.held))
 }
 
-// renew moves the in-flight slots that d holds for key to now, so that their leases start
+// renew moves the in-flight slots that d holds for key to now, so that their lifetimes start
 // again, and records the new time in d.
 func (l *Limiter) renew(ctx context.Context, key string, d *Decision) error {
 	store, policies := l.slotStore(d)

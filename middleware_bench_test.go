@@ -14,8 +14,8 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/internal/testing/faultproxy"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/metricstest"
 	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
-	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // discardWriter is the cheapest http.ResponseWriter, so a benchmark measures the handler.
@@ -41,7 +41,7 @@ func (p passThrough) Unwrap() ratelimit.Store { return p.Store }
 func BenchmarkMiddleware(b *testing.B) {
 	l := mustNew(b, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1e9, Window: time.Hour})
 	wrapped := mustNew(b, passThrough{ratelimit.NewMemoryStore()}, ratelimit.Policy{Limit: 1e9, Window: time.Hour})
-	observed := mustNew(b, ratelimit.NewMemoryStore(ratelimit.WithObserver(nopObserver)), ratelimit.Policy{Limit: 1e9, Window: time.Hour})
+	observed := mustNew(b, ratelimit.NewMemoryStore(ratelimit.WithObserver(metricstest.NopObserver())), ratelimit.Policy{Limit: 1e9, Window: time.Hour})
 	for _, bc := range []struct {
 		name string
 		h    http.Handler
@@ -140,21 +140,6 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 		return 0
 	}
 	return sorted[min(len(sorted)-1, int(float64(len(sorted))*q))]
-}
-
-// nopObserver is an Observer whose every hook does nothing: what reporting itself costs.
-var nopObserver = &ratelimit.Observer{
-	Decided:             func(ratelimit.DecisionEvent) {},
-	Answered:            func(observe.RequestEvent) {},
-	StoreFailed:         func(error) {},
-	BreakerChanged:      func(_, _ observe.BreakerState) {},
-	MemoryStoreFull:     func(bool) {},
-	KeyFellBack:         func(string) {},
-	RedisEvictionPolicy: func(string, bool) {},
-	DenialCacheDeaf:     func(bool) {},
-	StoreDegraded:       func(string, bool) {},
-	SlotHeld:            func(bool, time.Duration) {},
-	Queued:              func(bool) {},
 }
 
 // BenchmarkOutage measures what a Redis outage adds to a request once the breaker is open:

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit"
-	"github.com/a7d3e0dd/ratelimit/observe"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/metricstest"
 	ratelimitprom "github.com/a7d3e0dd/ratelimit/prometheus"
 )
 
@@ -17,21 +17,6 @@ type discardWriter struct{ h http.Header }
 func (w *discardWriter) Header() http.Header         { return w.h }
 func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (w *discardWriter) WriteHeader(int)             {}
-
-// nopObserver is an Observer whose every hook does nothing: what reporting itself costs.
-var nopObserver = &ratelimit.Observer{
-	Decided:             func(ratelimit.DecisionEvent) {},
-	Answered:            func(observe.RequestEvent) {},
-	StoreFailed:         func(error) {},
-	BreakerChanged:      func(_, _ observe.BreakerState) {},
-	MemoryStoreFull:     func(bool) {},
-	KeyFellBack:         func(string) {},
-	RedisEvictionPolicy: func(string, bool) {},
-	DenialCacheDeaf:     func(bool) {},
-	StoreDegraded:       func(string, bool) {},
-	SlotHeld:            func(bool, time.Duration) {},
-	Queued:              func(bool) {},
-}
 
 // BenchmarkMiddleware measures the net/http middleware with the memory store and one policy
 // that admits every request: without an observer (off), with this package's Observer (on),
@@ -46,7 +31,7 @@ func BenchmarkMiddleware(b *testing.B) {
 	}{
 		{"off", nil},
 		{"on", []ratelimit.MemoryOption{ratelimit.WithObserver(ratelimitprom.New().Hooks())}},
-		{"nop", []ratelimit.MemoryOption{ratelimit.WithObserver(nopObserver)}},
+		{"nop", []ratelimit.MemoryOption{ratelimit.WithObserver(metricstest.NopObserver())}},
 	} {
 		h := ratelimit.Middleware(mustNew(b, ratelimit.NewMemoryStore(bc.opts...), policy))(ok)
 		b.Run(bc.name, func(b *testing.B) {
