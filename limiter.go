@@ -260,9 +260,7 @@ func (l *Limiter) observe(start time.Time, d *Decision, raw []PolicyResult) {
 	if l.describe != nil {
 		e.Store = l.describe.info() // it may change: a store whose server refused Functions calls scripts
 	}
-	if l.timed {
-		e.Latency = time.Since(start)
-	}
+	e.Latency = time.Since(start)
 	l.observer.decided(e)
 }
 
