@@ -18,28 +18,28 @@
 // queued requests, time in queue); an error's kind is
 // error.type; Redis calls are database client calls with the stable db.* attributes.
 //
-//	name                               instrument              unit          attributes
-//	ratelimit.requests                 Int64Counter            {request}     ratelimit.result
-//	ratelimit.policy.decisions         Int64ObservableCounter  {decision}    ratelimit.policy, ratelimit.decision (allowed, denied), ratelimit.source (store, denial_cache, fallback, lease), ratelimit.policy.shadow (bool)
-//	ratelimit.decision.duration        Float64Histogram        s             ratelimit.source
-//	db.client.operation.duration       Float64Histogram        s             db.system.name (redis), db.operation.name (FCALL), db.stored_procedure.name, server.address, server.port
-//	ratelimit.store.errors             Int64Counter            {error}       error.type (unavailable, timeout, busy, oom, readonly, script, other, breaker_open)
-//	ratelimit.breaker.open             Int64UpDownCounter      {breaker}     (none)
-//	ratelimit.breaker.transitions      Int64Counter            {transition}  ratelimit.breaker.state (open, half_open, closed)
-//	ratelimit.denial_cache.deaf        Int64UpDownCounter      {cache}       (none)
-//	ratelimit.store.degraded           Int64UpDownCounter      {store}       ratelimit.store.feature (merged_checks, compact_expiry, denial_cache, functions, quota_leases)
-//	ratelimit.inflight_slot.holders    Int64UpDownCounter      {request}     (none)
-//	ratelimit.inflight_slot.hold.duration  Float64Histogram    s             (none)
-//	ratelimit.active_request_leases    Int64UpDownCounter      {request}     (none; deprecated: use ratelimit.inflight_slot.holders)
-//	ratelimit.request_lease.duration   Float64Histogram        s             (none; deprecated: use ratelimit.inflight_slot.hold.duration)
-//	ratelimit.queued_requests          Int64UpDownCounter      {request}     (none)
-//	ratelimit.request.time_in_queue    Float64Histogram        s             ratelimit.result
-//	ratelimit.memory_store.full        Int64Counter            {identity}    ratelimit.memory_store.action (evicted, overflow)
-//	ratelimit.key.fallbacks            Int64Counter            {request}     ratelimit.key.fallback_reason (no_header, no_user, no_route, no_key, no_proxy_header, resolver_failed)
-//	ratelimit.redis.evictable          Int64ObservableGauge    1             ratelimit.redis.maxmemory_policy
-//	ratelimit.rules.version            Int64ObservableGauge    {version}     ratelimit.rules.version
-//	ratelimit.rules.loads              Int64Counter            {load}        ratelimit.rules.result (applied, rejected)
-//	ratelimit.rules.empty              Int64ObservableGauge    1             (none)
+//	name                                   instrument              unit          attributes
+//	ratelimit.requests                     Int64Counter            {request}     ratelimit.result
+//	ratelimit.policy.decisions             Int64ObservableCounter  {decision}    ratelimit.policy, ratelimit.decision (allowed, denied), ratelimit.source (store, denial_cache, fallback, lease), ratelimit.policy.shadow (bool)
+//	ratelimit.decision.duration            Float64Histogram        s             ratelimit.source
+//	db.client.operation.duration           Float64Histogram        s             db.system.name (redis), db.operation.name (FCALL), db.stored_procedure.name, server.address, server.port
+//	ratelimit.store.errors                 Int64Counter            {error}       error.type (unavailable, timeout, busy, oom, readonly, script, other, breaker_open)
+//	ratelimit.breaker.open                 Int64UpDownCounter      {breaker}     (none)
+//	ratelimit.breaker.transitions          Int64Counter            {transition}  ratelimit.breaker.state (open, half_open, closed)
+//	ratelimit.denial_cache.deaf            Int64UpDownCounter      {cache}       (none)
+//	ratelimit.store.degraded               Int64UpDownCounter      {store}       ratelimit.store.feature (merged_checks, compact_expiry, denial_cache, functions, quota_leases)
+//	ratelimit.inflight_slot.holders        Int64UpDownCounter      {request}     (none)
+//	ratelimit.inflight_slot.hold.duration  Float64Histogram        s             (none)
+//	ratelimit.active_request_leases        Int64UpDownCounter      {request}     (none; deprecated: use ratelimit.inflight_slot.holders)
+//	ratelimit.request_lease.duration       Float64Histogram        s             (none; deprecated: use ratelimit.inflight_slot.hold.duration)
+//	ratelimit.queued_requests              Int64UpDownCounter      {request}     (none)
+//	ratelimit.request.time_in_queue        Float64Histogram        s             ratelimit.result
+//	ratelimit.memory_store.full            Int64Counter            {identity}    ratelimit.memory_store.action (evicted, overflow)
+//	ratelimit.key.fallbacks                Int64Counter            {request}     ratelimit.key.fallback_reason (no_header, no_user, no_route, no_key, no_proxy_header, resolver_failed)
+//	ratelimit.redis.evictable              Int64ObservableGauge    1             ratelimit.redis.maxmemory_policy
+//	ratelimit.rules.version                Int64ObservableGauge    {version}     ratelimit.rules.version
+//	ratelimit.rules.loads                  Int64Counter            {load}        ratelimit.rules.result (applied, rejected)
+//	ratelimit.rules.empty                  Int64ObservableGauge    1             (none)
 //
 // ratelimit.requests counts each request a guard answered once, by the result its client saw
 // (observe.Result: allowed, denied, unlimited, fallback_allowed, fallback_denied,
@@ -59,6 +59,12 @@
 // names beyond the first 256 enforced and the first 256 shadow policies that one Observer
 // sees are recorded as "_other" (with their ratelimit.policy.shadow), a value no policy can be
 // named.
+//
+// ratelimit.inflight_slot.holders is the number of requests holding in-flight slots
+// (algorithms.InFlight) now, and ratelimit.inflight_slot.hold.duration how long each held
+// them, in buckets from 1 ms to 5 minutes. Their names before, ratelimit.active_request_leases
+// and ratelimit.request_lease.duration, are recorded too, with the same values, for one
+// release: they are deprecated, and go in the next.
 //
 // ratelimit.decision.duration is how long the limiter took to decide, the store call
 // included, on every store (the memory store's too). Its instrument advises buckets from
