@@ -42,7 +42,7 @@ func recoversEveryOutage(t *testing.T, proxy *faultproxy.Proxy, client *redis.Cl
 	t.Helper()
 	clock, obs := newFakeClock(), newRecorder()
 	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithClock(clock),
-		ratelimit.WithObserver(obs), ratelimit.WithDenialCache(0))
+		ratelimit.WithObserver(obs.observer()), ratelimit.WithDenialCache(0))
 	made()
 	l := mustNew(t, store, ratelimit.Policy{Limit: 1_000_000, Window: time.Hour})
 	check := func() error {

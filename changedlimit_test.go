@@ -45,7 +45,7 @@ func TestChangedLimitKeepsCount(t *testing.T) {
 	want := map[algorithms.Algorithm]map[string]afterChange{
 		algorithms.FixedWindow{}: {"raised": {14, time.Minute}, "lowered": {0, time.Minute}}, // the window's end
 		algorithms.SlidingLog{}:  {"raised": {14, time.Minute}, "lowered": {0, time.Minute}}, // the 6 units leave the window
-		algorithms.InFlight{}:    {"raised": {14, time.Minute}, "lowered": {0, time.Minute}}, // their leases end
+		algorithms.InFlight{}:    {"raised": {14, time.Minute}, "lowered": {0, time.Minute}}, // their lifetimes end
 		// Raised: next window, where 20×(1−f)+1 ≤ 20 at f = 1/20. Lowered: 6×(1−f)+1 ≤ 5 at f = 1/3.
 		algorithms.SlidingCounter{}: {"raised": {14, 63 * time.Second}, "lowered": {0, 80 * time.Second}},
 		algorithms.GCRA{}:           meter,
@@ -170,7 +170,7 @@ func TestChangedLimitRefunds(t *testing.T) {
 
 // In-flight slots taken under one limit are renewed and released under another: 6 slots of 10
 // are taken at t0 and the limit lowered to 5. One renewed at 30 s through the new limiter
-// outlives the others' leases, and alone holds a slot at 60 s; given back, all 5 are free.
+// outlives the others' lifetimes, and alone holds a slot at 60 s; given back, all 5 are free.
 func TestChangedLimitRenews(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
 		clock.Set(t0)
@@ -186,7 +186,7 @@ func TestChangedLimitRenews(t *testing.T) {
 			t.Fatal(err)
 		}
 		if d := allow(t, after, key, 1); d.Allowed || d.RetryAfter != 30*time.Second {
-			t.Fatalf("6 held of 5: allowed=%v retry=%v, want refused until the oldest 2 leases end in 30s", d.Allowed, d.RetryAfter)
+			t.Fatalf("6 held of 5: allowed=%v retry=%v, want refused until the oldest 2 slots' lifetimes end in 30s", d.Allowed, d.RetryAfter)
 		}
 		clock.Advance(30 * time.Second)
 		if n := freeSlots(t, after, key); n != 4 {

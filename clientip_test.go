@@ -269,7 +269,7 @@ func fromHeader(a netip.Addr, r, xff, realIP *ratelimit.IPResolver, xffValue, re
 func TestProxyWithoutHeader(t *testing.T) {
 	var logged syncBuffer
 	obs := &fallbackCounter{}
-	store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithObserver(obs),
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithObserver(obs.observer()),
 		ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 	l := mustNew(t, store, ratelimit.Policy{Limit: 2, Window: time.Minute})
 	h := ratelimit.Middleware(l, ratelimit.TrustProxies("X-Real-IP", "10.0.0.0/8", "unix"))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
@@ -327,7 +327,7 @@ func TestProxyWithoutHeader(t *testing.T) {
 
 	// KeyByIP in a key function of the guard's reads the same resolver.
 	joined := &fallbackCounter{}
-	l = mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(joined), ratelimit.WithLogger(slog.New(slog.DiscardHandler))), ratelimit.Policy{Limit: 2, Window: time.Minute})
+	l = mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(joined.observer()), ratelimit.WithLogger(slog.New(slog.DiscardHandler))), ratelimit.Policy{Limit: 2, Window: time.Minute})
 	g, err := ratelimit.NewGuard(l, ratelimit.TrustProxies("X-Real-IP", "10.0.0.0/8"), ratelimit.WithKey(ratelimit.KeyJoin(ratelimit.KeyByIP(), ratelimit.KeyByMethod())))
 	if err != nil {
 		t.Fatal(err)

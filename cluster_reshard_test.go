@@ -35,7 +35,7 @@ func TestClusterReshardToFreshMaster(t *testing.T) {
 	t.Cleanup(func() { client.Close() })
 	obs := newRecorder()
 	prefix := redistest.Prefix(t)
-	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithObserver(obs), ratelimit.WithDenialCache(0)), twoKeys...)
+	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithObserver(obs.observer()), ratelimit.WithDenialCache(0)), twoKeys...)
 	ids := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}
 	for _, id := range ids {
 		if _, err := l.Allow(ctx, id); err != nil {

@@ -89,7 +89,7 @@ func TestCompactStateOnAServerBefore7(t *testing.T) {
 	var logged syncBuffer
 	obs := &evictionSeen{}
 	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithCompactState(), ratelimit.WithDenialCache(0),
-		ratelimit.WithObserver(obs), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+		ratelimit.WithObserver(obs.observer()), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 	waitFor(t, "the servers' first read", func() bool { return len(obs.get()) > 0 })
 	l := mustNew(t, store, ratelimit.Policy{Limit: 2, Window: time.Hour})
 	for i, want := range []bool{true, true, false} {
@@ -111,7 +111,7 @@ func TestCompactStateKeepsTATInExpiry(t *testing.T) {
 	var logged syncBuffer
 	obs := &evictionSeen{}
 	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithCompactState(), ratelimit.WithDenialCache(0),
-		ratelimit.WithObserver(obs), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+		ratelimit.WithObserver(obs.observer()), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 	waitFor(t, "the servers' first read", func() bool { return len(obs.get()) > 0 })
 	if strings.Contains(logged.String(), "before Redis 7.0") || len(obs.degradations()) > 0 {
 		t.Errorf("Redis 7 taken for an older server: reported %v, logged:\n%s", obs.degradations(), logged.String())
@@ -264,7 +264,7 @@ func TestCompactStateUnderLRU(t *testing.T) {
 	t.Cleanup(func() { client.Close() })
 	var logged syncBuffer
 	obs := &evictionSeen{}
-	store := ratelimit.NewRedisStore(client, ratelimit.WithCompactState(), ratelimit.WithObserver(obs),
+	store := ratelimit.NewRedisStore(client, ratelimit.WithCompactState(), ratelimit.WithObserver(obs.observer()),
 		ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 	waitFor(t, "the eviction policy", func() bool { return len(obs.get()) > 0 })
 	if !strings.Contains(logged.String(), "compact state under an LRU or LFU maxmemory-policy") {

@@ -245,7 +245,7 @@ func TestDenialCacheHearsAfterSentinelFailover(t *testing.T) {
 		t.Cleanup(func() { _ = c.Close() })
 		obs := newRecorder()
 		// Redis's clock: the breaker the failover opens probes again on real time.
-		s := ratelimit.NewRedisStore(c, ratelimit.WithPrefix(prefix), ratelimit.WithObserver(obs))
+		s := ratelimit.NewRedisStore(c, ratelimit.WithPrefix(prefix), ratelimit.WithObserver(obs.observer()))
 		waitHearing(t, s)
 		return s, obs
 	}
@@ -325,7 +325,7 @@ func TestDenialCacheNoticesAStalledSubscription(t *testing.T) {
 			proxy := faultproxy.Start(t, redistest.Addr(t))
 			client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ReadTimeout: readTimeout})
 			obs := newRecorder()
-			store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithObserver(obs))
+			store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithObserver(obs.observer()))
 			waitHearing(t, store)
 			proxy.BlackHole()
 			waitFor(t, "the cache to take the stalled subscription for broken", func() bool { return !ratelimit.DenialCacheHears(store) })
@@ -365,7 +365,7 @@ func TestDenialCacheSubscriptionRefused(t *testing.T) {
 	obs := newRecorder()
 	client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), Username: user, Password: "pw"})
 	t.Cleanup(func() { client.Close() })
-	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithObserver(obs),
+	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithObserver(obs.observer()),
 		ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 	waitFor(t, "a warning that the cache does not hear", func() bool {
 		return strings.Contains(logged.String(), "does not hear refunds and resets yet") && strings.Contains(logged.String(), "NOPERM")
@@ -387,7 +387,7 @@ func TestDenialCacheSubscriptionRefused(t *testing.T) {
 func TestDenialCacheClosedWhileHearing(t *testing.T) {
 	obs := newRecorder()
 	client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
-	store := ratelimit.NewRedisStore(client, ratelimit.WithObserver(obs), ratelimit.WithPrefix(redistest.Prefix(t)))
+	store := ratelimit.NewRedisStore(client, ratelimit.WithObserver(obs.observer()), ratelimit.WithPrefix(redistest.Prefix(t)))
 	waitHearing(t, store)
 	if err := client.Close(); err != nil {
 		t.Fatal(err)
@@ -404,7 +404,7 @@ func TestDenialCacheClosedWhileHearing(t *testing.T) {
 func TestDenialCacheDeafUntilClosed(t *testing.T) {
 	obs := newRecorder()
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
-	ratelimit.NewRedisStore(client, ratelimit.WithObserver(obs), ratelimit.WithPrefix(redistest.Prefix(t)))
+	ratelimit.NewRedisStore(client, ratelimit.WithObserver(obs.observer()), ratelimit.WithPrefix(redistest.Prefix(t)))
 	waitFor(t, "the store to report its cache deaf", func() bool { return len(obs.deafReports()) > 0 })
 	time.Sleep(150 * time.Millisecond) // a failed subscription or two; no wait is asserted
 	if got := obs.deafReports(); !slices.Equal(got, []bool{true}) {

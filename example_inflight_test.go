@@ -12,8 +12,8 @@ import (
 
 // Protect a slow endpoint with an in-flight limit beside a rate limit: at most 2 exports run at
 // once per client, and 100 per hour. A slot comes back when its handler returns (also when it
-// panics); one held by an instance that died comes back when its lease, the Window, ends. The
-// third concurrent export is refused with 503 and Retry-After: 1.
+// panics); one held by an instance that died comes back when its lifetime, the Window, ends.
+// The third concurrent export is refused with 503 and Retry-After: 1.
 func ExampleInFlightStatus() {
 	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(),
 		ratelimit.Policy{Name: "exports", Limit: 100, Window: time.Hour},

@@ -13,13 +13,15 @@ import (
 	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
-// fullSeen is an Observer that counts MemoryStoreFull's reports, and nothing else.
+// fullSeen counts MemoryStoreFull's reports, and nothing else.
 type fullSeen struct {
-	Observer
 	full atomic.Int64
 }
 
-func (f *fullSeen) MemoryStoreFull(bool) { f.full.Add(1) }
+// observer returns the hooks that count into f: MemoryStoreFull alone.
+func (f *fullSeen) observer() *Observer {
+	return &Observer{MemoryStoreFull: func(bool) { f.full.Add(1) }}
+}
 
 // The fallback's memory store at its bound reports as any memory store does, to the Redis
 // store's observer and logger, naming itself: it had neither (its warning went to
@@ -28,7 +30,7 @@ func TestFallbackFullReported(t *testing.T) {
 	var logged bytes.Buffer
 	obs := &fullSeen{}
 	c := newStoreConfig(false)
-	c.maxKeys, c.res.share, c.res.observer = memoryShards, 1, obs // one identity a shard
+	c.maxKeys, c.res.share, c.res.observer = memoryShards, 1, obs.observer() // one identity a shard
 	c.logger = slog.New(slog.NewTextHandler(&logged, nil))
 	f := newFallback(c)
 	policies := []Policy{{Limit: 10, Window: time.Hour}}

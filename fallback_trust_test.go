@@ -145,7 +145,7 @@ func TestRefundOfALeasedDecision(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { client.Close() })
 	rec := newRecorder()
-	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithObserver(rec)),
+	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithObserver(rec.observer())),
 		ratelimit.Policy{Name: "tenant", Limit: 1000, Window: time.Hour, Algorithm: algorithms.FixedWindow{}, Lease: 50 * time.Millisecond})
 	h := ratelimit.Middleware(l, ratelimit.CountIf(func(status int) bool { return status >= 400 }))(
 		http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})) // every response is 200: none counts
@@ -174,7 +174,7 @@ func TestSlotWaitFailsClosed(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { client.Close() })
 	waiting := &queueSeen{recorder: newRecorder(), entered: make(chan struct{}, 1)}
-	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithFallback(1), ratelimit.WithObserver(waiting))
+	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithFallback(1), ratelimit.WithObserver(waiting.observer()))
 	l := mustNew(t, store, ratelimit.Policy{Name: "running", Limit: 1, Window: time.Minute, Algorithm: algorithms.InFlight{}})
 	if held := allow(t, l, "ip:192.0.2.1", 1); !held.Allowed {
 		t.Fatal("the first request was refused its slot")
@@ -225,6 +225,13 @@ func (q *queueSeen) Queued(entered bool) {
 	}
 }
 
+// observer returns the recorder's hooks, with Queued telling q.entered.
+func (q *queueSeen) observer() *ratelimit.Observer {
+	o := q.recorder.observer()
+	o.Queued = q.Queued
+	return o
+}
+
 // A server that refuses FCALL (an ACL without it) turns the store to scripts for good, which
 // costs Redis about twice the time per check: a warning says so, and the observer is told
 // (functions). It had been silent.
@@ -239,7 +246,7 @@ func TestFunctionsRefusedReported(t *testing.T) {
 	t.Cleanup(func() { client.Close() })
 	obs := &operationsSeen{evictionSeen: &evictionSeen{}}
 	var logged syncBuffer
-	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithObserver(obs), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil)))),
+	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithObserver(obs.observer()), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil)))),
 		ratelimit.Policy{Limit: 3, Window: time.Hour})
 	for i, want := range []bool{true, true, true, false} {
 		if d := allow(t, l, "a", 1); d.Allowed != want {
@@ -271,6 +278,13 @@ func (o *operationsSeen) Decided(e ratelimit.DecisionEvent) {
 	if e.Store != nil {
 		o.ops = append(o.ops, e.Store.Operation)
 	}
+}
+
+// observer returns the hooks of o's evictionSeen, with Decided keeping the operations.
+func (o *operationsSeen) observer() *ratelimit.Observer {
+	h := o.evictionSeen.observer()
+	h.Decided = o.Decided
+	return h
 }
 
 func (o *operationsSeen) operations() []string {

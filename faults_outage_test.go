@@ -26,7 +26,7 @@ func outageStore(t *testing.T, client *redis.Client, obs *recorder) ratelimit.St
 	prefix := redistest.Prefix(t)
 	t.Cleanup(func() { assertAllKeysExpire(t, client, prefix) })
 	return ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix),
-		ratelimit.WithBreaker(3, time.Second), ratelimit.WithFallback(1), ratelimit.WithObserver(obs))
+		ratelimit.WithBreaker(3, time.Second), ratelimit.WithFallback(1), ratelimit.WithObserver(obs.observer()))
 }
 
 // serveAll sends n concurrent requests through h and returns their statuses.
@@ -276,7 +276,7 @@ func failoverUnderTraffic(t *testing.T, client redis.UniversalClient, key string
 	prefix := redistest.Prefix(t)
 	t.Cleanup(func() { assertAllKeysExpire(t, client, prefix) })
 	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix),
-		ratelimit.WithBreaker(3, 200*time.Millisecond), ratelimit.WithFallback(1), ratelimit.WithObserver(obs))
+		ratelimit.WithBreaker(3, 200*time.Millisecond), ratelimit.WithFallback(1), ratelimit.WithObserver(obs.observer()))
 	const limit = 1_000_000
 	l := mustNew(t, store, ratelimit.Policy{Limit: limit, Window: time.Hour, Algorithm: algorithms.FixedWindow{}})
 	check := func() ratelimit.Decision {

@@ -101,7 +101,7 @@ func (s *redisStore) listen(sub subscriber, channel string, layers []forgetter) 
 	started := false // ever subscribed
 	deaf := func(v bool) {
 		if s.observer != nil {
-			s.observer.DenialCacheDeaf(v)
+			s.observer.denialCacheDeaf(v)
 		}
 	}
 	set := func(v bool) {

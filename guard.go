@@ -31,7 +31,7 @@ type Guard struct {
 	guardConfig // the options, as NewGuard checked them
 
 	limiter  *Limiter                             // the policies of every request, unless choose picks others
-	observer Observer                             // the store's; nil: none
+	observer *Observer                            // the store's; nil: none
 	choose   func(r Request, key string) *Limiter // WithTiers, WithResolver; nil: limiter
 	pick     func(Request) *Guard                 // a Switch: the guard of each request
 	clock    Clock
@@ -191,15 +191,15 @@ func (g *Guard) check(r Request, o *Outcome) {
 		o.Pending, o.req, o.key, o.guard, o.limiter = true, r, key, g, l
 	}
 	if o.Decision.holds() {
-		o.lease = g.hold(r, l, key, o.Decision)
+		o.slots = g.hold(r, l, key, o.Decision)
 	}
 	if d := o.Decision.Delay; d > 0 {
 		if g.observer != nil {
-			g.observer.Queued(true)
+			g.observer.queued(true)
 		}
 		err := g.clock.Sleep(r.Context(), d)
 		if g.observer != nil {
-			g.observer.Queued(false)
+			g.observer.queued(false)
 		}
 		if err != nil { // the client left before its turn: nothing was served
 			g.abandon(o, r, l, key)
@@ -215,9 +215,9 @@ func (g *Guard) check(r Request, o *Outcome) {
 // slots are refunded. (Dropped, the slots were renewed for as long as the process ran.)
 func (g *Guard) abandon(o *Outcome, r Request, l *Limiter, key string) {
 	d := o.Decision
-	if o.lease != nil {
-		d = o.lease.stop()
-		o.lease = nil
+	if o.slots != nil {
+		d = o.slots.stop()
+		o.slots = nil
 	}
 	ctx, cancel := g.deadline(context.WithoutCancel(r.Context()))
 	defer cancel()
@@ -320,7 +320,7 @@ func (g *Guard) keyRequest(r Request) Request {
 // gives back the request's in-flight slots, and with [CountIf] refunds its charge when the
 // status does not count, and tells the observer of a request whose report waited for it (see
 // [Guard.Check]). Call it when the handler has returned — also when it panicked (a deferred
-// call; say 500), so that no slot waits for its lease to end. A second call does nothing.
+// call; say 500), so that no slot waits for its lifetime to end. A second call does nothing.
 func (g *Guard) Done(o *Outcome, status int) {
 	o.tell()
 	if !o.Pending {
@@ -332,9 +332,9 @@ func (g *Guard) Done(o *Outcome, status int) {
 	}
 	o.Pending = false
 	d := o.Decision
-	if o.lease != nil {
-		d = o.lease.stop()
-		o.lease = nil
+	if o.slots != nil {
+		d = o.slots.stop()
+		o.slots = nil
 	}
 	refund := g.countIf != nil && !g.countIf(status)
 	if !refund && !d.holds() {

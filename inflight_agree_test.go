@@ -11,7 +11,7 @@ import (
 )
 
 // Memory, Redis and the Cluster agree on random sequences of acquires, releases and renewals
-// of in-flight slots under a rate policy, with time moving across leases: the same decisions,
+// of in-flight slots under a rate policy, with time moving across slot lifetimes: the same decisions,
 // the same free slots after every step.
 func TestInFlightEnginesAgree(t *testing.T) {
 	for seed := uint64(1); seed <= 8; seed++ {

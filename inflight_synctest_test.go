@@ -15,9 +15,10 @@ import (
 	"github.com/a7d3e0dd/ratelimit/algorithms"
 )
 
-// A request that runs longer than its lease keeps its slot: the guard renews it every third of
-// the lease while the handler runs, and releases it when the handler returns. Without the
-// renewals the slot would be free after the lease, and a second request admitted.
+// A request that runs longer than its slot's lifetime keeps its slot: the guard renews it every
+// third of the lifetime while the handler runs, and releases it when the handler returns.
+// Without the renewals the slot would be free after the lifetime, and a second request
+// admitted.
 func TestInFlightRenewedWhileRunning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(bubbleClock{})),

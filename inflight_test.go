@@ -23,7 +23,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
-// inFlight is an in-flight policy of cap slots with a lease of a minute.
+// inFlight is an in-flight policy of cap slots with a lifetime of a minute.
 func inFlight(cap int64) ratelimit.Policy {
 	return ratelimit.Policy{Name: "slots", Limit: cap, Window: time.Minute, Algorithm: algorithms.InFlight{}}
 }
@@ -292,8 +292,8 @@ func TestInFlightResponse(t *testing.T) {
 }
 
 // An instance that dies holding slots (a process killed with SIGKILL) frees them when their
-// lease ends, and not before. The child process is this test binary, in
-// TestInFlightChildHoldsSlots; both run on a fake clock at t0, so the lease ends when this
+// lifetime ends, and not before. The child process is this test binary, in
+// TestInFlightChildHoldsSlots; both run on a fake clock at t0, so the lifetime ends when this
 // test says.
 func TestInFlightKilledInstance(t *testing.T) {
 	addr := redistest.Addr(t)
@@ -327,15 +327,15 @@ func TestInFlightKilledInstance(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	if n := freeSlots(t, l, "victim"); n != 2 {
-		t.Fatalf("%d slots free after the kill, within the lease; want 2", n)
+		t.Fatalf("%d slots free after the kill, within the lifetime; want 2", n)
 	}
 	clock.Advance(time.Minute - time.Microsecond)
 	if n := freeSlots(t, l, "victim"); n != 2 {
-		t.Fatalf("%d slots free 1µs before the lease ends; want 2", n)
+		t.Fatalf("%d slots free 1µs before the lifetime ends; want 2", n)
 	}
 	clock.Advance(time.Microsecond)
 	if n := freeSlots(t, l, "victim"); n != 5 {
-		t.Fatalf("%d slots free when the lease ended; want all 5", n)
+		t.Fatalf("%d slots free when the lifetime ended; want all 5", n)
 	}
 }
 
@@ -440,7 +440,7 @@ func TestFallbackScalesEachListOnce(t *testing.T) {
 
 // A request that a rate policy denies while the in-flight policy has no slot either is a
 // refusal by the rate: 429 (not the InFlightStatus), and the rate's Retry-After (not the "try
-// again in 1 s" of a slot), though the lease of the slot ends later than the rate's wait and
+// again in 1 s" of a slot), though the lifetime of the slot ends later than the rate's wait and
 // so binds the decision. It was answered 503 with Retry-After: 1, a retry the rate refuses
 // again (found by a review).
 func TestInFlightDenialMasksNoRateDenial(t *testing.T) {
@@ -464,7 +464,7 @@ func TestInFlightDenialMasksNoRateDenial(t *testing.T) {
 		clock.Advance(time.Second)
 		refused := g.Check(req)
 		if d := refused.Decision; d.Allowed || d.Policy.Name != "slots" {
-			t.Fatalf("the second request: allowed %v, binding %q; want denied, the slot's lease (59 s) binding", d.Allowed, d.Policy.Name)
+			t.Fatalf("the second request: allowed %v, binding %q; want denied, the slot's lifetime (59 s) binding", d.Allowed, d.Policy.Name)
 		}
 		w := httptest.NewRecorder()
 		refused.Write(w)

@@ -77,7 +77,7 @@ func (f *keyFallbacks) first(i int) bool {
 func (g *Guard) fellBack(r Request, err error) {
 	i, reason := noKeyReason(err)
 	if g.observer != nil {
-		g.observer.KeyFellBack(reason)
+		g.observer.keyFellBack(reason)
 	}
 	if !g.fallbacks.first(i) {
 		return
@@ -103,7 +103,7 @@ var forwardingHeaders = [...]string{"X-Forwarded-For", "Forwarded", "X-Real-Ip",
 // until both are logged).
 func (g *Guard) proxySentNoClient(r Request, proxy netip.Addr, header string) {
 	if g.observer != nil {
-		g.observer.KeyFellBack(keyFallbackReasons[reasonNoProxyHeader])
+		g.observer.keyFellBack(keyFallbackReasons[reasonNoProxyHeader])
 	}
 	const both = 1<<reasonNoProxyHeader | 1<<loggedProxySent
 	if g.fallbacks.logged.Load()&both == both {

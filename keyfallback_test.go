@@ -29,6 +29,13 @@ func (f *fallbackCounter) KeyFellBack(reason string) {
 	f.n[reason]++
 }
 
+// observer returns the hooks that count into f.
+func (f *fallbackCounter) observer() *ratelimit.Observer {
+	o := f.answers.observer()
+	o.KeyFellBack = f.KeyFellBack
+	return o
+}
+
 // KeyByRoute in middleware around a ServeMux: without WithRoutes no route is known, and the
 // fallback to the client IP is logged once and counted every time, with its reason (issue:
 // it fell back silently); with WithRoutes(mux) requests are keyed by their route.
@@ -45,7 +52,7 @@ func TestKeyByRouteAroundMux(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var logged syncBuffer
 			obs := &fallbackCounter{}
-			store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithObserver(obs),
+			store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithObserver(obs.observer()),
 				ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 			l := mustNew(t, store, ratelimit.Policy{Limit: 2, Window: time.Minute})
 			mux := http.NewServeMux()
@@ -81,7 +88,7 @@ func TestKeyByRouteAroundMux(t *testing.T) {
 func TestKeyFallbackNoHeader(t *testing.T) {
 	var logged syncBuffer
 	obs := &fallbackCounter{}
-	store := ratelimit.NewMemoryStore(ratelimit.WithObserver(obs), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+	store := ratelimit.NewMemoryStore(ratelimit.WithObserver(obs.observer()), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 	l := mustNew(t, store, ratelimit.Policy{Limit: 100, Window: time.Minute})
 	h := ratelimit.Middleware(l, ratelimit.WithKey(ratelimit.KeyOr(ratelimit.KeyByHeader("X-API-Key"))))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	for range 3 {

@@ -19,8 +19,8 @@ import (
 type Limiter struct {
 	store    Store
 	policies []Policy
-	observer Observer       // the store's; nil: none
-	timed    bool           // time the decisions for the observer
+	observer *Observer      // the store's; nil: none
+	timed    bool           // time the decisions: the observer has a Decided hook
 	describe describedStore // the store that describes itself, for the observer; nil: none
 	slots    bool           // a policy is an in-flight limit: an admitted request holds slots
 	header   string         // the RateLimit-Policy header of the policies
@@ -48,7 +48,7 @@ func New(store Store, policies ...Policy) (*Limiter, error) {
 	}
 	l := &Limiter{store: store, policies: make([]Policy, len(policies)), observer: observerOf(store),
 		capacity: math.MaxInt64, shadowCapacity: math.MaxInt64}
-	l.timed = l.observer != nil
+	l.timed = l.observer.wantsDecided()
 	l.describe, _ = capability[describedStore](store)
 	names := make(map[string]bool, len(policies))
 	enforced := false
@@ -164,7 +164,7 @@ func (l *Limiter) Release(ctx context.Context, key string, d Decision) error {
 	return storeError(opRelease, onOverflow(store, &d).Refund(ctx, key, policies, d.cost, d.held))
 }
 
-// renew moves the in-flight slots that d holds for key to now, so that their leases start
+// renew moves the in-flight slots that d holds for key to now, so that their lifetimes start
 // again, and records the new time in d.
 func (l *Limiter) renew(ctx context.Context, key string, d *Decision) error {
 	store, policies := l.slotStore(d)
@@ -247,10 +247,10 @@ func (l *Limiter) check(ctx context.Context, key string, cost int64, charge bool
 	return d, err
 }
 
-// observe reports a decision to the observer, if there is one. raw are its results, from a
-// buffer of the heap: the report allocates nothing.
+// observe reports a decision to the observer's Decided hook, if there is one. raw are its
+// results, from a buffer of the heap: the report allocates nothing.
 func (l *Limiter) observe(start time.Time, d *Decision, raw []PolicyResult) {
-	if l.observer == nil {
+	if !l.timed {
 		return
 	}
 	for i := range raw {
@@ -260,10 +260,8 @@ func (l *Limiter) observe(start time.Time, d *Decision, raw []PolicyResult) {
 	if l.describe != nil {
 		e.Store = l.describe.info() // it may change: a store whose server refused Functions calls scripts
 	}
-	if l.timed {
-		e.Latency = time.Since(start)
-	}
-	l.observer.Decided(e)
+	e.Latency = time.Since(start)
+	l.observer.decided(e)
 }
 
 // decide is check, writing to d, which must be the zero Decision, with the time it began when

@@ -401,7 +401,7 @@ func TestRedisRing(t *testing.T) {
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addr, "b": addr}})
 	t.Cleanup(func() { ring.Close() })
 	obs := &evictionSeen{}
-	l := mustNew(t, redisStore(t, ring, ratelimit.WithObserver(obs)), ratelimit.Policy{Limit: 2, Window: time.Minute}, ratelimit.Policy{Limit: 5, Window: time.Hour, Algorithm: algorithms.SlidingLog{}})
+	l := mustNew(t, redisStore(t, ring, ratelimit.WithObserver(obs.observer())), ratelimit.Policy{Limit: 2, Window: time.Minute}, ratelimit.Policy{Limit: 5, Window: time.Hour, Algorithm: algorithms.SlidingLog{}})
 	for i, want := range []bool{true, true, false} {
 		if d := allow(t, l, "ring", 1); d.Allowed != want {
 			t.Fatalf("request %d: allowed=%v, want %v", i, d.Allowed, want)

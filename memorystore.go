@@ -23,7 +23,7 @@ type memoryStore struct {
 	clock    Clock
 	perShard int
 	log      logs
-	observer Observer // nil: none
+	observer *Observer // nil: none
 	full     fullness
 	// of names the store in its log lines: "" for a store of its own, or what it decides for
 	// (the local fallback of a Redis store).
@@ -423,7 +423,7 @@ func (s *memoryStore) refund(ctx context.Context, key string, id []byte, policie
 }
 
 // Renew declares that the store holds in-flight slots (see [Store]): it moves the slots that
-// Check charged at time at to now, so that their leases start again.
+// Check charged at time at to now, so that their lifetimes start again.
 func (s *memoryStore) Renew(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) (time.Time, error) {
 	var buf [160]byte
 	return s.renew(ctx, key, appendIdentity(buf[:0], key), false, policies, cost, at)

@@ -12,7 +12,7 @@ import (
 func TestEvictDropsExpiredStateUncounted(t *testing.T) {
 	for _, withLive := range []bool{false, true} {
 		obs := &fullSeen{}
-		store, _ := capability[*memoryStore](NewMemoryStore(WithMaxKeys(2*memoryShards), WithObserver(obs)))
+		store, _ := capability[*memoryStore](NewMemoryStore(WithMaxKeys(2*memoryShards), WithObserver(obs.observer())))
 		p, err := Policy{Limit: 10, Window: time.Second}.compile()
 		if err != nil {
 			t.Fatal(err)

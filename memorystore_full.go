@@ -76,7 +76,7 @@ func (s *memoryStore) evict(sh *memoryShard, keep []checked, now int64) bool {
 	sh.remove(victim, sh.entries[victim])
 	s.full.evicted.Add(1)
 	if s.observer != nil {
-		s.observer.MemoryStoreFull(false)
+		s.observer.memoryStoreFull(false)
 	}
 	return true
 }
@@ -127,7 +127,7 @@ func (s *memoryStore) roomFor(sh *memoryShard, need int, keep []checked, now int
 func (s *memoryStore) overflow(sh *memoryShard, policies []Policy, cost int64, now int64, out []PolicyResult) {
 	s.full.overflowed.Add(1)
 	if s.observer != nil {
-		s.observer.MemoryStoreFull(true)
+		s.observer.memoryStoreFull(true)
 	}
 	sh.onOverflow(policies, cost, true, now, out)
 }

@@ -29,6 +29,13 @@ func (f *fullCounter) MemoryStoreFull(overflow bool) {
 	}
 }
 
+// observer returns the hooks that count into f.
+func (f *fullCounter) observer() *ratelimit.Observer {
+	o := f.answers.observer()
+	o.MemoryStoreFull = f.MemoryStoreFull
+	return o
+}
+
 // A flood of a million fresh identities at the bound neither resets an exhausted identity nor
 // locks out a newcomer; an identity that used more than half its limit keeps its count; the
 // store says once that it is full, and counts what it forgot.
@@ -37,7 +44,7 @@ func TestMemoryStoreFlood(t *testing.T) {
 	var logged syncBuffer
 	obs := &fullCounter{}
 	store := ratelimit.NewMemoryStore(ratelimit.WithClock(clock), ratelimit.WithMaxKeys(1000),
-		ratelimit.WithObserver(obs), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+		ratelimit.WithObserver(obs.observer()), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 	l := mustNew(t, store, ratelimit.Policy{Limit: 5, Window: time.Hour})
 	for range 6 {
 		allow(t, l, "victim", 1)
@@ -106,7 +113,7 @@ func TestMemoryStoreEvictionOverAdmission(t *testing.T) {
 func TestMemoryStoreOverflow(t *testing.T) {
 	clock := newFakeClock()
 	obs := &fullCounter{}
-	store := ratelimit.NewMemoryStore(ratelimit.WithClock(clock), ratelimit.WithMaxKeys(64), ratelimit.WithObserver(obs))
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(clock), ratelimit.WithMaxKeys(64), ratelimit.WithObserver(obs.observer()))
 	l := mustNew(t, store, ratelimit.Policy{Limit: 2, Window: time.Hour})
 	// Exhaust identities until a shard is full of them.
 	var held []string
@@ -152,7 +159,7 @@ func TestMemoryStoreOverflow(t *testing.T) {
 func TestMemoryStorePeekAtTheBound(t *testing.T) {
 	clock := newFakeClock()
 	obs := &fullCounter{}
-	store := ratelimit.NewMemoryStore(ratelimit.WithClock(clock), ratelimit.WithMaxKeys(64), ratelimit.WithObserver(obs))
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(clock), ratelimit.WithMaxKeys(64), ratelimit.WithObserver(obs.observer()))
 	l := mustNew(t, store, ratelimit.Policy{Limit: 2, Window: time.Hour})
 	for i := range 5000 { // every shard (one identity each) full of exhausted identities
 		for range 2 {
@@ -194,7 +201,7 @@ func TestMemoryStorePeekAtTheBound(t *testing.T) {
 func TestMemoryStoreFullDeniesByOwnState(t *testing.T) {
 	clock := newFakeClock()
 	obs := &fullCounter{}
-	store := ratelimit.NewMemoryStore(ratelimit.WithClock(clock), ratelimit.WithMaxKeys(128), ratelimit.WithObserver(obs))
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(clock), ratelimit.WithMaxKeys(128), ratelimit.WithObserver(obs.observer()))
 	hourly := ratelimit.Policy{Name: "hourly", Limit: 2, Window: time.Hour}
 	perSecond := ratelimit.Policy{Name: "per-second", Limit: 100, Window: time.Second}
 	before := mustNew(t, store, hourly)
@@ -234,7 +241,7 @@ func TestMemoryStoreFullDeniesByOwnState(t *testing.T) {
 // (found by a review).
 func TestMemoryStoreOverflowIsKept(t *testing.T) {
 	obs := &fullCounter{}
-	store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithMaxKeys(64), ratelimit.WithObserver(obs))
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithMaxKeys(64), ratelimit.WithObserver(obs.observer()))
 	api := mustNew(t, store, ratelimit.Policy{Name: "api", Limit: 2, Window: time.Hour})
 	for i := range 2000 { // every shard full of identities that used their limit
 		allow(t, api, "heavy-"+strconv.Itoa(i), 2)
@@ -266,7 +273,7 @@ func TestMemoryStoreOverflowGivesBack(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			obs := &fullCounter{}
-			store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithMaxKeys(64), ratelimit.WithObserver(obs))
+			store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithMaxKeys(64), ratelimit.WithObserver(obs.observer()))
 			l := mustNew(t, store, policy)
 			// Identities that used half their limit, kept, until a shard is full of them.
 			for i := 0; obs.overflows == 0; i++ {
@@ -310,7 +317,7 @@ func TestMemoryStoreOverflowGivesBack(t *testing.T) {
 // identity's own state, which the store does not hold.
 func TestMemoryStoreOverflowGivesBackBesideATooCostlyShadow(t *testing.T) {
 	obs := &fullCounter{}
-	store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithMaxKeys(64), ratelimit.WithObserver(obs))
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithMaxKeys(64), ratelimit.WithObserver(obs.observer()))
 	l := mustNew(t, store,
 		ratelimit.Policy{Name: "trial", Limit: 1, Window: time.Hour, Shadow: true},
 		ratelimit.Policy{Name: "rate", Limit: 4, Window: time.Hour})

@@ -59,7 +59,7 @@ func TestMiddlewareAllocations(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var so []ratelimit.MemoryOption
 			if c.observed {
-				so = append(so, ratelimit.WithObserver(&answers{}))
+				so = append(so, ratelimit.WithObserver((&answers{}).observer()))
 			}
 			l := mustNew(t, ratelimit.NewMemoryStore(so...), c.policies...)
 			opts := append([]ratelimit.Option{ratelimit.WithErrorHandler(func(_ ratelimit.Request, err error) { t.Error(err) })}, c.opts...)

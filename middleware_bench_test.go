@@ -14,8 +14,8 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/internal/testing/faultproxy"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/metricstest"
 	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
-	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
 // discardWriter is the cheapest http.ResponseWriter, so a benchmark measures the handler.
@@ -41,7 +41,7 @@ func (p passThrough) Unwrap() ratelimit.Store { return p.Store }
 func BenchmarkMiddleware(b *testing.B) {
 	l := mustNew(b, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1e9, Window: time.Hour})
 	wrapped := mustNew(b, passThrough{ratelimit.NewMemoryStore()}, ratelimit.Policy{Limit: 1e9, Window: time.Hour})
-	observed := mustNew(b, ratelimit.NewMemoryStore(ratelimit.WithObserver(nopObserver{})), ratelimit.Policy{Limit: 1e9, Window: time.Hour})
+	observed := mustNew(b, ratelimit.NewMemoryStore(ratelimit.WithObserver(metricstest.NopObserver())), ratelimit.Policy{Limit: 1e9, Window: time.Hour})
 	for _, bc := range []struct {
 		name string
 		h    http.Handler
@@ -141,21 +141,6 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 	}
 	return sorted[min(len(sorted)-1, int(float64(len(sorted))*q))]
 }
-
-// nopObserver is an Observer that does nothing: what reporting itself costs.
-type nopObserver struct{}
-
-func (nopObserver) Decided(ratelimit.DecisionEvent)          {}
-func (nopObserver) StoreFailed(error)                        {}
-func (nopObserver) BreakerChanged(_, _ observe.BreakerState) {}
-func (nopObserver) Answered(observe.RequestEvent)            {}
-func (nopObserver) MemoryStoreFull(bool)                     {}
-func (nopObserver) KeyFellBack(string)                       {}
-func (nopObserver) RedisEvictionPolicy(string, bool)         {}
-func (nopObserver) Leased(bool, time.Duration)               {}
-func (nopObserver) Queued(bool)                              {}
-func (nopObserver) DenialCacheDeaf(bool)                     {}
-func (nopObserver) StoreDegraded(string, bool)               {}
 
 // BenchmarkOutage measures what a Redis outage adds to a request once the breaker is open:
 // Redis black-holed (connections accepted, never answered), the breaker open, decisions from the

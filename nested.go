@@ -1,7 +1,6 @@
 package ratelimit
 
 import (
-	"reflect"
 	"sync/atomic"
 
 	"github.com/a7d3e0dd/ratelimit/observe"
@@ -41,7 +40,7 @@ type outerOutcome interface {
 func (g *Guard) answer(r Request, o *Outcome, e observe.RequestEvent) {
 	c, carries := r.(outerOutcome)
 	if !carries {
-		g.observer.Answered(e)
+		g.observer.answered(e)
 		return
 	}
 	outer := c.OuterOutcome()
@@ -52,7 +51,7 @@ func (g *Guard) answer(r Request, o *Outcome, e observe.RequestEvent) {
 		e = mergeEvents(outer.event, e)
 	}
 	if !o.Proceed {
-		g.observer.Answered(e)
+		g.observer.answered(e)
 		return
 	}
 	o.report, o.event, o.observer = 1, e, g.observer // o is not shared yet
@@ -62,7 +61,7 @@ func (g *Guard) answer(r Request, o *Outcome, e observe.RequestEvent) {
 // report over.
 func (o *Outcome) tell() {
 	if o.takeReport() {
-		o.observer.Answered(o.event)
+		o.observer.answered(o.event)
 	}
 }
 
@@ -106,7 +105,6 @@ func rank(r observe.Result) int {
 
 // sameObserver reports whether a and b are one observer: outcomes are merged only for one
 // (guards over stores with observers of their own each count the request).
-func sameObserver(a, b Observer) bool {
-	t := reflect.TypeOf(a)
-	return t != nil && t == reflect.TypeOf(b) && t.Comparable() && a == b
+func sameObserver(a, b *Observer) bool {
+	return a != nil && a == b
 }

@@ -28,7 +28,7 @@ type resilience struct {
 	breakerCooldown time.Duration
 	denials         int     // denial cache entries; 0: none
 	share           float64 // fallback share; 0: none
-	observer        Observer
+	observer        *Observer
 }
 
 // WithBreaker sets the Redis store's circuit breaker. It opens after failures consecutive
@@ -147,8 +147,9 @@ func WithFallback(share float64) RedisOption {
 }
 
 // WithObserver reports every decision, store failure and breaker change of the store's
-// limiters and guards to o, e.g. a Prometheus or OpenTelemetry recorder.
-func WithObserver(o Observer) StoreOption {
+// limiters and guards to the hooks o sets, e.g. those of a Prometheus or OpenTelemetry
+// recorder (their Hooks method). The store keeps o: its fields must not change afterwards.
+func WithObserver(o *Observer) StoreOption {
 	return storeOption(func(sc *storeConfig) {
 		if !sc.once("WithObserver") {
 			return

@@ -126,7 +126,7 @@ func TestStoreOptionGivenTwiceRefused(t *testing.T) {
 	both := map[string][2]ratelimit.StoreOption{
 		"WithPrefix":   {ratelimit.WithPrefix("a:"), ratelimit.WithPrefix("b:")},
 		"WithClock":    {ratelimit.WithClock(clock), ratelimit.WithClock(clock)},
-		"WithObserver": {ratelimit.WithObserver(observer), ratelimit.WithObserver(observer)},
+		"WithObserver": {ratelimit.WithObserver(observer.observer()), ratelimit.WithObserver(observer.observer())},
 		"WithLogger":   {ratelimit.WithLogger(logger), ratelimit.WithLogger(logger)},
 	}
 	for name, o := range both {

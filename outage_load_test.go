@@ -25,6 +25,13 @@ type transitions struct {
 
 func (c *transitions) BreakerChanged(_, to observe.BreakerState) { c.to[to].Add(1) }
 
+// observer returns the hooks that count into c.
+func (c *transitions) observer() *ratelimit.Observer {
+	o := c.answers.observer()
+	o.BreakerChanged = c.BreakerChanged
+	return o
+}
+
 // During a Redis outage under load, only the requests already waiting on Redis when it began,
 // and the breaker's probes (one at a time), wait for their deadline; every other request is
 // decided at once. The log says open (cause unavailable), half-open, closed. Redis is killed
@@ -37,7 +44,7 @@ func TestOutageUnderLoad(t *testing.T) {
 	t.Cleanup(func() { client.Close() })
 	var logged syncBuffer
 	obs := &transitions{}
-	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithObserver(obs),
+	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithObserver(obs.observer()),
 		ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 	l := mustNew(t, store, ratelimit.Policy{Limit: 1_000_000_000, Window: time.Second})
 	const timeout = time.Second

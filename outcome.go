@@ -54,16 +54,16 @@ type Outcome struct {
 	// What Guard.Done needs to refund the charge or release the slots.
 	req     Request
 	key     string
-	guard   *Guard   // the guard that decided
-	limiter *Limiter // whose policies decided
-	lease   *lease   // renews the slots the request holds; nil: none
+	guard   *Guard    // the guard that decided
+	limiter *Limiter  // whose policies decided
+	slots   *slotHold // renews the slots the request holds; nil: none
 
 	// The report of a request that proceeded, left for the next guard or Done (see nested.go).
 	// report is 1 while it waits, and is taken with an atomic swap: the guards of requests a
 	// handler serves on goroutines of its own with its request's context find it too.
 	report   uint32
 	event    observe.RequestEvent
-	observer Observer
+	observer *Observer
 }
 
 // Write writes the outcome to w: its headers, and the whole response when the request does

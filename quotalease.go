@@ -52,7 +52,7 @@ type leasingStore struct {
 	// end: under churn it would flap with every sweep). refused is when that was.
 	full     bool
 	refused  time.Time
-	observer Observer // nil: none
+	observer *Observer // nil: none
 
 	// The store's closing (see redisclose.go): closed refuses every call from Close on;
 	// closeBelow closes the layers below; bg runs the refunds of leases.
@@ -508,7 +508,7 @@ func (s *leasingStore) filled(full bool) {
 		s.log.get().Info("ratelimit: the quota leases have room again for new identities (none turned away for a minute)")
 	}
 	if s.observer != nil {
-		s.observer.StoreDegraded(degradedQuotaLeases, full)
+		s.observer.storeDegraded(degradedQuotaLeases, full)
 	}
 }
 

@@ -314,7 +314,7 @@ func TestLeasesFullReported(t *testing.T) {
 	obs := &evictionSeen{}
 	var logged syncBuffer
 	store := ratelimit.NewRedisStore(redistest.Standalone(t), ratelimit.WithClock(clock), ratelimit.WithPrefix(redistest.Prefix(t)),
-		ratelimit.WithObserver(obs), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+		ratelimit.WithObserver(obs.observer()), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 	l := mustNew(t, store, ratelimit.Policy{Limit: 10, Window: time.Hour, Algorithm: algorithms.FixedWindow{}, Lease: time.Second})
 	for i := range 4096 + 2 {
 		allow(t, l, "user:"+strconv.Itoa(i), 1)

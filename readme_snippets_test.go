@@ -90,7 +90,7 @@ func readmeUserNetHTTP(limiter *ratelimit.Limiter, mux http.Handler, authenticat
 // no_user).
 func TestReadmeUserNetHTTP(t *testing.T) {
 	obs := &fallbackCounter{}
-	store := ratelimit.NewMemoryStore(ratelimit.WithClock(fakeclock.New(fakeclock.T0)), ratelimit.WithObserver(obs))
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(fakeclock.New(fakeclock.T0)), ratelimit.WithObserver(obs.observer()))
 	limiter := mustNew(t, store, ratelimit.Policy{Limit: 2, Window: time.Hour})
 	authenticate := func(r *http.Request) (string, bool) {
 		return strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -191,7 +191,7 @@ func readmeResolver(db policyDB) ratelimit.Option {
 // never refused for it), goes to the error handler and is counted, resolver_failed.
 func TestReadmeResolver(t *testing.T) {
 	obs := &fallbackCounter{}
-	store := ratelimit.NewMemoryStore(ratelimit.WithClock(fakeclock.New(fakeclock.T0)), ratelimit.WithObserver(obs))
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(fakeclock.New(fakeclock.T0)), ratelimit.WithObserver(obs.observer()))
 	limiter := mustNew(t, store, ratelimit.Policy{Name: "default", Limit: 1, Window: time.Hour})
 	db := policyDB{"hdr:x-api-key:gold": {{Name: "gold", Limit: 3, Window: time.Hour}}}
 	var reported []error

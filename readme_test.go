@@ -203,7 +203,7 @@ func TestReadmePolicies(t *testing.T) {
 
 // readmeResilience is the guide's Redis store with its four options, as written, over the client
 // and observer it names.
-func readmeResilience(rdb redis.UniversalClient, metrics ratelimit.Observer) ratelimit.Store {
+func readmeResilience(rdb redis.UniversalClient, metrics *ratelimit.Observer) ratelimit.Store {
 	store := ratelimit.NewRedisStore(rdb,
 		ratelimit.WithBreaker(5, 100*time.Millisecond), // the default: open after 5 failures in a row (at once if Redis refuses connections), probe at most 100 ms apart
 		ratelimit.WithFallback(1.0/10),                 // meanwhile decide locally: 10 instances, a tenth of each limit
@@ -219,7 +219,7 @@ func TestReadmeResilience(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true, DialTimeout: time.Second})
 	t.Cleanup(func() { client.Close() })
 	obs := newRecorder()
-	store := readmeResilience(client, obs)
+	store := readmeResilience(client, obs.observer())
 	waitHearing(t, store)
 	l := mustNew(t, store, ratelimit.Policy{Limit: 1, Window: time.Hour})
 	key := redistest.Prefix(t) + "k" // the store has the guide's default prefix: a key of the test's own

@@ -183,7 +183,7 @@ func TestMergeRefusedByAClusterModeServer(t *testing.T) {
 	t.Cleanup(func() { client.Close() })
 	var logged syncBuffer
 	obs := &evictionSeen{}
-	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithDenialCache(0), ratelimit.WithObserver(obs), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil)))),
+	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithDenialCache(0), ratelimit.WithObserver(obs.observer()), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil)))),
 		ratelimit.Policy{Limit: 1, Window: time.Hour})
 	allow(t, l, "warm-up", 1) // loads the library
 	var wg sync.WaitGroup

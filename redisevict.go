@@ -117,7 +117,7 @@ func (s *redisStore) readEviction() {
 		if err != nil {
 			policy = ""
 		}
-		o.RedisEvictionPolicy(policy, evicts)
+		o.redisEvictionPolicy(policy, evicts)
 	}
 }
 

@@ -46,6 +46,13 @@ func (e *evictionSeen) RedisEvictionPolicy(policy string, evicts bool) {
 	e.seen = append(e.seen, policy)
 }
 
+// observer returns the hooks that record into e.
+func (e *evictionSeen) observer() *ratelimit.Observer {
+	o := e.answers.observer()
+	o.StoreDegraded, o.RedisEvictionPolicy = e.StoreDegraded, e.RedisEvictionPolicy
+	return o
+}
+
 func (e *evictionSeen) get() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -92,7 +99,7 @@ func TestRedisEvictionPolicy(t *testing.T) {
 			var logged syncBuffer
 			obs := &evictionSeen{}
 			clock := newFakeClock()
-			store := ratelimit.NewRedisStore(client, ratelimit.WithObserver(obs), ratelimit.WithClock(clock),
+			store := ratelimit.NewRedisStore(client, ratelimit.WithObserver(obs.observer()), ratelimit.WithClock(clock),
 				ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 			waitFor(t, "the eviction policy", func() bool { return len(obs.get()) > 0 })
 			if got := obs.get(); len(got) != 1 || got[0] != tc.want {

@@ -56,7 +56,7 @@ type redisStore struct {
 	log     logs
 	dials   *dialWatch // nil: the client takes no hooks
 	// observer is the store's, for what only the store knows (its servers' eviction policy).
-	observer Observer
+	observer *Observer
 	eviction evictionCheck
 	// desc describes the store's calls: FCALL of the function, or EVALSHA once the server
 	// refused Functions.

@@ -57,13 +57,11 @@ func (r *recorder) BreakerChanged(_, to observe.BreakerState) {
 	r.breaker = append(r.breaker, to)
 }
 
-func (r *recorder) Answered(observe.RequestEvent)    {}
-func (r *recorder) MemoryStoreFull(bool)             {}
-func (r *recorder) KeyFellBack(string)               {}
-func (r *recorder) RedisEvictionPolicy(string, bool) {}
-func (r *recorder) Leased(bool, time.Duration)       {}
-func (r *recorder) Queued(bool)                      {}
-func (r *recorder) StoreDegraded(string, bool)       {}
+// observer returns the hooks that record into r.
+func (r *recorder) observer() *ratelimit.Observer {
+	return &ratelimit.Observer{Decided: r.Decided, StoreFailed: r.StoreFailed, BreakerChanged: r.BreakerChanged,
+		DenialCacheDeaf: r.DenialCacheDeaf}
+}
 
 func (r *recorder) DenialCacheDeaf(deaf bool) {
 	r.mu.Lock()
@@ -102,11 +100,11 @@ func newFaultyRedis(t *testing.T, opts ...ratelimit.RedisOption) *faultyRedis {
 }
 
 // newFaultyRedisTo is newFaultyRedis whose store tells o, when not nil, instead of f.obs.
-func newFaultyRedisTo(t *testing.T, o ratelimit.Observer, opts ...ratelimit.RedisOption) *faultyRedis {
+func newFaultyRedisTo(t *testing.T, o *ratelimit.Observer, opts ...ratelimit.RedisOption) *faultyRedis {
 	t.Helper()
 	f := &faultyRedis{proxy: faultproxy.Start(t, redistest.Addr(t)), clock: newFakeClock(), obs: newRecorder()}
 	if o == nil {
-		o = f.obs
+		o = f.obs.observer()
 	}
 	client := redis.NewClient(&redis.Options{Addr: f.proxy.Addr(), ContextTimeoutEnabled: true, DialTimeout: time.Second})
 	t.Cleanup(func() { client.Close() })
@@ -382,7 +380,7 @@ func TestBreakerProbeCanceledByItsClient(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: f.proxy.Addr(), DialTimeout: time.Second})
 	t.Cleanup(func() { client.Close() })
 	f.store = ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithClock(f.clock),
-		ratelimit.WithObserver(f.obs), ratelimit.WithBreaker(1, time.Second), ratelimit.WithDenialCache(0))
+		ratelimit.WithObserver(f.obs.observer()), ratelimit.WithBreaker(1, time.Second), ratelimit.WithDenialCache(0))
 	l := mustNew(t, f.store, ratelimit.Policy{Limit: 100, Window: time.Hour})
 	if _, err := l.Peek(ctx, "warm"); err != nil {
 		t.Fatal(err)
@@ -578,7 +576,7 @@ func TestDenialCacheByCost(t *testing.T) {
 // fail do not compile with the memory store: see TestOptionMisuseDoesNotCompile.)
 func TestMemoryStoreObserved(t *testing.T) {
 	obs := newRecorder()
-	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs)), ratelimit.Policy{Limit: 1, Window: time.Hour})
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs.observer())), ratelimit.Policy{Limit: 1, Window: time.Hour})
 	allow(t, l, "k", 1)
 	allow(t, l, "k", 1)
 	if s, _, _ := obs.snapshot(); s[observe.SourceStore] != 2 || obs.allowed != 1 {

@@ -19,7 +19,7 @@ type resilientStore struct {
 	denials  *denialCache // nil: none
 	breaker  *breaker     // nil: none
 	fallback *fallback    // nil: none
-	observer Observer     // nil: none
+	observer *Observer    // nil: none
 	// cause is the store failure on which the fallback decided last, as the guards over the
 	// store report it (see fellBackOn); nil before any.
 	cause atomic.Pointer[opError]
@@ -43,7 +43,7 @@ func resilient(s Store, c *storeConfig) Store {
 	if r.breakerFailures > 0 {
 		rs.breaker = &breaker{failures: r.breakerFailures, cooldown: r.breakerCooldown, clock: rs.clock, log: logs{c.logger}}
 		if r.observer != nil {
-			rs.breaker.changed = r.observer.BreakerChanged
+			rs.breaker.changed = r.observer.BreakerChanged // nil: not told
 		}
 	}
 	if r.share > 0 {
@@ -56,7 +56,7 @@ func resilient(s Store, c *storeConfig) Store {
 func (s *resilientStore) Unwrap() Store { return s.next }
 
 // Observer declares the store's observer (see [Observer]).
-func (s *resilientStore) Observer() Observer { return s.observer }
+func (s *resilientStore) Observer() *Observer { return s.observer }
 
 // Check implements [Store]: the denial cache answers what it can; the store is called unless
 // its breaker is open; a failure is reported and, with a fallback, decided locally.
@@ -244,7 +244,7 @@ func (s *resilientStore) report(ctx context.Context, err error) bool {
 		return false
 	}
 	if s.observer != nil {
-		s.observer.StoreFailed(storeError(opCheck, err))
+		s.observer.storeFailed(storeError(opCheck, err))
 	}
 	return true
 }

@@ -113,7 +113,7 @@ func (c *resolverCache) limiter(r Request, key string) *Limiter {
 // failed reports a request left on the guard's own policies by a failed resolution.
 func (c *resolverCache) failed() {
 	if c.g.observer != nil {
-		c.g.observer.KeyFellBack(keyFallbackReasons[reasonResolverFailed])
+		c.g.observer.keyFellBack(keyFallbackReasons[reasonResolverFailed])
 	}
 }
 

@@ -368,6 +368,13 @@ type resolverFailures struct {
 
 func (r *resolverFailures) StoreFailed(error) { r.storeFailed.Add(1) }
 
+// observer returns the hooks that count into r.
+func (r *resolverFailures) observer() *ratelimit.Observer {
+	o := r.fallbackCounter.observer()
+	o.StoreFailed = r.StoreFailed
+	return o
+}
+
 // A Resolver that fails leaves the request to the limiter's own policies, which decide it,
 // on a fail-open guard and a fail-closed one alike: the log says so, not that the store failed
 // and the request went through unlimited or was refused (issue: it said so), and each request
@@ -384,7 +391,7 @@ func TestResolverFailureReported(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var logged syncBuffer
 			obs := &resolverFailures{}
-			store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithObserver(obs),
+			store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithObserver(obs.observer()),
 				ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 			l := mustNew(t, store, fixed(1, time.Minute, "default"))
 			resolve := func(ratelimit.Request, string) ([]ratelimit.Policy, error) { return nil, errors.New("database down") }
@@ -423,7 +430,7 @@ func TestResolverFailureCountsWaiters(t *testing.T) {
 		return nil, errors.New("database down")
 	}
 	obs := &resolverFailures{}
-	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithObserver(obs)), fixed(100, time.Minute, "default"))
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithObserver(obs.observer())), fixed(100, time.Minute, "default"))
 	g, err := ratelimit.NewGuard(l, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.WithResolver(ratelimit.Resolver{Resolve: resolve}),
 		ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}))
 	if err != nil {

@@ -19,16 +19,11 @@ type answers struct {
 	n  map[observe.Result]int
 }
 
-func (a *answers) Decided(ratelimit.DecisionEvent)          {}
-func (a *answers) StoreFailed(error)                        {}
-func (a *answers) BreakerChanged(_, _ observe.BreakerState) {}
-func (a *answers) MemoryStoreFull(bool)                     {}
-func (a *answers) KeyFellBack(string)                       {}
-func (a *answers) RedisEvictionPolicy(string, bool)         {}
-func (a *answers) Leased(bool, time.Duration)               {}
-func (a *answers) Queued(bool)                              {}
-func (a *answers) DenialCacheDeaf(bool)                     {}
-func (a *answers) StoreDegraded(string, bool)               {}
+// observer returns the hooks that count into a: Answered alone.
+func (a *answers) observer() *ratelimit.Observer {
+	return &ratelimit.Observer{Answered: a.Answered}
+}
+
 func (a *answers) Answered(e observe.RequestEvent) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -84,7 +79,7 @@ func TestResults(t *testing.T) {
 	}
 
 	t.Run("memory", func(t *testing.T) {
-		store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithObserver(obs))
+		store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithObserver(obs.observer()))
 		l := mustNew(t, store, ratelimit.Policy{Limit: 1, Window: time.Hour})
 		h := byPath(map[string]func(http.Handler) http.Handler{
 			"/limited": ratelimit.Middleware(l),
@@ -102,8 +97,8 @@ func TestResults(t *testing.T) {
 	})
 
 	t.Run("outage", func(t *testing.T) {
-		f := newFaultyRedisTo(t, obs, ratelimit.WithBreaker(0, 0))
-		fb := newFaultyRedisTo(t, obs, ratelimit.WithBreaker(0, 0), ratelimit.WithFallback(1))
+		f := newFaultyRedisTo(t, obs.observer(), ratelimit.WithBreaker(0, 0))
+		fb := newFaultyRedisTo(t, obs.observer(), ratelimit.WithBreaker(0, 0), ratelimit.WithFallback(1))
 		policy := ratelimit.Policy{Limit: 1, Window: time.Hour}
 		l, lf := mustNew(t, f.store, policy), mustNew(t, fb.store, policy)
 		quiet := ratelimit.WithErrorHandler(func(ratelimit.Request, error) {})
@@ -126,7 +121,7 @@ func TestResults(t *testing.T) {
 	})
 
 	t.Run("canceled", func(t *testing.T) {
-		f := newFaultyRedisTo(t, obs)
+		f := newFaultyRedisTo(t, obs.observer())
 		h := ratelimit.Middleware(mustNew(t, f.store, ratelimit.Policy{Limit: 1, Window: time.Hour}))(ok)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -179,8 +174,9 @@ func TestResultsOfTwoGuardsOnOneRequest(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := &answers{}
+			hooks := obs.observer() // one observer, of both stores
 			clock := newFakeClock()
-			store := ratelimit.NewMemoryStore(ratelimit.WithObserver(obs), ratelimit.WithClock(clock))
+			store := ratelimit.NewMemoryStore(ratelimit.WithObserver(hooks), ratelimit.WithClock(clock))
 			var h http.Handler = http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 				if tc.panics {
 					panic(http.ErrAbortHandler)
@@ -190,7 +186,7 @@ func TestResultsOfTwoGuardsOnOneRequest(t *testing.T) {
 				g := tc.guards[i]
 				s := store
 				if g.broken {
-					s = observedDownStore{obs}
+					s = observedDownStore{hooks}
 				}
 				h = ratelimit.Middleware(mustNew(t, s, ratelimit.Policy{Limit: 10, Window: time.Second}), g.opts...)(h)
 			}
@@ -237,11 +233,12 @@ func TestHeadersOfTwoGuards(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := &answers{}
-			store := ratelimit.NewMemoryStore(ratelimit.WithObserver(obs), ratelimit.WithClock(newFakeClock()))
+			hooks := obs.observer() // one observer, of both stores
+			store := ratelimit.NewMemoryStore(ratelimit.WithObserver(hooks), ratelimit.WithClock(newFakeClock()))
 			guard := func(down bool, limit int64, next http.Handler, opts ...ratelimit.Option) http.Handler {
 				s := ratelimit.Store(store)
 				if down {
-					s = observedDownStore{obs}
+					s = observedDownStore{hooks}
 				}
 				return ratelimit.Middleware(mustNew(t, s, ratelimit.Policy{Limit: limit, Window: time.Second}), append(opts, quiet)...)(next)
 			}
@@ -266,7 +263,7 @@ func TestHeadersOfTwoGuards(t *testing.T) {
 func TestResultsOfRequestsServedOnOtherGoroutines(t *testing.T) {
 	const n = 4
 	obs := &answers{}
-	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs), ratelimit.WithClock(newFakeClock())),
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs.observer()), ratelimit.WithClock(newFakeClock())),
 		ratelimit.Policy{Limit: 100, Window: time.Minute})
 	part := ratelimit.Middleware(l)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	var wg sync.WaitGroup
@@ -292,8 +289,8 @@ func TestResultsOfRequestsServedOnOtherGoroutines(t *testing.T) {
 func TestResultsOfTwoGuardsWithTwoObservers(t *testing.T) {
 	outer, inner := &answers{}, &answers{}
 	clock := newFakeClock()
-	lo := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(outer), ratelimit.WithClock(clock)), ratelimit.Policy{Limit: 10, Window: time.Second})
-	li := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(inner), ratelimit.WithClock(clock)), ratelimit.Policy{Limit: 1, Window: time.Minute})
+	lo := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(outer.observer()), ratelimit.WithClock(clock)), ratelimit.Policy{Limit: 10, Window: time.Second})
+	li := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(inner.observer()), ratelimit.WithClock(clock)), ratelimit.Policy{Limit: 1, Window: time.Minute})
 	h := ratelimit.Middleware(lo)(ratelimit.Middleware(li)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
 	for range 2 {
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
@@ -317,7 +314,7 @@ func sameCounts(a, b map[observe.Result]int) bool {
 }
 
 // observedDownStore fails every call, and has an observer.
-type observedDownStore struct{ obs ratelimit.Observer }
+type observedDownStore struct{ obs *ratelimit.Observer }
 
 func (observedDownStore) Check(context.Context, string, []ratelimit.Policy, int64, bool, []ratelimit.PolicyResult) (time.Time, error) {
 	return time.Time{}, errors.New("connection refused")
@@ -328,4 +325,4 @@ func (observedDownStore) Refund(context.Context, string, []ratelimit.Policy, int
 func (observedDownStore) Reset(context.Context, string, []ratelimit.Policy) error {
 	return errors.New("connection refused")
 }
-func (s observedDownStore) Observer() ratelimit.Observer { return s.obs }
+func (s observedDownStore) Observer() *ratelimit.Observer { return s.obs }

@@ -32,7 +32,7 @@ import (
 //	                // fast path by declaring Unwrap alone
 //	Renew(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) (time.Time, error)
 //	                // the store holds in-flight slots ([algorithms.InFlight]): Renew moves the
-//	                // slots Check charged at time at to now, so that their leases start again,
+//	                // slots Check charged at time at to now, so that their lifetimes start again,
 //	                // and returns the time it did. New refuses an in-flight policy on a store
 //	                // without it. Check charges a slot and Refund gives it back
 type Store interface {

@@ -27,7 +27,8 @@ import (
 //
 // Under an in-flight policy ([algorithms.InFlight]) a request holds its slots while it is in
 // flight: until the caller closes its response's body (as it must anyway), or at once when
-// the round trip fails. Nothing renews them: choose a lease longer than a request takes.
+// the round trip fails. Nothing renews them: choose a Window (a slot's lifetime) longer than
+// a request takes.
 type Transport struct {
 	// Limiter decides each request. Required.
 	Limiter *Limiter

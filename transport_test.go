@@ -163,7 +163,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 
 // Under an in-flight policy a request holds its slot while it is in flight: until its
 // response's body is closed, or until the round trip fails. The slots were never given back,
-// so a limit of 1 request at a time allowed 1 per lease (found by a review).
+// so a limit of 1 request at a time allowed 1 per slot lifetime (found by a review).
 func TestTransportReleasesSlots(t *testing.T) {
 	clock := &sleepingClock{now: t0}
 	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)),

@@ -12,7 +12,7 @@
 //	LeakyBucket{}              holds Burst, drains at Limit per Window (policing)
 //	LeakyBucket{Shaping: true} admits into a queue and delays each request to its slot
 //	GCRA{}                     generic cell rate algorithm: Burst at once, then Limit per Window
-//	InFlight{}                 at most Limit requests running at once; Window is the lease
+//	InFlight{}                 at most Limit requests running at once; Window is a slot's lifetime
 //
 // Each runs the same way in memory and in Redis: one Go state transition (the memory store) and
 // its Lua transcription (the Redis store), held to the same results by one conformance table.

@@ -8,17 +8,17 @@ import (
 
 // InFlight bounds how many requests run at once rather than how often they arrive: at most
 // Limit units of cost in flight per key (a request of cost 1 holds one slot), across every
-// instance sharing the store. Window is the lease: a slot is held until its request ends and
-// gives it back, or at the latest until Window after it was taken or last renewed, so a slot
-// held by an instance that died comes back by itself. The [ratelimit.Guard] gives a slot back
+// instance sharing the store. Window is a slot's lifetime: a slot is held until its request
+// ends and gives it back, or at the latest until Window after it was taken or last renewed, so
+// a slot held by an instance that died comes back by itself. The [ratelimit.Guard] gives a slot back
 // when the handler returns (also when it panics or its client goes away) and renews it while
-// the handler runs, every third of the lease; a caller of Limiter.Allow gives it back with
+// the handler runs, every third of the lifetime; a caller of Limiter.Allow gives it back with
 // Limiter.Release. Burst is not used, and Limit is at most 1,000.
 //
 // State: the slots' times, oldest first, as the sliding log keeps them: a slot taken at t is
 // held while now < t+Window. Releasing takes back a slot taken at that time; renewing moves
 // it to now. Remaining is the free slots; RetryAfter is the time until enough slots are sure
-// to be free (their leases end; most come back much sooner).
+// to be free (their lifetimes end; most come back much sooner).
 //
 // A policy whose Limit changes (same Name and Window) keeps the slots held. Over a lowered
 // limit it refuses every request until enough slots come back; the requests that hold them

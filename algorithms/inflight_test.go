@@ -6,11 +6,11 @@ import (
 	"github.com/a7d3e0dd/ratelimit/internal/algo"
 )
 
-// An in-flight limit holds its slots until they are given back, or for a lease (the Window)
+// An in-flight limit holds its slots until they are given back, or for a lifetime (the Window)
 // after they were taken or last renewed.
-func TestInFlightLeases(t *testing.T) {
+func TestInFlightSlotLifetimes(t *testing.T) {
 	m := algo.Of(InFlight{}).(algo.Renewer)
-	p := algo.NewParams(2, 1_000_000, 0) // 2 slots, a lease of 1 s
+	p := algo.NewParams(2, 1_000_000, 0) // 2 slots, a lifetime of 1 s
 	free := func(s algo.State, now int64) int64 {
 		r, _ := check(m, p, cloneState(s), now, 0)
 		return r.Remaining
@@ -26,7 +26,7 @@ func TestInFlightLeases(t *testing.T) {
 	}
 	s := take(take(algo.State{}, t0), t0+10)
 	if r, _ := check(m, p, cloneState(s), t0+20, 1); r.Allowed || r.RetryAfter != 1_000_000-20 {
-		t.Fatalf("a third request with both slots taken: %+v; want refused until the first lease ends", r)
+		t.Fatalf("a third request with both slots taken: %+v; want refused until the first slot's lifetime ends", r)
 	}
 
 	// Given back: free at once.
@@ -35,22 +35,22 @@ func TestInFlightLeases(t *testing.T) {
 		t.Errorf("after one release: %d free; want 1", n)
 	}
 
-	// Renewed at +0.9 s: the slot taken at 0 outlives its first lease, the other does not.
+	// Renewed at +0.9 s: the slot taken at 0 outlives its first lifetime, the other does not.
 	renewed, ttl := renew(m, p, cloneState(s), t0+900_000, 1, t0)
 	if ttl != 1_000_000 {
-		t.Errorf("renewed slot matters for %dµs; want the lease, 1000000", ttl)
+		t.Errorf("renewed slot matters for %dµs; want the lifetime, 1000000", ttl)
 	}
 	if n := free(renewed, t0+1_000_010); n != 1 {
-		t.Errorf("past the second slot's lease: %d free; want 1 (the renewed one is held)", n)
+		t.Errorf("past the second slot's lifetime: %d free; want 1 (the renewed one is held)", n)
 	}
 	if n := free(renewed, t0+1_900_000); n != 2 {
-		t.Errorf("past the renewed lease: %d free; want 2", n)
+		t.Errorf("past the renewed lifetime: %d free; want 2", n)
 	}
 
-	// A slot renewed after its lease ended is taken again: its request still runs.
+	// A slot renewed after its lifetime ended is taken again: its request still runs.
 	late, _ := renew(m, p, cloneState(s), t0+5_000_000, 1, t0)
 	if n := free(late, t0+5_000_000); n != 1 {
-		t.Errorf("a slot renewed after its lease: %d free; want 1", n)
+		t.Errorf("a slot renewed after its lifetime: %d free; want 1", n)
 	}
 	// Renewing takes a slot even when the others hold them all: it was held already.
 	full := take(take(algo.State{}, t0+5_000_000), t0+5_000_001)

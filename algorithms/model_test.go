@@ -196,7 +196,7 @@ func refillTime(m algo.Model, p algo.Params, k int64) int64 {
 		return p.Window // at the latest: the next window
 	case "sc":
 		return 2 * p.Window
-	case "sl", "if": // the in-flight limit is the sliding log, its window the lease
+	case "sl", "if": // the in-flight limit is the sliding log, its window a slot's lifetime
 		return p.Window
 	default: // the TAT models: k intervals, rounded up to whole µs
 		return (k*p.Num + p.Den - 1) / p.Den

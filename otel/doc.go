@@ -2,41 +2,44 @@
 // OpenTelemetry metrics. It depends only on the OpenTelemetry metric API: the application
 // chooses the SDK and the exporter.
 //
-// An [Observer] is a [ratelimit.Observer]. Make it from a MeterProvider, and give it to every
-// store whose limiters and guards it should record:
+// Make an [Observer] from a MeterProvider, and give its hooks ([Observer.Hooks], a
+// [ratelimit.Observer]) to every store whose limiters and guards it should record:
 //
 //	metrics, err := ratelimitotel.New(otel.GetMeterProvider())
 //	if err != nil { ... }
-//	store := ratelimit.NewRedisStore(rdb, ratelimit.WithObserver(metrics))
+//	store := ratelimit.NewRedisStore(rdb, ratelimit.WithObserver(metrics.Hooks()))
 //
 // # Instruments
 //
 // The meter is named "github.com/a7d3e0dd/ratelimit/otel". The names follow the OpenTelemetry
 // semantic conventions: instruments and attributes of the library are namespaced "ratelimit.",
 // shaped after ASP.NET Core's aspnetcore.rate_limiting.* instruments (requests by result,
-// active leases, lease duration, queued requests, time in queue); an error's kind is
+// active leases and lease duration, which are in-flight slot holders and hold duration here,
+// queued requests, time in queue); an error's kind is
 // error.type; Redis calls are database client calls with the stable db.* attributes.
 //
-//	name                               instrument              unit          attributes
-//	ratelimit.requests                 Int64Counter            {request}     ratelimit.result
-//	ratelimit.policy.decisions         Int64ObservableCounter  {decision}    ratelimit.policy, ratelimit.decision (allowed, denied), ratelimit.source (store, denial_cache, fallback, lease), ratelimit.policy.shadow (bool)
-//	ratelimit.decision.duration        Float64Histogram        s             ratelimit.source
-//	db.client.operation.duration       Float64Histogram        s             db.system.name (redis), db.operation.name (FCALL), db.stored_procedure.name, server.address, server.port
-//	ratelimit.store.errors             Int64Counter            {error}       error.type (unavailable, timeout, busy, oom, readonly, script, other, breaker_open)
-//	ratelimit.breaker.open             Int64UpDownCounter      {breaker}     (none)
-//	ratelimit.breaker.transitions      Int64Counter            {transition}  ratelimit.breaker.state (open, half_open, closed)
-//	ratelimit.denial_cache.deaf        Int64UpDownCounter      {cache}       (none)
-//	ratelimit.store.degraded           Int64UpDownCounter      {store}       ratelimit.store.feature (merged_checks, compact_expiry, denial_cache, functions, quota_leases)
-//	ratelimit.active_request_leases    Int64UpDownCounter      {request}     (none)
-//	ratelimit.request_lease.duration   Float64Histogram        s             (none)
-//	ratelimit.queued_requests          Int64UpDownCounter      {request}     (none)
-//	ratelimit.request.time_in_queue    Float64Histogram        s             ratelimit.result
-//	ratelimit.memory_store.full        Int64Counter            {identity}    ratelimit.memory_store.action (evicted, overflow)
-//	ratelimit.key.fallbacks            Int64Counter            {request}     ratelimit.key.fallback_reason (no_header, no_user, no_route, no_key, no_proxy_header, resolver_failed)
-//	ratelimit.redis.evictable          Int64ObservableGauge    1             ratelimit.redis.maxmemory_policy
-//	ratelimit.rules.version            Int64ObservableGauge    {version}     ratelimit.rules.version
-//	ratelimit.rules.loads              Int64Counter            {load}        ratelimit.rules.result (applied, rejected)
-//	ratelimit.rules.empty              Int64ObservableGauge    1             (none)
+//	name                                   instrument              unit          attributes
+//	ratelimit.requests                     Int64Counter            {request}     ratelimit.result
+//	ratelimit.policy.decisions             Int64ObservableCounter  {decision}    ratelimit.policy, ratelimit.decision (allowed, denied), ratelimit.source (store, denial_cache, fallback, lease), ratelimit.policy.shadow (bool)
+//	ratelimit.decision.duration            Float64Histogram        s             ratelimit.source
+//	db.client.operation.duration           Float64Histogram        s             db.system.name (redis), db.operation.name (FCALL), db.stored_procedure.name, server.address, server.port
+//	ratelimit.store.errors                 Int64Counter            {error}       error.type (unavailable, timeout, busy, oom, readonly, script, other, breaker_open)
+//	ratelimit.breaker.open                 Int64UpDownCounter      {breaker}     (none)
+//	ratelimit.breaker.transitions          Int64Counter            {transition}  ratelimit.breaker.state (open, half_open, closed)
+//	ratelimit.denial_cache.deaf            Int64UpDownCounter      {cache}       (none)
+//	ratelimit.store.degraded               Int64UpDownCounter      {store}       ratelimit.store.feature (merged_checks, compact_expiry, denial_cache, functions, quota_leases)
+//	ratelimit.inflight_slot.holders        Int64UpDownCounter      {request}     (none)
+//	ratelimit.inflight_slot.hold.duration  Float64Histogram        s             (none)
+//	ratelimit.active_request_leases        Int64UpDownCounter      {request}     (none; deprecated: use ratelimit.inflight_slot.holders)
+//	ratelimit.request_lease.duration       Float64Histogram        s             (none; deprecated: use ratelimit.inflight_slot.hold.duration)
+//	ratelimit.queued_requests              Int64UpDownCounter      {request}     (none)
+//	ratelimit.request.time_in_queue        Float64Histogram        s             ratelimit.result
+//	ratelimit.memory_store.full            Int64Counter            {identity}    ratelimit.memory_store.action (evicted, overflow)
+//	ratelimit.key.fallbacks                Int64Counter            {request}     ratelimit.key.fallback_reason (no_header, no_user, no_route, no_key, no_proxy_header, resolver_failed)
+//	ratelimit.redis.evictable              Int64ObservableGauge    1             ratelimit.redis.maxmemory_policy
+//	ratelimit.rules.version                Int64ObservableGauge    {version}     ratelimit.rules.version
+//	ratelimit.rules.loads                  Int64Counter            {load}        ratelimit.rules.result (applied, rejected)
+//	ratelimit.rules.empty                  Int64ObservableGauge    1             (none)
 //
 // ratelimit.requests counts each request a guard answered once, by the result its client saw
 // (observe.Result: allowed, denied, unlimited, fallback_allowed, fallback_denied,
@@ -56,6 +59,12 @@
 // names beyond the first 256 enforced and the first 256 shadow policies that one Observer
 // sees are recorded as "_other" (with their ratelimit.policy.shadow), a value no policy can be
 // named.
+//
+// ratelimit.inflight_slot.holders is the number of requests holding in-flight slots
+// (algorithms.InFlight) now, and ratelimit.inflight_slot.hold.duration how long each held
+// them, in buckets from 1 ms to 5 minutes. Their names before, ratelimit.active_request_leases
+// and ratelimit.request_lease.duration, are recorded too, with the same values, for one
+// release: they are deprecated, and go in the next.
 //
 // ratelimit.decision.duration is how long the limiter took to decide, the store call
 // included, on every store (the memory store's too). Its instrument advises buckets from
@@ -122,8 +131,10 @@
 //	ratelimit.denial_cache.deaf                      ratelimit_denial_caches_deaf
 //	ratelimit.store.degraded {ratelimit.store.feature}
 //	                                                 ratelimit_stores_degraded {feature}
-//	ratelimit.active_request_leases                  ratelimit_active_request_leases
-//	ratelimit.request_lease.duration                 ratelimit_request_lease_duration_seconds
+//	ratelimit.inflight_slot.holders                  ratelimit_inflight_slot_holders
+//	ratelimit.inflight_slot.hold.duration            ratelimit_inflight_slot_hold_duration_seconds
+//	ratelimit.active_request_leases (deprecated)     ratelimit_active_request_leases (deprecated)
+//	ratelimit.request_lease.duration (deprecated)    ratelimit_request_lease_duration_seconds (deprecated)
 //	ratelimit.queued_requests                        ratelimit_queued_requests
 //	ratelimit.request.time_in_queue {ratelimit.result}
 //	                                                 ratelimit_request_time_in_queue_seconds {result}
@@ -142,13 +153,13 @@
 //
 // # Cost
 //
-// ratelimit.policy.decisions is an asynchronous counter: Decided adds to an atomic count of the
+// ratelimit.policy.decisions is an asynchronous counter: the Decided hook adds to an atomic count of the
 // policy, source and outcome, and the SDK reads the counts when it collects. Each policy
 // reports its eight series (four sources, two outcomes) from its first decision on, at zero
 // until counted. The counts and attribute sets of a policy are made when it is first seen, and
 // looked up in a map that is only read on the request path.
 //
 // Decided then records one histogram value, with context.Background(): a decision carries no
-// request context, so no exemplar links it to a trace. That recording is most of what Decided
-// costs, and it is the SDK's; the SDK of this module's tests allocates nothing for it.
+// request context, so no exemplar links it to a trace. That recording is most of what the
+// hook costs, and it is the SDK's; the SDK of this module's tests allocates nothing for it.
 package ratelimitotel

@@ -23,7 +23,7 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	store := ratelimit.NewMemoryStore(ratelimit.WithObserver(metrics)) // or NewRedisStore
+	store := ratelimit.NewMemoryStore(ratelimit.WithObserver(metrics.Hooks())) // or NewRedisStore
 	limiter, err := ratelimit.New(store, ratelimit.Policy{Name: "login", Limit: 2, Window: time.Minute})
 	if err != nil {
 		log.Fatal(err)

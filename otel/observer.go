@@ -23,8 +23,8 @@ const ScopeName = "github.com/a7d3e0dd/ratelimit/otel"
 func DefaultBuckets() []float64 { return observe.Buckets() }
 
 // Observer records decisions, store errors and breaker changes as OpenTelemetry metrics (see
-// the package documentation for the instruments). It is a [ratelimit.Observer], to give to
-// stores with [ratelimit.WithObserver]. It is also the Reporter of the rules module's Engine
+// the package documentation for the instruments). Its [Observer.Hooks] are the
+// [ratelimit.Observer] to give to stores with [ratelimit.WithObserver]. It is also the Reporter of the rules module's Engine
 // (RulesApplied, RulesRejected, RulesEmpty), to give to it with rules.WithReporter; this module does not
 // depend on the rules module. It is safe for concurrent use; one Observer may serve many
 // stores and engines.
@@ -40,8 +40,10 @@ type Observer struct {
 	memoryFull   metric.Int64Counter
 	keyFallback  metric.Int64Counter
 	evictable    metric.Int64ObservableGauge
-	leases       metric.Int64UpDownCounter
-	leaseTime    metric.Float64Histogram
+	holders      metric.Int64UpDownCounter // requests holding in-flight slots
+	holdTime     metric.Float64Histogram   // how long each held them
+	oldHolders   metric.Int64UpDownCounter // the deprecated ratelimit.active_request_leases, equal to holders
+	oldHoldTime  metric.Float64Histogram   // the deprecated ratelimit.request_lease.duration, equal to holdTime
 	queued       metric.Int64UpDownCounter
 	queueTime    metric.Float64Histogram
 	dbDuration   metric.Float64Histogram
@@ -69,6 +71,7 @@ type Observer struct {
 	overflow          []metric.AddOption
 	applied           []metric.AddOption
 	rejected          []metric.AddOption
+	hooks             *ratelimit.Observer // built once: one pointer, so the guards of every store given it are one observer
 }
 
 // policyCounts are one policy's decisions, by source and then denied (0) or allowed (1), and
@@ -79,8 +82,6 @@ type policyCounts struct {
 	opts [][2][]metric.ObserveOption
 }
 
-var _ ratelimit.Observer = (*Observer)(nil)
-
 // New returns an Observer whose instruments come from a meter of mp, named [ScopeName]. The
 // callback that reports ratelimit.decisions stays registered as long as mp lives: make one
 // Observer per MeterProvider, and give it to every store.
@@ -89,7 +90,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	o := &Observer{}
 	o.policies.New = func(policy string) *policyCounts { return newCounts(policy, false) } // before the callback is registered
 	o.shadows.New = func(policy string) *policyCounts { return newCounts(policy, true) }
-	var errs [19]error
+	var errs [21]error
 	o.decisions, errs[0] = m.Int64ObservableCounter("ratelimit.policy.decisions", metric.WithUnit("{decision}"),
 		metric.WithDescription("Verdicts of each rate-limit policy, by outcome, by what decided (store, denial_cache, fallback, lease), and whether the policy is a shadow (its denials refused no client)."),
 		metric.WithInt64Callback(o.observe))
@@ -116,16 +117,21 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	o.evictable, errs[10] = m.Int64ObservableGauge("ratelimit.redis.evictable", metric.WithUnit("1"),
 		metric.WithDescription("1 when the Redis servers of a store may evict the limiter's keys (maxmemory-policy is not noeviction), handing their identities fresh quotas; 0 when they may not."),
 		metric.WithInt64Callback(o.observeEviction))
-	o.leases, errs[11] = m.Int64UpDownCounter("ratelimit.active_request_leases", metric.WithUnit("{request}"),
+	o.holders, errs[11] = m.Int64UpDownCounter("ratelimit.inflight_slot.holders", metric.WithUnit("{request}"),
 		metric.WithDescription("Requests holding in-flight slots (algorithms.InFlight) now."))
-	o.leaseTime, errs[12] = m.Float64Histogram("ratelimit.request_lease.duration", metric.WithUnit("s"),
+	o.holdTime, errs[12] = m.Float64Histogram("ratelimit.inflight_slot.hold.duration", metric.WithUnit("s"),
 		metric.WithDescription("How long requests held their in-flight slots."),
-		metric.WithExplicitBucketBoundaries(leaseBuckets...))
+		metric.WithExplicitBucketBoundaries(holdBuckets...))
+	o.oldHolders, errs[19] = m.Int64UpDownCounter("ratelimit.active_request_leases", metric.WithUnit("{request}"),
+		metric.WithDescription("Deprecated: use ratelimit.inflight_slot.holders (the same figure; this name goes in the next release). Requests holding in-flight slots now."))
+	o.oldHoldTime, errs[20] = m.Float64Histogram("ratelimit.request_lease.duration", metric.WithUnit("s"),
+		metric.WithDescription("Deprecated: use ratelimit.inflight_slot.hold.duration (the same figure; this name goes in the next release). How long requests held their in-flight slots."),
+		metric.WithExplicitBucketBoundaries(holdBuckets...))
 	o.queued, errs[13] = m.Int64UpDownCounter("ratelimit.queued_requests", metric.WithUnit("{request}"),
 		metric.WithDescription("Requests waiting now: for an in-flight slot (WaitForSlot), or for their slot under a shaping policy."))
 	o.queueTime, errs[14] = m.Float64Histogram("ratelimit.request.time_in_queue", metric.WithUnit("s"),
 		metric.WithDescription("How long requests waited before they proceeded or were refused, by result; only requests that waited."),
-		metric.WithExplicitBucketBoundaries(leaseBuckets...))
+		metric.WithExplicitBucketBoundaries(holdBuckets...))
 	o.dbDuration, errs[15] = m.Float64Histogram("db.client.operation.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of the rate limiter's Redis calls (a check of every policy is one FCALL)."),
 		metric.WithExplicitBucketBoundaries(observe.Buckets()...))
@@ -175,8 +181,17 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	// Both series exist from the start, at 0, so that the first rejection is an increase.
 	o.rulesLoads.Add(context.Background(), 0, o.applied...)
 	o.rulesLoads.Add(context.Background(), 0, o.rejected...)
+	o.hooks = &ratelimit.Observer{Decided: o.decided, Answered: o.answered, StoreFailed: o.storeFailed,
+		BreakerChanged: o.breakerChanged, MemoryStoreFull: o.memoryStoreFull, KeyFellBack: o.keyFellBack,
+		RedisEvictionPolicy: o.redisEvictionPolicy, DenialCacheDeaf: o.denialCacheDeaf,
+		StoreDegraded: o.storeDegraded, SlotHeld: o.slotHeld, Queued: o.queuedHook}
 	return o, nil
 }
+
+// Hooks returns the hooks that record into o, every one set, to give to stores:
+// ratelimit.WithObserver(o.Hooks()). It is the same pointer at each call: guards over stores
+// given it are one observer, which counts a request they all check once.
+func (o *Observer) Hooks() *ratelimit.Observer { return o.hooks }
 
 // observe reports the decisions counted so far: the callback of ratelimit.decisions.
 func (o *Observer) observe(_ context.Context, obs metric.Int64Observer) error {
@@ -199,9 +214,9 @@ func addOptions(kvs ...attribute.KeyValue) []metric.AddOption {
 	return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(kvs...))}
 }
 
-// Decided implements [ratelimit.Observer]: it records the decision's latency and counts each
+// decided is the Decided hook: it records the decision's latency and counts each
 // policy's verdict.
-func (o *Observer) Decided(e ratelimit.DecisionEvent) {
+func (o *Observer) decided(e ratelimit.DecisionEvent) {
 	ctx := context.Background() // a decision has no request context
 	s := int(e.Source)
 	if s >= len(o.latency) { // a source this module does not know counts as the store's
@@ -227,8 +242,8 @@ func (o *Observer) Decided(e ratelimit.DecisionEvent) {
 	}
 }
 
-// StoreFailed implements [ratelimit.Observer]: it counts the failure by kind.
-func (o *Observer) StoreFailed(err error) {
+// storeFailed is the StoreFailed hook: it counts the failure by kind.
+func (o *Observer) storeFailed(err error) {
 	opts, ok := o.errors[observe.ErrorKind(err)]
 	if !ok {
 		opts = o.errors["other"]
@@ -236,8 +251,8 @@ func (o *Observer) StoreFailed(err error) {
 	o.storeErrors.Add(context.Background(), 1, opts...)
 }
 
-// Answered implements [ratelimit.Observer]: it counts the request by its result.
-func (o *Observer) Answered(e observe.RequestEvent) {
+// answered is the Answered hook: it counts the request by its result.
+func (o *Observer) answered(e observe.RequestEvent) {
 	if int(e.Result) < len(o.results) {
 		o.requests.Add(context.Background(), 1, o.results[e.Result]...)
 		if e.Waited > 0 {
@@ -246,9 +261,9 @@ func (o *Observer) Answered(e observe.RequestEvent) {
 	}
 }
 
-// DenialCacheDeaf implements [ratelimit.Observer]: ratelimit.denial_cache.deaf counts the
+// denialCacheDeaf is the DenialCacheDeaf hook: ratelimit.denial_cache.deaf counts the
 // denial caches that do not hear the fleet's refunds and resets.
-func (o *Observer) DenialCacheDeaf(deaf bool) {
+func (o *Observer) denialCacheDeaf(deaf bool) {
 	if deaf {
 		o.deafCaches.Add(context.Background(), 1)
 	} else {
@@ -256,9 +271,9 @@ func (o *Observer) DenialCacheDeaf(deaf bool) {
 	}
 }
 
-// StoreDegraded implements [ratelimit.Observer]: ratelimit.store.degraded counts the stores
+// storeDegraded is the StoreDegraded hook: ratelimit.store.degraded counts the stores
 // running without feature (attribute ratelimit.store.feature).
-func (o *Observer) StoreDegraded(feature string, degraded bool) {
+func (o *Observer) storeDegraded(feature string, degraded bool) {
 	opts, ok := o.features[feature]
 	if !ok {
 		return // a feature this module does not know: no series of its own, unbounded
@@ -270,9 +285,9 @@ func (o *Observer) StoreDegraded(feature string, degraded bool) {
 	}
 }
 
-// BreakerChanged implements [ratelimit.Observer]: ratelimit.breaker.open counts the breakers
+// breakerChanged is the BreakerChanged hook: ratelimit.breaker.open counts the breakers
 // that are not closed, and the transition is counted by the state changed to.
-func (o *Observer) BreakerChanged(from, to observe.BreakerState) {
+func (o *Observer) breakerChanged(from, to observe.BreakerState) {
 	ctx := context.Background()
 	switch {
 	case from == observe.BreakerClosed && to != observe.BreakerClosed:
@@ -333,9 +348,9 @@ func (p *policyCounts) observe(obs metric.Int64Observer) {
 	}
 }
 
-// MemoryStoreFull implements [ratelimit.Observer]: ratelimit.memory_store.full counts the new
+// memoryStoreFull is the MemoryStoreFull hook: ratelimit.memory_store.full counts the new
 // identities made room for, by how.
-func (o *Observer) MemoryStoreFull(overflow bool) {
+func (o *Observer) memoryStoreFull(overflow bool) {
 	if overflow {
 		o.memoryFull.Add(context.Background(), 1, o.overflow...)
 	} else {
@@ -343,9 +358,9 @@ func (o *Observer) MemoryStoreFull(overflow bool) {
 	}
 }
 
-// KeyFellBack implements [ratelimit.Observer]: ratelimit.key.fallbacks counts the requests a
+// keyFellBack is the KeyFellBack hook: ratelimit.key.fallbacks counts the requests a
 // guard limited by a fallback (see observe.KeyFallbackReasons), by reason.
-func (o *Observer) KeyFellBack(reason string) {
+func (o *Observer) keyFellBack(reason string) {
 	if opts, ok := o.fellBack[reason]; ok {
 		o.keyFallback.Add(context.Background(), 1, opts...)
 	}
@@ -357,10 +372,10 @@ type evictionObs struct {
 	opts  []metric.ObserveOption
 }
 
-// RedisEvictionPolicy implements [ratelimit.Observer]: ratelimit.redis.evictable reports the
+// redisEvictionPolicy is the RedisEvictionPolicy hook: ratelimit.redis.evictable reports the
 // policy last read (attribute ratelimit.redis.maxmemory_policy, "unknown" when it could not
 // be read) in place of the one before.
-func (o *Observer) RedisEvictionPolicy(policy string, evicts bool) {
+func (o *Observer) redisEvictionPolicy(policy string, evicts bool) {
 	if policy == "" {
 		policy = "unknown"
 	}
@@ -380,25 +395,30 @@ func (o *Observer) observeEviction(_ context.Context, obs metric.Int64Observer) 
 	return nil
 }
 
-// leaseBuckets are the bucket boundaries, in seconds, of the lease and queue durations: 1 ms
-// to 5 minutes, as requests hold slots or wait for them.
-var leaseBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
+// holdBuckets are the bucket boundaries, in seconds, of the slot hold and queue durations:
+// 1 ms to 5 minutes, as requests hold in-flight slots or wait for them.
+var holdBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
 
-// Leased implements [ratelimit.Observer]: ratelimit.active_request_leases counts the requests
-// holding slots, and ratelimit.request_lease.duration records how long each held them.
-func (o *Observer) Leased(acquired bool, held time.Duration) {
+// slotHeld is the SlotHeld hook: ratelimit.inflight_slot.holders counts the requests holding
+// in-flight slots, and ratelimit.inflight_slot.hold.duration records how long each held them;
+// their deprecated names, ratelimit.active_request_leases and ratelimit.request_lease.duration,
+// are kept equal to them for one release.
+func (o *Observer) slotHeld(acquired bool, held time.Duration) {
 	ctx := context.Background()
 	if acquired {
-		o.leases.Add(ctx, 1)
+		o.holders.Add(ctx, 1)
+		o.oldHolders.Add(ctx, 1)
 		return
 	}
-	o.leases.Add(ctx, -1)
-	o.leaseTime.Record(ctx, held.Seconds())
+	o.holders.Add(ctx, -1)
+	o.oldHolders.Add(ctx, -1)
+	o.holdTime.Record(ctx, held.Seconds())
+	o.oldHoldTime.Record(ctx, held.Seconds())
 }
 
-// Queued implements [ratelimit.Observer]: ratelimit.queued_requests counts the requests
+// queuedHook is the Queued hook: ratelimit.queued_requests counts the requests
 // waiting.
-func (o *Observer) Queued(entered bool) {
+func (o *Observer) queuedHook(entered bool) {
 	if entered {
 		o.queued.Add(context.Background(), 1)
 	} else {

@@ -22,7 +22,7 @@ import (
 // Each policy's own verdict is counted: the request "burst" denies is allowed by "hourly".
 func TestDecisions(t *testing.T) {
 	m := newMeter(t)
-	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(m)),
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(m.Hooks())),
 		ratelimit.Policy{Name: "burst", Limit: 2, Window: time.Hour},
 		ratelimit.Policy{Name: "hourly", Limit: 100, Window: time.Hour})
 	for i, key := range []string{"a", "a", "a", "b"} {
@@ -60,7 +60,7 @@ func TestDecisions(t *testing.T) {
 // client. The request is admitted by "enforced", denied only by the shadow "trial".
 func TestShadowDecisions(t *testing.T) {
 	m := newMeter(t)
-	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(m)),
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(m.Hooks())),
 		ratelimit.Policy{Name: "enforced", Limit: 100, Window: time.Hour},
 		ratelimit.Policy{Name: "trial", Limit: 1, Window: time.Hour, Shadow: true})
 	for i := range 3 {
@@ -88,7 +88,7 @@ func TestShadowDecisions(t *testing.T) {
 func TestStoreErrorsAndBreaker(t *testing.T) {
 	m := newMeter(t)
 	// On a clock of the test's own: the open breaker's first probe waits for it.
-	store := ratelimit.NewRedisStore(refusedRedis(t), ratelimit.WithBreaker(1, time.Minute), ratelimit.WithObserver(m),
+	store := ratelimit.NewRedisStore(refusedRedis(t), ratelimit.WithBreaker(1, time.Minute), ratelimit.WithObserver(m.Hooks()),
 		ratelimit.WithClock(fakeclock.New(fakeclock.T0)))
 	l := mustNew(t, store, ratelimit.Policy{Limit: 10, Window: time.Minute})
 	// The store's first dial (it reads Redis's maxmemory-policy when made) may already have
@@ -104,14 +104,14 @@ func TestStoreErrorsAndBreaker(t *testing.T) {
 		t.Errorf("store errors timeout: %d, want 0: a refused connection is unavailable", got)
 	}
 	m.breaker(t, 1, 1, 0)
-	m.BreakerChanged(observe.BreakerOpen, observe.BreakerClosed) // what the store reports when a probe succeeds (see TestRedis)
+	m.Hooks().BreakerChanged(observe.BreakerOpen, observe.BreakerClosed) // what the store reports when a probe succeeds (see TestRedis)
 	m.breaker(t, 0, 1, 1)
 }
 
 // A store that never answers: the call times out.
 func TestStoreTimeout(t *testing.T) {
 	m := newMeter(t)
-	l := mustNew(t, ratelimit.NewRedisStore(silentRedis(t), ratelimit.WithObserver(m)), ratelimit.Policy{Limit: 10, Window: time.Minute})
+	l := mustNew(t, ratelimit.NewRedisStore(silentRedis(t), ratelimit.WithObserver(m.Hooks())), ratelimit.Policy{Limit: 10, Window: time.Minute})
 	if _, err := allow(l, "k"); observe.ErrorKind(err) != "timeout" {
 		t.Fatalf("check: %v, want one of kind timeout", err)
 	}
@@ -125,7 +125,7 @@ func TestStoreTimeout(t *testing.T) {
 // While the store is down, the fallback decides under half of each limit, and says so.
 func TestFallback(t *testing.T) {
 	m := newMeter(t)
-	store := ratelimit.NewRedisStore(refusedRedis(t), ratelimit.WithFallback(0.5), ratelimit.WithObserver(m))
+	store := ratelimit.NewRedisStore(refusedRedis(t), ratelimit.WithFallback(0.5), ratelimit.WithObserver(m.Hooks()))
 	l := mustNew(t, store, ratelimit.Policy{Name: "p", Limit: 4, Window: time.Hour})
 	for i := range 3 {
 		d, err := allow(l, "k")
@@ -159,7 +159,7 @@ func TestFallback(t *testing.T) {
 // Policy names beyond the bound are recorded under one attribute value.
 func TestPolicyAttributeBounded(t *testing.T) {
 	m := newMeter(t)
-	store := ratelimit.NewMemoryStore(ratelimit.WithObserver(m))
+	store := ratelimit.NewMemoryStore(ratelimit.WithObserver(m.Hooks()))
 	const names = 256 + 3
 	for i := range names {
 		l := mustNew(t, store, ratelimit.Policy{Name: fmt.Sprintf("p%03d", i), Limit: 10, Window: time.Hour})
@@ -181,7 +181,7 @@ func TestPolicyAttributeBounded(t *testing.T) {
 // Many goroutines, each limiter's policy first seen by several of them at once.
 func TestConcurrent(t *testing.T) {
 	m := newMeter(t)
-	store := ratelimit.NewMemoryStore(ratelimit.WithObserver(m))
+	store := ratelimit.NewMemoryStore(ratelimit.WithObserver(m.Hooks()))
 	var limiters []*ratelimit.Limiter
 	for i := range 4 {
 		limiters = append(limiters, mustNew(t, store, ratelimit.Policy{Name: fmt.Sprintf("p%d", i), Limit: 1e6, Window: time.Hour}))
@@ -209,28 +209,18 @@ func TestConcurrent(t *testing.T) {
 	}
 }
 
-// capture is an Observer that keeps a copy of the last decision's event.
+// capture keeps a copy of the last decision's event (its Decided method, the one hook it sets).
 type capture struct{ e ratelimit.DecisionEvent }
 
 func (c *capture) Decided(e ratelimit.DecisionEvent) {
 	c.e = e
 	c.e.Results = append([]ratelimit.PolicyResult(nil), e.Results...) // valid only during the call
 }
-func (c *capture) StoreFailed(error)                        {}
-func (c *capture) BreakerChanged(_, _ observe.BreakerState) {}
-func (c *capture) Answered(observe.RequestEvent)            {}
-func (c *capture) MemoryStoreFull(bool)                     {}
-func (c *capture) KeyFellBack(string)                       {}
-func (c *capture) RedisEvictionPolicy(string, bool)         {}
-func (c *capture) Leased(bool, time.Duration)               {}
-func (c *capture) Queued(bool)                              {}
-func (c *capture) DenialCacheDeaf(bool)                     {}
-func (c *capture) StoreDegraded(string, bool)               {}
 
 // Once a policy has been seen, Decided allocates nothing, with the SDK recording.
 func TestDecidedDoesNotAllocate(t *testing.T) {
 	var c capture
-	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(&c)),
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(&ratelimit.Observer{Decided: c.Decided})),
 		ratelimit.Policy{Name: "a", Limit: 10, Window: time.Second},
 		ratelimit.Policy{Name: "b", Limit: 1000, Window: time.Hour})
 	if _, err := allow(l, "k"); err != nil {
@@ -239,8 +229,8 @@ func TestDecidedDoesNotAllocate(t *testing.T) {
 	e := c.e
 	e.Latency = 3 * time.Microsecond
 	m := newMeter(t)
-	m.Decided(e) // sees the policies
-	if n := testing.AllocsPerRun(1000, func() { m.Decided(e) }); n != 0 {
+	m.Hooks().Decided(e) // sees the policies
+	if n := testing.AllocsPerRun(1000, func() { m.Hooks().Decided(e) }); n != 0 {
 		t.Errorf("Decided allocates %v times, want 0", n)
 	}
 	if got := m.decisions(t, "b", "allowed", "store"); got != 1002 {

@@ -32,8 +32,8 @@ func readmeMetrics(rdb redis.UniversalClient) (ratelimit.Store, *ratelimitotel.O
 	// Or OpenTelemetry: instruments from any MeterProvider; the application picks SDK and exporter.
 	metrics, err := ratelimitotel.New(otel.GetMeterProvider())
 
-	store := ratelimit.NewRedisStore(rdb, ratelimit.WithObserver(metrics)) // or NewMemoryStore
-	return store, metrics, err                                             // README: what the caller uses
+	store := ratelimit.NewRedisStore(rdb, ratelimit.WithObserver(metrics.Hooks())) // or NewMemoryStore
+	return store, metrics, err                                                     // README: what the caller uses
 }
 
 // docs/metrics.md's metrics code, OpenTelemetry half, as written: with the global MeterProvider an SDK
@@ -185,20 +185,20 @@ func registered(t *testing.T) (map[string]instrument, map[string][]string) {
 		t.Fatal(err)
 	}
 	m := newMeter(t)
-	m.Decided(ratelimit.DecisionEvent{Source: observe.SourceStore, Latency: time.Millisecond,
+	m.Hooks().Decided(ratelimit.DecisionEvent{Source: observe.SourceStore, Latency: time.Millisecond,
 		Store:   &observe.StoreInfo{System: "redis", Operation: "FCALL", Procedure: "f", ServerAddress: "localhost", ServerPort: 6379},
 		Results: []ratelimit.PolicyResult{{Policy: ratelimit.Policy{Name: "p"}, Allowed: true}}})
-	m.Answered(observe.RequestEvent{Result: observe.Results()[0], Waited: time.Millisecond})
-	m.StoreFailed(errors.New("broken"))
-	m.BreakerChanged(observe.BreakerClosed, observe.BreakerOpen)
-	m.DenialCacheDeaf(true)
-	m.StoreDegraded(observe.Degradations()[0], true)
-	m.Leased(true, 0)
-	m.Leased(false, time.Millisecond)
-	m.Queued(true)
-	m.MemoryStoreFull(true)
-	m.KeyFellBack(observe.KeyFallbackReasons()[0])
-	m.RedisEvictionPolicy("allkeys-lru", true)
+	m.Hooks().Answered(observe.RequestEvent{Result: observe.Results()[0], Waited: time.Millisecond})
+	m.Hooks().StoreFailed(errors.New("broken"))
+	m.Hooks().BreakerChanged(observe.BreakerClosed, observe.BreakerOpen)
+	m.Hooks().DenialCacheDeaf(true)
+	m.Hooks().StoreDegraded(observe.Degradations()[0], true)
+	m.Hooks().SlotHeld(true, 0)
+	m.Hooks().SlotHeld(false, time.Millisecond)
+	m.Hooks().Queued(true)
+	m.Hooks().MemoryStoreFull(true)
+	m.Hooks().KeyFellBack(observe.KeyFallbackReasons()[0])
+	m.Hooks().RedisEvictionPolicy("allkeys-lru", true)
 	m.RulesApplied("1")
 	var rm metricdata.ResourceMetrics
 	if err := m.reader.Collect(context.Background(), &rm); err != nil {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,7 +34,7 @@ func TestRedis(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true, DialTimeout: time.Second})
 	t.Cleanup(func() { client.Close() })
 	m := newMeter(t)
-	seen, hearing := outagespec.Hearing(m)
+	seen, hearing := outagespec.Hearing(m.Hooks())
 	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithClock(clock),
 		ratelimit.WithBreaker(1, time.Second), ratelimit.WithDenialCache(100), ratelimit.WithObserver(seen))
 	l := mustNew(t, store, ratelimit.Policy{Name: "one", Limit: 1, Window: time.Hour})
@@ -75,7 +76,7 @@ func TestRedis(t *testing.T) {
 // connections (its subscription broken), none again when it is back.
 func TestDenialCachesDeaf(t *testing.T) {
 	m := newMeter(t)
-	outagespec.DeafCache(t, m, func() (float64, bool) {
+	outagespec.DeafCache(t, m.Hooks(), func() (float64, bool) {
 		if !m.recorded(t, "ratelimit.denial_cache.deaf") {
 			return 0, false
 		}
@@ -87,7 +88,7 @@ func TestDenialCachesDeaf(t *testing.T) {
 // the responses by status.
 func TestOutageCountsEqualResponses(t *testing.T) {
 	m := newMeter(t)
-	outagespec.Run(t, m.Observer, func(result string) float64 {
+	outagespec.Run(t, m.Observer.Hooks(), func(result string) float64 {
 		return float64(m.sum(t, "ratelimit.requests", attribute.String("ratelimit.result", result)))
 	})
 }
@@ -99,7 +100,7 @@ func TestRedisCallAttributes(t *testing.T) {
 	addr := redistest.Addr(t)
 	client := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { client.Close() })
-	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithObserver(m)),
+	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithObserver(m.Hooks())),
 		ratelimit.Policy{Limit: 5, Window: time.Minute})
 	for range 3 {
 		if _, err := allow(l, "k"); err != nil {
@@ -125,22 +126,34 @@ func TestRedisCallAttributes(t *testing.T) {
 	}
 }
 
-// A request holding an in-flight slot is an active lease until its handler returns; then its
-// lease duration is recorded.
-func TestLeases(t *testing.T) {
+// A request holding an in-flight slot is counted in ratelimit.inflight_slot.holders until its
+// handler returns; then how long it held the slot is recorded. The deprecated names,
+// ratelimit.active_request_leases and ratelimit.request_lease.duration, carry the same figures.
+func TestSlotHolders(t *testing.T) {
 	m := newMeter(t)
-	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(m)),
+	clock := fakeclock.New(fakeclock.T0)
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock), ratelimit.WithObserver(m.Hooks())),
 		ratelimit.Policy{Name: "slots", Limit: 2, Window: time.Minute, Algorithm: algorithms.InFlight{}})
-	var during int64
+	var during, duringOld int64
 	h := ratelimit.Middleware(l)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
-		during = m.sum(t, "ratelimit.active_request_leases")
+		during, duringOld = m.sum(t, "ratelimit.inflight_slot.holders"), m.sum(t, "ratelimit.active_request_leases")
+		clock.Advance(2 * time.Second)
 	}))
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
-	if after := m.sum(t, "ratelimit.active_request_leases"); during != 1 || after != 0 {
-		t.Errorf("active leases during the handler %d, after %d; want 1, 0", during, after)
+	after, afterOld := m.sum(t, "ratelimit.inflight_slot.holders"), m.sum(t, "ratelimit.active_request_leases")
+	if during != 1 || after != 0 {
+		t.Errorf("slot holders during the handler %d, after %d; want 1, 0", during, after)
 	}
-	if n := m.histogram(t, "ratelimit.request_lease.duration").Count; n != 1 {
-		t.Errorf("lease durations recorded: %d, want 1", n)
+	if duringOld != during || afterOld != after {
+		t.Errorf("ratelimit.active_request_leases during %d, after %d; want the new name's %d, %d", duringOld, afterOld, during, after)
+	}
+	held, heldOld := m.histogram(t, "ratelimit.inflight_slot.hold.duration"), m.histogram(t, "ratelimit.request_lease.duration")
+	if held.Count != 1 || held.Sum != 2 {
+		t.Errorf("hold durations recorded: %d, sum %v s; want 1, 2 s", held.Count, held.Sum)
+	}
+	if heldOld.Count != held.Count || heldOld.Sum != held.Sum || !slices.Equal(heldOld.BucketCounts, held.BucketCounts) {
+		t.Errorf("ratelimit.request_lease.duration: %d, sum %v, buckets %v; want the new name's %d, %v, %v",
+			heldOld.Count, heldOld.Sum, heldOld.BucketCounts, held.Count, held.Sum, held.BucketCounts)
 	}
 }
 
@@ -149,7 +162,7 @@ func TestLeases(t *testing.T) {
 // them one by one.
 func TestStoresDegraded(t *testing.T) {
 	m := newMeter(t)
-	outagespec.Degraded(t, m.Observer, func(feature string) (float64, bool) {
+	outagespec.Degraded(t, m.Observer.Hooks(), func(feature string) (float64, bool) {
 		s, ok := m.metric(t, "ratelimit.store.degraded").Data.(metricdata.Sum[int64])
 		if !ok {
 			t.Fatal("ratelimit.store.degraded is not an int64 sum")

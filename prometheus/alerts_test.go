@@ -50,16 +50,16 @@ func TestAlerts(t *testing.T) {
 	// What the Observer exports once it has seen a decision, a store error and a rules version,
 	// and the labels of each series name.
 	obs := ratelimitprom.New()
-	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs)), ratelimit.Policy{Limit: 1, Window: time.Hour})
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs.Hooks())), ratelimit.Policy{Limit: 1, Window: time.Hour})
 	if _, err := allow(l, "k"); err != nil {
 		t.Fatal(err)
 	}
-	obs.StoreFailed(timeoutError{})
+	obs.Hooks().StoreFailed(timeoutError{})
 	obs.RulesApplied("v1")
 	obs.RulesEmpty("v1", false)
-	obs.RedisEvictionPolicy("volatile-lru", true)
-	obs.DenialCacheDeaf(true)
-	obs.StoreDegraded("merged_checks", true)
+	obs.Hooks().RedisEvictionPolicy("volatile-lru", true)
+	obs.Hooks().DenialCacheDeaf(true)
+	obs.Hooks().StoreDegraded("merged_checks", true)
 	labels := map[string][]string{}
 	for name, mf := range gather(t, obs) {
 		var names []string

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit"
-	"github.com/a7d3e0dd/ratelimit/observe"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/metricstest"
 	ratelimitprom "github.com/a7d3e0dd/ratelimit/prometheus"
 )
 
@@ -17,21 +17,6 @@ type discardWriter struct{ h http.Header }
 func (w *discardWriter) Header() http.Header         { return w.h }
 func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (w *discardWriter) WriteHeader(int)             {}
-
-// nopObserver is an Observer that does nothing: what reporting itself costs.
-type nopObserver struct{}
-
-func (nopObserver) Decided(ratelimit.DecisionEvent)          {}
-func (nopObserver) StoreFailed(error)                        {}
-func (nopObserver) BreakerChanged(_, _ observe.BreakerState) {}
-func (nopObserver) Answered(observe.RequestEvent)            {}
-func (nopObserver) MemoryStoreFull(bool)                     {}
-func (nopObserver) KeyFellBack(string)                       {}
-func (nopObserver) RedisEvictionPolicy(string, bool)         {}
-func (nopObserver) Leased(bool, time.Duration)               {}
-func (nopObserver) Queued(bool)                              {}
-func (nopObserver) DenialCacheDeaf(bool)                     {}
-func (nopObserver) StoreDegraded(string, bool)               {}
 
 // BenchmarkMiddleware measures the net/http middleware with the memory store and one policy
 // that admits every request: without an observer (off), with this package's Observer (on),
@@ -45,8 +30,8 @@ func BenchmarkMiddleware(b *testing.B) {
 		opts []ratelimit.MemoryOption
 	}{
 		{"off", nil},
-		{"on", []ratelimit.MemoryOption{ratelimit.WithObserver(ratelimitprom.New())}},
-		{"nop", []ratelimit.MemoryOption{ratelimit.WithObserver(nopObserver{})}},
+		{"on", []ratelimit.MemoryOption{ratelimit.WithObserver(ratelimitprom.New().Hooks())}},
+		{"nop", []ratelimit.MemoryOption{ratelimit.WithObserver(metricstest.NopObserver())}},
 	} {
 		h := ratelimit.Middleware(mustNew(b, ratelimit.NewMemoryStore(bc.opts...), policy))(ok)
 		b.Run(bc.name, func(b *testing.B) {
@@ -66,7 +51,7 @@ func BenchmarkMiddleware(b *testing.B) {
 // the metrics add to a request, less the event the core builds (see nop above).
 func BenchmarkDecided(b *testing.B) {
 	var c capture
-	l := mustNew(b, ratelimit.NewMemoryStore(ratelimit.WithObserver(&c)), ratelimit.Policy{Limit: 1e9, Window: time.Hour})
+	l := mustNew(b, ratelimit.NewMemoryStore(ratelimit.WithObserver(&ratelimit.Observer{Decided: c.Decided})), ratelimit.Policy{Limit: 1e9, Window: time.Hour})
 	if _, err := allow(l, "k"); err != nil {
 		b.Fatal(err)
 	}
@@ -75,6 +60,6 @@ func BenchmarkDecided(b *testing.B) {
 	obs := ratelimitprom.New()
 	b.ReportAllocs()
 	for b.Loop() {
-		obs.Decided(e)
+		obs.Hooks().Decided(e)
 	}
 }

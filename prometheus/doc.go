@@ -1,34 +1,37 @@
 // Package ratelimitprom counts what a rate limiter decides, and what goes wrong, as Prometheus
 // metrics (client_golang).
 //
-// An [Observer] is a [ratelimit.Observer] and a [prometheus.Collector]. Register it once, and
-// give it to every store whose limiters and guards it should count:
+// An [Observer] is a [prometheus.Collector], and its hooks ([Observer.Hooks]) are a
+// [ratelimit.Observer]. Register it once, and give its hooks to every store whose limiters and
+// guards it should count:
 //
 //	metrics := ratelimitprom.New()
 //	prometheus.MustRegister(metrics)
-//	store := ratelimit.NewRedisStore(rdb, ratelimit.WithObserver(metrics))
+//	store := ratelimit.NewRedisStore(rdb, ratelimit.WithObserver(metrics.Hooks()))
 //
 // # Metrics
 //
-//	name                                      type       labels
-//	ratelimit_requests_total                  counter    result (allowed, denied, unlimited, fallback_allowed, fallback_denied, error_denied, rejected, canceled, skipped)
-//	ratelimit_decisions_total                 counter    policy, outcome (allowed, denied), source (store, denial_cache, fallback, lease), shadow (true, false)
-//	ratelimit_decision_duration_seconds       histogram  source
-//	ratelimit_store_errors_total              counter    kind (unavailable, timeout, breaker_open, busy, oom, readonly, script, other)
-//	ratelimit_breaker_open                    gauge      (none)
-//	ratelimit_breaker_transitions_total       counter    to (open, half_open, closed)
-//	ratelimit_denial_caches_deaf              gauge      (none)
-//	ratelimit_stores_degraded                 gauge      feature (merged_checks, compact_expiry, denial_cache, functions, quota_leases)
-//	ratelimit_active_request_leases           gauge      (none)
-//	ratelimit_request_lease_duration_seconds  histogram  (none)
-//	ratelimit_queued_requests                 gauge      (none)
-//	ratelimit_request_time_in_queue_seconds   histogram  result
-//	ratelimit_memory_store_full_total         counter    how (evicted, overflow)
-//	ratelimit_key_fallbacks_total             counter    reason (no_header, no_user, no_route, no_key, no_proxy_header, resolver_failed)
-//	ratelimit_redis_evictable                 gauge      policy (the maxmemory-policy, or unknown)
-//	ratelimit_rules_version_info              gauge      version
-//	ratelimit_rules_loads_total               counter    result (applied, rejected)
-//	ratelimit_rules_empty                     gauge      (none)
+//	name                                           type       labels
+//	ratelimit_requests_total                       counter    result (allowed, denied, unlimited, fallback_allowed, fallback_denied, error_denied, rejected, canceled, skipped)
+//	ratelimit_decisions_total                      counter    policy, outcome (allowed, denied), source (store, denial_cache, fallback, lease), shadow (true, false)
+//	ratelimit_decision_duration_seconds            histogram  source
+//	ratelimit_store_errors_total                   counter    kind (unavailable, timeout, breaker_open, busy, oom, readonly, script, other)
+//	ratelimit_breaker_open                         gauge      (none)
+//	ratelimit_breaker_transitions_total            counter    to (open, half_open, closed)
+//	ratelimit_denial_caches_deaf                   gauge      (none)
+//	ratelimit_stores_degraded                      gauge      feature (merged_checks, compact_expiry, denial_cache, functions, quota_leases)
+//	ratelimit_inflight_slot_holders                gauge      (none)
+//	ratelimit_inflight_slot_hold_duration_seconds  histogram  (none)
+//	ratelimit_active_request_leases                gauge      (none; deprecated: use ratelimit_inflight_slot_holders)
+//	ratelimit_request_lease_duration_seconds       histogram  (none; deprecated: use ratelimit_inflight_slot_hold_duration_seconds)
+//	ratelimit_queued_requests                      gauge      (none)
+//	ratelimit_request_time_in_queue_seconds        histogram  result
+//	ratelimit_memory_store_full_total              counter    how (evicted, overflow)
+//	ratelimit_key_fallbacks_total                  counter    reason (no_header, no_user, no_route, no_key, no_proxy_header, resolver_failed)
+//	ratelimit_redis_evictable                      gauge      policy (the maxmemory-policy, or unknown)
+//	ratelimit_rules_version_info                   gauge      version
+//	ratelimit_rules_loads_total                    counter    result (applied, rejected)
+//	ratelimit_rules_empty                          gauge      (none)
 //
 // ratelimit_decisions_total counts each policy's own verdict: a request checked against two
 // policies adds one to each, outcome "denied" only for the policy that refused it (a request
@@ -48,6 +51,12 @@
 // of one name, in different limiters, share their series. As a safeguard, names beyond the
 // first 256 enforced and the first 256 shadow policies that one Observer sees are counted
 // under policy="_other" (with their shadow label), a value no policy can be named.
+//
+// ratelimit_inflight_slot_holders is the number of requests holding in-flight slots
+// (algorithms.InFlight) now, and ratelimit_inflight_slot_hold_duration_seconds how long each
+// held them, in buckets from 1 ms to 5 minutes. Their names before,
+// ratelimit_active_request_leases and ratelimit_request_lease_duration_seconds, are exported
+// too, with the same values, for one release: they are deprecated, and go in the next.
 //
 // ratelimit_decision_duration_seconds is how long the limiter took to decide, the store call
 // included, in buckets from 10 µs to 1 s (see [WithBuckets]).
@@ -91,10 +100,10 @@
 //
 // # Cost
 //
-// Decided allocates nothing once a policy has been seen: the counters of every policy, source
-// and outcome are resolved when the policy is first seen, and looked up in a map that is only
-// read on the request path. It costs one histogram observation and one counter increment per
-// policy.
+// The Decided hook allocates nothing once a policy has been seen: the counters of every
+// policy, source and outcome are resolved when the policy is first seen, and looked up in a
+// map that is only read on the request path. It costs one histogram observation and one
+// counter increment per policy.
 //
 // The file alerts.yml next to this package holds example Prometheus alerting rules over these
 // metrics: a high rejection rate, a slow store, an open breaker, the fallback in use, store

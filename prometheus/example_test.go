@@ -23,7 +23,7 @@ func Example() {
 	reg := prometheus.NewRegistry() // or prometheus.MustRegister(metrics), for the default registry
 	reg.MustRegister(metrics)
 
-	store := ratelimit.NewMemoryStore(ratelimit.WithObserver(metrics)) // or NewRedisStore
+	store := ratelimit.NewMemoryStore(ratelimit.WithObserver(metrics.Hooks())) // or NewRedisStore
 	limiter, err := ratelimit.New(store, ratelimit.Policy{Name: "login", Limit: 2, Window: time.Minute})
 	if err != nil {
 		log.Fatal(err)

@@ -18,7 +18,7 @@ import (
 // them before: 15 allowed.)
 func TestRequestsThroughTwoGuardsEqualResponses(t *testing.T) {
 	obs := ratelimitprom.New()
-	limiter := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs)),
+	limiter := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs.Hooks())),
 		ratelimit.Policy{Limit: 10, Window: time.Second},
 		ratelimit.Policy{Limit: 1000, Window: time.Hour})
 	mux := http.NewServeMux()

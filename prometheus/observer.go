@@ -18,8 +18,9 @@ import (
 func DefaultBuckets() []float64 { return observe.Buckets() }
 
 // Observer counts decisions, store errors and breaker changes as Prometheus metrics (see the
-// package documentation for their names). It is a [ratelimit.Observer], to give to stores
-// with [ratelimit.WithObserver], and a [prometheus.Collector], to register once. It is also
+// package documentation for their names). Its [Observer.Hooks] are the [ratelimit.Observer]
+// to give to stores with [ratelimit.WithObserver]; it is a [prometheus.Collector], to register
+// once. It is also
 // the Reporter of the rules module's Engine (RulesApplied, RulesRejected, RulesEmpty), to give to it
 // with rules.WithReporter; this module does not depend on the rules module. It is safe for
 // concurrent use; one Observer may serve many stores and engines.
@@ -34,8 +35,10 @@ type Observer struct {
 	transitions  *prometheus.CounterVec
 	memoryFull   *prometheus.CounterVec
 	keyFallback  *prometheus.CounterVec
-	leases       prometheus.Gauge
-	leaseTime    prometheus.Histogram
+	holders      prometheus.Gauge     // requests holding in-flight slots
+	holdTime     prometheus.Histogram // how long each held them
+	oldHolders   prometheus.Gauge     // the deprecated ratelimit_active_request_leases, equal to holders
+	oldHoldTime  prometheus.Histogram // the deprecated ratelimit_request_lease_duration_seconds, equal to holdTime
 	queued       prometheus.Gauge
 	queueTime    *prometheus.HistogramVec
 	evictable    *prometheus.Desc
@@ -59,16 +62,14 @@ type Observer struct {
 	overflow          prometheus.Counter
 	applied           prometheus.Counter
 	rejected          prometheus.Counter
+	hooks             *ratelimit.Observer // built once: one pointer, so the guards of every store given it are one observer
 }
 
 // policyCounters are one policy's decision counters, by source and then denied (0) or
 // allowed (1).
 type policyCounters [][2]prometheus.Counter
 
-var (
-	_ ratelimit.Observer   = (*Observer)(nil)
-	_ prometheus.Collector = (*Observer)(nil)
-)
+var _ prometheus.Collector = (*Observer)(nil)
 
 // Option configures an [Observer].
 type Option func(*config)
@@ -142,14 +143,23 @@ func New(opts ...Option) *Observer {
 		evictable: prometheus.NewDesc("ratelimit_redis_evictable",
 			"1 when the Redis servers of a store may evict the limiter's keys (maxmemory-policy is not noeviction, and a maxmemory is set), handing their identities fresh quotas; 0 when they may not; the policy as read, \"unknown\" when it could not be.",
 			[]string{"policy"}, nil),
-		leases: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "ratelimit_active_request_leases",
+		holders: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ratelimit_inflight_slot_holders",
 			Help: "Requests holding in-flight slots (algorithms.InFlight) now.",
 		}),
-		leaseTime: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "ratelimit_request_lease_duration_seconds",
+		holdTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ratelimit_inflight_slot_hold_duration_seconds",
 			Help:    "How long requests held their in-flight slots.",
-			Buckets: leaseBuckets,
+			Buckets: holdBuckets,
+		}),
+		oldHolders: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ratelimit_active_request_leases",
+			Help: "Deprecated: use ratelimit_inflight_slot_holders (the same figure; this name goes in the next release). Requests holding in-flight slots now.",
+		}),
+		oldHoldTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ratelimit_request_lease_duration_seconds",
+			Help:    "Deprecated: use ratelimit_inflight_slot_hold_duration_seconds (the same figure; this name goes in the next release). How long requests held their in-flight slots.",
+			Buckets: holdBuckets,
 		}),
 		queued: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ratelimit_queued_requests",
@@ -158,7 +168,7 @@ func New(opts ...Option) *Observer {
 		queueTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "ratelimit_request_time_in_queue_seconds",
 			Help:    "How long requests waited before they proceeded or were refused, by result; only requests that waited.",
-			Buckets: leaseBuckets,
+			Buckets: holdBuckets,
 		}, []string{"result"}),
 		rulesVersion: prometheus.NewDesc("ratelimit_rules_version_info",
 			"The version of the rate-limit rules in use (the latest applied), with value 1.",
@@ -200,8 +210,17 @@ func New(opts ...Option) *Observer {
 	o.rejected = o.rulesLoads.WithLabelValues("rejected")
 	o.policies.New = func(label string) *policyCounters { return o.resolve(label, "false") }
 	o.shadows.New = func(label string) *policyCounters { return o.resolve(label, "true") }
+	o.hooks = &ratelimit.Observer{Decided: o.decided, Answered: o.answered, StoreFailed: o.storeFailed,
+		BreakerChanged: o.breakerChanged, MemoryStoreFull: o.memoryStoreFull, KeyFellBack: o.keyFellBack,
+		RedisEvictionPolicy: o.redisEvictionPolicy, DenialCacheDeaf: o.denialCacheDeaf,
+		StoreDegraded: o.storeDegraded, SlotHeld: o.slotHeld, Queued: o.queuedHook}
 	return o
 }
+
+// Hooks returns the hooks that count into o, every one set, to give to stores:
+// ratelimit.WithObserver(o.Hooks()). It is the same pointer at each call: guards over stores
+// given it are one observer, which counts a request they all check once.
+func (o *Observer) Hooks() *ratelimit.Observer { return o.hooks }
 
 // Describe implements [prometheus.Collector].
 func (o *Observer) Describe(ch chan<- *prometheus.Desc) {
@@ -215,8 +234,10 @@ func (o *Observer) Describe(ch chan<- *prometheus.Desc) {
 	o.transitions.Describe(ch)
 	o.memoryFull.Describe(ch)
 	o.keyFallback.Describe(ch)
-	o.leases.Describe(ch)
-	o.leaseTime.Describe(ch)
+	o.holders.Describe(ch)
+	o.holdTime.Describe(ch)
+	o.oldHolders.Describe(ch)
+	o.oldHoldTime.Describe(ch)
 	o.queued.Describe(ch)
 	o.queueTime.Describe(ch)
 	ch <- o.evictable
@@ -237,8 +258,10 @@ func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 	o.transitions.Collect(ch)
 	o.memoryFull.Collect(ch)
 	o.keyFallback.Collect(ch)
-	o.leases.Collect(ch)
-	o.leaseTime.Collect(ch)
+	o.holders.Collect(ch)
+	o.holdTime.Collect(ch)
+	o.oldHolders.Collect(ch)
+	o.oldHoldTime.Collect(ch)
 	o.queued.Collect(ch)
 	o.queueTime.Collect(ch)
 	if e := o.eviction.Load(); e != nil {
@@ -251,9 +274,9 @@ func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 	o.rulesEmpty.Collect(ch)
 }
 
-// Decided implements [ratelimit.Observer]: it observes the decision's latency and counts each
+// decided is the Decided hook: it observes the decision's latency and counts each
 // policy's verdict.
-func (o *Observer) Decided(e ratelimit.DecisionEvent) {
+func (o *Observer) decided(e ratelimit.DecisionEvent) {
 	s := int(e.Source)
 	if s >= len(o.latency) { // a source this module does not know counts as the store's
 		s = 0
@@ -275,8 +298,8 @@ func (o *Observer) Decided(e ratelimit.DecisionEvent) {
 	}
 }
 
-// StoreFailed implements [ratelimit.Observer]: it counts the failure by kind.
-func (o *Observer) StoreFailed(err error) {
+// storeFailed is the StoreFailed hook: it counts the failure by kind.
+func (o *Observer) storeFailed(err error) {
 	c, ok := o.errors[observe.ErrorKind(err)]
 	if !ok {
 		c = o.errors["other"]
@@ -284,8 +307,8 @@ func (o *Observer) StoreFailed(err error) {
 	c.Inc()
 }
 
-// Answered implements [ratelimit.Observer]: it counts the request by its result.
-func (o *Observer) Answered(e observe.RequestEvent) {
+// answered is the Answered hook: it counts the request by its result.
+func (o *Observer) answered(e observe.RequestEvent) {
 	if int(e.Result) < len(o.results) {
 		o.results[e.Result].Inc()
 		if e.Waited > 0 {
@@ -294,9 +317,9 @@ func (o *Observer) Answered(e observe.RequestEvent) {
 	}
 }
 
-// BreakerChanged implements [ratelimit.Observer]: ratelimit_breaker_open counts the breakers
+// breakerChanged is the BreakerChanged hook: ratelimit_breaker_open counts the breakers
 // that are not closed, and the transition is counted by the state changed to.
-func (o *Observer) BreakerChanged(from, to observe.BreakerState) {
+func (o *Observer) breakerChanged(from, to observe.BreakerState) {
 	switch {
 	case from == observe.BreakerClosed && to != observe.BreakerClosed:
 		o.breakerOpen.Inc()
@@ -308,9 +331,9 @@ func (o *Observer) BreakerChanged(from, to observe.BreakerState) {
 	}
 }
 
-// DenialCacheDeaf implements [ratelimit.Observer]: ratelimit_denial_caches_deaf counts the
+// denialCacheDeaf is the DenialCacheDeaf hook: ratelimit_denial_caches_deaf counts the
 // denial caches that do not hear the fleet's refunds and resets.
-func (o *Observer) DenialCacheDeaf(deaf bool) {
+func (o *Observer) denialCacheDeaf(deaf bool) {
 	if deaf {
 		o.deafCaches.Inc()
 	} else {
@@ -318,9 +341,9 @@ func (o *Observer) DenialCacheDeaf(deaf bool) {
 	}
 }
 
-// StoreDegraded implements [ratelimit.Observer]: ratelimit_stores_degraded counts the stores
+// storeDegraded is the StoreDegraded hook: ratelimit_stores_degraded counts the stores
 // running without feature.
-func (o *Observer) StoreDegraded(feature string, degraded bool) {
+func (o *Observer) storeDegraded(feature string, degraded bool) {
 	g, ok := o.features[feature]
 	if !ok {
 		return // a feature this module does not know: no series of its own, unbounded
@@ -367,9 +390,9 @@ func (o *Observer) resolve(label, shadow string) *policyCounters {
 	return &c
 }
 
-// MemoryStoreFull implements [ratelimit.Observer]: ratelimit_memory_store_full_total counts
+// memoryStoreFull is the MemoryStoreFull hook: ratelimit_memory_store_full_total counts
 // the new identities made room for, by how.
-func (o *Observer) MemoryStoreFull(overflow bool) {
+func (o *Observer) memoryStoreFull(overflow bool) {
 	if overflow {
 		o.overflow.Inc()
 	} else {
@@ -377,9 +400,9 @@ func (o *Observer) MemoryStoreFull(overflow bool) {
 	}
 }
 
-// KeyFellBack implements [ratelimit.Observer]: ratelimit_key_fallbacks_total counts the
+// keyFellBack is the KeyFellBack hook: ratelimit_key_fallbacks_total counts the
 // requests a guard limited by a fallback (see observe.KeyFallbackReasons), by reason.
-func (o *Observer) KeyFellBack(reason string) {
+func (o *Observer) keyFellBack(reason string) {
 	if c, ok := o.fellBack[reason]; ok {
 		c.Inc()
 	}
@@ -391,9 +414,9 @@ type eviction struct {
 	value  float64
 }
 
-// RedisEvictionPolicy implements [ratelimit.Observer]: ratelimit_redis_evictable shows the
+// redisEvictionPolicy is the RedisEvictionPolicy hook: ratelimit_redis_evictable shows the
 // policy last read in place of the one before.
-func (o *Observer) RedisEvictionPolicy(policy string, evicts bool) {
+func (o *Observer) redisEvictionPolicy(policy string, evicts bool) {
 	e := &eviction{policy: strings.ToValidUTF8(policy, "\uFFFD")}
 	if policy == "" {
 		e.policy = "unknown"
@@ -404,23 +427,28 @@ func (o *Observer) RedisEvictionPolicy(policy string, evicts bool) {
 	o.eviction.Store(e)
 }
 
-// leaseBuckets are the upper bounds, in seconds, of the lease and queue durations: 1 ms to 5
-// minutes, as requests hold slots or wait for them.
-var leaseBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
+// holdBuckets are the upper bounds, in seconds, of the slot hold and queue durations: 1 ms to
+// 5 minutes, as requests hold in-flight slots or wait for them.
+var holdBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
 
-// Leased implements [ratelimit.Observer]: ratelimit_active_request_leases counts the requests
-// holding slots, and ratelimit_request_lease_duration_seconds observes how long each held them.
-func (o *Observer) Leased(acquired bool, held time.Duration) {
+// slotHeld is the SlotHeld hook: ratelimit_inflight_slot_holders counts the requests holding
+// in-flight slots, and ratelimit_inflight_slot_hold_duration_seconds observes how long each
+// held them; their deprecated names, ratelimit_active_request_leases and
+// ratelimit_request_lease_duration_seconds, are kept equal to them for one release.
+func (o *Observer) slotHeld(acquired bool, held time.Duration) {
 	if acquired {
-		o.leases.Inc()
+		o.holders.Inc()
+		o.oldHolders.Inc()
 		return
 	}
-	o.leases.Dec()
-	o.leaseTime.Observe(held.Seconds())
+	o.holders.Dec()
+	o.oldHolders.Dec()
+	o.holdTime.Observe(held.Seconds())
+	o.oldHoldTime.Observe(held.Seconds())
 }
 
-// Queued implements [ratelimit.Observer]: ratelimit_queued_requests counts the requests waiting.
-func (o *Observer) Queued(entered bool) {
+// queuedHook is the Queued hook: ratelimit_queued_requests counts the requests waiting.
+func (o *Observer) queuedHook(entered bool) {
 	if entered {
 		o.queued.Inc()
 	} else {

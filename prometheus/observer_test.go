@@ -3,6 +3,8 @@ package ratelimitprom_test
 import (
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
 	"github.com/a7d3e0dd/ratelimit/observe"
 	ratelimitprom "github.com/a7d3e0dd/ratelimit/prometheus"
@@ -19,7 +22,7 @@ import (
 // Each policy's own verdict is counted: the request "burst" denies is allowed by "hourly".
 func TestDecisions(t *testing.T) {
 	obs := ratelimitprom.New()
-	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs)),
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs.Hooks())),
 		ratelimit.Policy{Name: "burst", Limit: 2, Window: time.Hour},
 		ratelimit.Policy{Name: "hourly", Limit: 100, Window: time.Hour})
 	for i, key := range []string{"a", "a", "a", "b"} {
@@ -73,7 +76,7 @@ ratelimit_decisions_total{outcome="denied",policy="hourly",shadow="false",source
 // The request is admitted by "enforced", denied only by the shadow "trial".
 func TestShadowDecisions(t *testing.T) {
 	obs := ratelimitprom.New()
-	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs)),
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs.Hooks())),
 		ratelimit.Policy{Name: "enforced", Limit: 100, Window: time.Hour},
 		ratelimit.Policy{Name: "trial", Limit: 1, Window: time.Hour, Shadow: true})
 	for i := range 3 {
@@ -101,7 +104,7 @@ func TestShadowDecisions(t *testing.T) {
 
 func TestBuckets(t *testing.T) {
 	obs := ratelimitprom.New(ratelimitprom.WithBuckets(0.001, 0.1))
-	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs)), ratelimit.Policy{Limit: 1, Window: time.Hour})
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(obs.Hooks())), ratelimit.Policy{Limit: 1, Window: time.Hour})
 	if _, err := allow(l, "k"); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +128,7 @@ func TestBuckets(t *testing.T) {
 func TestStoreErrorsAndBreaker(t *testing.T) {
 	obs := ratelimitprom.New()
 	// On a clock of the test's own: the open breaker's first probe waits for it.
-	store := ratelimit.NewRedisStore(refusedRedis(t), ratelimit.WithBreaker(1, time.Minute), ratelimit.WithObserver(obs),
+	store := ratelimit.NewRedisStore(refusedRedis(t), ratelimit.WithBreaker(1, time.Minute), ratelimit.WithObserver(obs.Hooks()),
 		ratelimit.WithClock(fakeclock.New(fakeclock.T0)))
 	l := mustNew(t, store, ratelimit.Policy{Limit: 10, Window: time.Minute})
 	// The store's first dial (it reads Redis's maxmemory-policy when made) may already have
@@ -154,14 +157,14 @@ func TestStoreErrorsAndBreaker(t *testing.T) {
 		}
 	}
 	breaker(1, 1, 0)
-	obs.BreakerChanged(observe.BreakerOpen, observe.BreakerClosed) // what the store reports when a probe succeeds (see TestRedis)
+	obs.Hooks().BreakerChanged(observe.BreakerOpen, observe.BreakerClosed) // what the store reports when a probe succeeds (see TestRedis)
 	breaker(0, 1, 1)
 }
 
 // A store that never answers: the call times out.
 func TestStoreTimeout(t *testing.T) {
 	obs := ratelimitprom.New()
-	l := mustNew(t, ratelimit.NewRedisStore(silentRedis(t), ratelimit.WithObserver(obs)), ratelimit.Policy{Limit: 10, Window: time.Minute})
+	l := mustNew(t, ratelimit.NewRedisStore(silentRedis(t), ratelimit.WithObserver(obs.Hooks())), ratelimit.Policy{Limit: 10, Window: time.Minute})
 	if _, err := allow(l, "k"); observe.ErrorKind(err) != "timeout" {
 		t.Fatalf("check: %v, want one of kind timeout", err)
 	}
@@ -175,7 +178,7 @@ func TestStoreTimeout(t *testing.T) {
 // While the store is down, the fallback decides under half of each limit, and says so.
 func TestFallback(t *testing.T) {
 	obs := ratelimitprom.New()
-	store := ratelimit.NewRedisStore(refusedRedis(t), ratelimit.WithFallback(0.5), ratelimit.WithObserver(obs))
+	store := ratelimit.NewRedisStore(refusedRedis(t), ratelimit.WithFallback(0.5), ratelimit.WithObserver(obs.Hooks()))
 	l := mustNew(t, store, ratelimit.Policy{Name: "p", Limit: 4, Window: time.Hour})
 	for i := range 3 {
 		d, err := allow(l, "k")
@@ -204,7 +207,7 @@ func TestFallback(t *testing.T) {
 // Policy names beyond the bound are counted under one label.
 func TestPolicyLabelBounded(t *testing.T) {
 	obs := ratelimitprom.New()
-	store := ratelimit.NewMemoryStore(ratelimit.WithObserver(obs))
+	store := ratelimit.NewMemoryStore(ratelimit.WithObserver(obs.Hooks()))
 	const names = 256 + 3
 	for i := range names {
 		l := mustNew(t, store, ratelimit.Policy{Name: fmt.Sprintf("p%03d", i), Limit: 10, Window: time.Hour})
@@ -226,7 +229,7 @@ func TestPolicyLabelBounded(t *testing.T) {
 // Many goroutines, each limiter's policy first seen by several of them at once.
 func TestConcurrent(t *testing.T) {
 	obs := ratelimitprom.New()
-	store := ratelimit.NewMemoryStore(ratelimit.WithObserver(obs))
+	store := ratelimit.NewMemoryStore(ratelimit.WithObserver(obs.Hooks()))
 	var limiters []*ratelimit.Limiter
 	for i := range 4 {
 		limiters = append(limiters, mustNew(t, store, ratelimit.Policy{Name: fmt.Sprintf("p%d", i), Limit: 1e6, Window: time.Hour}))
@@ -254,28 +257,66 @@ func TestConcurrent(t *testing.T) {
 	}
 }
 
-// capture is an Observer that keeps a copy of the last decision's event.
+// A request holding an in-flight slot is counted in ratelimit_inflight_slot_holders until its
+// handler returns; then how long it held the slot is observed. The deprecated names,
+// ratelimit_active_request_leases and ratelimit_request_lease_duration_seconds, carry the
+// same figures.
+func TestSlotHolders(t *testing.T) {
+	obs := ratelimitprom.New()
+	clock := fakeclock.New(fakeclock.T0)
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock), ratelimit.WithObserver(obs.Hooks())),
+		ratelimit.Policy{Name: "slots", Limit: 2, Window: time.Minute, Algorithm: algorithms.InFlight{}})
+	var during, duringOld float64
+	h := ratelimit.Middleware(l)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		during, duringOld = value(t, obs, "ratelimit_inflight_slot_holders", ""), value(t, obs, "ratelimit_active_request_leases", "")
+		clock.Advance(2 * time.Second)
+	}))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
+	after, afterOld := value(t, obs, "ratelimit_inflight_slot_holders", ""), value(t, obs, "ratelimit_active_request_leases", "")
+	if during != 1 || after != 0 {
+		t.Errorf("slot holders during the handler %v, after %v; want 1, 0", during, after)
+	}
+	if duringOld != during || afterOld != after {
+		t.Errorf("ratelimit_active_request_leases during %v, after %v; want the new name's %v, %v", duringOld, afterOld, during, after)
+	}
+	held := sample(t, obs, "ratelimit_inflight_slot_hold_duration_seconds", "").GetHistogram()
+	old := sample(t, obs, "ratelimit_request_lease_duration_seconds", "").GetHistogram()
+	if held.GetSampleCount() != 1 || held.GetSampleSum() != 2 {
+		t.Errorf("hold durations observed: %d, sum %v s; want 1, 2 s", held.GetSampleCount(), held.GetSampleSum())
+	}
+	if old.GetSampleCount() != held.GetSampleCount() || old.GetSampleSum() != held.GetSampleSum() || len(old.GetBucket()) != len(held.GetBucket()) {
+		t.Fatalf("ratelimit_request_lease_duration_seconds: %d, sum %v; want the new name's %d, %v", old.GetSampleCount(), old.GetSampleSum(), held.GetSampleCount(), held.GetSampleSum())
+	}
+	for i, b := range held.GetBucket() {
+		if o := old.GetBucket()[i]; o.GetUpperBound() != b.GetUpperBound() || o.GetCumulativeCount() != b.GetCumulativeCount() {
+			t.Errorf("bucket %d: deprecated le=%v %d, new le=%v %d", i, o.GetUpperBound(), o.GetCumulativeCount(), b.GetUpperBound(), b.GetCumulativeCount())
+		}
+	}
+}
+
+// The deprecated names' help says which name to use instead.
+func TestDeprecatedHelp(t *testing.T) {
+	mfs := gather(t, ratelimitprom.New())
+	for old, use := range map[string]string{"ratelimit_active_request_leases": "ratelimit_inflight_slot_holders",
+		"ratelimit_request_lease_duration_seconds": "ratelimit_inflight_slot_hold_duration_seconds"} {
+		if mf := mfs[old]; mf == nil || !strings.HasPrefix(mf.GetHelp(), "Deprecated: use "+use+" ") {
+			t.Errorf("%s: help %q; want it to begin \"Deprecated: use %s\"", old, mf.GetHelp(), use)
+		}
+	}
+}
+
+// capture keeps a copy of the last decision's event (its Decided method, the one hook it sets).
 type capture struct{ e ratelimit.DecisionEvent }
 
 func (c *capture) Decided(e ratelimit.DecisionEvent) {
 	c.e = e
 	c.e.Results = append([]ratelimit.PolicyResult(nil), e.Results...) // valid only during the call
 }
-func (c *capture) StoreFailed(error)                        {}
-func (c *capture) BreakerChanged(_, _ observe.BreakerState) {}
-func (c *capture) Answered(observe.RequestEvent)            {}
-func (c *capture) MemoryStoreFull(bool)                     {}
-func (c *capture) KeyFellBack(string)                       {}
-func (c *capture) RedisEvictionPolicy(string, bool)         {}
-func (c *capture) Leased(bool, time.Duration)               {}
-func (c *capture) Queued(bool)                              {}
-func (c *capture) DenialCacheDeaf(bool)                     {}
-func (c *capture) StoreDegraded(string, bool)               {}
 
 // Once a policy has been seen, Decided allocates nothing.
 func TestDecidedDoesNotAllocate(t *testing.T) {
 	var c capture
-	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(&c)),
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(&ratelimit.Observer{Decided: c.Decided})),
 		ratelimit.Policy{Name: "a", Limit: 10, Window: time.Second},
 		ratelimit.Policy{Name: "b", Limit: 1000, Window: time.Hour})
 	if _, err := allow(l, "k"); err != nil {
@@ -284,8 +325,8 @@ func TestDecidedDoesNotAllocate(t *testing.T) {
 	e := c.e
 	e.Latency = 3 * time.Microsecond
 	obs := ratelimitprom.New()
-	obs.Decided(e) // sees the policies
-	if n := testing.AllocsPerRun(1000, func() { obs.Decided(e) }); n != 0 {
+	obs.Hooks().Decided(e) // sees the policies
+	if n := testing.AllocsPerRun(1000, func() { obs.Hooks().Decided(e) }); n != 0 {
 		t.Errorf("Decided allocates %v times, want 0", n)
 	}
 	if got := value(t, obs, "ratelimit_decisions_total", "outcome=allowed,policy=b,shadow=false,source=store"); got != 1002 {

@@ -24,7 +24,7 @@ func readmeMetrics(rdb redis.UniversalClient) (ratelimit.Store, *ratelimitprom.O
 	metrics := ratelimitprom.New()
 	prometheus.MustRegister(metrics)
 
-	store := ratelimit.NewRedisStore(rdb, ratelimit.WithObserver(metrics)) // or NewMemoryStore
+	store := ratelimit.NewRedisStore(rdb, ratelimit.WithObserver(metrics.Hooks())) // or NewMemoryStore
 	return store, metrics
 }
 

@@ -26,7 +26,7 @@ func TestRedis(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true, DialTimeout: time.Second})
 	t.Cleanup(func() { client.Close() })
 	obs := ratelimitprom.New()
-	seen, hearing := outagespec.Hearing(obs)
+	seen, hearing := outagespec.Hearing(obs.Hooks())
 	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithClock(clock),
 		ratelimit.WithBreaker(1, time.Second), ratelimit.WithDenialCache(100), ratelimit.WithObserver(seen))
 	l := mustNew(t, store, ratelimit.Policy{Name: "one", Limit: 1, Window: time.Hour})
@@ -79,7 +79,7 @@ func TestRedis(t *testing.T) {
 // connections (its subscription broken), none again when it is back.
 func TestDenialCachesDeaf(t *testing.T) {
 	obs := ratelimitprom.New()
-	outagespec.DeafCache(t, obs, func() (float64, bool) {
+	outagespec.DeafCache(t, obs.Hooks(), func() (float64, bool) {
 		_, ok := gather(t, obs)["ratelimit_denial_caches_deaf"]
 		return value(t, obs, "ratelimit_denial_caches_deaf", ""), ok
 	})
@@ -89,7 +89,7 @@ func TestDenialCachesDeaf(t *testing.T) {
 // the responses by status.
 func TestOutageCountsEqualResponses(t *testing.T) {
 	obs := ratelimitprom.New()
-	outagespec.Run(t, obs, func(result string) float64 {
+	outagespec.Run(t, obs.Hooks(), func(result string) float64 {
 		return value(t, obs, "ratelimit_requests_total", "result="+result)
 	})
 }
@@ -99,7 +99,7 @@ func TestOutageCountsEqualResponses(t *testing.T) {
 // sends them one by one.
 func TestStoresDegraded(t *testing.T) {
 	obs := ratelimitprom.New()
-	outagespec.Degraded(t, obs, func(feature string) (float64, bool) {
+	outagespec.Degraded(t, obs.Hooks(), func(feature string) (float64, bool) {
 		if m := sample(t, obs, "ratelimit_stores_degraded", "feature="+feature); m != nil {
 			return m.GetGauge().GetValue(), true
 		}

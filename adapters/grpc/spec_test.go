@@ -110,7 +110,7 @@ func TestSpec(t *testing.T) {
 						if store == nil {
 							store = engine.store(t, ratelimit.WithClock(e))
 						}
-						e.store = httpspec.Observed(store, &e.told) // every step must be told once
+						e.store = httpspec.Observed(store, e.told.Observer()) // every step must be told once
 						e.timeout = c.timeout
 						runCase(t, e, c.build(e), c.steps, m.stream)
 					})

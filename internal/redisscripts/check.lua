@@ -199,7 +199,7 @@ local function check(KEYS, ARGV)
     for i = 1, nk do -- every code is known before anything is written
       local p, err = spec_of(ARGV[4 + i])
       if not p then return err end
-      if not fns[p[6]] then return redis.error_reply('ratelimit: algorithm code ' .. p[6] .. ' holds no lease to renew') end
+      if not fns[p[6]] then return redis.error_reply('ratelimit: algorithm code ' .. p[6] .. ' holds no slot to renew') end
       if mode == '5' and p[6] ~= 'fw' then return leases_only_fw() end
       if p[7] then hash_begin(KEYS[i]) end
     end

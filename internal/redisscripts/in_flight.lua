@@ -1,5 +1,5 @@
 -- in_flight.lua: algorithms['if'], the Lua form of algorithms.InFlight: the sliding log's, with
--- the window as the lease, no next (a slot comes back when its request ends), and a renewal.
+-- the window as a slot's lifetime, no next (a slot comes back when its request ends), and a renewal.
 -- The sliding log is looked up when called, so the order the files load in does not matter.
 algorithms['if'] = function(key, now, limit, window, burst, cost)
   return algorithms.sl(key, now, limit, window, burst, cost, true)

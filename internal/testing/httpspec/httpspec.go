@@ -110,15 +110,17 @@ func newEnv(t *testing.T, c specCase, engine Engine) *env {
 	if store == nil {
 		store = engine.Store(t, specClock{e})
 	}
-	e.store = Observed(store, &e.told) // every step must be told once: see step.checkTold
+	e.store = Observed(store, e.told.Observer()) // every step must be told once: see step.checkTold
 	return e
 }
 
-// Told is an Observer that records the result of each request its guards answer, and
-// nothing else: what a case holds to one result a request.
+// Told records the result of each request its guards answer, and nothing else: what a case
+// holds to one result a request. Its Observer sets the Answered hook alone.
 type Told struct {
 	mu      sync.Mutex
 	results []observe.Result
+	once    sync.Once
+	hooks   *ratelimit.Observer
 }
 
 // Results returns the results told so far.
@@ -128,36 +130,32 @@ func (o *Told) Results() []observe.Result {
 	return slices.Clone(o.results)
 }
 
-func (o *Told) Answered(e observe.RequestEvent) {
-	o.mu.Lock()
-	o.results = append(o.results, e.Result)
-	o.mu.Unlock()
+// Observer returns the hooks that record into o: the same pointer each time, so that the
+// guards of one request over stores observed by o count it once.
+func (o *Told) Observer() *ratelimit.Observer {
+	o.once.Do(func() {
+		o.hooks = &ratelimit.Observer{Answered: func(e observe.RequestEvent) {
+			o.mu.Lock()
+			o.results = append(o.results, e.Result)
+			o.mu.Unlock()
+		}}
+	})
+	return o.hooks
 }
-
-func (o *Told) Decided(ratelimit.DecisionEvent)          {}
-func (o *Told) StoreFailed(error)                        {}
-func (o *Told) BreakerChanged(_, _ observe.BreakerState) {}
-func (o *Told) MemoryStoreFull(bool)                     {}
-func (o *Told) KeyFellBack(string)                       {}
-func (o *Told) RedisEvictionPolicy(string, bool)         {}
-func (o *Told) DenialCacheDeaf(bool)                     {}
-func (o *Told) StoreDegraded(string, bool)               {}
-func (o *Told) Leased(bool, time.Duration)               {}
-func (o *Told) Queued(bool)                              {}
 
 // Observed returns store with o as its observer (the first of its chain, see
 // ratelimit.Store), which every limiter and guard over it then reports to.
-func Observed(store ratelimit.Store, o ratelimit.Observer) ratelimit.Store {
+func Observed(store ratelimit.Store, o *ratelimit.Observer) ratelimit.Store {
 	return observedStore{store, o}
 }
 
 type observedStore struct {
 	ratelimit.Store
-	o ratelimit.Observer
+	o *ratelimit.Observer
 }
 
-func (s observedStore) Unwrap() ratelimit.Store      { return s.Store }
-func (s observedStore) Observer() ratelimit.Observer { return s.o }
+func (s observedStore) Unwrap() ratelimit.Store       { return s.Store }
+func (s observedStore) Observer() *ratelimit.Observer { return s.o }
 
 // specClock is the case's clock as the store sees it: the fake clock, whose shaping waits the
 // case records.

@@ -20,7 +20,7 @@ import (
 func LoginCountedOnce(t *testing.T, engine func(l *ratelimit.Limiter, login ...ratelimit.Option) http.Handler) {
 	t.Helper()
 	told := &Told{}
-	l, err := ratelimit.New(Observed(ratelimit.NewMemoryStore(), told), ratelimit.Policy{Limit: 10, Window: time.Second})
+	l, err := ratelimit.New(Observed(ratelimit.NewMemoryStore(), told.Observer()), ratelimit.Policy{Limit: 10, Window: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

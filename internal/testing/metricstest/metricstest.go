@@ -12,7 +12,26 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/observe"
 )
+
+// NopObserver returns an Observer whose every hook is set and does nothing: what reporting
+// itself costs the core, for the benchmarks.
+func NopObserver() *ratelimit.Observer {
+	return &ratelimit.Observer{
+		Decided:             func(ratelimit.DecisionEvent) {},
+		Answered:            func(observe.RequestEvent) {},
+		StoreFailed:         func(error) {},
+		BreakerChanged:      func(_, _ observe.BreakerState) {},
+		MemoryStoreFull:     func(bool) {},
+		KeyFellBack:         func(string) {},
+		RedisEvictionPolicy: func(string, bool) {},
+		DenialCacheDeaf:     func(bool) {},
+		StoreDegraded:       func(string, bool) {},
+		SlotHeld:            func(bool, time.Duration) {},
+		Queued:              func(bool) {},
+	}
+}
 
 // MustNew returns a limiter of policies over store, failing the test when New fails.
 func MustNew(t testing.TB, store ratelimit.Store, policies ...ratelimit.Policy) *ratelimit.Limiter {

@@ -17,14 +17,14 @@ import (
 // refunds and resets and hears them again. deaf returns what obs counts as deaf caches now,
 // and ok false while it has recorded nothing. It must read 0 once both are subscribed, 1
 // while the proxy refuses, and 0 again when it is back.
-func DeafCache(t *testing.T, obs ratelimit.Observer, deaf func() (n float64, ok bool)) {
+func DeafCache(t *testing.T, obs *ratelimit.Observer, deaf func() (n float64, ok bool)) {
 	t.Helper()
 	proxy := faultproxy.Start(t, redistest.Addr(t))
-	seen := &deafReports{Observer: obs}
+	hooks, seen := countDeaf(obs)
 	for _, addr := range []string{proxy.Addr(), redistest.Addr(t)} {
 		client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second})
 		t.Cleanup(func() { client.Close() })
-		ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithObserver(seen))
+		ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithObserver(hooks))
 	}
 	// Both stores deaf at start and then subscribed, as the reports go through obs: only then
 	// can a count of 1 come from a break.
@@ -54,27 +54,36 @@ func DeafCache(t *testing.T, obs ratelimit.Observer, deaf func() (n float64, ok 
 	until("its Redis back", 0)
 }
 
-// deafReports passes every report to the observer it wraps, counting DenialCacheDeaf's.
+// deafReports counts the DenialCacheDeaf reports of a store.
 type deafReports struct {
-	ratelimit.Observer
 	deaf, hearing atomic.Int64
 }
 
-func (r *deafReports) DenialCacheDeaf(deaf bool) {
-	if deaf {
-		r.deaf.Add(1)
-	} else {
-		r.hearing.Add(1)
+// countDeaf returns a copy of obs whose DenialCacheDeaf hook counts each report in seen
+// before it passes it on to obs's own, if any.
+func countDeaf(obs *ratelimit.Observer) (hooks *ratelimit.Observer, seen *deafReports) {
+	seen = &deafReports{}
+	o := *obs
+	next := o.DenialCacheDeaf
+	o.DenialCacheDeaf = func(deaf bool) {
+		if deaf {
+			seen.deaf.Add(1)
+		} else {
+			seen.hearing.Add(1)
+		}
+		if next != nil {
+			next(deaf)
+		}
 	}
-	r.Observer.DenialCacheDeaf(deaf)
+	return &o, seen
 }
 
 // Hearing returns obs wrapped, for one Redis store, and a function that waits until that store
 // has reported its denial cache subscribed: before, the cache caches no denial (it could not
 // hear a refund that ends one), so a test of a denial answered by the cache must wait for it.
-func Hearing(obs ratelimit.Observer) (ratelimit.Observer, func(t *testing.T)) {
-	seen := &deafReports{Observer: obs}
-	return seen, func(t *testing.T) {
+func Hearing(obs *ratelimit.Observer) (*ratelimit.Observer, func(t *testing.T)) {
+	hooks, seen := countDeaf(obs)
+	return hooks, func(t *testing.T) {
 		t.Helper()
 		for deadline := time.Now().Add(20 * time.Second); seen.hearing.Load() == 0; time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {

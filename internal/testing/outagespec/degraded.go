@@ -21,7 +21,7 @@ import (
 // degraded in a feature now, and ok false while it has no series of it. Every feature of
 // observe.Degradations must read 0 before, and after: denial_cache 1, merged_checks 1,
 // compact_expiry 0 (the servers are Redis 7).
-func Degraded(t *testing.T, obs ratelimit.Observer, degraded func(feature string) (n float64, ok bool)) {
+func Degraded(t *testing.T, obs *ratelimit.Observer, degraded func(feature string) (n float64, ok bool)) {
 	t.Helper()
 	want := func(what string, counts map[string]float64) {
 		t.Helper()

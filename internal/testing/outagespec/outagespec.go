@@ -22,7 +22,7 @@ import (
 
 // Run drives the outage with obs as the stores' observer; counted returns what obs has
 // counted so far for a result label ("allowed", "unlimited", ...).
-func Run(t *testing.T, obs ratelimit.Observer, counted func(result string) float64) {
+func Run(t *testing.T, obs *ratelimit.Observer, counted func(result string) float64) {
 	t.Helper()
 	clock := fakeclock.New(fakeclock.T0)
 	client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})

@@ -6,13 +6,14 @@ import (
 	"time"
 )
 
-// lease keeps the in-flight slots of a request the guard let through: it renews them every
-// third of the shortest lease while the handler runs, so a long request keeps its slots and a
-// request whose instance died loses them within a lease.
+// slotHold keeps the in-flight slots of a request the guard let through: it renews them every
+// third of the shortest slot lifetime (an in-flight policy's Window) while the handler runs,
+// so a long request keeps its slots and a request whose instance died loses them within a
+// lifetime.
 //
 // The renewals run on the system's timers (a [Clock] has none), each in a goroutine of its own
 // only while it runs; what they write is on the store's clock.
-type lease struct {
+type slotHold struct {
 	g       *Guard
 	l       *Limiter
 	req     Request
@@ -26,11 +27,11 @@ type lease struct {
 }
 
 // hold starts renewing the slots that d holds for key.
-func (g *Guard) hold(r Request, lim *Limiter, key string, d Decision) *lease {
-	l := &lease{g: g, l: lim, req: r, key: key, d: d, every: lim.shortestLease() / 3}
-	if g.observer != nil {
+func (g *Guard) hold(r Request, lim *Limiter, key string, d Decision) *slotHold {
+	l := &slotHold{g: g, l: lim, req: r, key: key, d: d, every: lim.shortestSlotLife() / 3}
+	if g.observer.wantsSlotHeld() {
 		l.since = g.clock.Now()
-		g.observer.Leased(true, 0)
+		g.observer.slotHeld(true, 0)
 	}
 	l.mu.Lock()
 	l.timer = time.AfterFunc(l.every, l.renew)
@@ -39,7 +40,7 @@ func (g *Guard) hold(r Request, lim *Limiter, key string, d Decision) *lease {
 }
 
 // renew renews the slots once, and again after every.
-func (l *lease) renew() {
+func (l *slotHold) renew() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.stopped {
@@ -57,19 +58,20 @@ func (l *lease) renew() {
 
 // stop ends the renewals, waiting for one under way, and returns the decision with its slots'
 // latest time, to release them.
-func (l *lease) stop() Decision {
+func (l *slotHold) stop() Decision {
 	l.timer.Stop()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.stopped = true
 	if !l.since.IsZero() {
-		l.g.observer.Leased(false, l.g.clock.Now().Sub(l.since))
+		l.g.observer.slotHeld(false, l.g.clock.Now().Sub(l.since))
 	}
 	return l.d
 }
 
-// shortestLease returns the shortest Window among the limiter's in-flight policies.
-func (l *Limiter) shortestLease() time.Duration {
+// shortestSlotLife returns the shortest Window (a slot's lifetime) among the limiter's
+// in-flight policies.
+func (l *Limiter) shortestSlotLife() time.Duration {
 	var d time.Duration
 	for i := range l.policies {
 		if w := l.policies[i].Window; l.policies[i].holds() && (d == 0 || w < d) {
@@ -102,8 +104,8 @@ const (
 // intervals slept, whichever ends first, so that it ends on any clock.
 func (g *Guard) waitForSlot(r Request, l *Limiter, key string, cost int64, d *Decision) error {
 	if g.observer != nil {
-		g.observer.Queued(true)
-		defer g.observer.Queued(false)
+		g.observer.queued(true)
+		defer g.observer.queued(false)
 	}
 	start := g.clock.Now()
 	step, slept := slotPollFirst, time.Duration(0)
