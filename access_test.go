@@ -165,7 +165,7 @@ func TestAccessDenyWinsAndKeys(t *testing.T) {
 // The requests of each verdict are counted under their own result, by the store's observer.
 func TestAccessResultsObserved(t *testing.T) {
 	obs := &answers{}
-	store := ratelimit.NewMemoryStore(ratelimit.WithObserver(obs))
+	store := ratelimit.NewMemoryStore(ratelimit.WithObserver(obs.observer()))
 	l := mustNew(t, store, ratelimit.Policy{Name: "api", Limit: 5, Window: time.Hour})
 	h := ratelimit.Middleware(l, ratelimit.WithAccess(ratelimit.Access{Allow: []string{"10.0.0.1"}, Deny: []string{"10.0.0.2"}}))(
 		http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))

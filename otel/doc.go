@@ -43,7 +43,7 @@
 //
 // ratelimit.requests counts each request a guard answered once, by the result its client saw
 // (observe.Result: allowed, denied, unlimited, fallback_allowed, fallback_denied,
-// error_denied, rejected, canceled, skipped), so it equals the responses by status.
+// error_denied, rejected, canceled, skipped, allowlisted, denylisted), so it equals the responses by status.
 //
 // ratelimit.policy.decisions counts each policy's own verdict: a request checked against two
 // policies adds one to each, ratelimit.decision "denied" only for the policy that refused it

@@ -12,7 +12,7 @@
 // # Metrics
 //
 //	name                                           type       labels
-//	ratelimit_requests_total                       counter    result (allowed, denied, unlimited, fallback_allowed, fallback_denied, error_denied, rejected, canceled, skipped)
+//	ratelimit_requests_total                       counter    result (allowed, denied, unlimited, fallback_allowed, fallback_denied, error_denied, rejected, canceled, skipped, allowlisted, denylisted)
 //	ratelimit_decisions_total                      counter    policy, outcome (allowed, denied), source (store, denial_cache, fallback, lease), shadow (true, false)
 //	ratelimit_decision_duration_seconds            histogram  source
 //	ratelimit_store_errors_total                   counter    kind (unavailable, timeout, breaker_open, busy, oom, readonly, script, other)
