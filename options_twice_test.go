@@ -77,6 +77,7 @@ func TestGuardOptionGivenTwiceRefused(t *testing.T) {
 		"WithCost":         {ratelimit.WithCost(func(ratelimit.Request) int64 { return 1 }), ratelimit.WithCost(func(ratelimit.Request) int64 { return 2 })},
 		"FailClosed":       {ratelimit.FailClosed(503), ratelimit.FailClosed(429)},
 		"WithTimeout":      {ratelimit.WithTimeout(time.Second), ratelimit.WithTimeout(time.Second)},
+		"WithAccess":       {ratelimit.WithAccess(ratelimit.Access{Allow: []string{"10.0.0.0/8"}}), ratelimit.WithAccess(ratelimit.Access{Deny: []string{"203.0.113.0/24"}})},
 		"WithErrorHandler": {ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}), ratelimit.WithErrorHandler(func(ratelimit.Request, error) {})},
 		"WithDenyResponse": {ratelimit.WithDenyResponse(deny429), ratelimit.WithDenyResponse(deny429)},
 		"WithHeaders":      {ratelimit.WithHeaders(ratelimit.XRateLimitHeaders), ratelimit.WithHeaders(ratelimit.IETFDraftHeaders)},

@@ -379,3 +379,14 @@ func TestAccessHotReload(t *testing.T) {
 		}
 	}
 }
+
+// An engine given WithAccess in WithGuardOptions refuses a document with access lists, naming
+// the option: the document's lists would otherwise replace the engine's, unseen.
+func TestAccessInGuardOptionsAndDocument(t *testing.T) {
+	set := mustParseText(t, "access:\n  deny: [203.0.113.0/24]\nrules:\n  - {name: api, key: ip, policies: [{rate: 1/s}]}\n")
+	_, err := NewEngine(ratelimit.NewMemoryStore(), set,
+		WithGuardOptions(ratelimit.WithAccess(ratelimit.Access{Allow: []string{"10.0.0.0/8"}})))
+	if err == nil || !strings.Contains(err.Error(), "WithAccess") {
+		t.Fatalf("NewEngine = %v; want an error naming WithAccess given twice", err)
+	}
+}
