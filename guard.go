@@ -15,9 +15,10 @@ import (
 // [Middleware] and every framework adapter call it, so they all behave alike:
 //
 //	o := g.Check(req)
-//	o.Write(w) // or o.Headers(set)
+//	o.Headers(set) // the rate-limit headers, and Retry-After on a refusal
 //	if !o.Proceed {
-//		return // Write answered the refusal
+//		answer(o.Status, o.ContentType, o.Body) // the refusal
+//		return
 //	}
 //	next()
 //	g.Done(&o, status)

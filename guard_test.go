@@ -140,7 +140,7 @@ func TestOutcomeHeaders(t *testing.T) {
 			t.Errorf("check %d: Headers gave %v, want %v", i, got, want)
 		}
 		w := httptest.NewRecorder()
-		o.Write(w)
+		ratelimit.WriteOutcome(&o, w)
 		if !reflect.DeepEqual(w.Header(), want) {
 			t.Errorf("check %d: Write wrote %v, want %v", i, w.Header(), want)
 		}

@@ -85,7 +85,7 @@ func (g *Guard) fellBack(r Request, err error) {
 	level, msg := slog.LevelInfo, "ratelimit: a request has no key of the guard's kind; such requests are limited by their client IP (RejectMissingKey refuses them instead). Logged once per guard; counted every time"
 	if reason == "no_route" {
 		level = slog.LevelWarn
-		msg = "ratelimit: KeyByRoute found no route: the middleware runs before the router has matched one (around a ServeMux, say), so requests are limited by their client IP instead of their route. Give the middleware the router (ratelimit.WithRoutes(mux)) or put it on the handler you register. Logged once per guard; counted every time"
+		msg = "ratelimit: KeyByRoute found no route: the middleware runs before the router has matched one (around a handler in front of the ServeMux, say), so requests are limited by their client IP instead of their route. Wrap the router itself (the middleware asks a ServeMux the route), not a handler around it, or put the middleware on the handler you register. Logged once per guard; counted every time"
 	}
 	g.log.get().LogAttrs(context.WithoutCancel(r.Context()), level, msg, slog.String("reason", reason), slog.String("error", err.Error()))
 }
@@ -133,36 +133,10 @@ func (g *Guard) proxySentNoClient(r Request, proxy netip.Addr, header string) {
 }
 
 // router is what knows the route pattern of a request before it routes it: *http.ServeMux,
-// whose Handler returns the pattern that matches a request, is one.
+// whose Handler returns the pattern that matches a request, is one. Middleware given such a
+// handler to wrap (see FromGuard) asks it the route of each request that has none yet.
 type router = interface {
 	Handler(r *http.Request) (h http.Handler, pattern string)
-}
-
-// WithRoutes gives net/http middleware the router it stands in front of — *http.ServeMux, or
-// any router whose Handler method returns the pattern that matches a request: a request that has
-// no route yet (the middleware wraps the whole mux) gets the pattern router matches for it,
-// once, so that [KeyByRoute] keys it by its route rather than falling back to its client IP.
-//
-//	http.ListenAndServe(":8080", ratelimit.Middleware(l,
-//		ratelimit.WithKey(ratelimit.KeyJoin(ratelimit.KeyByIP(), ratelimit.KeyByRoute())),
-//		ratelimit.WithRoutes(mux))(mux))
-//
-// A request the router only redirects to add a slash to its path has no route (see routeOf),
-// nor has one it does not match. The adapters need none: their frameworks route before
-// middleware runs.
-func WithRoutes(router interface {
-	Handler(r *http.Request) (h http.Handler, pattern string)
-}) Option {
-	return func(gc *guardConfig) {
-		if !gc.once("WithRoutes", "") {
-			return
-		}
-		if router == nil {
-			gc.errorf("WithRoutes(nil): give it the router the middleware stands in front of, e.g. the *http.ServeMux")
-			return
-		}
-		gc.routes = router
-	}
 }
 
 // routeOf returns the pattern router matches for r, or "" when it matches none. A ServeMux
@@ -186,10 +160,20 @@ func routeOf(router router, r *http.Request) string {
 	return pattern
 }
 
-// routedRequest is *http.Request seen as a Request, with the route its router would match.
+// routedRequest is *http.Request seen as a Request by middleware that wraps its router: the
+// request has no route yet, and its route is the pattern the router would match, looked up
+// the first time something asks for it (a key function of routes, a metric's label), so that
+// a guard that keys by IP never pays for it.
 type routedRequest struct {
 	httpRequest
+	router  router
 	pattern string
+	looked  bool
 }
 
-func (r routedRequest) Route() string { return r.pattern }
+func (r *routedRequest) Route() string {
+	if !r.looked {
+		r.pattern, r.looked = routeOf(r.router, r.r), true
+	}
+	return r.pattern
+}

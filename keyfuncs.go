@@ -181,8 +181,8 @@ func idOfKind(v any) (string, bool) {
 // in net/http, Gin, Echo and Fiber, whose route templates have no method.
 //
 // A request whose route is unknown has no key ([ErrNoKey]). With net/http the route is known
-// inside a ServeMux: put the middleware on the handler you register, or give middleware
-// around the mux the mux itself ([WithRoutes]). Otherwise every request is limited by its
+// inside a ServeMux, and by middleware that wraps the mux itself (it asks the mux: see
+// [FromGuard]). Otherwise every request is limited by its
 // client IP instead (see [WithKey]), which the guard logs once and counts
 // ([Observer.KeyFellBack]).
 func KeyByRoute() KeyFunc {

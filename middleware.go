@@ -37,27 +37,45 @@ func Middleware(l *Limiter, opts ...Option) func(http.Handler) http.Handler {
 // FromGuard returns net/http middleware that limits requests with g, as [Middleware] does with
 // the guard it makes: use it with a guard made by [NewGuard] or [Switch], or one that a rules
 // engine keeps up to date. The adapters of each framework have a FromGuard of their own.
+//
+// Middleware around a whole router knows each request's route all the same: when the handler
+// it wraps can say which pattern matches a request — *http.ServeMux, or any router with its
+// method Handler(*http.Request) (http.Handler, string) — a request that has no route yet
+// gets the pattern the router matches for it, asked once and only when something reads it,
+// so that [KeyByRoute] keys it by its route rather than falling back to its client IP:
+//
+//	http.ListenAndServe(":8080", ratelimit.Middleware(l,
+//		ratelimit.WithKey(ratelimit.KeyJoin(ratelimit.KeyByIP(), ratelimit.KeyByRoute())))(mux))
+//
+// Wrap the router itself (other middleware outside), or it cannot be asked. A request the
+// router only redirects to add a slash to its path has no route (see routeOf), nor has one it
+// does not match. The adapters need none of this: their frameworks route before middleware runs.
 func FromGuard(g *Guard) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler { return &limitHandler{g, next} }
+	return func(next http.Handler) http.Handler {
+		h := &limitHandler{g: g, next: next}
+		h.routes, _ = next.(router)
+		return h
+	}
 }
 
 // limitHandler is the middleware around one handler.
 type limitHandler struct {
-	g    *Guard
-	next http.Handler
+	g      *Guard
+	next   http.Handler
+	routes router // next, when it can say a request's route before routing it
 }
 
 func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var o Outcome
-	if h.g.routes != nil && r.Pattern == "" {
-		o = h.g.Check(routedRequest{httpRequest{r}, routeOf(h.g.routes, r)})
+	if h.routes != nil && r.Pattern == "" {
+		o = h.g.Check(&routedRequest{httpRequest: httpRequest{r}, router: h.routes})
 	} else {
 		o = h.g.Check(httpRequest{r})
 	}
 	if !o.Proceed || o.Decision.n == 0 && o.report == 0 {
 		// Refused, or let through without a decision (skipped, failed open) nor a report to
 		// carry: there is nothing to hand over, and Write answers a refusal whole.
-		o.Write(w)
+		o.write(w)
 		if o.Proceed {
 			h.next.ServeHTTP(w, r)
 		}

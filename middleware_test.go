@@ -278,11 +278,11 @@ func keyOfTest(t *testing.T) ratelimit.KeyFunc {
 	return func(ratelimit.Request) (string, error) { return key, nil }
 }
 
-// TestMiddlewareFallbackKey: around a whole mux the route is not known yet (net/http sets
-// r.Pattern when the mux routes the request), so a key of the client IP and the route finds
-// no key, and every request is limited by its client IP: the client behind the trusted proxies,
-// not the load balancer. On the route's handler the route is known, and each route has its own
-// quota.
+// TestMiddlewareFallbackKey: around a handler in front of the mux the route is not known yet
+// (net/http sets r.Pattern when the mux routes the request), so a key of the client IP and the
+// route finds no key, and every request is limited by its client IP: the client behind the
+// trusted proxies, not the load balancer. Around the mux itself the middleware asks it the
+// route, and on the route's handler the route is known: each route has its own quota.
 func TestMiddlewareFallbackKey(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
 		ipAndRoute := ratelimit.KeyJoin(ratelimit.KeyByIP(), ratelimit.KeyByRoute())
@@ -295,12 +295,31 @@ func TestMiddlewareFallbackKey(t *testing.T) {
 			h.ServeHTTP(w, r)
 			return w.Code
 		}
+		perRoute := []struct {
+			client, path string
+			want         int
+		}{
+			{"203.0.113.1", "/items/7", 200}, {"203.0.113.1", "/items/8", 200}, {"203.0.113.1", "/items/9", 429},
+			{"203.0.113.1", "/other", 200}, {"203.0.113.2", "/items/7", 200},
+		}
 		t.Run("around the mux", func(t *testing.T) {
-			l := mustNew(t, store, fixed(2, time.Minute, "around"))
+			l := mustNew(t, store, fixed(2, time.Minute, "around-mux"))
 			mux := http.NewServeMux()
 			mux.Handle("GET /items/{id}", okHandler)
 			mux.Handle("GET /other", okHandler)
 			h := ratelimit.Middleware(l, ratelimit.WithKey(ipAndRoute), proxies, ratelimit.WithTimeout(time.Minute), ratelimit.FailClosed(503))(mux)
+			for i, c := range perRoute {
+				if got := send(h, c.client, c.path); got != c.want {
+					t.Errorf("request %d, %s from %s: got status %d, want %d", i, c.path, c.client, got, c.want)
+				}
+			}
+		})
+		t.Run("around a handler in front of the mux", func(t *testing.T) {
+			l := mustNew(t, store, fixed(2, time.Minute, "around"))
+			mux := http.NewServeMux()
+			mux.Handle("GET /items/{id}", okHandler)
+			mux.Handle("GET /other", okHandler)
+			h := ratelimit.Middleware(l, ratelimit.WithKey(ipAndRoute), proxies, ratelimit.WithTimeout(time.Minute), ratelimit.FailClosed(503))(http.HandlerFunc(mux.ServeHTTP))
 			for i, c := range []struct {
 				client, path string
 				want         int
@@ -320,13 +339,7 @@ func TestMiddlewareFallbackKey(t *testing.T) {
 			mux := http.NewServeMux()
 			mux.Handle("GET /items/{id}", mw(okHandler))
 			mux.Handle("GET /other", mw(okHandler))
-			for i, c := range []struct {
-				client, path string
-				want         int
-			}{
-				{"203.0.113.1", "/items/7", 200}, {"203.0.113.1", "/items/8", 200}, {"203.0.113.1", "/items/9", 429},
-				{"203.0.113.1", "/other", 200}, {"203.0.113.2", "/items/7", 200},
-			} {
+			for i, c := range perRoute {
 				if got := send(mux, c.client, c.path); got != c.want {
 					t.Errorf("request %d, %s from %s: got status %d, want %d", i, c.path, c.client, got, c.want)
 				}

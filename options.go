@@ -41,7 +41,6 @@ type guardConfig struct {
 	tiers         map[string][]Policy
 	tierLimiters  map[string]*Limiter
 	resolver      *Resolver // WithResolver
-	routes        router    // WithRoutes
 	access        *access   // WithAccess
 
 	errs optionErrors

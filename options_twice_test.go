@@ -89,7 +89,6 @@ func TestGuardOptionGivenTwiceRefused(t *testing.T) {
 		"InFlightStatus":   {ratelimit.InFlightStatus(503), ratelimit.InFlightStatus(429)},
 		"WithTiers":        {ratelimit.WithTiers(func(ratelimit.Request) string { return "" }, map[string][]ratelimit.Policy{"a": policies}), ratelimit.WithTiers(func(ratelimit.Request) string { return "" }, map[string][]ratelimit.Policy{"b": policies})},
 		"WithResolver":     {ratelimit.WithResolver(resolver), ratelimit.WithResolver(resolver)},
-		"WithRoutes":       {ratelimit.WithRoutes(http.NewServeMux()), ratelimit.WithRoutes(http.NewServeMux())},
 	} {
 		if _, err := ratelimit.NewGuard(l, opts[0]); err != nil {
 			t.Fatalf("%s once: %v", name, err)
