@@ -30,13 +30,13 @@ var meterSteps = []step{
 	{0, 1, true, 2, 0, 1 * time.Second, 0},
 	{0, 1, true, 1, 0, 2 * time.Second, 0},
 	{0, 1, true, 0, 0, 3 * time.Second, 0},
-	{0, 1, false, 0, time.Second, 3 * time.Second, 0},     // burst spent: next slot in 1 s
-	{500 * ms, 1, false, 0, 500 * ms, 2500 * ms, 0},       // half way to it
-	{500 * ms, 1, true, 0, 0, 3 * time.Second, 0},         // the slot came
-	{0, 4, false, 0, ratelimit.Never, 3 * time.Second, 0}, // above the burst: never
-	{0, 0, true, 0, 0, 3 * time.Second, 0},                // cost 0 reads
-	{10 * time.Second, 2, true, 1, 0, 2 * time.Second, 0}, // long idle: fresh
-	{0, 2, false, 1, time.Second, 2 * time.Second, 0},     // cost 2 with 1 left
+	{0, 1, false, 0, time.Second, 3 * time.Second, 0},      // burst spent: next slot in 1 s
+	{500 * ms, 1, false, 0, 500 * ms, 2500 * ms, 0},        // half way to it
+	{500 * ms, 1, true, 0, 0, 3 * time.Second, 0},          // the slot came
+	{0, 4, false, 0, algorithms.Never, 3 * time.Second, 0}, // above the burst: never
+	{0, 0, true, 0, 0, 3 * time.Second, 0},                 // cost 0 reads
+	{10 * time.Second, 2, true, 1, 0, 2 * time.Second, 0},  // long idle: fresh
+	{0, 2, false, 1, time.Second, 2 * time.Second, 0},      // cost 2 with 1 left
 }
 
 // conformanceCase is one policy and its table: every row is a request; the comments give the
@@ -68,7 +68,7 @@ var exactRates = []struct {
 		{time.Second - time.Microsecond, 700_000, false, 699_999, time.Microsecond, time.Microsecond, 0},
 		{time.Microsecond, 700_000, true, 0, 0, time.Second, 0}, // a second later: exactly 700,000
 		{0, 1, false, 0, 2 * time.Microsecond, time.Second, 0},  // 10/7 µs, rounded up
-		{time.Second, 700_001, false, 700_000, ratelimit.Never, 0, 0},
+		{time.Second, 700_001, false, 700_000, algorithms.Never, 0, 0},
 	}},
 	{"1e9_bytes_per_s", ratelimit.Policy{Limit: 1_000_000_000, Window: time.Second}, []step{
 		{0, 1_000_000_000, true, 0, 0, time.Second, 0},
@@ -107,7 +107,7 @@ var conformance = []conformanceCase{
 		{0, 1, false, 0, time.Second, 3 * time.Second, 0}, // the queue is full
 		{500 * ms, 1, false, 0, 500 * ms, 2500 * ms, 0},
 		{500 * ms, 1, true, 0, 0, 3 * time.Second, 2 * time.Second},
-		{0, 4, false, 0, ratelimit.Never, 3 * time.Second, 0},
+		{0, 4, false, 0, algorithms.Never, 3 * time.Second, 0},
 		{0, 0, true, 0, 0, 3 * time.Second, 0},
 		{10 * time.Second, 2, true, 1, 0, 2 * time.Second, 0},
 		{0, 1, true, 0, 0, 3 * time.Second, 2 * time.Second},
@@ -119,7 +119,7 @@ var conformance = []conformanceCase{
 		{0, 1, false, 0, 3 * time.Second, 3 * time.Second, 0}, // until the window ends
 		{500 * ms, 1, false, 0, 2500 * ms, 2500 * ms, 0},
 		{500 * ms, 1, false, 0, 2 * time.Second, 2 * time.Second, 0},
-		{0, 4, false, 0, ratelimit.Never, 2 * time.Second, 0},
+		{0, 4, false, 0, algorithms.Never, 2 * time.Second, 0},
 		{0, 0, true, 0, 0, 2 * time.Second, 0},
 		{2 * time.Second, 1, true, 2, 0, 3 * time.Second, 0},  // the next window
 		{10 * time.Second, 2, true, 1, 0, 2 * time.Second, 0}, // 1 s into a later window
@@ -133,7 +133,7 @@ var conformance = []conformanceCase{
 		{2 * time.Second, 2, true, 1, 0, 3 * time.Second, 0}, // all three left
 		{time.Second, 2, false, 1, 2 * time.Second, 2 * time.Second, 0},
 		{0, 1, true, 0, 0, 3 * time.Second, 0},
-		{0, 4, false, 0, ratelimit.Never, 3 * time.Second, 0},
+		{0, 4, false, 0, algorithms.Never, 3 * time.Second, 0},
 		{0, 0, true, 0, 0, 3 * time.Second, 0},
 	}},
 	{"sliding_window_counter", ratelimit.Policy{Limit: 4, Window: 4 * time.Second, Algorithm: algorithms.SlidingCounter{}}, []step{
@@ -145,7 +145,7 @@ var conformance = []conformanceCase{
 		// 2 s in: estimate 3·0.5 + 1 = 2.5; 2 more fit when 3·(1-e/4) ≤ 1, at e = 8/3 s.
 		{2 * time.Second, 2, false, 1, 666667 * time.Microsecond, 6 * time.Second, 0},
 		{0, 1, true, 0, 0, 6 * time.Second, 0},
-		{0, 5, false, 0, ratelimit.Never, 6 * time.Second, 0},
+		{0, 5, false, 0, algorithms.Never, 6 * time.Second, 0},
 		{0, 0, true, 0, 0, 6 * time.Second, 0},
 		{20 * time.Second, 4, true, 0, 0, 6 * time.Second, 0}, // fresh, 2 s into a window
 	}},

@@ -3,13 +3,10 @@ package ratelimit
 import (
 	"time"
 
+	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/internal/algo"
 	"github.com/a7d3e0dd/ratelimit/observe"
 )
-
-// Never is the RetryAfter of a request that can never be admitted: its cost exceeds the
-// capacity of a policy.
-const Never time.Duration = -1
 
 // Decision is the outcome of checking a request against a limiter's policies.
 //
@@ -29,7 +26,7 @@ type Decision struct {
 	// ResetAfter is the time until the binding policy is fully reset.
 	ResetAfter time.Duration
 	// RetryAfter is the time until this request's cost would be admitted by every policy: 0 when
-	// allowed, [Never] when its cost exceeds a policy's capacity.
+	// allowed, [algorithms.Never] when its cost exceeds a policy's capacity.
 	RetryAfter time.Duration
 	// Delay is how long the request must wait for its slot before it proceeds (leaky bucket
 	// shaping); 0 otherwise.
@@ -78,7 +75,7 @@ type PolicyResult struct {
 	// ResetAfter is the time until this policy is fully reset.
 	ResetAfter time.Duration
 	// RetryAfter is the time until this policy would admit the request's cost (0 when it
-	// allowed it, [Never] when it never will).
+	// allowed it, [algorithms.Never] when it never will).
 	RetryAfter time.Duration
 	// Delay is the wait for the request's slot under a shaping policy.
 	Delay time.Duration
@@ -100,7 +97,7 @@ func (d Decision) Results() []PolicyResult {
 
 func micros(us int64) time.Duration {
 	if us == algo.Never {
-		return Never
+		return algorithms.Never
 	}
 	return time.Duration(us) * time.Microsecond
 }
@@ -112,7 +109,7 @@ func (r *PolicyResult) set(a *algo.Result) {
 
 // neverAllowed makes r the verdict on a cost above the policy's capacity.
 func (r *PolicyResult) neverAllowed() {
-	r.Allowed, r.RetryAfter, r.Delay = false, Never, 0
+	r.Allowed, r.RetryAfter, r.Delay = false, algorithms.Never, 0
 }
 
 // setMicros fills in r's verdict from microseconds (RetryAfter -1: never).
@@ -121,10 +118,10 @@ func (r *PolicyResult) setMicros(allowed bool, remaining, resetAfter, retryAfter
 	r.ResetAfter, r.RetryAfter, r.Delay, r.EffectiveWindow = micros(resetAfter), micros(retryAfter), micros(delay), micros(next)
 }
 
-// longer reports whether retry a waits longer than b, Never being the longest.
+// longer reports whether retry a waits longer than b, algorithms.Never being the longest.
 func longer(a, b time.Duration) bool {
-	if a == Never || b == Never {
-		return a == Never && b != Never
+	if a == algorithms.Never || b == algorithms.Never {
+		return a == algorithms.Never && b != algorithms.Never
 	}
 	return a > b
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
@@ -178,7 +179,7 @@ func (c *denialCache) remember(id, who string, policies []Policy, cost int64, at
 		if p.holds() {
 			return false // its slots come back when requests end: its result would go stale
 		}
-		if out[i].Allowed || p.Shadow || !p.compiled.cached || out[i].RetryAfter == Never {
+		if out[i].Allowed || p.Shadow || !p.compiled.cached || out[i].RetryAfter == algorithms.Never {
 			continue // it decides nothing, or its denial may end before its Retry-After
 		}
 		wait = max(wait, out[i].RetryAfter)

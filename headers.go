@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unsafe"
+
+	"github.com/a7d3e0dd/ratelimit/algorithms"
 )
 
 // HeaderStyle is a set of rate-limit headers a [Guard] writes (see [WithHeaders]).
@@ -276,9 +278,9 @@ func ceilSeconds(d time.Duration) int64 {
 }
 
 // retrySeconds is the Retry-After of a wait: whole seconds rounded up, at least 1, so a
-// client that waits that long is admitted. It is 0, no header, for [Never].
+// client that waits that long is admitted. It is 0, no header, for [algorithms.Never].
 func retrySeconds(d time.Duration) int64 {
-	if d == Never {
+	if d == algorithms.Never {
 		return 0
 	}
 	return max(1, ceilSeconds(d))

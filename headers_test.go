@@ -5,6 +5,8 @@ import (
 	"net/textproto"
 	"testing"
 	"time"
+
+	"github.com/a7d3e0dd/ratelimit/algorithms"
 )
 
 func TestHeaderKeysAreCanonical(t *testing.T) {
@@ -20,7 +22,7 @@ func TestRetrySeconds(t *testing.T) {
 		d    time.Duration
 		want int64
 	}{
-		{Never, 0}, // no Retry-After: waiting does not help
+		{algorithms.Never, 0}, // no Retry-After: waiting does not help
 		{-time.Second, 1},
 		{0, 1},
 		{time.Nanosecond, 1},

@@ -96,7 +96,7 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
 
 // AllowN checks a request of the given cost from key and charges it when every policy admits
 // it. A cost of 0 charges nothing and reports the current state. A cost above a policy's
-// capacity is denied with RetryAfter [Never].
+// capacity is denied with RetryAfter [algorithms.Never].
 //
 // Errors wrap [ErrBadRequest] (an empty key, a negative cost) or [ErrStore] with the store's
 // own error; observe.ErrorKind names the store failure's kind.

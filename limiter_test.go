@@ -207,11 +207,11 @@ func TestEdgeCases(t *testing.T) {
 				// Cost above the capacity: denied, never admissible, and charges nothing.
 				l = mustNew(t, store, ratelimit.Policy{Limit: 3, Window: time.Minute, Algorithm: alg})
 				d = allow(t, l, key+"-big", 4)
-				if d.Allowed || d.RetryAfter != ratelimit.Never {
+				if d.Allowed || d.RetryAfter != algorithms.Never {
 					t.Fatalf("cost 4 of 3/min: allowed=%v retry=%v, want denied, Never", d.Allowed, d.RetryAfter)
 				}
 				for _, huge := range []int64{math.MaxInt64, 1 << 54, 1 << 62} { // would overflow the arithmetic
-					if d := allow(t, l, key+"-big", huge); d.Allowed || d.RetryAfter != ratelimit.Never {
+					if d := allow(t, l, key+"-big", huge); d.Allowed || d.RetryAfter != algorithms.Never {
 						t.Fatalf("cost %d of 3/min: allowed=%v retry=%v, want denied, Never", huge, d.Allowed, d.RetryAfter)
 					}
 				}

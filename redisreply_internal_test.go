@@ -10,7 +10,7 @@ import (
 // A reply of check.lua whose durations no time.Duration can hold (a Redis that answers what
 // the script never would: another program behind the address, corrupted memory) is refused
 // with errBadReply: converted, it wrapped to a negative or small duration (a Retry-After of
-// 0, a denial cached for no time) with no error. Never (-1) and durations up to the longest
+// 0, a denial cached for no time) with no error. algorithms.Never (-1) and durations up to the longest
 // Duration stay valid.
 func TestDecodeCheckRefusesDurationsOutOfRange(t *testing.T) {
 	row := func(v [6]int64) []int64 { return append(v[:], 1_700_000_000_000_000) }

@@ -81,7 +81,7 @@ func TestShadowPolicyTooCostly(t *testing.T) {
 		if !d.Allowed || d.Remaining != 1<<30-1<<20 {
 			t.Fatalf("1 MiB under 1 GiB/s enforced: %+v; want allowed", d)
 		}
-		if trial := d.Results()[1]; trial.Allowed || trial.RetryAfter != ratelimit.Never {
+		if trial := d.Results()[1]; trial.Allowed || trial.RetryAfter != algorithms.Never {
 			t.Fatalf("the shadow policy of 10/s on a cost of 1 MiB: %+v; want denied for ever", trial)
 		}
 	})
@@ -105,7 +105,7 @@ func TestShadowPolicyBesideATooCostlyRequest(t *testing.T) {
 			remaining int64 // after the request, had it been admitted
 		}{{5, true, 1}, {7, false, 6}} {
 			d := allow(t, l, key, c.cost)
-			if d.Allowed || d.RetryAfter != ratelimit.Never {
+			if d.Allowed || d.RetryAfter != algorithms.Never {
 				t.Fatalf("a cost of %d under an enforced 4 a minute: %+v; want denied for ever", c.cost, d)
 			}
 			if trial := d.Results()[1]; trial.Allowed != c.allowed || trial.Remaining != c.remaining {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/a7d3e0dd/ratelimit/algorithms"
 )
 
 // slotHold keeps the in-flight slots of a request the guard let through: it renews them every
@@ -85,7 +87,7 @@ func (l *Limiter) shortestSlotLife() time.Duration {
 // may bring: every enforced policy that denied it holds slots and would admit it in time.
 func waitsForSlots(d *Decision) bool {
 	for _, r := range d.Results() {
-		if !r.Allowed && !r.Policy.Shadow && (!r.Policy.holds() || r.RetryAfter == Never) {
+		if !r.Allowed && !r.Policy.Shadow && (!r.Policy.holds() || r.RetryAfter == algorithms.Never) {
 			return false
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/a7d3e0dd/ratelimit/algorithms"
 )
 
 // Wait blocks until key is admitted for one unit of cost, then returns its decision; it is
@@ -25,7 +27,7 @@ func (l *Limiter) Wait(ctx context.Context, key string) (Decision, error) {
 // error then wraps context.DeadlineExceeded, and the decision says how long it would have
 // been. Nothing stays charged when WaitN fails: a shaping policy's slot that it reserved and
 // will not wait for (past the deadline, or ctx ending during the wait) is given back. A cost
-// no policy can ever admit (RetryAfter [Never]) is an error at once, wrapping [ErrBadRequest].
+// no policy can ever admit (RetryAfter [algorithms.Never]) is an error at once, wrapping [ErrBadRequest].
 // A store failure is returned as AllowN returns it: WaitN does not fail open.
 // While an in-flight policy denies, WaitN asks again at growing intervals (5 ms, doubling to
 // 100 ms) rather than at its Retry-After, since a slot comes back when a request ends. The
@@ -44,7 +46,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, cost int64) (Decision, 
 			wait = d.Delay // the slot a shaping policy reserved
 		}
 		switch {
-		case wait == Never:
+		case wait == algorithms.Never:
 			return d, &opError{opWaitN, ErrBadRequest, fmt.Errorf("a cost of %d exceeds the capacity of policy %q: no wait admits it", cost, d.Policy.Name)}
 		case !d.Allowed && waitsForSlots(&d):
 			wait = min(wait, step)

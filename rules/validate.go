@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -53,7 +54,7 @@ func (c *checker) coreRule(r *Rule, policies, cost *yaml.Node, path string) {
 		return // every policy admits at least 1
 	}
 	d, err := l.AllowN(context.Background(), "cost", r.Cost)
-	if err == nil && !d.Allowed && d.RetryAfter == ratelimit.Never {
+	if err == nil && !d.Allowed && d.RetryAfter == algorithms.Never {
 		c.add(deref(cost), path+".cost", "%d is more than policy %q can ever admit at once (%d): every request would be denied",
 			r.Cost, d.Policy.Name, d.Limit)
 	}

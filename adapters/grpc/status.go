@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
@@ -87,7 +88,7 @@ func refusal(o *ratelimit.Outcome, retryAfter string) (*status.Status, metadata.
 			st = withInfo
 		}
 		return st, metadata.MD{PushbackKey: []string{strconv.FormatInt(delay.Milliseconds(), 10)}}
-	case denied(o) && o.Decision.RetryAfter == ratelimit.Never:
+	case denied(o) && o.Decision.RetryAfter == algorithms.Never:
 		// The call costs more than a policy holds: no wait will do.
 		return st, metadata.MD{PushbackKey: []string{"-1"}}
 	}

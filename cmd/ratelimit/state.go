@@ -352,7 +352,7 @@ func window(d time.Duration) string {
 // span writes a time to come, to the millisecond.
 func span(d time.Duration) string {
 	switch {
-	case d == ratelimit.Never:
+	case d == algorithms.Never:
 		return "never"
 	case d <= 0:
 		return "now"
@@ -386,7 +386,7 @@ func verdict(allowed bool, retryAfter time.Duration) string {
 	switch {
 	case allowed:
 		return "allowed"
-	case retryAfter == ratelimit.Never:
+	case retryAfter == algorithms.Never:
 		return "denied for ever (the cost is above the capacity)"
 	}
 	return "denied, retry in " + span(retryAfter)

@@ -177,7 +177,7 @@ func codeOf(p *ratelimit.Policy) (string, error) {
 // micros converts check.lua's microseconds, -1 being never.
 func micros(us int64) time.Duration {
 	if us == -1 {
-		return ratelimit.Never
+		return algorithms.Never
 	}
 	return time.Duration(us) * time.Microsecond
 }
