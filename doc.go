@@ -27,8 +27,8 @@
 // [ErrBadRequest], [ErrStore]) and the kind of a store failure named by observe.ErrorKind; time
 // comes from one [Clock], injected into a store with [WithClock].
 //
-// A guard's options are of type [Option]; the stores' of types [StoreOption] (both stores),
-// [MemoryOption] and [RedisOption], so that an option given where it does not fit does not
-// compile. Package observe names what the limiter reports to an [Observer] (the result of
+// A guard's options are of type [Option]; the stores' of types [StoreOption] (both stores)
+// and [RedisOption] (the Redis store's own), so that an option given where it does not fit
+// does not compile. Package observe names what the limiter reports to an [Observer] (the result of
 // each request, the source of each decision, the breaker's states, the kinds of errors).
 package ratelimit

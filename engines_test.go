@@ -26,7 +26,7 @@ type engine struct {
 
 var engines = []engine{
 	{"memory", func(t *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store {
-		return ratelimit.NewMemoryStore(optionsOf[ratelimit.MemoryOption](opts)...)
+		return ratelimit.NewMemoryStore(opts...)
 	}},
 	{"redis", func(t *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store {
 		return redisStore(t, redistest.Standalone(t), optionsOf[ratelimit.RedisOption](opts)...)

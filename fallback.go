@@ -42,7 +42,7 @@ const maxScaledLists = 1024
 // newFallback returns the fallback of a store configured by c: its memory store logs where the
 // store does and reports to its observer (a full fallback is told as any memory store).
 func newFallback(c *storeConfig) *fallback {
-	opts := []MemoryOption{WithMaxKeys(c.maxKeys)}
+	opts := []StoreOption{WithMaxKeys(c.maxKeys)}
 	if c.clock != nil {
 		opts = append(opts, WithClock(c.clock))
 	}

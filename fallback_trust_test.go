@@ -2,10 +2,12 @@ package ratelimit_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -330,4 +332,32 @@ func TestSlotWaitOnTheFallbackReportedOnce(t *testing.T) {
 	if n := errs.Load(); n != 1 {
 		t.Errorf("one request (answered %d): the error handler was told %d times; want once", w.Code, n)
 	}
+}
+
+// WithMaxKeys bounds the Redis store's local fallback as it bounds a memory store: a long
+// outage that meets many identities fills it to the bound, and its observer is told, where the
+// fallback was always bound at the default 1,048,576. Given without WithFallback it would bound
+// nothing, and the store refuses it, naming it.
+func TestFallbackWithMaxKeys(t *testing.T) {
+	var full atomic.Int64
+	obs := &ratelimit.Observer{MemoryStoreFull: func(overflow bool) { full.Add(1) }}
+	l := mustNew(t, downStore(t, ratelimit.WithMaxKeys(64), ratelimit.WithObserver(obs)), ratelimit.Policy{Limit: 10, Window: time.Hour})
+	for i := range 4 * 64 {
+		if d := allow(t, l, "id-"+strconv.Itoa(i), 1); d.Source != observe.SourceFallback {
+			t.Fatalf("decided by the %v; want the fallback", d.Source)
+		}
+	}
+	if full.Load() == 0 {
+		t.Error("256 identities on a fallback bound at 64 keys: its observer was never told it was full")
+	}
+
+	defer func() {
+		msg := fmt.Sprint(recover())
+		if !strings.Contains(msg, "WithMaxKeys(64)") || !strings.Contains(msg, "give WithFallback too") {
+			t.Errorf("NewRedisStore(WithMaxKeys(64)) without a fallback: panic %q; want one naming WithMaxKeys and WithFallback", msg)
+		}
+	}()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	ratelimit.NewRedisStore(rdb, ratelimit.WithMaxKeys(64))
 }

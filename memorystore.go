@@ -144,7 +144,7 @@ type memoryEntry struct {
 // It logs once when it first has to (and at most once a minute while it lasts) through
 // [WithLogger], and tells its [Observer] every identity it made room for. The overflow quota
 // keeps one key per policy and shard beside the bound.
-func NewMemoryStore(opts ...MemoryOption) Store {
+func NewMemoryStore(opts ...StoreOption) Store {
 	c := newStoreConfig(true)
 	for _, o := range opts {
 		if o == nil {

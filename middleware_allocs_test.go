@@ -57,7 +57,7 @@ func TestMiddlewareAllocations(t *testing.T) {
 			opts: []ratelimit.Option{ratelimit.WithSkip(func(ratelimit.Request) bool { return true })}, want: 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var so []ratelimit.MemoryOption
+			var so []ratelimit.StoreOption
 			if c.observed {
 				so = append(so, ratelimit.WithObserver((&answers{}).observer()))
 			}

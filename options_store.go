@@ -24,34 +24,29 @@ type storeConfig struct {
 	errs optionErrors
 }
 
-// StoreOption configures either store: [NewMemoryStore] and [NewRedisStore] take it. The
-// options that fit one store only have types of their own ([MemoryOption], [RedisOption]), so
-// that an option given to a store it does not fit does not compile. An option given twice is
-// refused, as an invalid option is (the store panics, naming it, when it is made): the second
-// would silently replace the first.
+// StoreOption configures either store: [NewMemoryStore] takes it, and [NewRedisStore] too.
+// The options that fit the Redis store only have a type of their own ([RedisOption]), so that
+// one given to the memory store does not compile. An option given twice is refused, as an
+// invalid option is (the store panics, naming it, when it is made): the second would silently
+// replace the first.
 type StoreOption interface {
-	MemoryOption
 	RedisOption
+	applyMemory(*storeConfig)
 }
 
-// MemoryOption configures the memory store ([NewMemoryStore]): a [StoreOption] or [WithMaxKeys].
-type MemoryOption interface{ applyMemory(*storeConfig) }
-
 // RedisOption configures the Redis store ([NewRedisStore]): a [StoreOption], [WithBreaker],
-// [WithCallTimeout], [WithDenialCache] or [WithFallback].
+// [WithCallTimeout], [WithDenialCache], [WithFallback], [WithCompactState] or [WithHashState].
 type RedisOption interface{ applyRedis(*storeConfig) }
 
-// The three kinds of store option, each a function of the store's config.
+// The two kinds of store option, each a function of the store's config.
 type (
-	storeOption  func(*storeConfig)
-	memoryOption func(*storeConfig)
-	redisOption  func(*storeConfig)
+	storeOption func(*storeConfig)
+	redisOption func(*storeConfig)
 )
 
-func (o storeOption) applyMemory(sc *storeConfig)  { o(sc) }
-func (o storeOption) applyRedis(sc *storeConfig)   { o(sc) }
-func (o memoryOption) applyMemory(sc *storeConfig) { o(sc) }
-func (o redisOption) applyRedis(sc *storeConfig)   { o(sc) }
+func (o storeOption) applyMemory(sc *storeConfig) { o(sc) }
+func (o storeOption) applyRedis(sc *storeConfig)  { o(sc) }
+func (o redisOption) applyRedis(sc *storeConfig)  { o(sc) }
 
 // newStoreConfig returns a store's defaults, for the constructor to apply its options to.
 func newStoreConfig(local bool) *storeConfig {
@@ -167,11 +162,14 @@ func WithClock(clock Clock) StoreOption {
 // defaultMaxKeys is the memory store's default bound on its keys.
 const defaultMaxKeys = 1 << 20
 
-// WithMaxKeys bounds the number of keys the memory store holds (default 1,048,576); see
-// [NewMemoryStore] for what happens at the bound. The bound is shared by 64 shards, so it is at
-// least 64. (Bound Redis with its maxmemory.)
-func WithMaxKeys(n int) MemoryOption {
-	return memoryOption(func(sc *storeConfig) {
+// WithMaxKeys bounds the number of keys a store holds in this process's memory (default
+// 1,048,576): the memory store's, and the Redis store's local fallback's ([WithFallback]),
+// which a long outage fills with every identity it meets. See [NewMemoryStore] for what
+// happens at the bound. The bound is shared by 64 shards, so it is at least 64. A Redis store
+// given it without WithFallback panics, naming it: it would bound nothing (bound Redis itself
+// with its maxmemory).
+func WithMaxKeys(n int) StoreOption {
+	return storeOption(func(sc *storeConfig) {
 		if !sc.once("WithMaxKeys") {
 			return
 		}

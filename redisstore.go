@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -123,6 +124,9 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) RedisStore {
 			panic("ratelimit: NewRedisStore: an option is nil")
 		}
 		o.applyRedis(c)
+	}
+	if slices.Contains(c.errs.given, "WithMaxKeys") && c.res.share == 0 {
+		c.errorf("WithMaxKeys(%d) bounds the keys of the Redis store's local fallback, and it has none: give WithFallback too, or bound Redis with its maxmemory", c.maxKeys)
 	}
 	c.done("NewRedisStore")
 	if client == nil {

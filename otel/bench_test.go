@@ -35,11 +35,11 @@ func BenchmarkMiddleware(b *testing.B) {
 	}
 	for _, bc := range []struct {
 		name string
-		opts []ratelimit.MemoryOption
+		opts []ratelimit.StoreOption
 	}{
 		{"off", nil},
-		{"on", []ratelimit.MemoryOption{ratelimit.WithObserver(obs.Hooks())}},
-		{"nop", []ratelimit.MemoryOption{ratelimit.WithObserver(metricstest.NopObserver())}},
+		{"on", []ratelimit.StoreOption{ratelimit.WithObserver(obs.Hooks())}},
+		{"nop", []ratelimit.StoreOption{ratelimit.WithObserver(metricstest.NopObserver())}},
 	} {
 		h := ratelimit.Middleware(mustNew(b, ratelimit.NewMemoryStore(bc.opts...), policy))(ok)
 		b.Run(bc.name, func(b *testing.B) {

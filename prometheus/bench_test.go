@@ -27,11 +27,11 @@ func BenchmarkMiddleware(b *testing.B) {
 	policy := ratelimit.Policy{Limit: 1e9, Window: time.Hour}
 	for _, bc := range []struct {
 		name string
-		opts []ratelimit.MemoryOption
+		opts []ratelimit.StoreOption
 	}{
 		{"off", nil},
-		{"on", []ratelimit.MemoryOption{ratelimit.WithObserver(ratelimitprom.New().Hooks())}},
-		{"nop", []ratelimit.MemoryOption{ratelimit.WithObserver(metricstest.NopObserver())}},
+		{"on", []ratelimit.StoreOption{ratelimit.WithObserver(ratelimitprom.New().Hooks())}},
+		{"nop", []ratelimit.StoreOption{ratelimit.WithObserver(metricstest.NopObserver())}},
 	} {
 		h := ratelimit.Middleware(mustNew(b, ratelimit.NewMemoryStore(bc.opts...), policy))(ok)
 		b.Run(bc.name, func(b *testing.B) {

@@ -21,11 +21,7 @@ var engines = []struct {
 	store func(t *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store
 }{
 	{"memory", func(_ *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store {
-		memOpts := make([]ratelimit.MemoryOption, len(opts))
-		for i, o := range opts {
-			memOpts[i] = o
-		}
-		return ratelimit.NewMemoryStore(memOpts...)
+		return ratelimit.NewMemoryStore(opts...)
 	}},
 	{"redis", func(t *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store {
 		redisOpts := []ratelimit.RedisOption{ratelimit.WithPrefix(redistest.Prefix(t))}
