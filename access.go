@@ -14,7 +14,8 @@ import (
 )
 
 // Access names the requests a guard never limits and those it refuses outright, for
-// [WithAccess]: by the client's network, and by the key the guard's key function finds.
+// [WithAccess]: by the client's network, by the key the guard's key function finds, and by a
+// function of your own (Skip: health checks, say).
 //
 //	ratelimit.WithAccess(ratelimit.Access{
 //		Allow: []string{"10.0.0.0/8", "2001:db8:aa::/48"}, // our offices and health checks
@@ -23,7 +24,7 @@ import (
 //
 // Deny wins: a request that any deny entry matches is refused, whether or not an allow entry
 // matches too. Then a request that an allow entry matches proceeds unlimited. The lists are
-// read before anything else, [WithSkip] included: a denied client is refused on every route. Neither asks the
+// read before anything else, Skip included: a denied client is refused on every route. Neither asks the
 // store anything: an allowed request over Redis costs what a check of the memory store costs,
 // and a flood from a denied range costs Redis nothing. Every other request is limited as the
 // guard's options say.
@@ -48,13 +49,33 @@ type Access struct {
 	// text), or the detail of its problem document with WithProblemJSON. Default: "access from
 	// this client is denied."
 	Body string
+	// Skip exempts the requests for which it reports true (health checks, say), after the
+	// lists: they are neither checked nor charged, get no rate-limit headers, and their result
+	// is observe.ResultSkipped. It may be all an Access gives; the Skips of several add up.
+	Skip func(Request) bool
 }
 
-// WithAccess gives the guard allow and deny lists (see [Access]). Its requests' results are
-// observe.ResultAllowlisted and observe.ResultDenylisted; the first of each is logged, once per
-// guard, and each is counted by the metrics modules.
+// WithAccess gives the guard allow and deny lists and a Skip function (see [Access]). Its
+// requests' results are observe.ResultAllowlisted, observe.ResultDenylisted and
+// observe.ResultSkipped; the first allowed and the first denied are logged, once per guard,
+// and each is counted by the metrics modules. The lists (with Status and Body) are given in
+// one Access: lists given twice are refused, naming WithAccess, for the second would silently
+// replace the first. Skip functions add up instead — a request either skips is skipped — so
+// an Access of Skip alone sits beside one of lists (a rules engine's lists beside your health
+// checks) or beside another Skip.
 func WithAccess(a Access) Option {
 	return func(gc *guardConfig) {
+		lists := len(a.Allow)+len(a.Deny)+len(a.AllowKeys)+len(a.DenyKeys) > 0 || a.Status != 0 || a.Body != ""
+		if skip := a.Skip; skip != nil {
+			if first := gc.skip; first != nil { // exemptions add up: either skips
+				gc.skip = func(r Request) bool { return first(r) || skip(r) }
+			} else {
+				gc.skip = skip
+			}
+			if !lists {
+				return // a Skip alone: no lists to compile
+			}
+		}
 		if !gc.once("WithAccess", "give every entry in one Access") {
 			return
 		}
@@ -114,7 +135,7 @@ func compileAccess(a Access) (*access, error) {
 		}
 	}
 	if acc.allow.Len()+acc.deny.Len()+len(acc.allowKeys)+len(acc.denyKeys) == 0 {
-		return nil, errors.New("the Access lists nothing: give it networks or keys to allow or deny")
+		return nil, errors.New("the Access lists nothing: give it networks or keys to allow or deny, or a Skip function")
 	}
 	return acc, nil
 }

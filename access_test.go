@@ -204,15 +204,56 @@ func TestAccessRefusesBadLists(t *testing.T) {
 	}
 }
 
-// The lists are read before WithSkip: a denied client is refused on a skipped route too.
+// The lists are read before Skip: a denied client is refused on a skipped route too, with the
+// lists and Skip in one Access or in two.
 func TestAccessDenyBeforeSkip(t *testing.T) {
 	l := mustNew(t, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1, Window: time.Hour})
-	h := ratelimit.Middleware(l, ratelimit.WithSkip(func(ratelimit.Request) bool { return true }),
-		ratelimit.WithAccess(ratelimit.Access{Deny: []string{"203.0.113.0/24"}}))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	if w := from(h, "203.0.113.1:1", ""); w.Code != http.StatusForbidden {
-		t.Errorf("a denied client on a skipped route: %d, want 403", w.Code)
+	all := func(ratelimit.Request) bool { return true }
+	deny := []string{"203.0.113.0/24"}
+	for name, opts := range map[string][]ratelimit.Option{
+		"one Access": {ratelimit.WithAccess(ratelimit.Access{Deny: deny, Skip: all})},
+		"two Access": {ratelimit.WithAccess(ratelimit.Access{Skip: all}), ratelimit.WithAccess(ratelimit.Access{Deny: deny})},
+	} {
+		h := ratelimit.Middleware(l, opts...)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+		if w := from(h, "203.0.113.1:1", ""); w.Code != http.StatusForbidden {
+			t.Errorf("%s: a denied client on a skipped route: %d, want 403", name, w.Code)
+		}
+		for range 3 {
+			if w := from(h, "192.0.2.1:1", ""); w.Code != http.StatusOK || w.Header().Get("X-RateLimit-Limit") != "" {
+				t.Errorf("%s: another client on a skipped route: %d %v, want 200 without rate-limit headers", name, w.Code, w.Header())
+			}
+		}
 	}
-	if w := from(h, "192.0.2.1:1", ""); w.Code != http.StatusOK {
-		t.Errorf("another client on a skipped route: %d, want 200", w.Code)
+}
+
+// Skips add up: a second Access with a Skip exempts what it skips too, where a second Skip had
+// replaced the first (or been refused), and lists beside them still come first.
+func TestAccessSkipsAddUp(t *testing.T) {
+	l := mustNew(t, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1, Window: time.Hour})
+	path := func(p string) func(ratelimit.Request) bool {
+		return func(r ratelimit.Request) bool { return r.Path() == p }
+	}
+	h := ratelimit.Middleware(l, ratelimit.WithAccess(ratelimit.Access{Skip: path("/healthz")}),
+		ratelimit.WithAccess(ratelimit.Access{Skip: path("/metrics"), Deny: []string{"203.0.113.0/24"}}),
+	)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	get := func(p, peer string) int {
+		r := httptest.NewRequest("GET", p, nil)
+		r.RemoteAddr = peer
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	for _, p := range []string{"/healthz", "/metrics"} {
+		for i := range 3 {
+			if code := get(p, "192.0.2.1:1"); code != http.StatusOK {
+				t.Errorf("%s, request %d, 1 an hour: %d; want 200, skipped", p, i, code)
+			}
+		}
+	}
+	if a, b := get("/items", "192.0.2.1:1"), get("/items", "192.0.2.1:1"); a != http.StatusOK || b != http.StatusTooManyRequests {
+		t.Errorf("a path neither skips, 1 an hour: %d then %d; want 200 then 429", a, b)
+	}
+	if code := get("/healthz", "203.0.113.7:1"); code != http.StatusForbidden {
+		t.Errorf("a denied network's health check: %d; want 403", code)
 	}
 }

@@ -15,10 +15,9 @@ import (
 // [Middleware] and every framework adapter call it, so they all behave alike:
 //
 //	o := g.Check(req)
-//	o.Headers(set) // the rate-limit headers, and Retry-After on a refusal
+//	o.Write(w) // or o.Headers(set)
 //	if !o.Proceed {
-//		answer(o.Status, o.ContentType, o.Body) // the refusal
-//		return
+//		return // Write answered the refusal
 //	}
 //	next()
 //	g.Done(&o, status)
@@ -104,7 +103,7 @@ func (g *Guard) Check(r Request) Outcome {
 // check decides about r in o, and sets o.Result.
 func (g *Guard) check(r Request, o *Outcome) {
 	var found keyed      // the key function's answer, when the access lists asked it
-	if g.access != nil { // before WithSkip: a denied client is refused on every route
+	if g.access != nil { // before Skip: a denied client is refused on every route
 		if v, list := g.access.verdict(g, r, &found); v != accessNone {
 			g.access.logFirst(g, r, v, list)
 			if v == accessDenied {

@@ -48,7 +48,7 @@ func TestNewGuardOptionErrors(t *testing.T) {
 		{[]ratelimit.Option{ratelimit.WithHeaders(16)}, "WithHeaders: unknown header style 16"},
 		{[]ratelimit.Option{ratelimit.WithHeaders(ratelimit.IETFDraftHeaders, ratelimit.IETFDraft10Headers)}, "WithHeaders: IETFDraftHeaders and IETFDraft10Headers are two versions of the same fields; give one"},
 		{[]ratelimit.Option{ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, 0)}, "WithHeaders: unknown header style 0"},
-		{[]ratelimit.Option{ratelimit.WithSkip(nil)}, "WithSkip(nil): give it a function"},
+		{[]ratelimit.Option{ratelimit.WithAccess(ratelimit.Access{})}, "WithAccess: the Access lists nothing: give it networks or keys to allow or deny, or a Skip function"},
 		{[]ratelimit.Option{ratelimit.CountIf(nil)}, "CountIf(nil): give it a function"},
 		{[]ratelimit.Option{ratelimit.TrustProxies("X-Forwarded-For")}, `TrustProxies("X-Forwarded-For"): name at least one proxy`},
 		{[]ratelimit.Option{ratelimit.TrustProxies("10.0.0.0/8")}, `TrustProxies: "10.0.0.0/8" is not a valid header name`},
@@ -140,7 +140,7 @@ func TestOutcomeHeaders(t *testing.T) {
 			t.Errorf("check %d: Headers gave %v, want %v", i, got, want)
 		}
 		w := httptest.NewRecorder()
-		ratelimit.WriteOutcome(&o, w)
+		o.Write(w)
 		if !reflect.DeepEqual(w.Header(), want) {
 			t.Errorf("check %d: Write wrote %v, want %v", i, w.Header(), want)
 		}
@@ -285,7 +285,7 @@ func TestGuardAllocations(t *testing.T) {
 
 func TestSkipDoesNotTouchTheStore(t *testing.T) {
 	l := mustNew(t, errStore{errors.New("must not be called")}, ratelimit.Policy{Limit: 1, Window: time.Minute})
-	g, err := ratelimit.NewGuard(l, ratelimit.WithSkip(func(ratelimit.Request) bool { return true }),
+	g, err := ratelimit.NewGuard(l, ratelimit.WithAccess(ratelimit.Access{Skip: func(ratelimit.Request) bool { return true }}),
 		ratelimit.WithErrorHandler(func(_ ratelimit.Request, err error) { t.Error(err) }))
 	if err != nil {
 		t.Fatal(err)

@@ -257,7 +257,7 @@ func TestInFlightResponse(t *testing.T) {
 		held := g.Check(req)
 		refused := g.Check(req)
 		w := httptest.NewRecorder()
-		ratelimit.WriteOutcome(&refused, w)
+		refused.Write(w)
 		if w.Code != status || w.Header().Get("Retry-After") != "1" || w.Header().Get("X-RateLimit-Limit") != "1" {
 			t.Errorf("in-flight refusal: %d, Retry-After %q, X-RateLimit-Limit %q; want %d, 1, 1", w.Code, w.Header().Get("Retry-After"), w.Header().Get("X-RateLimit-Limit"), status)
 		}
@@ -272,7 +272,7 @@ func TestInFlightResponse(t *testing.T) {
 		}
 		w = httptest.NewRecorder()
 		o := g.Check(req) // the rate is spent: 2 per hour, 2 admitted
-		ratelimit.WriteOutcome(&o, w)
+		o.Write(w)
 		if w.Code != 429 || w.Header().Get("Retry-After") == "1" {
 			t.Errorf("rate refusal: %d, Retry-After %q; want 429 and the rate's wait", w.Code, w.Header().Get("Retry-After"))
 		}
@@ -467,7 +467,7 @@ func TestInFlightDenialMasksNoRateDenial(t *testing.T) {
 			t.Fatalf("the second request: allowed %v, binding %q; want denied, the slot's lifetime (59 s) binding", d.Allowed, d.Policy.Name)
 		}
 		w := httptest.NewRecorder()
-		ratelimit.WriteOutcome(&refused, w)
+		refused.Write(w)
 		if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "9" {
 			t.Errorf("InFlightStatus(%d), refused by the rate (9 s) and the slot: %d, Retry-After %q; want 429, 9", status, w.Code, w.Header().Get("Retry-After"))
 		}
@@ -561,7 +561,7 @@ func TestInFlightStatusBody(t *testing.T) {
 		held := g.Check(req)
 		w := httptest.NewRecorder()
 		refused := g.Check(req)
-		ratelimit.WriteOutcome(&refused, w)
+		refused.Write(w)
 		if w.Code != tc.status || w.Body.String() != tc.want {
 			t.Errorf("InFlightStatus(%d), problem %v: %d %q; want %d %q", tc.status, tc.problem, w.Code, w.Body.String(), tc.status, tc.want)
 		}

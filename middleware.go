@@ -75,7 +75,7 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !o.Proceed || o.Decision.n == 0 && o.report == 0 {
 		// Refused, or let through without a decision (skipped, failed open) nor a report to
 		// carry: there is nothing to hand over, and Write answers a refusal whole.
-		o.write(w)
+		o.Write(w)
 		if o.Proceed {
 			h.next.ServeHTTP(w, r)
 		}

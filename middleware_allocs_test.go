@@ -49,12 +49,12 @@ func TestMiddlewareAllocations(t *testing.T) {
 		{name: "denied", policies: []ratelimit.Policy{once}, want: 4},
 		{name: "denied, problem JSON", policies: []ratelimit.Policy{once}, opts: []ratelimit.Option{ratelimit.WithProblemJSON()}, want: 4},
 		{name: "skipped", policies: []ratelimit.Policy{never},
-			opts: []ratelimit.Option{ratelimit.WithSkip(func(ratelimit.Request) bool { return true })}, want: 0},
+			opts: []ratelimit.Option{ratelimit.WithAccess(ratelimit.Access{Skip: func(ratelimit.Request) bool { return true }})}, want: 0},
 		// The report rides in the outcome the one object holds already.
 		{name: "admitted, observed", policies: []ratelimit.Policy{never}, observed: true, want: 2},
 		// The one object, for the report alone: a guard inside would take it over.
 		{name: "skipped, observed", policies: []ratelimit.Policy{never}, observed: true,
-			opts: []ratelimit.Option{ratelimit.WithSkip(func(ratelimit.Request) bool { return true })}, want: 1},
+			opts: []ratelimit.Option{ratelimit.WithAccess(ratelimit.Access{Skip: func(ratelimit.Request) bool { return true }})}, want: 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var so []ratelimit.StoreOption

@@ -152,6 +152,3 @@ func FallbackLists(s Store) int {
 // DecisionTime returns the time of d on its store's clock: for a Redis store on the server's
 // clock, the server's TIME when the script ran.
 func DecisionTime(d Decision) time.Time { return d.at }
-
-// WriteOutcome writes o to w as the net/http middleware does.
-func WriteOutcome(o *Outcome, w http.ResponseWriter) { o.write(w) }

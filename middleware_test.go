@@ -74,7 +74,7 @@ func TestMiddlewareDecisionFrom(t *testing.T) {
 		t.Run("CountIf="+strconv.FormatBool(countIf), func(t *testing.T) {
 			clock := newFakeClock()
 			l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), fixed(10, time.Hour, "hour"), fixed(3, time.Minute, "minute"))
-			opts := []ratelimit.Option{ratelimit.WithSkip(func(r ratelimit.Request) bool { return r.Path() == "/items/skip" })}
+			opts := []ratelimit.Option{ratelimit.WithAccess(ratelimit.Access{Skip: func(r ratelimit.Request) bool { return r.Path() == "/items/skip" }})}
 			if countIf {
 				opts = append(opts, ratelimit.CountIf(func(int) bool { return true }))
 			}

@@ -32,7 +32,7 @@ type guardConfig struct {
 	deny          func(Request, Decision) (int, string, []byte)
 	headers       HeaderStyle
 	problem       bool
-	skip          func(Request) bool
+	skip          func(Request) bool // Access.Skip
 	countIf       func(status int) bool
 	ip            ipConfig
 	slotWait      time.Duration
@@ -327,21 +327,6 @@ func WithProblemJSON() Option {
 			return
 		}
 		gc.problem = true
-	}
-}
-
-// WithSkip exempts the requests for which skip reports true (health checks, say): they are
-// neither checked nor charged, and get no rate-limit headers.
-func WithSkip(skip func(Request) bool) Option {
-	return func(gc *guardConfig) {
-		if !gc.once("WithSkip", "give one function that skips what both skipped") {
-			return
-		}
-		if skip == nil {
-			gc.errorf("WithSkip(nil): give it a function")
-			return
-		}
-		gc.skip = skip
 	}
 }
 

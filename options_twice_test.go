@@ -62,33 +62,32 @@ func TestTrustProxiesTwoHeadersRefused(t *testing.T) {
 }
 
 // Every other guard option given twice is refused by NewGuard, naming it: the second would
-// silently replace the first (a second WithSkip would limit the health checks the first
-// exempted, a second WithPolicies drop the first's policies).
+// silently replace the first (a second WithKey would key by
+// another identity, a second WithPolicies drop the first's policies). Access's Skips add up
+// instead (TestAccessSkipsAddUp).
 func TestGuardOptionGivenTwiceRefused(t *testing.T) {
 	l := mustNew(t, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 10, Window: time.Minute},
 		ratelimit.Policy{Name: "slots", Algorithm: algorithms.InFlight{}, Limit: 2, Window: time.Minute})
-	skip := func(ratelimit.Request) bool { return false }
 	policies := []ratelimit.Policy{{Limit: 10, Window: time.Minute}, {Name: "slots", Algorithm: algorithms.InFlight{}, Limit: 2, Window: time.Minute}}
 	resolver := ratelimit.Resolver{Resolve: func(ratelimit.Request, string) ([]ratelimit.Policy, error) { return nil, nil }}
 	for name, opts := range map[string][2]ratelimit.Option{
-		"WithPolicies":     {ratelimit.WithPolicies(policies...), ratelimit.WithPolicies(policies...)},
-		"WithKey":          {ratelimit.WithKey(ratelimit.KeyByIP()), ratelimit.WithKey(ratelimit.KeyByRoute())},
-		"RejectMissingKey": {ratelimit.RejectMissingKey(401), ratelimit.RejectMissingKey(400)},
-		"WithCost":         {ratelimit.WithCost(func(ratelimit.Request) int64 { return 1 }), ratelimit.WithCost(func(ratelimit.Request) int64 { return 2 })},
-		"FailClosed":       {ratelimit.FailClosed(503), ratelimit.FailClosed(429)},
-		"WithTimeout":      {ratelimit.WithTimeout(time.Second), ratelimit.WithTimeout(time.Second)},
-		"WithAccess":       {ratelimit.WithAccess(ratelimit.Access{Allow: []string{"10.0.0.0/8"}}), ratelimit.WithAccess(ratelimit.Access{Deny: []string{"203.0.113.0/24"}})},
-		"WithErrorHandler": {ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}), ratelimit.WithErrorHandler(func(ratelimit.Request, error) {})},
-		"WithDenyResponse": {ratelimit.WithDenyResponse(deny429), ratelimit.WithDenyResponse(deny429)},
-		"WithHeaders":      {ratelimit.WithHeaders(ratelimit.XRateLimitHeaders), ratelimit.WithHeaders(ratelimit.IETFDraftHeaders)},
-		"WithProblemJSON":  {ratelimit.WithProblemJSON(), ratelimit.WithProblemJSON()},
-		"WithSkip":         {ratelimit.WithSkip(skip), ratelimit.WithSkip(skip)},
-		"CountIf":          {ratelimit.CountIf(func(int) bool { return true }), ratelimit.CountIf(func(int) bool { return true })},
-		"IPv6Prefix":       {ratelimit.IPv6Prefix(64), ratelimit.IPv6Prefix(48)},
-		"WaitForSlot":      {ratelimit.WaitForSlot(time.Second), ratelimit.WaitForSlot(2 * time.Second)},
-		"InFlightStatus":   {ratelimit.InFlightStatus(503), ratelimit.InFlightStatus(429)},
-		"WithTiers":        {ratelimit.WithTiers(func(ratelimit.Request) string { return "" }, map[string][]ratelimit.Policy{"a": policies}), ratelimit.WithTiers(func(ratelimit.Request) string { return "" }, map[string][]ratelimit.Policy{"b": policies})},
-		"WithResolver":     {ratelimit.WithResolver(resolver), ratelimit.WithResolver(resolver)},
+		"WithPolicies":             {ratelimit.WithPolicies(policies...), ratelimit.WithPolicies(policies...)},
+		"WithKey":                  {ratelimit.WithKey(ratelimit.KeyByIP()), ratelimit.WithKey(ratelimit.KeyByRoute())},
+		"RejectMissingKey":         {ratelimit.RejectMissingKey(401), ratelimit.RejectMissingKey(400)},
+		"WithCost":                 {ratelimit.WithCost(func(ratelimit.Request) int64 { return 1 }), ratelimit.WithCost(func(ratelimit.Request) int64 { return 2 })},
+		"FailClosed":               {ratelimit.FailClosed(503), ratelimit.FailClosed(429)},
+		"WithTimeout":              {ratelimit.WithTimeout(time.Second), ratelimit.WithTimeout(time.Second)},
+		"WithAccess":               {ratelimit.WithAccess(ratelimit.Access{Allow: []string{"10.0.0.0/8"}}), ratelimit.WithAccess(ratelimit.Access{Deny: []string{"203.0.113.0/24"}})},
+		"WithErrorHandler":         {ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}), ratelimit.WithErrorHandler(func(ratelimit.Request, error) {})},
+		"WithDenyResponse":         {ratelimit.WithDenyResponse(deny429), ratelimit.WithDenyResponse(deny429)},
+		"WithHeaders":              {ratelimit.WithHeaders(ratelimit.XRateLimitHeaders), ratelimit.WithHeaders(ratelimit.IETFDraftHeaders)},
+		"WithProblemJSON":          {ratelimit.WithProblemJSON(), ratelimit.WithProblemJSON()},
+		"CountIf":                  {ratelimit.CountIf(func(int) bool { return true }), ratelimit.CountIf(func(int) bool { return true })},
+		"IPv6Prefix":               {ratelimit.IPv6Prefix(64), ratelimit.IPv6Prefix(48)},
+		"WaitForSlot":              {ratelimit.WaitForSlot(time.Second), ratelimit.WaitForSlot(2 * time.Second)},
+		"InFlightStatus":           {ratelimit.InFlightStatus(503), ratelimit.InFlightStatus(429)},
+		"WithTiers":                {ratelimit.WithTiers(func(ratelimit.Request) string { return "" }, map[string][]ratelimit.Policy{"a": policies}), ratelimit.WithTiers(func(ratelimit.Request) string { return "" }, map[string][]ratelimit.Policy{"b": policies})},
+		"WithResolver":             {ratelimit.WithResolver(resolver), ratelimit.WithResolver(resolver)},
 	} {
 		if _, err := ratelimit.NewGuard(l, opts[0]); err != nil {
 			t.Fatalf("%s once: %v", name, err)

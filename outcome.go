@@ -66,9 +66,9 @@ type Outcome struct {
 	observer *Observer
 }
 
-// write writes the outcome to w, as the net/http middleware does: its headers, and the whole
-// response when the request does not proceed. When it proceeds, the next handler runs after.
-func (o *Outcome) write(w http.ResponseWriter) {
+// Write writes the outcome to w: its headers, and the whole response when the request does
+// not proceed. When it proceeds, call the next handler after Write.
+func (o *Outcome) Write(w http.ResponseWriter) {
 	h := w.Header()
 	if o.Proceed {
 		o.writeHeaders(h, nil, nil)

@@ -83,7 +83,7 @@ func TestResults(t *testing.T) {
 		l := mustNew(t, store, ratelimit.Policy{Limit: 1, Window: time.Hour})
 		h := byPath(map[string]func(http.Handler) http.Handler{
 			"/limited": ratelimit.Middleware(l),
-			"/skipped": ratelimit.Middleware(l, ratelimit.WithSkip(func(ratelimit.Request) bool { return true })),
+			"/skipped": ratelimit.Middleware(l, ratelimit.WithAccess(ratelimit.Access{Skip: func(ratelimit.Request) bool { return true }})),
 			"/keyless": ratelimit.Middleware(l, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.RejectMissingKey(401)),
 			"/badcost": ratelimit.Middleware(l, ratelimit.WithCost(func(ratelimit.Request) int64 { return -1 })),
 		})
@@ -138,7 +138,7 @@ func TestResults(t *testing.T) {
 // with that response's result (it was told by each guard: allowed by the outer one, then what
 // the inner one decided, so a login the route's limit refused counted allowed and denied).
 func TestResultsOfTwoGuardsOnOneRequest(t *testing.T) {
-	skip := ratelimit.WithSkip(func(ratelimit.Request) bool { return true })
+	skip := ratelimit.WithAccess(ratelimit.Access{Skip: func(ratelimit.Request) bool { return true }})
 	quiet := ratelimit.WithErrorHandler(func(ratelimit.Request, error) {})
 	type guard struct {
 		broken bool // over a store that fails (the guard fails open: unlimited)

@@ -74,7 +74,7 @@ func TestSwitch(t *testing.T) {
 }
 
 // A request a switch picks no guard for is not limited: its outcome says so (skipped), as the
-// outcome of a request WithSkip exempts does, not allowed — which says the store admitted it
+// outcome of a request Access.Skip exempts does, not allowed — which says the store admitted it
 // (found by a review). Nothing counts it: a switch has no observer of its own.
 func TestSwitchPicksNoneResult(t *testing.T) {
 	sw := ratelimit.Switch(func(ratelimit.Request) *ratelimit.Guard { return nil })

@@ -34,7 +34,7 @@ const (
 	ResultRejected
 	// ResultCanceled: the client went away while the guard waited (499).
 	ResultCanceled
-	// ResultSkipped: ratelimit.WithSkip exempted the request; it proceeded without rate-limit
+	// ResultSkipped: ratelimit.Access's Skip exempted the request; it proceeded without rate-limit
 	// headers.
 	ResultSkipped
 	// ResultAllowlisted: an allow list of the guard (ratelimit.WithAccess) matched the

@@ -390,3 +390,26 @@ func TestAccessInGuardOptionsAndDocument(t *testing.T) {
 		t.Fatalf("NewEngine = %v; want an error naming WithAccess given twice", err)
 	}
 }
+
+// A Skip of your own in WithGuardOptions sits beside a document's access lists: the document's
+// lists and your health checks make one guard (Skips add up beside the lists), and the
+// lists are read first.
+func TestAccessSkipInGuardOptionsBesideDocument(t *testing.T) {
+	set := mustParseText(t, "access:\n  deny: [203.0.113.0/24]\nrules:\n  - {name: api, key: ip, policies: [{rate: 1/h}]}\n")
+	health := func(r ratelimit.Request) bool { return r.Path() == "/healthz" }
+	e, err := NewEngine(ratelimit.NewMemoryStore(ratelimit.WithClock(fakeclock.New(fakeclock.T0))), set,
+		WithGuardOptions(ratelimit.WithAccess(ratelimit.Access{Skip: health})))
+	if err != nil {
+		t.Fatalf("NewEngine with a Skip in its guard options and access lists in its document: %v", err)
+	}
+	h := ratelimit.FromGuard(e.Guard())(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	if ok, st := admitted(t, h, "/healthz", "", "192.0.2.1:1", 5); ok != 5 {
+		t.Errorf("health checks, 1 an hour: %d of 5 admitted (%v); want all, skipped", ok, st)
+	}
+	if ok, _ := admitted(t, h, "/items", "", "192.0.2.1:1", 3); ok != 1 {
+		t.Errorf("other paths, 1 an hour: %d of 3 admitted; want 1", ok)
+	}
+	if _, st := admitted(t, h, "/healthz", "", "203.0.113.5:1", 1); st[http.StatusForbidden] != 1 {
+		t.Errorf("a denied network's health check: %v; want 403, the lists read first", st)
+	}
+}

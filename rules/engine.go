@@ -260,8 +260,8 @@ func (e *Engine) unmatchedGuard(set *Set) (*ratelimit.Guard, error) {
 	if len(a.Allow)+len(a.Deny) == 0 {
 		return nil, nil // clients only: a request no rule matches has no key to compare
 	}
-	return ratelimit.NewGuard(l, append(slices.Clip(e.opts.guard), ratelimit.WithAccess(a),
-		ratelimit.WithSkip(func(ratelimit.Request) bool { return true }))...)
+	a.Skip = func(ratelimit.Request) bool { return true }
+	return ratelimit.NewGuard(l, append(slices.Clip(e.opts.guard), ratelimit.WithAccess(a))...)
 }
 
 // guardOf makes the guard of rule r.

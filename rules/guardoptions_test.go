@@ -175,7 +175,7 @@ rules:
 		ratelimit.RejectMissingKey(http.StatusUnauthorized), ratelimit.WaitForSlot(time.Second),
 		ratelimit.InFlightStatus(http.StatusServiceUnavailable),
 		ratelimit.WithErrorHandler(func(ratelimit.Request, error) { calls("WithErrorHandler") }),
-		ratelimit.WithSkip(func(ratelimit.Request) bool { calls("WithSkip"); return false }),
+		ratelimit.WithAccess(ratelimit.Access{Skip: func(ratelimit.Request) bool { calls("Skip"); return false }}),
 		ratelimit.CountIf(func(int) bool { calls("CountIf"); return true }),
 		ratelimit.WithDenyResponse(func(ratelimit.Request, ratelimit.Decision) (int, string, []byte) {
 			calls("WithDenyResponse")

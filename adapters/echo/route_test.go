@@ -56,10 +56,10 @@ func TestUnmatchedRouteSharesQuota(t *testing.T) {
 // Echo registers for a group's middleware.
 func TestUnmatchedRoute(t *testing.T) {
 	var routes []string
-	serve := routeServer(ratelimit.WithSkip(func(r ratelimit.Request) bool {
+	serve := routeServer(ratelimit.WithAccess(ratelimit.Access{Skip: func(r ratelimit.Request) bool {
 		routes = append(routes, r.Route())
 		return true
-	}))
+	}}))
 	for _, p := range junkPaths {
 		serve(http.MethodGet, p)
 	}
@@ -83,10 +83,10 @@ func TestUnmatchedRouteReplacedHandler(t *testing.T) {
 	t.Cleanup(func() { echo.NotFoundHandler = saved })
 	echo.NotFoundHandler = func(c echo.Context) error { return c.String(http.StatusNotFound, "gone fishing") }
 	var routes []string
-	serve := routeServer(ratelimit.WithSkip(func(r ratelimit.Request) bool {
+	serve := routeServer(ratelimit.WithAccess(ratelimit.Access{Skip: func(r ratelimit.Request) bool {
 		routes = append(routes, r.Route())
 		return true
-	}))
+	}}))
 	if code := serve(http.MethodGet, "/nope"); code != http.StatusNotFound {
 		t.Errorf("GET /nope: status %d, want 404", code)
 	}

@@ -58,7 +58,7 @@ func TestHTTPSpec(t *testing.T) {
 func TestRoute(t *testing.T) {
 	l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 100, Window: time.Minute})
 	var routes []string
-	record := ratelimit.WithSkip(func(r ratelimit.Request) bool { routes = append(routes, r.Route()); return false })
+	record := ratelimit.WithAccess(ratelimit.Access{Skip: func(r ratelimit.Request) bool { routes = append(routes, r.Route()); return false }})
 	e := echo.New()
 	e.Use(echolimit.New(l, record))
 	e.GET("/items/:id", func(c echo.Context) error { return nil }, echolimit.New(l, record))
@@ -86,11 +86,11 @@ func TestValue(t *testing.T) {
 			return next(c)
 		}
 	})
-	e.Use(echolimit.New(l, ratelimit.WithSkip(func(r ratelimit.Request) bool {
+	e.Use(echolimit.New(l, ratelimit.WithAccess(ratelimit.Access{Skip: func(r ratelimit.Request) bool {
 		got = fmt.Sprintf("%v %v %v %s", r.Value("user"), r.Value(ctxKey{}), r.Value("absent"), r.Header("x-api-key"))
 		allocs = testing.AllocsPerRun(100, func() { _, _, _ = r.Value("user"), r.Value(ctxKey{}), r.Header("X-Api-Key") })
 		return true
-	})))
+	}})))
 	e.GET("/", func(c echo.Context) error { return nil })
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	req.Header.Set("X-Api-Key", "k")

@@ -28,7 +28,7 @@ func TestDecision(t *testing.T) {
 	}
 	l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Name: "app", Limit: 3, Window: time.Minute})
 	r := echo.New()
-	r.Use(echov5limit.New(l, ratelimit.WithSkip(func(r ratelimit.Request) bool { return r.Path() == "/health" })))
+	r.Use(echov5limit.New(l, ratelimit.WithAccess(ratelimit.Access{Skip: func(r ratelimit.Request) bool { return r.Path() == "/health" }})))
 	r.GET("/items/:id", seen)
 	r.GET("/health", seen)
 	r.POST("/login", seen, echov5limit.New(l, ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 2, Window: time.Minute})))

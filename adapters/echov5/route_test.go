@@ -55,10 +55,10 @@ func TestUnmatchedRouteSharesQuota(t *testing.T) {
 // Echo registers for a group's middleware.
 func TestUnmatchedRoute(t *testing.T) {
 	var routes []string
-	serve := routeServer(echo.Config{}, ratelimit.WithSkip(func(r ratelimit.Request) bool {
+	serve := routeServer(echo.Config{}, ratelimit.WithAccess(ratelimit.Access{Skip: func(r ratelimit.Request) bool {
 		routes = append(routes, r.Route())
 		return true
-	}))
+	}}))
 	for _, p := range junkPaths {
 		serve(http.MethodGet, p)
 	}
@@ -86,10 +86,10 @@ func TestUnmatchedRouteReplacedHandler(t *testing.T) {
 		},
 	})
 	var routes []string
-	serve := routeServer(echo.Config{Router: router}, ratelimit.WithSkip(func(r ratelimit.Request) bool {
+	serve := routeServer(echo.Config{Router: router}, ratelimit.WithAccess(ratelimit.Access{Skip: func(r ratelimit.Request) bool {
 		routes = append(routes, r.Route())
 		return true
-	}))
+	}}))
 	if code := serve(http.MethodGet, "/nope"); code != http.StatusNotFound {
 		t.Errorf("GET /nope: status %d, want 404", code)
 	}
@@ -104,10 +104,10 @@ func TestUnmatchedRouteReplacedHandler(t *testing.T) {
 	routes = nil
 	l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1, Window: time.Minute})
 	e := echo.New()
-	e.Use(echov5limit.New(l, ratelimit.WithSkip(func(r ratelimit.Request) bool {
+	e.Use(echov5limit.New(l, ratelimit.WithAccess(ratelimit.Access{Skip: func(r ratelimit.Request) bool {
 		routes = append(routes, r.Route())
 		return true
-	})))
+	}})))
 	e.RouteNotFound("/files/*", func(c *echo.Context) error { return c.String(http.StatusNotFound, "no such file") })
 	for _, p := range []string{"/files/a.txt", "/nope"} {
 		e.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, p, nil))

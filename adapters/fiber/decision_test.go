@@ -29,7 +29,7 @@ func TestDecision(t *testing.T) {
 	}
 	l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Name: "app", Limit: 3, Window: time.Minute})
 	app := fiber.New()
-	app.Use(fiberlimit.New(l, ratelimit.WithSkip(func(r ratelimit.Request) bool { return r.Path() == "/health" })))
+	app.Use(fiberlimit.New(l, ratelimit.WithAccess(ratelimit.Access{Skip: func(r ratelimit.Request) bool { return r.Path() == "/health" }})))
 	app.Get("/items/:id", seen)
 	app.Get("/health", seen)
 	app.Post("/login", fiberlimit.New(l, ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 2, Window: time.Minute})), seen)

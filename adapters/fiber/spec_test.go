@@ -73,7 +73,7 @@ func TestHTTPSpec(t *testing.T) {
 func TestRoute(t *testing.T) {
 	l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 100, Window: time.Minute})
 	var routes []string
-	record := ratelimit.WithSkip(func(r ratelimit.Request) bool { routes = append(routes, r.Route()); return false })
+	record := ratelimit.WithAccess(ratelimit.Access{Skip: func(r ratelimit.Request) bool { routes = append(routes, r.Route()); return false }})
 	app := fiber.New()
 	app.Use(fiberlimit.New(l, record))
 	app.Get("/items/:id", fiberlimit.New(l, record), func(c *fiber.Ctx) error { return nil })
@@ -100,11 +100,11 @@ func TestValue(t *testing.T) {
 		c.SetUserContext(context.WithValue(c.UserContext(), ctxKey{}, "bob"))
 		return c.Next()
 	})
-	app.Use(fiberlimit.New(l, ratelimit.WithSkip(func(r ratelimit.Request) bool {
+	app.Use(fiberlimit.New(l, ratelimit.WithAccess(ratelimit.Access{Skip: func(r ratelimit.Request) bool {
 		got = fmt.Sprintf("%v %v %v %v", r.Value("user"), r.Value(ctxKey{}), r.Value("absent"), r.Context().Value(ctxKey{}))
 		allocs = testing.AllocsPerRun(100, func() { _, _ = r.Value("user"), r.Value(ctxKey{}) })
 		return true
-	})))
+	}})))
 	app.Get("/", func(c *fiber.Ctx) error { return c.SendStatus(http.StatusOK) })
 	if _, err := app.Test(httptest.NewRequest(http.MethodGet, "/", nil)); err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 // no outcome: only one that proceeds keeps it (with c.Set, for a guard after this one), so a
 // skipped one costs the outcome and Gin's map of values.
 func TestAllocations(t *testing.T) {
-	skip := ratelimit.WithSkip(func(ratelimit.Request) bool { return true })
+	skip := ratelimit.WithAccess(ratelimit.Access{Skip: func(ratelimit.Request) bool { return true }})
 	for _, c := range []struct {
 		name  string
 		limit int64

@@ -53,7 +53,7 @@ func TestHTTPSpec(t *testing.T) {
 func TestRoute(t *testing.T) {
 	l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 100, Window: time.Minute})
 	var routes []string
-	record := ratelimit.WithSkip(func(r ratelimit.Request) bool { routes = append(routes, r.Route()); return false })
+	record := ratelimit.WithAccess(ratelimit.Access{Skip: func(r ratelimit.Request) bool { routes = append(routes, r.Route()); return false }})
 	r := gin.New()
 	r.Use(ginlimit.New(l, record))
 	r.GET("/items/:id", ginlimit.New(l, record), func(c *gin.Context) {})
@@ -78,11 +78,11 @@ func TestValue(t *testing.T) {
 		c.Set("user", "ann")
 		c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), ctxKey{}, "bob"))
 	})
-	r.Use(ginlimit.New(l, ratelimit.WithSkip(func(r ratelimit.Request) bool {
+	r.Use(ginlimit.New(l, ratelimit.WithAccess(ratelimit.Access{Skip: func(r ratelimit.Request) bool {
 		got = fmt.Sprintf("%v %v %v %s", r.Value("user"), r.Value(ctxKey{}), r.Value("absent"), r.Header("x-api-key"))
 		allocs = testing.AllocsPerRun(100, func() { _, _, _ = r.Value("user"), r.Value(ctxKey{}), r.Header("X-Api-Key") })
 		return true
-	})))
+	}})))
 	r.GET("/", func(c *gin.Context) {})
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	req.Header.Set("X-Api-Key", "k")

@@ -34,7 +34,7 @@ func TestDecision(t *testing.T) {
 				want  bool
 			}{
 				{"decided", ratelimit.NewMemoryStore(), nil, true},
-				{"skipped", ratelimit.NewMemoryStore(), []ratelimit.Option{ratelimit.WithSkip(func(ratelimit.Request) bool { return true })}, false},
+				{"skipped", ratelimit.NewMemoryStore(), []ratelimit.Option{ratelimit.WithAccess(ratelimit.Access{Skip: func(ratelimit.Request) bool { return true }})}, false},
 				{"failed open", brokenStore{}, []ratelimit.Option{ratelimit.WithErrorHandler(func(ratelimit.Request, error) {})}, false},
 			} {
 				srv := startServer(t, false, handle, interceptors(mustGuard(mustNew(tc.store, policy), tc.opts...))...)

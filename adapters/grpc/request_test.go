@@ -43,7 +43,7 @@ func TestRequest(t *testing.T) {
 				return true
 			}
 			l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 10, Window: time.Minute})
-			u, s := grpclimit.FromGuard(mustGuard(l, ratelimit.WithSkip(record)))
+			u, s := grpclimit.FromGuard(mustGuard(l, ratelimit.WithAccess(ratelimit.Access{Skip: record})))
 			srv := startServer(t, false, nil, grpc.ChainUnaryInterceptor(authUnary, u), grpc.ChainStreamInterceptor(authStream, s))
 			r := call(t, srv.client(t, "", ""), "Get", m.stream, "", "x-api-key", "k", "x-multi", "a", "x-multi", "b", "x-user", "ann")
 			if r.code != codes.OK {
@@ -172,7 +172,7 @@ func TestRouteWithoutLeadingSlash(t *testing.T) {
 		return false
 	}
 	l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1, Window: time.Minute})
-	u, s := grpclimit.FromGuard(mustGuard(l, ratelimit.WithKey(ratelimit.KeyByRoute()), ratelimit.WithSkip(record)))
+	u, s := grpclimit.FromGuard(mustGuard(l, ratelimit.WithKey(ratelimit.KeyByRoute()), ratelimit.WithAccess(ratelimit.Access{Skip: record})))
 	srv := startServer(t, false, nil, grpc.UnaryInterceptor(u), grpc.StreamInterceptor(s))
 	conn := srv.client(t, "", "")
 	var codesGot []codes.Code

@@ -329,7 +329,7 @@ func specCases() []specCase {
 			name: "skipped calls are neither checked nor charged",
 			build: func(e *env) config {
 				return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}),
-					ratelimit.WithSkip(func(r ratelimit.Request) bool { return strings.HasPrefix(r.Route(), "/spec.Items/Health") }))
+					ratelimit.WithAccess(ratelimit.Access{Skip: func(r ratelimit.Request) bool { return strings.HasPrefix(r.Route(), "/spec.Items/Health") }}))
 			},
 			steps: []step{
 				{method: "Health", want: ok(map[string]string{})},

@@ -133,9 +133,9 @@ func runCase(t *testing.T, e *env, cfg config, steps []step, stream bool) {
 	u, s := grpclimit.FromGuard(mustGuard(cfg.limiter, append(e.base(), cfg.options...)...))
 	unaries, streams = append(unaries, u), append(streams, s)
 	if cfg.login != nil {
-		onlyLogin := ratelimit.WithSkip(func(r ratelimit.Request) bool {
+		onlyLogin := ratelimit.WithAccess(ratelimit.Access{Skip: func(r ratelimit.Request) bool {
 			return !strings.HasPrefix(r.Route(), "/"+service+"/Login")
-		})
+		}})
 		opts := append(append(e.base(), cfg.login...), onlyLogin)
 		unaries = append(unaries, grpclimit.UnaryServerInterceptor(cfg.limiter, opts...))
 		streams = append(streams, grpclimit.StreamServerInterceptor(cfg.limiter, opts...))

@@ -339,7 +339,7 @@ var cases = append([]specCase{
 		name: "skipped requests are neither checked nor charged",
 		build: func(e *env) Config {
 			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}),
-				ratelimit.WithSkip(func(r ratelimit.Request) bool { return r.Path() == "/health" }))
+				ratelimit.WithAccess(ratelimit.Access{Skip: func(r ratelimit.Request) bool { return r.Path() == "/health" }}))
 		},
 		steps: []step{
 			{target: "/health", want: want{status: 200, handled: true}},
