@@ -53,28 +53,43 @@ type Access struct {
 	// lists: they are neither checked nor charged, get no rate-limit headers, and their result
 	// is observe.ResultSkipped. It may be all an Access gives; the Skips of several add up.
 	Skip func(Request) bool
+	// MissingKey, when set, refuses a request whose key function finds no key ([ErrNoKey]: no
+	// API-key header, an anonymous user) with this status — 401 Unauthorized, say, or 400 Bad
+	// Request; a 4xx — instead of limiting it by its client IP. Its result is
+	// observe.ResultRejected. It may be all an Access gives, and is given once.
+	MissingKey int
 }
 
-// WithAccess gives the guard allow and deny lists and a Skip function (see [Access]). Its
-// requests' results are observe.ResultAllowlisted, observe.ResultDenylisted and
-// observe.ResultSkipped; the first allowed and the first denied are logged, once per guard,
+// WithAccess gives the guard allow and deny lists, a Skip function and the answer to a request
+// without a key (see [Access]). Its requests' results are observe.ResultAllowlisted,
+// observe.ResultDenylisted, observe.ResultSkipped and observe.ResultRejected; the first allowed and the first denied are logged, once per guard,
 // and each is counted by the metrics modules. The lists (with Status and Body) are given in
 // one Access: lists given twice are refused, naming WithAccess, for the second would silently
-// replace the first. Skip functions add up instead — a request either skips is skipped — so
+// replace the first; so is MissingKey given twice. Skip functions add up instead — a request either skips is skipped — so
 // an Access of Skip alone sits beside one of lists (a rules engine's lists beside your health
 // checks) or beside another Skip.
 func WithAccess(a Access) Option {
 	return func(gc *guardConfig) {
 		lists := len(a.Allow)+len(a.Deny)+len(a.AllowKeys)+len(a.DenyKeys) > 0 || a.Status != 0 || a.Body != ""
+		if a.MissingKey != 0 {
+			if !gc.once("WithAccess(Access{MissingKey})", "") {
+				return
+			}
+			if a.MissingKey < 400 || a.MissingKey > 499 {
+				gc.errorf("WithAccess: MissingKey %d: the status must be a 4xx client error, e.g. 401", a.MissingKey)
+				return
+			}
+			gc.missingStatus = a.MissingKey
+		}
 		if skip := a.Skip; skip != nil {
 			if first := gc.skip; first != nil { // exemptions add up: either skips
 				gc.skip = func(r Request) bool { return first(r) || skip(r) }
 			} else {
 				gc.skip = skip
 			}
-			if !lists {
-				return // a Skip alone: no lists to compile
-			}
+		}
+		if !lists && (a.Skip != nil || a.MissingKey != 0) {
+			return // no lists to compile
 		}
 		if !gc.once("WithAccess", "give every entry in one Access") {
 			return
@@ -135,7 +150,7 @@ func compileAccess(a Access) (*access, error) {
 		}
 	}
 	if acc.allow.Len()+acc.deny.Len()+len(acc.allowKeys)+len(acc.denyKeys) == 0 {
-		return nil, errors.New("the Access lists nothing: give it networks or keys to allow or deny, or a Skip function")
+		return nil, errors.New("the Access lists nothing: give it networks or keys to allow or deny, a Skip function or a MissingKey status")
 	}
 	return acc, nil
 }

@@ -19,7 +19,7 @@ import (
 // timeout wraps context.DeadlineExceeded or the client's i/o timeout.
 var (
 	// ErrNoKey is returned by a [KeyFunc] when the request carries no key of its kind. The
-	// guard then limits the request by its client IP, or refuses it (see [RejectMissingKey]);
+	// guard then limits the request by its client IP, or refuses it (see Access.MissingKey);
 	// it never lets it through unlimited.
 	ErrNoKey = errors.New("ratelimit: request has no key")
 	// ErrBadRequest is what a request the limiter cannot count is: its key is unusable (empty,

@@ -79,7 +79,7 @@ func ExampleKeyByUser() {
 	}
 	limit := ratelimit.Middleware(limiter,
 		ratelimit.WithKey(ratelimit.KeyByUser(exampleUserKey{})),
-		ratelimit.RejectMissingKey(http.StatusUnauthorized), // no user: 401, not limited by IP
+		ratelimit.WithAccess(ratelimit.Access{MissingKey: http.StatusUnauthorized}), // no user: 401, not limited by IP
 	)
 	hello := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello") })
 	handler := auth(limit(hello))

@@ -82,7 +82,7 @@ func (g *Guard) fellBack(r Request, err error) {
 	if !g.fallbacks.first(i) {
 		return
 	}
-	level, msg := slog.LevelInfo, "ratelimit: a request has no key of the guard's kind; such requests are limited by their client IP (RejectMissingKey refuses them instead). Logged once per guard; counted every time"
+	level, msg := slog.LevelInfo, "ratelimit: a request has no key of the guard's kind; such requests are limited by their client IP (WithAccess(Access{MissingKey: 401}) refuses them instead). Logged once per guard; counted every time"
 	if reason == "no_route" {
 		level = slog.LevelWarn
 		msg = "ratelimit: KeyByRoute found no route: the middleware runs before the router has matched one (around a handler in front of the ServeMux, say), so requests are limited by their client IP instead of their route. Wrap the router itself (the middleware asks a ServeMux the route), not a handler around it, or put the middleware on the handler you register. Logged once per guard; counted every time"

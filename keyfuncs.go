@@ -59,7 +59,7 @@ func boundedKey(kind, value, what string) (string, error) {
 //
 // Only use a header that your own code or a proxy you control sets or verifies: a client can
 // send any value, and a new value is a new quota. An API key that your handlers reject is
-// such a header; key by it with [RejectMissingKey], and limit the failures with a second
+// such a header; key by it with Access.MissingKey ([WithAccess]), and limit the failures with a second
 // middleware keyed by IP.
 //
 // KeyByHeader panics if name is not a valid header name.
@@ -104,7 +104,7 @@ func validHeaderName(name string) bool {
 // ([Request.Value] reads them all):
 //
 //	r.Use(auth) // c.Set("user", id)
-//	r.Use(ginlimit.New(limiter, ratelimit.WithKey(ratelimit.KeyByUser("user")), ratelimit.RejectMissingKey(401)))
+//	r.Use(ginlimit.New(limiter, ratelimit.WithKey(ratelimit.KeyByUser("user")), ratelimit.WithAccess(ratelimit.Access{MissingKey: 401})))
 //
 // The value may be a string, a []byte, an integer (named types such as `type UserID string`
 // included) or a [fmt.Stringer]. A request without one

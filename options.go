@@ -167,7 +167,7 @@ func WithPolicies(policies ...Policy) Option {
 
 // WithKey sets what requests are limited by (default [KeyByIP]()). A request for which key
 // finds no key ([ErrNoKey]: no API-key header, an anonymous user) is limited by its client IP
-// instead, under the same policies and the same trusted proxies, unless [RejectMissingKey]
+// instead, under the same policies and the same trusted proxies, unless Access.MissingKey ([WithAccess])
 // refuses it.
 func WithKey(key KeyFunc) Option {
 	return func(gc *guardConfig) {
@@ -179,21 +179,6 @@ func WithKey(key KeyFunc) Option {
 			return
 		}
 		gc.key = key
-	}
-}
-
-// RejectMissingKey answers status (401 Unauthorized, say, or 400 Bad Request) when the key
-// function finds no key ([ErrNoKey]), instead of limiting the request by its client IP.
-func RejectMissingKey(status int) Option {
-	return func(gc *guardConfig) {
-		if !gc.once("RejectMissingKey", "") {
-			return
-		}
-		if status < 400 || status > 499 {
-			gc.errorf("RejectMissingKey(%d): the status must be a 4xx client error, e.g. 401", status)
-			return
-		}
-		gc.missingStatus = status
 	}
 }
 

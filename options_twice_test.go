@@ -71,23 +71,23 @@ func TestGuardOptionGivenTwiceRefused(t *testing.T) {
 	policies := []ratelimit.Policy{{Limit: 10, Window: time.Minute}, {Name: "slots", Algorithm: algorithms.InFlight{}, Limit: 2, Window: time.Minute}}
 	resolver := ratelimit.Resolver{Resolve: func(ratelimit.Request, string) ([]ratelimit.Policy, error) { return nil, nil }}
 	for name, opts := range map[string][2]ratelimit.Option{
-		"WithPolicies":             {ratelimit.WithPolicies(policies...), ratelimit.WithPolicies(policies...)},
-		"WithKey":                  {ratelimit.WithKey(ratelimit.KeyByIP()), ratelimit.WithKey(ratelimit.KeyByRoute())},
-		"RejectMissingKey":         {ratelimit.RejectMissingKey(401), ratelimit.RejectMissingKey(400)},
-		"WithCost":                 {ratelimit.WithCost(func(ratelimit.Request) int64 { return 1 }), ratelimit.WithCost(func(ratelimit.Request) int64 { return 2 })},
-		"FailClosed":               {ratelimit.FailClosed(503), ratelimit.FailClosed(429)},
-		"WithTimeout":              {ratelimit.WithTimeout(time.Second), ratelimit.WithTimeout(time.Second)},
-		"WithAccess":               {ratelimit.WithAccess(ratelimit.Access{Allow: []string{"10.0.0.0/8"}}), ratelimit.WithAccess(ratelimit.Access{Deny: []string{"203.0.113.0/24"}})},
-		"WithErrorHandler":         {ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}), ratelimit.WithErrorHandler(func(ratelimit.Request, error) {})},
-		"WithDenyResponse":         {ratelimit.WithDenyResponse(deny429), ratelimit.WithDenyResponse(deny429)},
-		"WithHeaders":              {ratelimit.WithHeaders(ratelimit.XRateLimitHeaders), ratelimit.WithHeaders(ratelimit.IETFDraftHeaders)},
-		"WithProblemJSON":          {ratelimit.WithProblemJSON(), ratelimit.WithProblemJSON()},
-		"CountIf":                  {ratelimit.CountIf(func(int) bool { return true }), ratelimit.CountIf(func(int) bool { return true })},
-		"IPv6Prefix":               {ratelimit.IPv6Prefix(64), ratelimit.IPv6Prefix(48)},
-		"WaitForSlot":              {ratelimit.WaitForSlot(time.Second), ratelimit.WaitForSlot(2 * time.Second)},
-		"InFlightStatus":           {ratelimit.InFlightStatus(503), ratelimit.InFlightStatus(429)},
-		"WithTiers":                {ratelimit.WithTiers(func(ratelimit.Request) string { return "" }, map[string][]ratelimit.Policy{"a": policies}), ratelimit.WithTiers(func(ratelimit.Request) string { return "" }, map[string][]ratelimit.Policy{"b": policies})},
-		"WithResolver":             {ratelimit.WithResolver(resolver), ratelimit.WithResolver(resolver)},
+		"WithPolicies":                   {ratelimit.WithPolicies(policies...), ratelimit.WithPolicies(policies...)},
+		"WithKey":                        {ratelimit.WithKey(ratelimit.KeyByIP()), ratelimit.WithKey(ratelimit.KeyByRoute())},
+		"WithAccess(Access{MissingKey})": {ratelimit.WithAccess(ratelimit.Access{MissingKey: 401}), ratelimit.WithAccess(ratelimit.Access{MissingKey: 400})},
+		"WithCost":                       {ratelimit.WithCost(func(ratelimit.Request) int64 { return 1 }), ratelimit.WithCost(func(ratelimit.Request) int64 { return 2 })},
+		"FailClosed":                     {ratelimit.FailClosed(503), ratelimit.FailClosed(429)},
+		"WithTimeout":                    {ratelimit.WithTimeout(time.Second), ratelimit.WithTimeout(time.Second)},
+		"WithAccess":                     {ratelimit.WithAccess(ratelimit.Access{Allow: []string{"10.0.0.0/8"}}), ratelimit.WithAccess(ratelimit.Access{Deny: []string{"203.0.113.0/24"}})},
+		"WithErrorHandler":               {ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}), ratelimit.WithErrorHandler(func(ratelimit.Request, error) {})},
+		"WithDenyResponse":               {ratelimit.WithDenyResponse(deny429), ratelimit.WithDenyResponse(deny429)},
+		"WithHeaders":                    {ratelimit.WithHeaders(ratelimit.XRateLimitHeaders), ratelimit.WithHeaders(ratelimit.IETFDraftHeaders)},
+		"WithProblemJSON":                {ratelimit.WithProblemJSON(), ratelimit.WithProblemJSON()},
+		"CountIf":                        {ratelimit.CountIf(func(int) bool { return true }), ratelimit.CountIf(func(int) bool { return true })},
+		"IPv6Prefix":                     {ratelimit.IPv6Prefix(64), ratelimit.IPv6Prefix(48)},
+		"WaitForSlot":                    {ratelimit.WaitForSlot(time.Second), ratelimit.WaitForSlot(2 * time.Second)},
+		"InFlightStatus":                 {ratelimit.InFlightStatus(503), ratelimit.InFlightStatus(429)},
+		"WithTiers":                      {ratelimit.WithTiers(func(ratelimit.Request) string { return "" }, map[string][]ratelimit.Policy{"a": policies}), ratelimit.WithTiers(func(ratelimit.Request) string { return "" }, map[string][]ratelimit.Policy{"b": policies})},
+		"WithResolver":                   {ratelimit.WithResolver(resolver), ratelimit.WithResolver(resolver)},
 	} {
 		if _, err := ratelimit.NewGuard(l, opts[0]); err != nil {
 			t.Fatalf("%s once: %v", name, err)
@@ -146,11 +146,11 @@ func TestStoreOptionGivenTwiceRefused(t *testing.T) {
 }
 
 // WithProblemJSON and WithDenyResponse together: WithDenyResponse answers the denials, and
-// the guard's other refusals (here a request without its key, RejectMissingKey) are problem
+// the guard's other refusals (here a request without its key, Access.MissingKey) are problem
 // documents.
 func TestProblemJSONWithDenyResponse(t *testing.T) {
 	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(fakeclock.New(fakeclock.T0))), ratelimit.Policy{Limit: 1, Window: time.Minute})
-	h := ratelimit.Middleware(l, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.RejectMissingKey(http.StatusUnauthorized),
+	h := ratelimit.Middleware(l, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.WithAccess(ratelimit.Access{MissingKey: http.StatusUnauthorized}),
 		ratelimit.WithProblemJSON(), ratelimit.WithDenyResponse(deny429))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	send := func(key string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest("GET", "/", nil)

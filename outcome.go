@@ -14,7 +14,7 @@ type Outcome struct {
 	Proceed bool
 	// Status is the status to answer when the request does not proceed: 429 when the limiter
 	// denied it (or the WithDenyResponse status); the FailClosed status when the store failed;
-	// the RejectMissingKey status when it had no key; 400 when its key could not be read (a
+	// the Access.MissingKey status when it had no key; 400 when its key could not be read (a
 	// malformed proxy header, say) or its cost is negative; 499 when its client went away
 	// while the guard waited.
 	Status int

@@ -119,7 +119,7 @@ func TestReadmeCodeAsWritten(t *testing.T) {
 		{"docs/outages.md", "# When Redis is slow, down or flooded", "readmeResilience"},
 		{"docs/rules.md", "## Plans (tiers)", "readmeTiers"},
 		{"docs/keys.md", "address that is not a trusted proxy is the client:", "readmeTrustProxies"},
-		{"docs/keys.md", "RejectMissingKey(http.StatusUnauthorized)))", "readmeUserNetHTTP"},
+		{"docs/keys.md", "ratelimit.Access{MissingKey: http.StatusUnauthorized})))", "readmeUserNetHTTP"},
 		{"docs/policies.md", "**Try a limit before enforcing it.**", "readmeShadow"},
 		{"docs/rules.md", "## Limits from your own data", "readmeResolver"},
 		{"docs/redis.md", "can lease instead (opt-in, per policy):", "readmeLease"},

@@ -84,7 +84,7 @@ func TestResults(t *testing.T) {
 		h := byPath(map[string]func(http.Handler) http.Handler{
 			"/limited": ratelimit.Middleware(l),
 			"/skipped": ratelimit.Middleware(l, ratelimit.WithAccess(ratelimit.Access{Skip: func(ratelimit.Request) bool { return true }})),
-			"/keyless": ratelimit.Middleware(l, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.RejectMissingKey(401)),
+			"/keyless": ratelimit.Middleware(l, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.WithAccess(ratelimit.Access{MissingKey: 401})),
 			"/badcost": ratelimit.Middleware(l, ratelimit.WithCost(func(ratelimit.Request) int64 { return -1 })),
 		})
 		run(t, h, []req{
@@ -161,7 +161,7 @@ func TestResultsOfTwoGuardsOnOneRequest(t *testing.T) {
 			false, []int{200}, map[observe.Result]int{observe.ResultUnlimited: 1}},
 		{"allowed outside, unlimited inside", []guard{{}, {broken: true, opts: []ratelimit.Option{quiet}}},
 			false, []int{200}, map[observe.Result]int{observe.ResultUnlimited: 1}},
-		{"allowed outside, rejected inside", []guard{{}, {opts: []ratelimit.Option{ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.RejectMissingKey(401)}}},
+		{"allowed outside, rejected inside", []guard{{}, {opts: []ratelimit.Option{ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.WithAccess(ratelimit.Access{MissingKey: 401})}}},
 			false, []int{401}, map[observe.Result]int{observe.ResultRejected: 1}},
 		{"three guards", []guard{{}, {opts: []ratelimit.Option{skip}}, {}},
 			false, []int{200, 200}, map[observe.Result]int{observe.ResultAllowed: 2}},
@@ -228,7 +228,7 @@ func TestHeadersOfTwoGuards(t *testing.T) {
 		{"unlimited outside: the inner's", true, false, nil, 200, "7", observe.ResultUnlimited},
 		{"unlimited inside: the outer's", false, true, nil, 200, "10", observe.ResultUnlimited},
 		{"unlimited in both: none", true, true, nil, 200, "", observe.ResultUnlimited},
-		{"rejected inside: the outer's", false, false, []ratelimit.Option{ratelimit.RejectMissingKey(http.StatusUnauthorized),
+		{"rejected inside: the outer's", false, false, []ratelimit.Option{ratelimit.WithAccess(ratelimit.Access{MissingKey: http.StatusUnauthorized}),
 			ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key"))}, http.StatusUnauthorized, "10", observe.ResultRejected},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

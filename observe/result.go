@@ -28,7 +28,7 @@ const (
 	// the request was refused with the FailClosed status, whatever a local fallback decided.
 	ResultErrorDenied
 	// ResultRejected: the request was refused before the guard checked its limits: it carried
-	// no key and the guard rejects such requests (ratelimit.RejectMissingKey), or its key or
+	// no key and the guard rejects such requests (ratelimit.Access's MissingKey), or its key or
 	// cost could not be used (400). Behind a guard that admitted it, it carries that guard's
 	// fields.
 	ResultRejected

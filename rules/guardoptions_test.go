@@ -172,7 +172,7 @@ rules:
 	_, err = NewEngine(ratelimit.NewMemoryStore(), set, quiet(), WithGuardOptions(
 		ratelimit.TrustProxies("X-Forwarded-For", "10.0.0.0/8"), ratelimit.IPv6Prefix(56),
 		ratelimit.WithHeaders(ratelimit.IETFDraftHeaders), ratelimit.WithProblemJSON(), ratelimit.WithTimeout(time.Second),
-		ratelimit.RejectMissingKey(http.StatusUnauthorized), ratelimit.WaitForSlot(time.Second),
+		ratelimit.WithAccess(ratelimit.Access{MissingKey: http.StatusUnauthorized}), ratelimit.WaitForSlot(time.Second),
 		ratelimit.InFlightStatus(http.StatusServiceUnavailable),
 		ratelimit.WithErrorHandler(func(ratelimit.Request, error) { calls("WithErrorHandler") }),
 		ratelimit.WithAccess(ratelimit.Access{Skip: func(ratelimit.Request) bool { calls("Skip"); return false }}),

@@ -23,12 +23,12 @@ func readmeUser(r *gin.Engine, auth gin.HandlerFunc, limiter *ratelimit.Limiter)
 	r.Use(auth) // on success: c.Set("user", userID)
 	r.Use(ginlimit.New(limiter,
 		ratelimit.WithKey(ratelimit.KeyByUser("user")),
-		ratelimit.RejectMissingKey(http.StatusUnauthorized)))
+		ratelimit.WithAccess(ratelimit.Access{MissingKey: http.StatusUnauthorized})))
 }
 
 // TestReadmeUser runs README's Gin code for a limit per user as written: the value the
 // authentication middleware stored with c.Set keys the limit, wherever the user comes from,
-// and a request without a user is refused 401 (RejectMissingKey).
+// and a request without a user is refused 401 (Access.MissingKey).
 func TestReadmeUser(t *testing.T) {
 	source, err := os.ReadFile("readme_test.go")
 	if err != nil {

@@ -36,10 +36,10 @@
 //	a cost above a policy's capacity            ResourceExhausted, pushback -1 (do not retry)
 //	store failed, FailClosed(503)               Unavailable, with RetryInfo and pushback (1 s)
 //	store failed, FailClosed(429)               ResourceExhausted, with RetryInfo and pushback (1 s)
-//	no key, RejectMissingKey(401)               Unauthenticated
-//	no key, RejectMissingKey(403)               PermissionDenied
-//	no key, RejectMissingKey(404 / 409 / 429)   NotFound / Aborted / ResourceExhausted (no RetryInfo: no retry brings a key)
-//	no key, RejectMissingKey(other 4xx)         InvalidArgument
+//	no key, Access{MissingKey: 401}             Unauthenticated
+//	no key, Access{MissingKey: 403}             PermissionDenied
+//	no key, MissingKey 404 / 409 / 429          NotFound / Aborted / ResourceExhausted (no RetryInfo: no retry brings a key)
+//	no key, MissingKey another 4xx              InvalidArgument
 //	unreadable key or negative cost (HTTP 400)  InvalidArgument
 //	client went away while waiting (HTTP 499)   Canceled
 //

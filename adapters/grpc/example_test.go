@@ -80,7 +80,7 @@ func ExampleFromGuard() {
 	if err != nil {
 		panic(err)
 	}
-	g, err := ratelimit.NewGuard(limiter, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.RejectMissingKey(401))
+	g, err := ratelimit.NewGuard(limiter, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.WithAccess(ratelimit.Access{MissingKey: 401}))
 	if err != nil {
 		panic(err)
 	}

@@ -431,7 +431,7 @@ func specCases() []specCase {
 			name: "missing key refused: Unauthenticated",
 			build: func(e *env) config {
 				return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}),
-					ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.RejectMissingKey(401))
+					ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.WithAccess(ratelimit.Access{MissingKey: 401}))
 			},
 			steps: []step{
 				{want: refused(codes.Unauthenticated, msgNoKey)},
@@ -444,7 +444,7 @@ func specCases() []specCase {
 			name: "missing key refused with 403: PermissionDenied",
 			build: func(e *env) config {
 				return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}),
-					ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.RejectMissingKey(403))
+					ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.WithAccess(ratelimit.Access{MissingKey: 403}))
 			},
 			steps: []step{
 				{want: refused(codes.PermissionDenied, "Forbidden: the request does not identify its client.")},
@@ -455,7 +455,7 @@ func specCases() []specCase {
 			name: "KeyByUser behind an authentication interceptor",
 			build: func(e *env) config {
 				c := opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}),
-					ratelimit.WithKey(ratelimit.KeyByUser(userKey{})), ratelimit.RejectMissingKey(401))
+					ratelimit.WithKey(ratelimit.KeyByUser(userKey{})), ratelimit.WithAccess(ratelimit.Access{MissingKey: 401}))
 				c.auth = true
 				return c
 			},

@@ -460,7 +460,7 @@ var cases = append([]specCase{
 		name: "missing key refused",
 		build: func(e *env) Config {
 			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}),
-				ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.RejectMissingKey(401))
+				ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.WithAccess(ratelimit.Access{MissingKey: 401}))
 		},
 		steps: []step{
 			{want: want{status: 401, header: denied(nil, "", plain), body: bodyNoKey}},
@@ -475,7 +475,7 @@ var cases = append([]specCase{
 		name: "KeyByUser behind an authentication middleware",
 		build: func(e *env) Config {
 			c := opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}),
-				ratelimit.WithKey(ratelimit.KeyByUser(UserKey)), ratelimit.RejectMissingKey(401))
+				ratelimit.WithKey(ratelimit.KeyByUser(UserKey)), ratelimit.WithAccess(ratelimit.Access{MissingKey: 401}))
 			c.Auth = true
 			return c
 		},
