@@ -46,7 +46,7 @@ type Access struct {
 	// Status is the status of a denied request: 403 Forbidden by default; a 4xx or a 5xx.
 	Status int
 	// Body is the text of a denied request's response, after "Forbidden: " (or the status's
-	// text), or the detail of its problem document with WithProblemJSON. Default: "access from
+	// text), or the detail of its problem document with Response.ProblemJSON. Default: "access from
 	// this client is denied."
 	Body string
 	// Skip exempts the requests for which it reports true (health checks, say), after the

@@ -82,7 +82,7 @@ type PolicyResult struct {
 
 	// EffectiveWindow is the longest time within which this policy admits no more than
 	// Remaining: were Remaining spent now, one unit more would fit after it. It is the t of the
-	// IETF RateLimit field (draft -11; see [IETFDraftHeaders]). 0 for in-flight slots, which
+	// IETF RateLimit field (draft -11; see [Response]). 0 for in-flight slots, which
 	// come back when requests end, not with time.
 	EffectiveWindow time.Duration
 }

@@ -74,17 +74,17 @@ func TestEffectiveWindowIsTrue(t *testing.T) {
 // RateLimit field carries no t when it binds; draft -10's still says when its leases end.
 func TestRateLimitFieldOfInFlight(t *testing.T) {
 	for _, c := range []struct {
-		style ratelimit.HeaderStyle
+		draft int
 		want  string
 	}{
-		{ratelimit.IETFDraftHeaders, `"slots";r=1`},
-		{ratelimit.IETFDraft10Headers, `"slots";r=1;t=30`},
+		{11, `"slots";r=1`},
+		{10, `"slots";r=1;t=30`},
 	} {
-		t.Run(fmt.Sprint(c.style), func(t *testing.T) {
+		t.Run(fmt.Sprint("draft-", c.draft), func(t *testing.T) {
 			l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock())),
 				ratelimit.Policy{Name: "slots", Limit: 2, Window: 30 * time.Second, Algorithm: algorithms.InFlight{}},
 				ratelimit.Policy{Name: "rate", Limit: 100, Window: time.Minute})
-			h := ratelimit.Middleware(l, ratelimit.WithHeaders(c.style))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+			h := ratelimit.Middleware(l, ratelimit.WithResponse(ratelimit.Response{IETFDraft: c.draft}))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 			if got := rec.Header().Get("RateLimit"); got != c.want {

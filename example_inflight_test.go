@@ -14,7 +14,7 @@ import (
 // once per client, and 100 per hour. A slot comes back when its handler returns (also when it
 // panics); one held by an instance that died comes back when its lifetime, the Window, ends.
 // The third concurrent export is refused with 503 and Retry-After: 1.
-func ExampleInFlightStatus() {
+func ExampleResponse_inFlight() {
 	limiter, err := ratelimit.New(ratelimit.NewMemoryStore(),
 		ratelimit.Policy{Name: "exports", Limit: 100, Window: time.Hour},
 		ratelimit.Policy{Name: "exports-running", Limit: 2, Window: time.Minute, Algorithm: algorithms.InFlight{}})
@@ -26,8 +26,8 @@ func ExampleInFlightStatus() {
 		running <- struct{}{}
 		<-release // a long export
 	})
-	h := ratelimit.Middleware(limiter, ratelimit.InFlightStatus(http.StatusServiceUnavailable),
-		ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders))(export)
+	h := ratelimit.Middleware(limiter, ratelimit.WithResponse(ratelimit.Response{
+		InFlightStatus: http.StatusServiceUnavailable, IETFDraft: 11}))(export)
 
 	for range 2 {
 		go h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/export", nil))

@@ -32,7 +32,7 @@ type Guard struct {
 
 	limiter  *Limiter                             // the policies of every request, unless choose picks others
 	observer *Observer                            // the store's; nil: none
-	choose   func(r Request, key string) *Limiter // WithTiers, WithResolver; nil: limiter
+	choose   func(r Request, key string) *Limiter // WithResolver; nil: limiter
 	pick     func(Request) *Guard                 // a Switch: the guard of each request
 	clock    Clock
 	local    bool        // the store answers without I/O: no deadline

@@ -44,10 +44,9 @@ func TestNewGuardOptionErrors(t *testing.T) {
 		{[]ratelimit.Option{ratelimit.FailClosed(500)}, "FailClosed(500): the status must be 503 or 429"},
 		{[]ratelimit.Option{ratelimit.WithTimeout(0)}, "WithTimeout(0s): the timeout must be positive"},
 		{[]ratelimit.Option{ratelimit.WithErrorHandler(nil)}, "WithErrorHandler(nil): give it a function"},
-		{[]ratelimit.Option{ratelimit.WithDenyResponse(nil)}, "WithDenyResponse(nil): give it a function"},
-		{[]ratelimit.Option{ratelimit.WithHeaders(16)}, "WithHeaders: unknown header style 16"},
-		{[]ratelimit.Option{ratelimit.WithHeaders(ratelimit.IETFDraftHeaders, ratelimit.IETFDraft10Headers)}, "WithHeaders: IETFDraftHeaders and IETFDraft10Headers are two versions of the same fields; give one"},
-		{[]ratelimit.Option{ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, 0)}, "WithHeaders: unknown header style 0"},
+		{[]ratelimit.Option{ratelimit.WithResponse(ratelimit.Response{IETFDraft: 12})}, "WithResponse: IETFDraft is 12; give 11 (the latest draft), 10, or 0 for none"},
+		{[]ratelimit.Option{ratelimit.WithResponse(ratelimit.Response{IETFDraft: -1})}, "WithResponse: IETFDraft is -1; give 11 (the latest draft), 10, or 0 for none"},
+		{[]ratelimit.Option{ratelimit.WithResponse(ratelimit.Response{InFlightStatus: 500})}, "WithResponse: InFlightStatus is 500; it must be 503 or 429"},
 		{[]ratelimit.Option{ratelimit.WithAccess(ratelimit.Access{})}, "WithAccess: the Access lists nothing: give it networks or keys to allow or deny, a Skip function or a MissingKey status"},
 		{[]ratelimit.Option{ratelimit.CountIf(nil)}, "CountIf(nil): give it a function"},
 		{[]ratelimit.Option{ratelimit.TrustProxies("X-Forwarded-For")}, `TrustProxies("X-Forwarded-For"): name at least one proxy`},
@@ -59,7 +58,7 @@ func TestNewGuardOptionErrors(t *testing.T) {
 		{[]ratelimit.Option{ratelimit.WithPolicies(shaping), ratelimit.CountIf(func(int) bool { return true })},
 			`CountIf cannot be combined with the shaping policy "queue"`},
 		// Every error, in order.
-		{[]ratelimit.Option{ratelimit.WithTimeout(-1), ratelimit.WithHeaders(), ratelimit.FailClosed(418)},
+		{[]ratelimit.Option{ratelimit.WithTimeout(-1), ratelimit.WithResponse(ratelimit.Response{NoXRateLimit: true}), ratelimit.FailClosed(418)},
 			"2 invalid options: WithTimeout(-1ns): the timeout must be positive; FailClosed(418): the status must be 503 or 429"},
 	} {
 		g, err := ratelimit.NewGuard(l, c.opts...)
@@ -70,7 +69,7 @@ func TestNewGuardOptionErrors(t *testing.T) {
 	if _, err := ratelimit.NewGuard(nil); err == nil || !strings.Contains(err.Error(), "the limiter is nil") {
 		t.Errorf("NewGuard(nil): got %v", err)
 	}
-	if g, err := ratelimit.NewGuard(l, ratelimit.WithHeaders(), ratelimit.TrustProxies("Forwarded", "unix"), ratelimit.IPv6Prefix(128)); err != nil || g == nil {
+	if g, err := ratelimit.NewGuard(l, ratelimit.WithResponse(ratelimit.Response{NoXRateLimit: true}), ratelimit.TrustProxies("Forwarded", "unix"), ratelimit.IPv6Prefix(128)); err != nil || g == nil {
 		t.Errorf("valid options: got %v, %v", g, err)
 	}
 	defer func() {
@@ -108,7 +107,7 @@ func TestGuardWithPolicies(t *testing.T) {
 func TestOutcomeHeaders(t *testing.T) {
 	clock := newFakeClock()
 	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), fixed(1, time.Minute, "minute"), fixed(5, time.Hour, "hour"))
-	g, err := ratelimit.NewGuard(l, ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders))
+	g, err := ratelimit.NewGuard(l, ratelimit.WithResponse(ratelimit.Response{IETFDraft: 11}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,36 +10,16 @@ import (
 	"github.com/a7d3e0dd/ratelimit/algorithms"
 )
 
-// HeaderStyle is a set of rate-limit headers a [Guard] writes (see [WithHeaders]).
-type HeaderStyle uint8
+// headerStyle is a set of rate-limit headers a [Guard] writes (see [Response]).
+type headerStyle uint8
 
 const (
-	// XRateLimitHeaders are the de facto standard X-RateLimit-Limit (the binding policy's
-	// capacity), X-RateLimit-Remaining (requests left) and X-RateLimit-Reset (the Unix time, in
-	// seconds rounded up, when the binding policy is fully reset, on the store's clock). They
-	// are the default.
-	XRateLimitHeaders HeaderStyle = 1 << iota
-	// IETFDraftHeaders are the fields of the IETF draft "RateLimit header fields for HTTP" as
-	// its latest version, draft-ietf-httpapi-ratelimit-headers-11, defines them:
-	// RateLimit-Policy lists every policy as `"name";q=<limit>;w=<window in seconds>`, and
-	// RateLimit describes the binding one as `"name";r=<remaining>;t=<effective window>`:
-	// within the next t seconds the client can use no more than r, and using r now, one more
-	// unit comes after t (Decision.EffectiveWindow, rounded up like Retry-After, so on a denial
-	// of cost 1, t equals Retry-After). docs/guard.md maps t for each algorithm. t is left out
-	// when the binding policy is an in-flight limit, whose slots come back when requests end.
-	IETFDraftHeaders
-	// ShadowHeaders add X-RateLimit-Shadow, naming the shadow policies (see Policy.Shadow) that
-	// would have denied the request, e.g. "strict, burst"; it is absent when none would have.
-	// A shadow policy never changes the response otherwise.
-	ShadowHeaders
-	// IETFDraft10Headers are the same fields as draft-ietf-httpapi-ratelimit-headers-10
-	// defines them, for clients that parse that version: t is the seconds until the binding
-	// policy is fully reset (Decision.ResetAfter, rounded up). A guard writes one version of
-	// the fields: give this style or IETFDraftHeaders, not both.
-	IETFDraft10Headers
+	xRateLimitHeaders  headerStyle = 1 << iota // X-RateLimit-*: the default
+	ietfDraftHeaders                           // RateLimit, RateLimit-Policy of draft -11
+	shadowHeaders                              // X-RateLimit-Shadow
+	ietfDraft10Headers                         // RateLimit, RateLimit-Policy of draft -10
 
-	ietfHeaders     = IETFDraftHeaders | IETFDraft10Headers
-	allHeaderStyles = XRateLimitHeaders | ietfHeaders | ShadowHeaders
+	ietfHeaders = ietfDraftHeaders | ietfDraft10Headers
 )
 
 // describe fills in what the headers of a decided outcome need.
@@ -58,18 +38,18 @@ func (g *Guard) describe(o *Outcome, l *Limiter) {
 		}
 	}
 	o.style = g.headers
-	if g.headers&XRateLimitHeaders != 0 {
+	if g.headers&xRateLimitHeaders != 0 {
 		o.resetAt = resetEpoch(d.at, d.ResetAfter)
 	}
 	switch {
-	case g.headers&IETFDraftHeaders != 0:
+	case g.headers&ietfDraftHeaders != 0:
 		o.resetIn = ceilSeconds(d.EffectiveWindow) // 0, and no t, for in-flight slots
 		o.policies = l.header
-	case g.headers&IETFDraft10Headers != 0:
+	case g.headers&ietfDraft10Headers != 0:
 		o.resetIn = ceilSeconds(d.ResetAfter)
 		o.policies = l.header
 	}
-	if g.headers&ShadowHeaders != 0 {
+	if g.headers&shadowHeaders != 0 {
 		o.shadow = shadowDenials(d)
 	}
 }
@@ -162,7 +142,7 @@ func (o *Outcome) headerValues(into []byte) headerValues {
 		hv.fields[hv.n], ends[hv.n] = uint8(field), len(b)
 		hv.n++
 	}
-	if o.style&XRateLimitHeaders != 0 {
+	if o.style&xRateLimitHeaders != 0 {
 		b = strconv.AppendInt(b, o.Decision.Limit, 10)
 		add(fieldLimit)
 		b = strconv.AppendInt(b, o.Decision.Remaining, 10)
@@ -176,7 +156,7 @@ func (o *Outcome) headerValues(into []byte) headerValues {
 		b = append(b, o.Decision.Policy.Name...)
 		b = append(b, `";r=`...)
 		b = strconv.AppendInt(b, o.Decision.Remaining, 10)
-		if o.resetIn > 0 || o.style&IETFDraft10Headers != 0 {
+		if o.resetIn > 0 || o.style&ietfDraft10Headers != 0 {
 			b = append(b, ";t="...)
 			b = strconv.AppendInt(b, o.resetIn, 10)
 		}
@@ -212,7 +192,7 @@ func (o *Outcome) headerValues(into []byte) headerValues {
 }
 
 // Headers calls set(name, value) for every header [Outcome.Write] writes: the rate-limit
-// headers of the guard's [HeaderStyle] when the limiter decided, Retry-After on a 429 or 503,
+// headers the guard's [Response] asks for when the limiter decided, Retry-After on a 429 or 503,
 // and, when the request does not proceed, the Content-Type of its body and
 // X-Content-Type-Options: nosniff. It is for frameworks whose response is not an
 // [net/http.ResponseWriter] (Fiber); the others call Write.

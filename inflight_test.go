@@ -236,20 +236,17 @@ func TestInFlightAllOrNothing(t *testing.T) {
 	})
 }
 
-// An in-flight refusal says what it is: 429 (or the InFlightStatus), Retry-After 1 (a slot
+// An in-flight refusal says what it is: 429 (or the Response.InFlightStatus), Retry-After 1 (a slot
 // comes back when any request ends), and the IETF policy entry with qu="concurrent-requests".
 // A rate refusal stays 429 with its own Retry-After.
 func TestInFlightResponse(t *testing.T) {
 	store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()))
 	l := mustNew(t, store, ratelimit.Policy{Name: "rate", Limit: 2, Window: time.Hour}, inFlight(1))
 	for _, status := range []int{0, 503} {
-		opts := []ratelimit.Option{ratelimit.WithKey(keyOfTest(t)), ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders)}
-		if status != 0 {
-			opts = append(opts, ratelimit.InFlightStatus(status))
-		} else {
+		g, err := ratelimit.NewGuard(l, ratelimit.WithKey(keyOfTest(t)), ratelimit.WithResponse(ratelimit.Response{IETFDraft: 11, InFlightStatus: status}))
+		if status == 0 {
 			status = 429
 		}
-		g, err := ratelimit.NewGuard(l, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -280,14 +277,14 @@ func TestInFlightResponse(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for name, o := range map[string]ratelimit.Option{"WaitForSlot": ratelimit.WaitForSlot(time.Second), "InFlightStatus": ratelimit.InFlightStatus(503)} {
+	for name, o := range map[string]ratelimit.Option{"WaitForSlot": ratelimit.WaitForSlot(time.Second), "InFlightStatus": ratelimit.WithResponse(ratelimit.Response{InFlightStatus: 503})} {
 		rateOnly := mustNew(t, store, ratelimit.Policy{Limit: 1, Window: time.Hour})
 		if _, err := ratelimit.NewGuard(rateOnly, o); err == nil || !strings.Contains(err.Error(), "in-flight") {
 			t.Errorf("%s on a limiter without an in-flight policy: %v; want an error", name, err)
 		}
 	}
-	if _, err := ratelimit.NewGuard(l, ratelimit.InFlightStatus(500)); err == nil {
-		t.Error("InFlightStatus(500): no error")
+	if _, err := ratelimit.NewGuard(l, ratelimit.WithResponse(ratelimit.Response{InFlightStatus: 500})); err == nil {
+		t.Error("WithResponse(Response{InFlightStatus: 500}): no error")
 	}
 }
 
@@ -439,7 +436,7 @@ func TestFallbackScalesEachListOnce(t *testing.T) {
 }
 
 // A request that a rate policy denies while the in-flight policy has no slot either is a
-// refusal by the rate: 429 (not the InFlightStatus), and the rate's Retry-After (not the "try
+// refusal by the rate: 429 (not the Response.InFlightStatus), and the rate's Retry-After (not the "try
 // again in 1 s" of a slot), though the lifetime of the slot ends later than the rate's wait and
 // so binds the decision. It was answered 503 with Retry-After: 1, a retry the rate refuses
 // again (found by a review).
@@ -450,7 +447,7 @@ func TestInFlightDenialMasksNoRateDenial(t *testing.T) {
 	for _, status := range []int{0, http.StatusServiceUnavailable} {
 		opts := []ratelimit.Option{ratelimit.WithKey(keyOfTest(t))}
 		if status != 0 {
-			opts = append(opts, ratelimit.InFlightStatus(status))
+			opts = append(opts, ratelimit.WithResponse(ratelimit.Response{InFlightStatus: status}))
 		}
 		g, err := ratelimit.NewGuard(l, opts...)
 		if err != nil {
@@ -469,7 +466,7 @@ func TestInFlightDenialMasksNoRateDenial(t *testing.T) {
 		w := httptest.NewRecorder()
 		refused.Write(w)
 		if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "9" {
-			t.Errorf("InFlightStatus(%d), refused by the rate (9 s) and the slot: %d, Retry-After %q; want 429, 9", status, w.Code, w.Header().Get("Retry-After"))
+			t.Errorf("WithResponse(Response{InFlightStatus: %d}), refused by the rate (9 s) and the slot: %d, Retry-After %q; want 429, 9", status, w.Code, w.Header().Get("Retry-After"))
 		}
 		g.Done(&held, http.StatusOK)
 		if err := l.Reset(ctx, keyOf(t)); err != nil {
@@ -534,7 +531,7 @@ func TestSlotWaitFailsOpenWithoutADecision(t *testing.T) {
 	g.Done(&held, http.StatusOK)
 }
 
-// A refusal answered InFlightStatus(503) says the service is busy, in its body as in its
+// A refusal answered with Response.InFlightStatus 503 says the service is busy, in its body as in its
 // status: it used to read "Too Many Requests: Rate limit exceeded", and its problem document
 // said "status":429 on a 503 response. At 429 the body stays a rate limit's.
 func TestInFlightStatusBody(t *testing.T) {
@@ -549,11 +546,7 @@ func TestInFlightStatusBody(t *testing.T) {
 		{503, true, `{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"too many requests are in progress. Retry in 1 second."}` + "\n"},
 		{429, false, "Too Many Requests: Rate limit exceeded. Retry in 1 second.\n"},
 	} {
-		opts := []ratelimit.Option{ratelimit.WithKey(keyOfTest(t)), ratelimit.InFlightStatus(tc.status)}
-		if tc.problem {
-			opts = append(opts, ratelimit.WithProblemJSON())
-		}
-		g, err := ratelimit.NewGuard(l, opts...)
+		g, err := ratelimit.NewGuard(l, ratelimit.WithKey(keyOfTest(t)), ratelimit.WithResponse(ratelimit.Response{InFlightStatus: tc.status, ProblemJSON: tc.problem}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -563,7 +556,7 @@ func TestInFlightStatusBody(t *testing.T) {
 		refused := g.Check(req)
 		refused.Write(w)
 		if w.Code != tc.status || w.Body.String() != tc.want {
-			t.Errorf("InFlightStatus(%d), problem %v: %d %q; want %d %q", tc.status, tc.problem, w.Code, w.Body.String(), tc.status, tc.want)
+			t.Errorf("WithResponse(Response{InFlightStatus: %d}), problem %v: %d %q; want %d %q", tc.status, tc.problem, w.Code, w.Body.String(), tc.status, tc.want)
 		}
 		g.Done(&held, 200)
 	}

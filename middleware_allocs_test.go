@@ -32,9 +32,9 @@ func TestMiddlewareAllocations(t *testing.T) {
 		{name: "admitted", policies: []ratelimit.Policy{never}, want: 2},
 		{name: "two policies", policies: []ratelimit.Policy{never, {Name: "hour", Limit: 1e9, Window: time.Hour}}, want: 2},
 		{name: "IETF headers too", policies: []ratelimit.Policy{never},
-			opts: []ratelimit.Option{ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders)}, want: 2},
+			opts: []ratelimit.Option{ratelimit.WithResponse(ratelimit.Response{IETFDraft: 11})}, want: 2},
 		{name: "a shadow policy denies", policies: []ratelimit.Policy{never, {Name: "shadow", Limit: 1, Window: time.Hour, Shadow: true}},
-			opts: []ratelimit.Option{ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.ShadowHeaders)}, want: 2},
+			opts: []ratelimit.Option{ratelimit.WithResponse(ratelimit.Response{Shadow: true})}, want: 2},
 		{name: "key by header", policies: []ratelimit.Policy{never}, apiKey: "k1",
 			opts: []ratelimit.Option{ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key"))}, want: 2},
 		{name: "key by header, else IP", policies: []ratelimit.Policy{never},
@@ -47,7 +47,7 @@ func TestMiddlewareAllocations(t *testing.T) {
 			opts: []ratelimit.Option{ratelimit.CountIf(func(s int) bool { return s == http.StatusOK })}, want: 3},
 		// The key, the header values' string, one array for every header, the body.
 		{name: "denied", policies: []ratelimit.Policy{once}, want: 4},
-		{name: "denied, problem JSON", policies: []ratelimit.Policy{once}, opts: []ratelimit.Option{ratelimit.WithProblemJSON()}, want: 4},
+		{name: "denied, problem JSON", policies: []ratelimit.Policy{once}, opts: []ratelimit.Option{ratelimit.WithResponse(ratelimit.Response{ProblemJSON: true})}, want: 4},
 		{name: "skipped", policies: []ratelimit.Policy{never},
 			opts: []ratelimit.Option{ratelimit.WithAccess(ratelimit.Access{Skip: func(ratelimit.Request) bool { return true }})}, want: 0},
 		// The report rides in the outcome the one object holds already.

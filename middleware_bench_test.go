@@ -50,7 +50,7 @@ func BenchmarkMiddleware(b *testing.B) {
 		{"memory", ratelimit.Middleware(l)(okHandler)},
 		{"memory-wrapped", ratelimit.Middleware(wrapped)(okHandler)},
 		{"memory-observed", ratelimit.Middleware(observed)(okHandler)},
-		{"memory-ietf", ratelimit.Middleware(l, ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders))(okHandler)},
+		{"memory-ietf", ratelimit.Middleware(l, ratelimit.WithResponse(ratelimit.Response{IETFDraft: 11}))(okHandler)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			r := httptest.NewRequest(http.MethodGet, "/", nil)

@@ -30,17 +30,17 @@ type guardConfig struct {
 	timeout       time.Duration
 	onError       func(Request, error)
 	deny          func(Request, Decision) (int, string, []byte)
-	headers       HeaderStyle
+	headers       headerStyle
 	problem       bool
 	skip          func(Request) bool // Access.Skip
 	countIf       func(status int) bool
 	ip            ipConfig
 	slotWait      time.Duration
 	slotStatus    int
-	tier          func(Request) string // WithTiers
+	tier          func(Request) string // Resolver.Tier
 	tiers         map[string][]Policy
 	tierLimiters  map[string]*Limiter
-	resolver      *Resolver // WithResolver
+	resolver      *Resolver // Resolver.Resolve
 	access        *access   // WithAccess
 
 	errs optionErrors
@@ -49,7 +49,7 @@ type guardConfig struct {
 // newGuardConfig applies opts to a guard's defaults and checks them against each other and
 // against the limiter, returning the limiter the guard checks.
 func newGuardConfig(l *Limiter, opts []Option) (*guardConfig, *Limiter, error) {
-	gc := &guardConfig{headers: XRateLimitHeaders, timeout: defaultTimeout, ip: ipConfig{v6bits: 64}}
+	gc := &guardConfig{headers: xRateLimitHeaders, timeout: defaultTimeout, ip: ipConfig{v6bits: 64}}
 	for i, o := range opts {
 		if o == nil {
 			gc.errorf("option %d is nil", i+1)
@@ -77,18 +77,15 @@ func newGuardConfig(l *Limiter, opts []Option) (*guardConfig, *Limiter, error) {
 				err = gc.fits(tl)
 			}
 			if err != nil {
-				gc.errorf("WithTiers: tier %q: %w", name, err)
+				gc.errorf("WithResolver: tier %q: %w", name, err)
 				continue
 			}
 			gc.tierLimiters[name] = tl
 			slots = slots || tl.slots
 		}
 	}
-	if gc.resolver != nil && gc.tiers != nil {
-		gc.errorf("WithTiers and WithResolver both choose the policies of a request; give one (a Resolver can return a tier's policies)")
-	}
 	if (gc.slotWait > 0 || gc.slotStatus != 0) && !slots && gc.resolver == nil {
-		gc.errorf("WaitForSlot and InFlightStatus need an in-flight policy (algorithms.InFlight); the limiter's policies have none")
+		gc.errorf("WaitForSlot and Response.InFlightStatus need an in-flight policy (algorithms.InFlight); the limiter's policies have none")
 	}
 	if gc.ip.headerSet && len(gc.ip.trusted) == 0 && !gc.ip.unix {
 		gc.errorf("TrustProxies(%q): name at least one proxy", gc.ip.header)
@@ -255,63 +252,6 @@ func WithErrorHandler(f func(r Request, err error)) Option {
 			return
 		}
 		gc.onError = f
-	}
-}
-
-// WithDenyResponse replaces the response to a request the limiter denies. f returns the status
-// (anything but a 4xx or 5xx means 429), the content type and the body; the guard still writes
-// the rate-limit headers and Retry-After. It is not called for the other refusals (store
-// failure, missing key, malformed request). With [WithProblemJSON] too, f answers the denials
-// and the other refusals are problem documents.
-func WithDenyResponse(f func(r Request, d Decision) (status int, contentType string, body []byte)) Option {
-	return func(gc *guardConfig) {
-		if !gc.once("WithDenyResponse", "") {
-			return
-		}
-		if f == nil {
-			gc.errorf("WithDenyResponse(nil): give it a function")
-			return
-		}
-		gc.deny = f
-	}
-}
-
-// WithHeaders selects the rate-limit headers written on every limited response (default
-// [XRateLimitHeaders]); WithHeaders() writes none. Retry-After is written on every 429 and 503
-// regardless.
-func WithHeaders(styles ...HeaderStyle) Option {
-	return func(gc *guardConfig) {
-		if !gc.once("WithHeaders", "give every style in one WithHeaders") {
-			return
-		}
-		var all HeaderStyle
-		for _, s := range styles {
-			if s&^allHeaderStyles != 0 || s == 0 {
-				gc.errorf("WithHeaders: unknown header style %d", s)
-				return
-			}
-			all |= s
-		}
-		if all&ietfHeaders == ietfHeaders {
-			gc.errorf("WithHeaders: IETFDraftHeaders and IETFDraft10Headers are two versions of the same fields; give one")
-			return
-		}
-		gc.headers = all
-	}
-}
-
-// WithProblemJSON makes the guard answer its refusals with an RFC 9457 problem document
-// (application/problem+json) instead of plain text. A denial uses the problem type
-// https://iana.org/assignments/http-problem-types#quota-exceeded of the IETF rate-limit draft
-// and lists the names of the violated policies in "violated-policies" (the enforced ones: a
-// shadow policy never shows in a response). With [WithDenyResponse] too, its function answers
-// the denials, whatever their content type, and this the other refusals.
-func WithProblemJSON() Option {
-	return func(gc *guardConfig) {
-		if !gc.once("WithProblemJSON", "") {
-			return
-		}
-		gc.problem = true
 	}
 }
 

@@ -5,42 +5,30 @@ import (
 	"time"
 )
 
-// WithTiers gives each request the policies of its tier — the client's plan, such as "free"
-// or "pro" — in place of the limiter's: tier names the tier of a request (from a header your
-// gateway sets, a JWT claim, a value an authentication middleware stored), and tiers holds
-// the policies of each. A request whose tier is "" or not in tiers gets the limiter's own
-// policies.
+// Resolver chooses the policies of each request in place of the limiter's, for
+// [WithResolver]: either by tier — the client's plan, such as "free" or "pro" — with Tier and
+// Tiers, or from the application's own data — a JWT claim, a database row, a billing plan —
+// with Resolve. Give one of the two.
 //
 //	ratelimit.Middleware(l, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")),
-//		ratelimit.WithTiers(planOf, map[string][]ratelimit.Policy{
+//		ratelimit.WithResolver(ratelimit.Resolver{Tier: planOf, Tiers: map[string][]ratelimit.Policy{
 //			"free": {{Name: "api", Limit: 100, Window: time.Minute}},
 //			"pro":  {{Name: "api", Limit: 10000, Window: time.Minute}},
-//		}))
+//		}}))
 //
 // The policies of every tier are validated when the guard is made, and an error names the
 // tier. Give the policies of the tiers the same Name, algorithm and Window when a client that
 // changes tier should keep its count (see [StorageKey]); give them names apart to count each
-// tier afresh.
-func WithTiers(tier func(Request) string, tiers map[string][]Policy) Option {
-	return func(gc *guardConfig) {
-		if !gc.once("WithTiers", "give every tier in one map") {
-			return
-		}
-		switch {
-		case tier == nil:
-			gc.errorf("WithTiers(nil, ...): give it a function that names the tier of a request")
-		case len(tiers) == 0:
-			gc.errorf("WithTiers: give it the policies of at least one tier")
-		default:
-			gc.tier, gc.tiers = tier, maps.Clone(tiers)
-		}
-	}
-}
-
-// Resolver reads the policies of each client from the application's own data — a JWT claim,
-// a database row, a billing plan — for [WithResolver]. The guard keeps what Resolve returns
-// for a key in a bounded cache, so Resolve is asked once per key and TTL, not per request.
+// tier afresh. The guard keeps what Resolve returns for a key in a bounded cache, so Resolve is
+// asked once per key and TTL, not per request.
 type Resolver struct {
+	// Tier names the tier of a request (from a header your gateway sets, a JWT claim, a value
+	// an authentication middleware stored); a request whose tier is "" or not in Tiers gets
+	// the limiter's own policies.
+	Tier func(r Request) string
+	// Tiers holds the policies of each tier.
+	Tiers map[string][]Policy
+
 	// Resolve returns the policies of the client the guard keyed request r by (key is what
 	// the guard's key function found, such as "hdr:x-api-key:abc"). Returning no policies and
 	// no error gives the client the limiter's own policies. An error is reported to the
@@ -64,8 +52,8 @@ const (
 	resolverRetry       = time.Second // how long a failed resolution is kept
 )
 
-// WithResolver gives each request the policies that r.Resolve returns for its key, in place of
-// the limiter's: dynamic limits from the application's own data.
+// WithResolver gives each request the policies that r chooses, in place of the limiter's: the
+// policies of its tier, or dynamic limits from the application's own data.
 //
 //	ratelimit.WithResolver(ratelimit.Resolver{Resolve: func(r ratelimit.Request, key string) ([]ratelimit.Policy, error) {
 //		return plans.PoliciesOf(r.Context(), key) // a database row, cached by the guard
@@ -75,9 +63,18 @@ func WithResolver(r Resolver) Option {
 		if !gc.once("WithResolver", "") {
 			return
 		}
+		tiers := r.Tier != nil || r.Tiers != nil
 		switch {
+		case tiers && r.Resolve != nil:
+			gc.errorf("WithResolver: the Resolver has both Tiers and Resolve; give one (Resolve can return a tier's policies)")
+		case tiers && r.Tier == nil:
+			gc.errorf("WithResolver: the Resolver has Tiers but no Tier function to name the tier of a request")
+		case tiers && len(r.Tiers) == 0:
+			gc.errorf("WithResolver: the Resolver has a Tier function but no Tiers; give the policies of at least one tier")
+		case tiers:
+			gc.tier, gc.tiers = r.Tier, maps.Clone(r.Tiers)
 		case r.Resolve == nil:
-			gc.errorf("WithResolver: the Resolver has no Resolve function")
+			gc.errorf("WithResolver: the Resolver has no Resolve function (or Tier and Tiers)")
 		case r.TTL < 0:
 			gc.errorf("WithResolver: the Resolver's TTL is %v; it must be positive (or 0 for a minute)", r.TTL)
 		case r.Size < 0:

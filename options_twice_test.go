@@ -79,14 +79,10 @@ func TestGuardOptionGivenTwiceRefused(t *testing.T) {
 		"WithTimeout":                    {ratelimit.WithTimeout(time.Second), ratelimit.WithTimeout(time.Second)},
 		"WithAccess":                     {ratelimit.WithAccess(ratelimit.Access{Allow: []string{"10.0.0.0/8"}}), ratelimit.WithAccess(ratelimit.Access{Deny: []string{"203.0.113.0/24"}})},
 		"WithErrorHandler":               {ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}), ratelimit.WithErrorHandler(func(ratelimit.Request, error) {})},
-		"WithDenyResponse":               {ratelimit.WithDenyResponse(deny429), ratelimit.WithDenyResponse(deny429)},
-		"WithHeaders":                    {ratelimit.WithHeaders(ratelimit.XRateLimitHeaders), ratelimit.WithHeaders(ratelimit.IETFDraftHeaders)},
-		"WithProblemJSON":                {ratelimit.WithProblemJSON(), ratelimit.WithProblemJSON()},
+		"WithResponse":                   {ratelimit.WithResponse(ratelimit.Response{ProblemJSON: true}), ratelimit.WithResponse(ratelimit.Response{InFlightStatus: 503})},
 		"CountIf":                        {ratelimit.CountIf(func(int) bool { return true }), ratelimit.CountIf(func(int) bool { return true })},
 		"IPv6Prefix":                     {ratelimit.IPv6Prefix(64), ratelimit.IPv6Prefix(48)},
 		"WaitForSlot":                    {ratelimit.WaitForSlot(time.Second), ratelimit.WaitForSlot(2 * time.Second)},
-		"InFlightStatus":                 {ratelimit.InFlightStatus(503), ratelimit.InFlightStatus(429)},
-		"WithTiers":                      {ratelimit.WithTiers(func(ratelimit.Request) string { return "" }, map[string][]ratelimit.Policy{"a": policies}), ratelimit.WithTiers(func(ratelimit.Request) string { return "" }, map[string][]ratelimit.Policy{"b": policies})},
 		"WithResolver":                   {ratelimit.WithResolver(resolver), ratelimit.WithResolver(resolver)},
 	} {
 		if _, err := ratelimit.NewGuard(l, opts[0]); err != nil {
@@ -99,7 +95,7 @@ func TestGuardOptionGivenTwiceRefused(t *testing.T) {
 	}
 }
 
-// deny429 is a WithDenyResponse function: a JSON body of its own.
+// deny429 is a Response.Deny function: a JSON body of its own.
 func deny429(ratelimit.Request, ratelimit.Decision) (int, string, []byte) {
 	return http.StatusTooManyRequests, "application/json", []byte(`{"error":"slow down"}`)
 }
@@ -145,13 +141,13 @@ func TestStoreOptionGivenTwiceRefused(t *testing.T) {
 	}
 }
 
-// WithProblemJSON and WithDenyResponse together: WithDenyResponse answers the denials, and
+// Response.ProblemJSON and Response.Deny together: Deny answers the denials, and
 // the guard's other refusals (here a request without its key, Access.MissingKey) are problem
 // documents.
-func TestProblemJSONWithDenyResponse(t *testing.T) {
+func TestProblemJSONWithDeny(t *testing.T) {
 	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(fakeclock.New(fakeclock.T0))), ratelimit.Policy{Limit: 1, Window: time.Minute})
 	h := ratelimit.Middleware(l, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")), ratelimit.WithAccess(ratelimit.Access{MissingKey: http.StatusUnauthorized}),
-		ratelimit.WithProblemJSON(), ratelimit.WithDenyResponse(deny429))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+		ratelimit.WithResponse(ratelimit.Response{ProblemJSON: true, Deny: deny429}))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	send := func(key string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest("GET", "/", nil)
 		if key != "" {
@@ -163,7 +159,7 @@ func TestProblemJSONWithDenyResponse(t *testing.T) {
 	}
 	send("k")
 	if w := send("k"); w.Code != http.StatusTooManyRequests || w.Header().Get("Content-Type") != "application/json" || w.Body.String() != `{"error":"slow down"}` {
-		t.Errorf("a denial: %d %q %q; want WithDenyResponse's", w.Code, w.Header().Get("Content-Type"), w.Body.String())
+		t.Errorf("a denial: %d %q %q; want Deny's", w.Code, w.Header().Get("Content-Type"), w.Body.String())
 	}
 	if w := send(""); w.Code != http.StatusUnauthorized || w.Header().Get("Content-Type") != "application/problem+json" {
 		t.Errorf("a request without its key: %d %q; want 401, a problem document", w.Code, w.Header().Get("Content-Type"))

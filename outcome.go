@@ -13,7 +13,7 @@ type Outcome struct {
 	// Proceed reports whether the request goes on to the next handler.
 	Proceed bool
 	// Status is the status to answer when the request does not proceed: 429 when the limiter
-	// denied it (or the WithDenyResponse status); the FailClosed status when the store failed;
+	// denied it (or the Response.Deny status); the FailClosed status when the store failed;
 	// the Access.MissingKey status when it had no key; 400 when its key could not be read (a
 	// malformed proxy header, say) or its cost is negative; 499 when its client went away
 	// while the guard waited.
@@ -44,7 +44,7 @@ type Outcome struct {
 	// the client sees.
 	Pending bool
 
-	style    HeaderStyle // rate-limit headers to write; none unless the limiter decided
+	style    headerStyle // rate-limit headers to write; none unless the limiter decided
 	resetAt  int64       // X-RateLimit-Reset: Unix seconds
 	resetIn  int64       // RateLimit t: seconds
 	retry    int64       // Retry-After seconds; 0 for none

@@ -131,14 +131,14 @@ func readmeShadow() ratelimit.Policy {
 }
 
 // What the guide says of a shadow policy: evaluated on every request and reported in
-// d.Results(), it never denies or appears in the rate-limit headers; with ShadowHeaders,
+// d.Results(), it never denies or appears in the rate-limit headers; with Response.Shadow,
 // X-RateLimit-Shadow names it when it would have denied; its state counts only what it would
 // have admitted, so removing Shadow enforces the verdicts it reported.
 func TestReadmeShadow(t *testing.T) {
 	store := ratelimit.NewMemoryStore(ratelimit.WithClock(fakeclock.New(fakeclock.T0)))
 	limiter := mustNew(t, store, ratelimit.Policy{Name: "hourly", Limit: 1000, Window: time.Hour}, readmeShadow())
 	var strict []bool
-	h := ratelimit.Middleware(limiter, ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.ShadowHeaders))(
+	h := ratelimit.Middleware(limiter, ratelimit.WithResponse(ratelimit.Response{Shadow: true}))(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			d, _ := ratelimit.DecisionFrom(r.Context())
 			for _, res := range d.Results() {

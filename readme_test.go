@@ -172,8 +172,8 @@ func readmeInFlight(store ratelimit.Store, mux *http.ServeMux, exportHandler htt
 		ratelimit.Policy{Name: "exports", Limit: 100, Window: time.Hour},
 		ratelimit.Policy{Name: "exports-running", Limit: 2, Window: time.Minute, Algorithm: algorithms.InFlight{}})
 	mux.Handle("POST /export", ratelimit.Middleware(limiter,
-		ratelimit.WaitForSlot(2*time.Second),                    // optional: wait up to 2 s for a slot
-		ratelimit.InFlightStatus(http.StatusServiceUnavailable), // optional: 503 instead of 429
+		ratelimit.WaitForSlot(2*time.Second),                                                      // optional: wait up to 2 s for a slot
+		ratelimit.WithResponse(ratelimit.Response{InFlightStatus: http.StatusServiceUnavailable}), // optional: 503 instead of 429
 	)(exportHandler))
 }
 
@@ -248,10 +248,10 @@ func TestReadmeResilience(t *testing.T) {
 // readmeTiers is the guide's plans, as written, over the limiter, plan function and mux it names.
 func readmeTiers(limiter *ratelimit.Limiter, planOf func(ratelimit.Request) string, mux http.Handler) http.Handler {
 	handler := ratelimit.Middleware(limiter, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")),
-		ratelimit.WithTiers(planOf, map[string][]ratelimit.Policy{ // planOf: func(ratelimit.Request) string
+		ratelimit.WithResolver(ratelimit.Resolver{Tier: planOf, Tiers: map[string][]ratelimit.Policy{ // planOf: func(ratelimit.Request) string
 			"free": {{Name: "api", Limit: 100, Window: time.Minute}},
 			"pro":  {{Name: "api", Limit: 10_000, Window: time.Minute}},
-		}))(mux)
+		}}))(mux)
 	return handler // README: what the caller serves
 }
 

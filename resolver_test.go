@@ -256,18 +256,18 @@ func TestTiersAndResolverOptionErrors(t *testing.T) {
 		opts []ratelimit.Option
 		want string
 	}{
-		{[]ratelimit.Option{ratelimit.WithTiers(nil, map[string][]ratelimit.Policy{"a": {{Limit: 1, Window: time.Second}}})}, "WithTiers(nil, ...): give it a function"},
-		{[]ratelimit.Option{ratelimit.WithTiers(tier, nil)}, "WithTiers: give it the policies of at least one tier"},
-		{[]ratelimit.Option{ratelimit.WithTiers(tier, map[string][]ratelimit.Policy{"pro": {{Limit: 0, Window: time.Second}}})},
-			`WithTiers: tier "pro": ratelimit: invalid policy "gcra-0-per-1s": Limit is 0`},
-		{[]ratelimit.Option{ratelimit.WithTiers(tier, map[string][]ratelimit.Policy{"pro": nil})}, `WithTiers: tier "pro": ratelimit: New needs at least one policy`},
-		{[]ratelimit.Option{ratelimit.WithTiers(tier, map[string][]ratelimit.Policy{"q": {shaping}}), ratelimit.CountIf(func(int) bool { return true })},
-			`WithTiers: tier "q": CountIf cannot be combined with the shaping policy "queue"`},
+		{[]ratelimit.Option{ratelimit.WithResolver(ratelimit.Resolver{Tier: nil, Tiers: map[string][]ratelimit.Policy{"a": {{Limit: 1, Window: time.Second}}}})}, "WithResolver: the Resolver has Tiers but no Tier function to name the tier of a request"},
+		{[]ratelimit.Option{ratelimit.WithResolver(ratelimit.Resolver{Tier: tier, Tiers: nil})}, "WithResolver: the Resolver has a Tier function but no Tiers; give the policies of at least one tier"},
+		{[]ratelimit.Option{ratelimit.WithResolver(ratelimit.Resolver{Tier: tier, Tiers: map[string][]ratelimit.Policy{"pro": {{Limit: 0, Window: time.Second}}}})},
+			`WithResolver: tier "pro": ratelimit: invalid policy "gcra-0-per-1s": Limit is 0`},
+		{[]ratelimit.Option{ratelimit.WithResolver(ratelimit.Resolver{Tier: tier, Tiers: map[string][]ratelimit.Policy{"pro": nil}})}, `WithResolver: tier "pro": ratelimit: New needs at least one policy`},
+		{[]ratelimit.Option{ratelimit.WithResolver(ratelimit.Resolver{Tier: tier, Tiers: map[string][]ratelimit.Policy{"q": {shaping}}}), ratelimit.CountIf(func(int) bool { return true })},
+			`WithResolver: tier "q": CountIf cannot be combined with the shaping policy "queue"`},
 		{[]ratelimit.Option{ratelimit.WithResolver(ratelimit.Resolver{})}, "WithResolver: the Resolver has no Resolve function"},
 		{[]ratelimit.Option{ratelimit.WithResolver(ratelimit.Resolver{Resolve: resolve, TTL: -1})}, "WithResolver: the Resolver's TTL is -1ns"},
 		{[]ratelimit.Option{ratelimit.WithResolver(ratelimit.Resolver{Resolve: resolve, Size: -1})}, "WithResolver: the Resolver's Size is -1"},
-		{[]ratelimit.Option{ratelimit.WithResolver(ratelimit.Resolver{Resolve: resolve}), ratelimit.WithTiers(tier, map[string][]ratelimit.Policy{"a": {{Limit: 1, Window: time.Second}}})},
-			"WithTiers and WithResolver both choose the policies of a request"},
+		{[]ratelimit.Option{ratelimit.WithResolver(ratelimit.Resolver{Resolve: resolve, Tier: tier, Tiers: map[string][]ratelimit.Policy{"a": {{Limit: 1, Window: time.Second}}}})},
+			"WithResolver: the Resolver has both Tiers and Resolve; give one"},
 	} {
 		_, err := ratelimit.NewGuard(l, c.opts...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -283,10 +283,10 @@ func TestTierChangeKeepsCount(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
 		l := mustNew(t, store, fixed(1, time.Minute, "plan"))
 		g, err := ratelimit.NewGuard(l, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")),
-			ratelimit.WithTiers(func(r ratelimit.Request) string { return r.Header("X-Plan") }, map[string][]ratelimit.Policy{
+			ratelimit.WithResolver(ratelimit.Resolver{Tier: func(r ratelimit.Request) string { return r.Header("X-Plan") }, Tiers: map[string][]ratelimit.Policy{
 				"free": {fixed(2, time.Minute, "plan")},
 				"pro":  {fixed(5, time.Minute, "plan")},
-			}))
+			}}))
 		if err != nil {
 			t.Fatal(err)
 		}

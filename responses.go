@@ -7,7 +7,7 @@ import (
 )
 
 // The guard's own responses: short, actionable, and free of anything internal (no key, no
-// store, no policy unless WithProblemJSON asks for the names).
+// store, no policy unless Response.ProblemJSON asks for the names).
 
 const (
 	contentTypePlain   = "text/plain; charset=utf-8"
@@ -67,7 +67,7 @@ func (g *Guard) prepareResponses() {
 }
 
 // busyBody returns the response to a request refused for want of an in-flight slot with a
-// status other than 429 (InFlightStatus(503)): the service is busy, which a body that said
+// status other than 429 (Response.InFlightStatus 503): the service is busy, which a body that said
 // "Too Many Requests" (or a problem document of status 429) would contradict.
 func busyBody(status int, retry int64, problem bool) response {
 	detail := "too many requests are in progress."

@@ -58,7 +58,7 @@ func TestShadowPolicyHeaders(t *testing.T) {
 	l := mustNew(t, ratelimit.NewMemoryStore(),
 		ratelimit.Policy{Name: "enforced", Limit: 5, Window: time.Hour},
 		ratelimit.Policy{Name: "trial", Limit: 1, Window: time.Minute, Algorithm: algorithms.SlidingLog{}, Shadow: true})
-	h := ratelimit.Middleware(l, ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders))(okHandler)
+	h := ratelimit.Middleware(l, ratelimit.WithResponse(ratelimit.Response{IETFDraft: 11}))(okHandler)
 	for i := range 2 {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
@@ -115,14 +115,14 @@ func TestShadowPolicyBesideATooCostlyRequest(t *testing.T) {
 	})
 }
 
-// ShadowHeaders name the shadow policies that would have denied a request, and change nothing
+// Response.Shadow names the shadow policies that would have denied a request, and change nothing
 // else.
 func TestShadowHeader(t *testing.T) {
 	l := mustNew(t, ratelimit.NewMemoryStore(),
 		ratelimit.Policy{Name: "enforced", Limit: 5, Window: time.Hour},
 		ratelimit.Policy{Name: "trial", Limit: 1, Window: time.Minute, Shadow: true},
 		ratelimit.Policy{Name: "strict", Limit: 2, Window: time.Minute, Shadow: true})
-	h := ratelimit.Middleware(l, ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.ShadowHeaders))(okHandler)
+	h := ratelimit.Middleware(l, ratelimit.WithResponse(ratelimit.Response{Shadow: true}))(okHandler)
 	for i, want := range []string{"", "trial", "trial, strict", "trial, strict", "trial, strict", "trial, strict"} {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
@@ -142,7 +142,7 @@ func TestShadowPolicyNotInProblemJSON(t *testing.T) {
 	l := mustNew(t, ratelimit.NewMemoryStore(),
 		ratelimit.Policy{Name: "enforced", Limit: 1, Window: time.Hour},
 		ratelimit.Policy{Name: "trial", Limit: 1, Window: time.Hour, Shadow: true})
-	h := ratelimit.Middleware(l, ratelimit.WithProblemJSON())(okHandler)
+	h := ratelimit.Middleware(l, ratelimit.WithResponse(ratelimit.Response{ProblemJSON: true}))(okHandler)
 	for i, want := range []int{http.StatusOK, http.StatusTooManyRequests} {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))

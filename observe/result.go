@@ -12,7 +12,7 @@ const (
 	// rate-limit headers. (The denial cache only denies.)
 	ResultAllowed Result = iota
 	// ResultDenied: the limiter denied the request; it was answered 429 (or the
-	// WithDenyResponse or InFlightStatus status) with Retry-After.
+	// Response.Deny or Response.InFlightStatus status) with Retry-After.
 	ResultDenied
 	// ResultUnlimited: the store failed and the guard failed open without a local fallback:
 	// the request proceeded without the guard's limits, and without its rate-limit headers.

@@ -89,7 +89,7 @@ func WithTier(tier func(ratelimit.Request) string) Option {
 // of both (each option once: the core refuses one given twice, and [NewEngine] refuses one in
 // two WithGuardOptions, naming it; but TrustProxies for the same header adds up). A rule's key, cost, policies and fail mode are its own, set in the
 // document: [NewEngine] refuses WithKey, WithCost, WithPolicies and FailClosed here, with an
-// error naming the rule's field to set, and WithTiers and WithResolver, which would choose
+// error naming the rule's field to set, and WithResolver, which would choose
 // each request's policies in place of its rule's.
 func WithGuardOptions(opts ...ratelimit.Option) Option {
 	return engineOption(func(o *options) { o.guard = append(o.guard, opts...) })

@@ -13,7 +13,8 @@ import (
 // The options of WithGuardOptions come first in the guard of every rule, and the options of
 // the rule's own settings (its key, cost, policies and fail mode) follow. The core refuses an
 // option given twice, so these are refused here, with the rule's field to write instead; and
-// WithTiers and WithResolver, which would choose a request's policies in place of its rule's.
+// WithResolver, which would choose a request's policies (its tier's or Resolve's) in place of
+// its rule's.
 // checkGuardOptions finds them by what NewGuard refuses: each added once more to the options.
 
 // Errors of the guard options that would take from each rule what it decides.
@@ -26,14 +27,14 @@ var (
 		"set the rule's cost field in the rules file (cost: 5; default 1)")
 	errGuardFailClosed = errors.New("rules: WithGuardOptions(ratelimit.FailClosed(...)): the fail mode is each rule's, and no option " +
 		"opens again a rule of fail: open; write fail: closed in the rules file for the rules that refuse requests while the store is down")
-	errGuardPoliciesChosen = errors.New("rules: WithGuardOptions(ratelimit.WithTiers(...) or ratelimit.WithResolver(...)): a rule's " +
-		"policies are its own, and the tiers' or a Resolver's would replace them, so the rules file would have no effect; " +
+	errGuardPoliciesChosen = errors.New("rules: WithGuardOptions(ratelimit.WithResolver(...)): a rule's " +
+		"policies are its own, and a Resolver's (its Tiers' or its Resolve's) would replace them, so the rules file would have no effect; " +
 		"give each tier rules of its own (tier: in the rules file, and rules.WithTier)")
 )
 
 // checkGuardOptions returns an error when opts hold an option that a rule's own settings set
 // (WithPolicies, WithKey, WithCost, FailClosed), one that would choose a request's policies
-// (WithTiers, WithResolver), or options each valid alone that NewGuard refuses together (one
+// (WithResolver), or options each valid alone that NewGuard refuses together (one
 // given twice, in two WithGuardOptions). It runs none of the functions that opts were given:
 // it only makes guards. Options that are invalid on their own are left to the guard of each
 // rule to report.
@@ -67,7 +68,7 @@ func checkGuardOptions(opts []ratelimit.Option) error {
 		return fmt.Errorf("rules: WithGuardOptions (the options of all of them, which add up): %w", err)
 	}
 	// With opts valid, each of these is refused only when opts hold it already (an option
-	// given twice), or, for WithTiers, when they hold WithResolver, which excludes it.
+	// given twice).
 	for _, c := range []struct {
 		opt ratelimit.Option
 		err error
@@ -76,7 +77,7 @@ func checkGuardOptions(opts []ratelimit.Option) error {
 		{ratelimit.WithKey(func(ratelimit.Request) (string, error) { return "probe", nil }), errGuardKey},
 		{ratelimit.WithCost(func(ratelimit.Request) int64 { return 1 }), errGuardCost},
 		{ratelimit.FailClosed(503), errGuardFailClosed},
-		{ratelimit.WithTiers(func(ratelimit.Request) string { return "" }, map[string][]ratelimit.Policy{"probe": policies}), errGuardPoliciesChosen},
+		{ratelimit.WithResolver(ratelimit.Resolver{Tier: func(ratelimit.Request) string { return "" }, Tiers: map[string][]ratelimit.Policy{"probe": policies}}), errGuardPoliciesChosen},
 	} {
 		if refused(c.opt) {
 			return c.err

@@ -111,7 +111,7 @@ func TestGuardOptionsARuleSetsRefused(t *testing.T) {
 func TestGuardOptionsAddUp(t *testing.T) {
 	e, _ := engineFor(t, []byte("version: v1\nrules:\n  - {name: api, key: ip, policies: [{name: m, limit: 1, window: 1m}]}\n"),
 		WithGuardOptions(ratelimit.TrustProxies("X-Forwarded-For", "10.0.0.0/8")),
-		WithGuardOptions(ratelimit.TrustProxies("X-Forwarded-For", "2001:db8::/32"), ratelimit.WithHeaders(ratelimit.IETFDraftHeaders)))
+		WithGuardOptions(ratelimit.TrustProxies("X-Forwarded-For", "2001:db8::/32"), ratelimit.WithResponse(ratelimit.Response{NoXRateLimit: true, IETFDraft: 11})))
 	h := ratelimit.FromGuard(e.Guard())(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	for _, c := range [][2]string{{"10.0.0.1:1000", "198.51.100.1"}, {"10.0.0.1:1000", "198.51.100.2"},
 		{"[2001:db8::1]:1000", "198.51.100.3"}, {"[2001:db8::1]:1000", "198.51.100.4"}} {
@@ -126,29 +126,22 @@ func TestGuardOptionsAddUp(t *testing.T) {
 	}
 }
 
-// TestGuardOptionsChoosingPoliciesRefused: WithTiers and WithResolver choose a request's
-// policies in place of its rule's, and no option can undo them: NewEngine refuses each,
-// naming it and what to write instead.
+// TestGuardOptionsChoosingPoliciesRefused: WithResolver chooses a request's policies (by tier
+// or from Resolve) in place of its rule's, and no option can undo it: NewEngine refuses either
+// kind, naming it and what to write instead.
 func TestGuardOptionsChoosingPoliciesRefused(t *testing.T) {
 	set, err := Parse("limits.yaml", []byte(failModesDoc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tiers := ratelimit.WithTiers(func(r ratelimit.Request) string { return r.Header("X-Plan") },
-		map[string][]ratelimit.Policy{"pro": {{Name: "pro", Limit: 1000, Window: time.Minute}}})
+	tiers := ratelimit.WithResolver(ratelimit.Resolver{Tier: func(r ratelimit.Request) string { return r.Header("X-Plan") }, Tiers: map[string][]ratelimit.Policy{"pro": {{Name: "pro", Limit: 1000, Window: time.Minute}}}})
 	resolver := ratelimit.WithResolver(ratelimit.Resolver{Resolve: func(ratelimit.Request, string) ([]ratelimit.Policy, error) {
 		return []ratelimit.Policy{{Name: "db", Limit: 1000, Window: time.Minute}}, nil
 	}})
-	for name, c := range map[string]struct {
-		opt  ratelimit.Option
-		want string
-	}{
-		"WithTiers":    {tiers, "tier:"},
-		"WithResolver": {resolver, "rules file"},
-	} {
-		_, err := NewEngine(ratelimit.NewMemoryStore(), set, quiet(), WithGuardOptions(ratelimit.WithTimeout(time.Second), c.opt))
-		if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("NewEngine with %s: %v; want it refused, naming it and %q", name, err, c.want)
+	for name, opt := range map[string]ratelimit.Option{"Resolver{Tier, Tiers}": tiers, "Resolver{Resolve}": resolver} {
+		_, err := NewEngine(ratelimit.NewMemoryStore(), set, quiet(), WithGuardOptions(ratelimit.WithTimeout(time.Second), opt))
+		if err == nil || !strings.Contains(err.Error(), "WithResolver") || !strings.Contains(err.Error(), "tier:") || !strings.Contains(err.Error(), "rules file") {
+			t.Errorf("NewEngine with WithResolver(%s): %v; want it refused, naming it, the rules file and tier:", name, err)
 		}
 	}
 }
@@ -171,16 +164,17 @@ rules:
 	calls := func(name string) { called += " " + name }
 	_, err = NewEngine(ratelimit.NewMemoryStore(), set, quiet(), WithGuardOptions(
 		ratelimit.TrustProxies("X-Forwarded-For", "10.0.0.0/8"), ratelimit.IPv6Prefix(56),
-		ratelimit.WithHeaders(ratelimit.IETFDraftHeaders), ratelimit.WithProblemJSON(), ratelimit.WithTimeout(time.Second),
+		ratelimit.WithTimeout(time.Second),
 		ratelimit.WithAccess(ratelimit.Access{MissingKey: http.StatusUnauthorized}), ratelimit.WaitForSlot(time.Second),
-		ratelimit.InFlightStatus(http.StatusServiceUnavailable),
 		ratelimit.WithErrorHandler(func(ratelimit.Request, error) { calls("WithErrorHandler") }),
 		ratelimit.WithAccess(ratelimit.Access{Skip: func(ratelimit.Request) bool { calls("Skip"); return false }}),
 		ratelimit.CountIf(func(int) bool { calls("CountIf"); return true }),
-		ratelimit.WithDenyResponse(func(ratelimit.Request, ratelimit.Decision) (int, string, []byte) {
-			calls("WithDenyResponse")
-			return 429, "", nil
-		}),
+		ratelimit.WithResponse(ratelimit.Response{NoXRateLimit: true, IETFDraft: 11, ProblemJSON: true,
+			InFlightStatus: http.StatusServiceUnavailable,
+			Deny: func(ratelimit.Request, ratelimit.Decision) (int, string, []byte) {
+				calls("Response.Deny")
+				return 429, "", nil
+			}}),
 	))
 	if err != nil {
 		t.Errorf("NewEngine with guard options that fit: %v", err)
@@ -200,7 +194,7 @@ func TestGuardOptionsTwiceAcrossCallsNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defaults := []ratelimit.Option{ratelimit.WithTimeout(100 * time.Millisecond), ratelimit.WithHeaders(ratelimit.IETFDraftHeaders)}
+	defaults := []ratelimit.Option{ratelimit.WithTimeout(100 * time.Millisecond), ratelimit.WithResponse(ratelimit.Response{NoXRateLimit: true, IETFDraft: 11})}
 	_, err = NewEngine(ratelimit.NewMemoryStore(), set, quiet(), WithGuardOptions(defaults...), WithGuardOptions(ratelimit.WithTimeout(time.Second)))
 	if err == nil || !strings.Contains(err.Error(), "WithGuardOptions") || !strings.Contains(err.Error(), "WithTimeout given twice") ||
 		strings.Contains(err.Error(), `rule "api"`) {

@@ -44,9 +44,9 @@
 //	client went away while waiting (HTTP 499)   Canceled
 //
 // Every denial is ResourceExhausted, the code gRPC has for an exhausted quota, also with
-// [ratelimit.InFlightStatus] or a [ratelimit.WithDenyResponse] status; a deny response's body
-// is the status message. The message is the body an HTTP client would get, without its final
-// newline ([ratelimit.WithProblemJSON] makes it a JSON document).
+// a [ratelimit.Response] InFlightStatus or Deny status; a deny response's body is the status
+// message. The message is the body an HTTP client would get, without its final newline
+// (Response.ProblemJSON makes it a JSON document).
 //
 // A delay to retry after is sent twice: as a google.rpc.RetryInfo detail of the status
 // ([google.golang.org/genproto/googleapis/rpc/errdetails.RetryInfo]) and as the trailer
@@ -58,16 +58,16 @@
 // # Metadata
 //
 // Every call the limiter decided, admitted or refused, gets the rate-limit fields of the
-// guard's [ratelimit.WithHeaders] as header metadata with lower-case keys: x-ratelimit-limit,
+// guard's [ratelimit.Response] as header metadata with lower-case keys: x-ratelimit-limit,
 // x-ratelimit-remaining and x-ratelimit-reset by default; ratelimit-policy and ratelimit with
-// [ratelimit.IETFDraftHeaders]; x-ratelimit-shadow with [ratelimit.ShadowHeaders]; and
+// its IETFDraft; x-ratelimit-shadow with its Shadow; and
 // retry-after (seconds) on a refusal with a delay. A client reads them with grpc.Header (a
 // unary call) or ClientStream.Header. Two limiting interceptors on one call each add their
 // fields, so a key then has two values, the outer interceptor's first; over HTTP the inner
 // middleware's headers replace the outer's. The call is one request to the store's observer,
 // told once with the result its client got (see [ratelimit.Request]), when the handler
 // returns or at the refusal. For a stricter limit on some methods, prefer one
-// interceptor whose guard picks the policies by method ([ratelimit.WithTiers] or
+// interceptor whose guard picks the policies by method (a [ratelimit.Resolver] of Tiers or
 // [ratelimit.Switch] on Request.Route).
 //
 // # Streams

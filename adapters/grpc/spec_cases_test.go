@@ -168,7 +168,7 @@ func specCases() []specCase {
 			name: "IETF draft fields with X-RateLimit",
 			build: func(e *env) config {
 				return opts(e.limiter(fixed("second", 1, time.Second), fixed("minute", 2, time.Minute), ratelimit.Policy{Limit: 100, Window: time.Hour}),
-					ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders))
+					ratelimit.WithResponse(ratelimit.Response{IETFDraft: 11}))
 			},
 			steps: []step{
 				{want: ok(threePolicies(xrl(1, 0, epoch(1)), `"second";r=0;t=1`))},
@@ -180,7 +180,7 @@ func specCases() []specCase {
 			name: "IETF draft fields only",
 			build: func(e *env) config {
 				return opts(e.limiter(ratelimit.Policy{Name: "burst", Limit: 2, Window: time.Second}, ratelimit.Policy{Name: "sustained", Limit: 3, Window: time.Minute}),
-					ratelimit.WithHeaders(ratelimit.IETFDraftHeaders))
+					ratelimit.WithResponse(ratelimit.Response{NoXRateLimit: true, IETFDraft: 11}))
 			},
 			steps: []step{
 				{want: ok(withIETF(nil, `"burst";r=1;t=1`))},
@@ -192,7 +192,7 @@ func specCases() []specCase {
 			name: "IETF draft -11: t is the effective window (GCRA)",
 			build: func(e *env) config {
 				return opts(e.limiter(ratelimit.Policy{Name: "steady", Limit: 10, Window: time.Minute}),
-					ratelimit.WithHeaders(ratelimit.IETFDraftHeaders))
+					ratelimit.WithResponse(ratelimit.Response{NoXRateLimit: true, IETFDraft: 11}))
 			},
 			steps: []step{
 				{want: ok(steady(`"steady";r=9;t=6`))},
@@ -204,7 +204,7 @@ func specCases() []specCase {
 			name: "IETF draft -10 on request: t is the time until the quota is reset (GCRA)",
 			build: func(e *env) config {
 				return opts(e.limiter(ratelimit.Policy{Name: "steady", Limit: 10, Window: time.Minute}),
-					ratelimit.WithHeaders(ratelimit.IETFDraft10Headers))
+					ratelimit.WithResponse(ratelimit.Response{NoXRateLimit: true, IETFDraft: 10}))
 			},
 			steps: []step{
 				{want: ok(steady(`"steady";r=9;t=6`))},
@@ -216,7 +216,7 @@ func specCases() []specCase {
 			name: "IETF draft -11 of a sliding log",
 			build: func(e *env) config {
 				p := ratelimit.Policy{Name: "log", Limit: 3, Window: time.Minute, Algorithm: algorithms.SlidingLog{}}
-				return opts(e.limiter(p), ratelimit.WithHeaders(ratelimit.IETFDraftHeaders))
+				return opts(e.limiter(p), ratelimit.WithResponse(ratelimit.Response{NoXRateLimit: true, IETFDraft: 11}))
 			},
 			steps: []step{
 				{want: ok(logged(`"log";r=2;t=60`))},
@@ -229,7 +229,7 @@ func specCases() []specCase {
 			name: "IETF draft -10 of a sliding log",
 			build: func(e *env) config {
 				p := ratelimit.Policy{Name: "log", Limit: 3, Window: time.Minute, Algorithm: algorithms.SlidingLog{}}
-				return opts(e.limiter(p), ratelimit.WithHeaders(ratelimit.IETFDraft10Headers))
+				return opts(e.limiter(p), ratelimit.WithResponse(ratelimit.Response{NoXRateLimit: true, IETFDraft: 10}))
 			},
 			steps: []step{
 				{want: ok(logged(`"log";r=2;t=60`))},
@@ -242,7 +242,7 @@ func specCases() []specCase {
 			name: "shadow policies named in x-ratelimit-shadow",
 			build: func(e *env) config {
 				return opts(e.limiter(fixed("minute", 3, time.Minute), ratelimit.Policy{Name: "strict", Limit: 1, Window: time.Minute, Algorithm: algorithms.FixedWindow{}, Shadow: true}),
-					ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.ShadowHeaders))
+					ratelimit.WithResponse(ratelimit.Response{Shadow: true}))
 			},
 			steps: []step{
 				{want: ok(xrl(3, 2, epoch(60)))},
@@ -252,7 +252,7 @@ func specCases() []specCase {
 		{
 			name: "no rate-limit fields, Retry-After and RetryInfo all the same",
 			build: func(e *env) config {
-				return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.WithHeaders())
+				return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.WithResponse(ratelimit.Response{NoXRateLimit: true}))
 			},
 			steps: []step{
 				{want: ok(map[string]string{})},
@@ -263,7 +263,7 @@ func specCases() []specCase {
 			name: "problem JSON: the message is the document",
 			build: func(e *env) config {
 				return opts(e.limiter(fixed("second", 1, time.Second), fixed("minute", 1, time.Minute), fixed("hour", 10, time.Hour)),
-					ratelimit.WithProblemJSON())
+					ratelimit.WithResponse(ratelimit.Response{ProblemJSON: true}))
 			},
 			steps: []step{
 				{want: ok(xrl(1, 0, epoch(1)))},
@@ -278,9 +278,9 @@ func specCases() []specCase {
 			name: "deny response of the application: its body is the message",
 			build: func(e *env) config {
 				return opts(e.limiter(fixed("minute", 1, time.Minute)),
-					ratelimit.WithDenyResponse(func(r ratelimit.Request, d ratelimit.Decision) (int, string, []byte) {
+					ratelimit.WithResponse(ratelimit.Response{Deny: func(r ratelimit.Request, d ratelimit.Decision) (int, string, []byte) {
 						return 503, "application/json", []byte(`{"error":"slow down","policy":"` + d.Policy.Name + `","path":"` + r.Path() + `"}`)
-					}))
+					}}))
 			},
 			steps: []step{
 				{want: ok(xrl(1, 0, epoch(60)))},
@@ -291,7 +291,7 @@ func specCases() []specCase {
 			name: "deny response without a body: the status text is the message",
 			build: func(e *env) config {
 				return opts(e.limiter(fixed("minute", 1, time.Minute)),
-					ratelimit.WithDenyResponse(func(ratelimit.Request, ratelimit.Decision) (int, string, []byte) { return 0, "", nil }))
+					ratelimit.WithResponse(ratelimit.Response{Deny: func(ratelimit.Request, ratelimit.Decision) (int, string, []byte) { return 0, "", nil }}))
 			},
 			steps: []step{
 				{want: ok(xrl(1, 0, epoch(60)))},
@@ -317,7 +317,7 @@ func specCases() []specCase {
 			name:  "negative cost: refused without asking the store, fail open",
 			store: brokenStore{},
 			build: func(e *env) config {
-				return opts(e.limiter(fixed("minute", 3, time.Minute)), ratelimit.WithCost(costFromHeader), ratelimit.WithProblemJSON())
+				return opts(e.limiter(fixed("minute", 3, time.Minute)), ratelimit.WithCost(costFromHeader), ratelimit.WithResponse(ratelimit.Response{ProblemJSON: true}))
 			},
 			steps: []step{
 				{md: []string{"x-cost", "-9223372036854775808"}, want: want{code: codes.InvalidArgument, header: map[string]string{}, errs: 1,
@@ -396,7 +396,7 @@ func specCases() []specCase {
 			timeout: time.Millisecond,
 			build: func(e *env) config {
 				return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}),
-					ratelimit.FailClosed(429), ratelimit.WithProblemJSON())
+					ratelimit.FailClosed(429), ratelimit.WithResponse(ratelimit.Response{ProblemJSON: true}))
 			},
 			steps: []step{
 				{want: want{code: codes.ResourceExhausted, header: map[string]string{"retry-after": "1"}, retry: time.Second, errs: 1, kind: "timeout",
@@ -671,10 +671,10 @@ func specCases() []specCase {
 			build: func(e *env) config {
 				return opts(e.limiter(fixed("anonymous", 2, time.Minute)),
 					ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")),
-					ratelimit.WithTiers(func(r ratelimit.Request) string { return r.Header("X-Plan") }, map[string][]ratelimit.Policy{
+					ratelimit.WithResolver(ratelimit.Resolver{Tier: func(r ratelimit.Request) string { return r.Header("X-Plan") }, Tiers: map[string][]ratelimit.Policy{
 						"free": {fixed("free", 1, time.Minute)},
 						"pro":  {fixed("pro", 3, time.Minute), fixed("pro-hourly", 100, time.Hour)},
-					}))
+					}}))
 			},
 			steps: []step{
 				{md: []string{"x-api-key", "a", "x-plan", "free"}, want: ok(xrl(1, 0, epoch(60)))},

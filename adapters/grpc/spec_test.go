@@ -28,7 +28,7 @@ import (
 // own, one that fails, over that store only). A client calls from any peer address (see
 // peerListener).
 //
-// What differs from HTTP, on purpose: every denial is ResourceExhausted (a WithDenyResponse
+// What differs from HTTP, on purpose: every denial is ResourceExhausted (a Response.Deny
 // status does not change it); RetryInfo and the pushback trailer carry the exact wait in
 // milliseconds where Retry-After has whole seconds; a cost above the capacity gets pushback
 // -1; a refusal has no Content-Type; the route and path are the full method; and two limiting

@@ -33,7 +33,7 @@ func TestRefusalCode(t *testing.T) {
 		want codes.Code
 	}{
 		{ratelimit.Outcome{Status: 429, Result: observe.ResultDenied}, codes.ResourceExhausted},
-		{ratelimit.Outcome{Status: 503, Result: observe.ResultDenied}, codes.ResourceExhausted}, // InFlightStatus, WithDenyResponse
+		{ratelimit.Outcome{Status: 503, Result: observe.ResultDenied}, codes.ResourceExhausted}, // Response.InFlightStatus, Response.Deny
 		{ratelimit.Outcome{Status: 418, Result: observe.ResultFallbackDenied}, codes.ResourceExhausted},
 		{ratelimit.Outcome{Status: 503, Result: observe.ResultErrorDenied}, codes.Unavailable},
 		{ratelimit.Outcome{Status: 429, Result: observe.ResultErrorDenied}, codes.ResourceExhausted},

@@ -57,7 +57,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	headers := ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders)
+	headers := ratelimit.WithResponse(ratelimit.Response{IETFDraft: 11})
 
 	e := echo.New()
 	e.Use(middleware.Recover())

@@ -58,7 +58,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	headers := ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders)
+	headers := ratelimit.WithResponse(ratelimit.Response{IETFDraft: 11})
 
 	e := echo.NewWithConfig(echo.Config{Logger: log}) // Echo v5 logs with log/slog
 	e.Use(middleware.Recover())

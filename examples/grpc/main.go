@@ -59,7 +59,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 		return err
 	}
 	g, err := ratelimit.NewGuard(limiter, ratelimit.WithKey(ratelimit.KeyByIP()),
-		ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders))
+		ratelimit.WithResponse(ratelimit.Response{IETFDraft: 11}))
 	if err != nil {
 		return err
 	}

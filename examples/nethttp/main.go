@@ -59,7 +59,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	})
 	handler := ratelimit.Middleware(limiter,
 		ratelimit.WithKey(ratelimit.KeyByIP()),
-		ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders),
+		ratelimit.WithResponse(ratelimit.Response{IETFDraft: 11}),
 	)(mux)
 
 	return exampleserver.ServeHTTP(ctx, log, handler)

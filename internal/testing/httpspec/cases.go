@@ -180,7 +180,7 @@ var cases = append([]specCase{
 		name: "IETF draft headers with X-RateLimit",
 		build: func(e *env) Config {
 			return opts(e.limiter(fixed("second", 1, time.Second), fixed("minute", 2, time.Minute), ratelimit.Policy{Limit: 100, Window: time.Hour}),
-				ratelimit.WithHeaders(ratelimit.XRateLimitHeaders, ratelimit.IETFDraftHeaders))
+				ratelimit.WithResponse(ratelimit.Response{IETFDraft: 11}))
 		},
 		steps: []step{
 			{want: want{status: 200, handled: true, header: threePolicies(xrl(1, 0, epoch(1)), `"second";r=0;t=1`)}},
@@ -192,7 +192,7 @@ var cases = append([]specCase{
 		name: "IETF draft headers only",
 		build: func(e *env) Config {
 			return opts(e.limiter(ratelimit.Policy{Name: "burst", Limit: 2, Window: time.Second}, ratelimit.Policy{Name: "sustained", Limit: 3, Window: time.Minute}),
-				ratelimit.WithHeaders(ratelimit.IETFDraftHeaders))
+				ratelimit.WithResponse(ratelimit.Response{NoXRateLimit: true, IETFDraft: 11}))
 		},
 		steps: []step{
 			{want: want{status: 200, handled: true, header: withIETF(nil, `"burst";r=1;t=1`)}},
@@ -207,7 +207,7 @@ var cases = append([]specCase{
 		name: "IETF draft -11: t is the effective window (GCRA)",
 		build: func(e *env) Config {
 			return opts(e.limiter(ratelimit.Policy{Name: "steady", Limit: 10, Window: time.Minute}),
-				ratelimit.WithHeaders(ratelimit.IETFDraftHeaders))
+				ratelimit.WithResponse(ratelimit.Response{NoXRateLimit: true, IETFDraft: 11}))
 		},
 		steps: []step{
 			{want: want{status: 200, handled: true, header: steady(`"steady";r=9;t=6`)}},
@@ -219,7 +219,7 @@ var cases = append([]specCase{
 		name: "IETF draft -10 on request: t is the time until the quota is reset (GCRA)",
 		build: func(e *env) Config {
 			return opts(e.limiter(ratelimit.Policy{Name: "steady", Limit: 10, Window: time.Minute}),
-				ratelimit.WithHeaders(ratelimit.IETFDraft10Headers))
+				ratelimit.WithResponse(ratelimit.Response{NoXRateLimit: true, IETFDraft: 10}))
 		},
 		steps: []step{
 			{want: want{status: 200, handled: true, header: steady(`"steady";r=9;t=6`)}},
@@ -233,7 +233,7 @@ var cases = append([]specCase{
 		name: "IETF draft -11 of a sliding log",
 		build: func(e *env) Config {
 			p := ratelimit.Policy{Name: "log", Limit: 3, Window: time.Minute, Algorithm: algorithms.SlidingLog{}}
-			return opts(e.limiter(p), ratelimit.WithHeaders(ratelimit.IETFDraftHeaders))
+			return opts(e.limiter(p), ratelimit.WithResponse(ratelimit.Response{NoXRateLimit: true, IETFDraft: 11}))
 		},
 		steps: []step{
 			{want: want{status: 200, handled: true, header: logged(`"log";r=2;t=60`)}},
@@ -246,7 +246,7 @@ var cases = append([]specCase{
 		name: "IETF draft -10 of a sliding log",
 		build: func(e *env) Config {
 			p := ratelimit.Policy{Name: "log", Limit: 3, Window: time.Minute, Algorithm: algorithms.SlidingLog{}}
-			return opts(e.limiter(p), ratelimit.WithHeaders(ratelimit.IETFDraft10Headers))
+			return opts(e.limiter(p), ratelimit.WithResponse(ratelimit.Response{NoXRateLimit: true, IETFDraft: 10}))
 		},
 		steps: []step{
 			{want: want{status: 200, handled: true, header: logged(`"log";r=2;t=60`)}},
@@ -258,7 +258,7 @@ var cases = append([]specCase{
 	{
 		name: "no rate-limit headers, Retry-After all the same",
 		build: func(e *env) Config {
-			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.WithHeaders())
+			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.WithResponse(ratelimit.Response{NoXRateLimit: true}))
 		},
 		steps: []step{
 			{want: want{status: 200, handled: true, header: map[string]string{}}},
@@ -269,7 +269,7 @@ var cases = append([]specCase{
 		name: "problem JSON lists the violated policies",
 		build: func(e *env) Config {
 			return opts(e.limiter(fixed("second", 1, time.Second), fixed("minute", 1, time.Minute), fixed("hour", 10, time.Hour)),
-				ratelimit.WithProblemJSON())
+				ratelimit.WithResponse(ratelimit.Response{ProblemJSON: true}))
 		},
 		steps: []step{
 			{want: want{status: 200, handled: true, header: xrl(1, 0, epoch(1))}},
@@ -283,10 +283,10 @@ var cases = append([]specCase{
 		name: "deny response of the application",
 		build: func(e *env) Config {
 			return opts(e.limiter(fixed("minute", 1, time.Minute)),
-				ratelimit.WithDenyResponse(func(r ratelimit.Request, d ratelimit.Decision) (int, string, []byte) {
+				ratelimit.WithResponse(ratelimit.Response{Deny: func(r ratelimit.Request, d ratelimit.Decision) (int, string, []byte) {
 					return http.StatusServiceUnavailable, "application/json",
 						[]byte(`{"error":"slow down","policy":"` + d.Policy.Name + `","path":"` + r.Path() + `"}`)
-				}))
+				}}))
 		},
 		steps: []step{
 			{want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
@@ -299,7 +299,7 @@ var cases = append([]specCase{
 		name: "deny response with status 0 answers 429",
 		build: func(e *env) Config {
 			return opts(e.limiter(fixed("minute", 1, time.Minute)),
-				ratelimit.WithDenyResponse(func(ratelimit.Request, ratelimit.Decision) (int, string, []byte) { return 0, "", nil }))
+				ratelimit.WithResponse(ratelimit.Response{Deny: func(ratelimit.Request, ratelimit.Decision) (int, string, []byte) { return 0, "", nil }}))
 		},
 		steps: []step{
 			{want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
@@ -327,7 +327,7 @@ var cases = append([]specCase{
 		name:  "negative cost: refused without asking the store, fail open",
 		store: brokenStore{},
 		build: func(e *env) Config {
-			return opts(e.limiter(fixed("minute", 3, time.Minute)), ratelimit.WithCost(costFromHeader), ratelimit.WithProblemJSON())
+			return opts(e.limiter(fixed("minute", 3, time.Minute)), ratelimit.WithCost(costFromHeader), ratelimit.WithResponse(ratelimit.Response{ProblemJSON: true}))
 		},
 		steps: []step{
 			{header: []string{"X-Cost", "-9223372036854775808"}, want: want{status: 400, header: denied(nil, "", problem), errs: 1,
@@ -411,7 +411,7 @@ var cases = append([]specCase{
 		name:  "fail closed 503, problem JSON: store down",
 		store: brokenStore{},
 		build: func(e *env) Config {
-			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.FailClosed(503), ratelimit.WithProblemJSON())
+			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.FailClosed(503), ratelimit.WithResponse(ratelimit.Response{ProblemJSON: true}))
 		},
 		steps: []step{
 			{want: want{status: 503, header: denied(nil, "1", problem), errs: 1,
@@ -424,7 +424,7 @@ var cases = append([]specCase{
 		timeout: time.Millisecond,
 		build: func(e *env) Config {
 			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}),
-				ratelimit.FailClosed(429), ratelimit.WithProblemJSON())
+				ratelimit.FailClosed(429), ratelimit.WithResponse(ratelimit.Response{ProblemJSON: true}))
 		},
 		steps: []step{
 			{want: want{status: 429, header: denied(nil, "1", problem), errs: 1, kind: "timeout",
@@ -679,10 +679,10 @@ var cases = append([]specCase{
 		build: func(e *env) Config {
 			return opts(e.limiter(fixed("anonymous", 2, time.Minute)),
 				ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")),
-				ratelimit.WithTiers(func(r ratelimit.Request) string { return r.Header("X-Plan") }, map[string][]ratelimit.Policy{
+				ratelimit.WithResolver(ratelimit.Resolver{Tier: func(r ratelimit.Request) string { return r.Header("X-Plan") }, Tiers: map[string][]ratelimit.Policy{
 					"free": {fixed("free", 1, time.Minute)},
 					"pro":  {fixed("pro", 3, time.Minute), fixed("pro-hourly", 100, time.Hour)},
-				}))
+				}}))
 		},
 		steps: []step{
 			{header: []string{"X-API-Key", "a", "X-Plan", "free"}, want: want{status: 200, handled: true, header: xrl(1, 0, epoch(60))}},
