@@ -1,8 +1,6 @@
 package ratelimitotel_test
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -13,46 +11,23 @@ import (
 	ratelimitotel "github.com/a7d3e0dd/ratelimit/otel"
 )
 
-// discardWriter is the cheapest http.ResponseWriter, so a benchmark measures the handler.
-type discardWriter struct{ h http.Header }
-
-func (w *discardWriter) Header() http.Header         { return w.h }
-func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
-func (w *discardWriter) WriteHeader(int)             {}
-
 // BenchmarkMiddleware measures the net/http middleware with the memory store and one policy
-// that admits every request: without an observer (off), with this package's Observer over
-// the SDK (on), and with one that does nothing (nop), which is what reporting costs the core.
-// The cost of the metrics is on minus nop; the target is on within 10% of off.
+// that admits every request: without an observer (off), with this package's observer (on),
+// and with one that does nothing (nop), which is what reporting costs the core. The cost of
+// the metrics is on minus nop; the target is on within 10% of off. TestMeasureObserverCost
+// takes the figures of docs/metrics.md from these.
 func BenchmarkMiddleware(b *testing.B) {
-	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
-	policy := ratelimit.Policy{Limit: 1e9, Window: time.Hour}
-	// The SDK, with a reader never read: what recording costs. An exporter reads on its own
-	// schedule, off the request path.
-	obs, err := ratelimitotel.New(sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, bc := range []struct {
-		name string
-		opts []ratelimit.StoreOption
-	}{
-		{"off", nil},
-		{"on", []ratelimit.StoreOption{ratelimit.WithObserver(obs.Hooks())}},
-		{"nop", []ratelimit.StoreOption{ratelimit.WithObserver(metricstest.NopObserver())}},
-	} {
-		h := ratelimit.Middleware(mustNew(b, ratelimit.NewMemoryStore(bc.opts...), policy))(ok)
-		b.Run(bc.name, func(b *testing.B) {
-			r := httptest.NewRequest(http.MethodGet, "/", nil)
-			r.RemoteAddr = "192.0.2.1:1234"
-			w := &discardWriter{h: http.Header{}}
-			b.ReportAllocs()
-			for b.Loop() {
-				clear(w.h)
-				h.ServeHTTP(w, r)
-			}
-		})
-	}
+	b.Run("off", metricstest.Middleware(nil))
+	b.Run("on", metricstest.Middleware(newHooks(b)))
+	b.Run("nop", metricstest.Middleware(metricstest.NopObserver()))
+}
+
+// TestMeasureObserverCost writes the section observer-otel of docs/results.md (with
+// RATELIMIT_MEASURE=1; skipped otherwise): BenchmarkMiddleware's variants as ratios to off, in
+// rounds, and BenchmarkDecided.
+func TestMeasureObserverCost(t *testing.T) {
+	metricstest.MeasureObserverCost(t, "../docs/results.md", "observer-otel", "OpenTelemetry (SDK) observer (otel: TestMeasureObserverCost)",
+		newHooks(t), BenchmarkDecided)
 }
 
 // BenchmarkDecided measures Decided alone, for a decision of one policy from the store: what
@@ -73,4 +48,14 @@ func BenchmarkDecided(b *testing.B) {
 	for b.Loop() {
 		obs.Hooks().Decided(e)
 	}
+}
+
+// newHooks returns the hooks of a new Observer over the SDK, with a reader never read: what
+// recording costs. An exporter reads on its own schedule, off the request path.
+func newHooks(tb testing.TB) *ratelimit.Observer {
+	obs, err := ratelimitotel.New(sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return obs.Hooks()
 }

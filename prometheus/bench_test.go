@@ -1,8 +1,6 @@
 package ratelimitprom_test
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -11,40 +9,23 @@ import (
 	ratelimitprom "github.com/a7d3e0dd/ratelimit/prometheus"
 )
 
-// discardWriter is the cheapest http.ResponseWriter, so a benchmark measures the handler.
-type discardWriter struct{ h http.Header }
-
-func (w *discardWriter) Header() http.Header         { return w.h }
-func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
-func (w *discardWriter) WriteHeader(int)             {}
-
 // BenchmarkMiddleware measures the net/http middleware with the memory store and one policy
-// that admits every request: without an observer (off), with this package's Observer (on),
+// that admits every request: without an observer (off), with this package's observer (on),
 // and with one that does nothing (nop), which is what reporting costs the core. The cost of
-// the metrics is on minus nop; the target is on within 10% of off.
+// the metrics is on minus nop; the target is on within 10% of off. TestMeasureObserverCost
+// takes the figures of docs/metrics.md from these.
 func BenchmarkMiddleware(b *testing.B) {
-	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
-	policy := ratelimit.Policy{Limit: 1e9, Window: time.Hour}
-	for _, bc := range []struct {
-		name string
-		opts []ratelimit.StoreOption
-	}{
-		{"off", nil},
-		{"on", []ratelimit.StoreOption{ratelimit.WithObserver(ratelimitprom.New().Hooks())}},
-		{"nop", []ratelimit.StoreOption{ratelimit.WithObserver(metricstest.NopObserver())}},
-	} {
-		h := ratelimit.Middleware(mustNew(b, ratelimit.NewMemoryStore(bc.opts...), policy))(ok)
-		b.Run(bc.name, func(b *testing.B) {
-			r := httptest.NewRequest(http.MethodGet, "/", nil)
-			r.RemoteAddr = "192.0.2.1:1234"
-			w := &discardWriter{h: http.Header{}}
-			b.ReportAllocs()
-			for b.Loop() {
-				clear(w.h)
-				h.ServeHTTP(w, r)
-			}
-		})
-	}
+	b.Run("off", metricstest.Middleware(nil))
+	b.Run("on", metricstest.Middleware(newHooks(b)))
+	b.Run("nop", metricstest.Middleware(metricstest.NopObserver()))
+}
+
+// TestMeasureObserverCost writes the section observer-prometheus of docs/results.md (with
+// RATELIMIT_MEASURE=1; skipped otherwise): BenchmarkMiddleware's variants as ratios to off, in
+// rounds, and BenchmarkDecided.
+func TestMeasureObserverCost(t *testing.T) {
+	metricstest.MeasureObserverCost(t, "../docs/results.md", "observer-prometheus", "Prometheus observer (prometheus: TestMeasureObserverCost)",
+		newHooks(t), BenchmarkDecided)
 }
 
 // BenchmarkDecided measures Decided alone, for a decision of one policy from the store: what
@@ -63,3 +44,6 @@ func BenchmarkDecided(b *testing.B) {
 		obs.Hooks().Decided(e)
 	}
 }
+
+// newHooks returns the hooks of a new Observer, over a registry of its own.
+func newHooks(testing.TB) *ratelimit.Observer { return ratelimitprom.New().Hooks() }

@@ -18,7 +18,8 @@ import (
 const resultsHead = `# Performance results
 
 Written by the measuring programs, each in a section of its own: ` + "`make bench`" + ` (tools/benchtable,
-then tools/peerbench) and ` + "`RATELIMIT_MEASURE=1 go test -run TestMeasureChooser ./cmd/ratelimit/internal/simulate`" + `.
+then tools/peerbench), ` + "`RATELIMIT_MEASURE=1 go test -run TestMeasureChooser ./cmd/ratelimit/internal/simulate`" + `,
+and, in the prometheus and otel modules, ` + "`RATELIMIT_MEASURE=1 go test -run TestMeasureObserverCost .`" + `.
 Do not edit it: run them again. README.md, the guides under docs/, ARCHITECTURE.md and CHANGELOG.md
 take their measured figures from here, and ` + "`TestDocFiguresAreInResults`" + ` fails when a figure they mark is not in this file.
 
