@@ -1,6 +1,7 @@
 package rls
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -531,4 +532,25 @@ func (c *Config) rules() []*rule {
 		walk(lv)
 	}
 	return out
+}
+
+// Dump writes the configuration's rules, one a line, sorted, in the style of
+// envoyproxy/ratelimit's /rlconfig.
+func (c *Config) Dump() string {
+	var lines []string
+	for _, r := range c.rules() {
+		if r.unlimited {
+			lines = append(lines, fmt.Sprintf("%s: unlimited", r.path))
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("%s: unit=%s requests_per_unit=%d, shadow_mode: %t, quota_mode: %t",
+			r.path, r.unit, r.perUnit, r.shadow, r.quota))
+	}
+	slices.Sort(lines)
+	var b bytes.Buffer
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
