@@ -144,6 +144,10 @@ type Server struct {
 	log          *slog.Logger
 
 	current atomic.Pointer[compiled]
+	// lastFailLog is when the server last logged a store failure (Unix nanoseconds): at most
+	// one line every failLogEvery, with the count of failures since the last.
+	lastFailLog atomic.Int64
+	failures    atomic.Int64
 
 	overridesMu sync.Mutex
 	overrides   map[overrideKey]*ratelimit.Limiter
@@ -445,8 +449,7 @@ func (s *Server) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.Ra
 			over = true
 			st.DurationUntilReset = s.untilReset(window)
 		case ch.err != nil:
-			s.log.Warn("rls: the store could not decide a descriptor", "domain", req.Domain,
-				"fail_mode", s.failMode.String(), "error", ch.err)
+			s.storeFailed(req.Domain, ch.err)
 			switch s.failMode {
 			case FailError:
 				return nil, status.Errorf(codes.Unavailable, "rls: the store could not decide: %v", ch.err)
@@ -486,6 +489,22 @@ func (s *Server) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.Ra
 		resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
 	return resp, nil
+}
+
+// failLogEvery spaces the logs of store failures, which come with every call in an outage.
+const failLogEvery = 10 * time.Second
+
+// storeFailed logs a store failure, at most once every failLogEvery.
+func (s *Server) storeFailed(domain string, err error) {
+	n := s.failures.Add(1)
+	now := time.Now().UnixNano()
+	last := s.lastFailLog.Load()
+	if now-last < int64(failLogEvery) || !s.lastFailLog.CompareAndSwap(last, now) {
+		return
+	}
+	s.failures.Add(-n)
+	s.log.Warn("rls: the store could not decide; the fail mode answers", "fail_mode", s.failMode.String(),
+		"domain", domain, "failures", n, "error", err)
 }
 
 // ceilSecond rounds d up to whole seconds, as envoyproxy/ratelimit reports a reset.
