@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
@@ -129,6 +131,31 @@ func WithGlobalShadowMode() Option {
 	return option(func(s *Server) error { s.globalShadow = true; return nil })
 }
 
+// Default names of the response headers ([WithResponseHeaders]), envoyproxy/ratelimit's.
+const (
+	DefaultLimitHeader     = "RateLimit-Limit"
+	DefaultRemainingHeader = "RateLimit-Remaining"
+	DefaultResetHeader     = "RateLimit-Reset"
+)
+
+// WithResponseHeaders has every response carry three headers for Envoy to add to the
+// client's response, as envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED does: the limit,
+// the remaining count and the seconds until the reset of the descriptor closest to its limit
+// (the last one over its limit, when one is). An empty name is the default one
+// (DefaultLimitHeader, DefaultRemainingHeader, DefaultResetHeader).
+func WithResponseHeaders(limit, remaining, reset string) Option {
+	return option(func(s *Server) error {
+		names := [3]string{limit, remaining, reset}
+		for i, d := range [3]string{DefaultLimitHeader, DefaultRemainingHeader, DefaultResetHeader} {
+			if names[i] == "" {
+				names[i] = d
+			}
+		}
+		s.headers = &names
+		return nil
+	})
+}
+
 // Server answers envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit from a
 // [Config] over a store of this library. It is safe for concurrent use; [Server.SetConfig]
 // replaces the configuration while calls go on.
@@ -140,6 +167,7 @@ type Server struct {
 	failMode     FailMode
 	timeout      time.Duration
 	globalShadow bool
+	headers      *[3]string // WithResponseHeaders; nil: none
 	clock        ratelimit.Clock
 	log          *slog.Logger
 
@@ -430,6 +458,7 @@ func allow(ctx context.Context, ch *check) (ratelimit.Decision, error) {
 func (s *Server) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.RateLimitResponse, error) {
 	resp := &rlsv3.RateLimitResponse{Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(checks))}
 	failed, quotas, failedQuotas := 0, 0, 0
+
 	for i := range checks {
 		ch := &checks[i]
 		st := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
@@ -484,11 +513,38 @@ func (s *Server) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.Ra
 			failed++
 		}
 	}
+	if s.headers != nil {
+		resp.ResponseHeadersToAdd = s.responseHeaders(resp.Statuses, checks)
+	}
 	resp.OverallCode = rlsv3.RateLimitResponse_OK
 	if (failed > 0 || quotas > 0 && quotas == failedQuotas) && !s.globalShadow {
 		resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
 	return resp, nil
+}
+
+// responseHeaders are the headers of the descriptor closest to its limit: the one with the
+// least remaining, in order, or the last one over its limit (quota mode aside), as
+// envoyproxy/ratelimit chooses it; none when no descriptor has a limit.
+func (s *Server) responseHeaders(statuses []*rlsv3.RateLimitResponse_DescriptorStatus, checks []check) []*core.HeaderValue {
+	var closest *rlsv3.RateLimitResponse_DescriptorStatus
+	least := uint32(math.MaxUint32)
+	for i, st := range statuses {
+		if st.CurrentLimit != nil && st.LimitRemaining < least {
+			closest, least = st, st.LimitRemaining
+		}
+		if st.Code == rlsv3.RateLimitResponse_OVER_LIMIT && !checks[i].quota {
+			closest, least = st, 0
+		}
+	}
+	if closest == nil {
+		return nil
+	}
+	return []*core.HeaderValue{
+		{Key: s.headers[0], Value: strconv.FormatUint(uint64(closest.CurrentLimit.RequestsPerUnit), 10)},
+		{Key: s.headers[1], Value: strconv.FormatUint(uint64(closest.LimitRemaining), 10)},
+		{Key: s.headers[2], Value: strconv.FormatInt(closest.DurationUntilReset.GetSeconds(), 10)},
+	}
 }
 
 // failLogEvery spaces the logs of store failures, which come with every call in an outage.

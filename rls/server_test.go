@@ -419,3 +419,33 @@ func TestNewServerRefuses(t *testing.T) {
 		}
 	}
 }
+
+func TestResponseHeaders(t *testing.T) {
+	headers := func(resp *rlsv3.RateLimitResponse) string {
+		var parts []string
+		for _, h := range resp.ResponseHeadersToAdd {
+			parts = append(parts, h.Key+"="+h.Value)
+		}
+		return strings.Join(parts, " ")
+	}
+	f := newFixture(t, semanticsConfig, WithResponseHeaders("", "X-Left", ""))
+	f.clock.Advance(15 * time.Second)
+	for i, tc := range []struct {
+		req  *rlsv3.RateLimitRequest
+		want string
+	}{
+		{request("edge", desc("cookie", "c")), ""}, // no limit, no headers
+		{request("edge", desc("path", "/free")), ""},
+		{request("edge", desc("path", "/api/h"), desc("ip", "1")), "RateLimit-Limit=3 X-Left=2 RateLimit-Reset=1"}, // the least remaining
+		{request("edge", hits(5, desc("path", "/api/h"))), "RateLimit-Limit=10 X-Left=4 RateLimit-Reset=45"},
+		{request("edge", hits(3, desc("ip", "1")), desc("path", "/api/h")), "RateLimit-Limit=3 X-Left=2 RateLimit-Reset=1"}, // over its limit: that one, with what it left
+		{request("edge", desc("quota", "q"), desc("quota", "q"), desc("path", "/api/h")), "RateLimit-Limit=1 X-Left=0 RateLimit-Reset=7185"},
+	} {
+		if got := headers(f.call(tc.req)); got != tc.want {
+			t.Errorf("call %d: headers %q, want %q", i, got, tc.want)
+		}
+	}
+	if got := headers(newFixture(t, semanticsConfig).call(request("edge", desc("ip", "1")))); got != "" {
+		t.Errorf("without WithResponseHeaders: %q, want none", got)
+	}
+}

@@ -20,6 +20,9 @@
 //	-fail-mode MODE      RLS_FAIL_MODE  error, allow or deny: a descriptor the store cannot decide (error)
 //	-fallback SHARE      RLS_FALLBACK   decide locally on SHARE of each limit while Redis is down (0: no)
 //	-shadow-mode         SHADOW_MODE    answer every call OK, counting as usual
+//	-response-headers    LIMIT_RESPONSE_HEADERS_ENABLED  the closest descriptor's limit, remaining
+//	                                    count and reset in headers for Envoy to add (their names:
+//	                                    LIMIT_LIMIT_HEADER, LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER)
 //	-shutdown-grace D    RLS_SHUTDOWN_GRACE  how long calls in flight may finish on SIGTERM (10s)
 //
 // On SIGTERM or SIGINT the server turns unhealthy (gRPC health NOT_SERVING, /healthcheck 503),
@@ -98,7 +101,8 @@ type settings struct {
 	reload, timeout, grace                       time.Duration
 	failMode                                     rls.FailMode
 	fallback                                     float64
-	shadow                                       bool
+	shadow, headers                              bool
+	headerNames                                  [3]string
 	clock                                        ratelimit.Clock // the store's and the server's; nil: the system's (tests set it)
 }
 
@@ -116,7 +120,7 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	fs := flag.NewFlagSet("ratelimit-rls", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	s := &settings{}
-	var reload, timeout, grace, failMode, fallback, shadow string
+	var reload, timeout, grace, failMode, fallback, shadow, headers string
 	fs.StringVar(&s.config, "config", config, "a YAML file, or a directory of them")
 	fs.StringVar(&reload, "reload", env("RLS_RELOAD", "1s"), "how often the configuration is read again (0: never)")
 	fs.StringVar(&s.redisURL, "redis", getenv("REDIS_URL"), "the Redis URL or host:port (none: an in-memory store)")
@@ -127,6 +131,8 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	fs.StringVar(&failMode, "fail-mode", env("RLS_FAIL_MODE", "error"), "error, allow or deny: a descriptor the store cannot decide")
 	fs.StringVar(&fallback, "fallback", env("RLS_FALLBACK", "0"), "decide locally on this share of each limit while Redis is down (0: no)")
 	fs.StringVar(&shadow, "shadow-mode", env("SHADOW_MODE", "false"), "answer every call OK, counting as usual")
+	fs.StringVar(&headers, "response-headers", env("LIMIT_RESPONSE_HEADERS_ENABLED", "false"), "add the closest descriptor's limit, remaining count and reset as headers")
+	s.headerNames = [3]string{getenv("LIMIT_LIMIT_HEADER"), getenv("LIMIT_REMAINING_HEADER"), getenv("LIMIT_RESET_HEADER")}
 	fs.StringVar(&grace, "shutdown-grace", env("RLS_SHUTDOWN_GRACE", "10s"), "how long calls in flight may finish on SIGTERM")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -159,6 +165,9 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	}
 	if s.shadow, err = strconv.ParseBool(shadow); err != nil {
 		return nil, fmt.Errorf("-shadow-mode %q: true or false", shadow)
+	}
+	if s.headers, err = strconv.ParseBool(headers); err != nil {
+		return nil, fmt.Errorf("-response-headers %q: true or false", headers)
 	}
 	return s, nil
 }
@@ -212,6 +221,9 @@ func serve(ctx context.Context, s *settings, log *slog.Logger, ready func(grpcAd
 	}
 	if s.shadow {
 		opts = append(opts, rls.WithGlobalShadowMode())
+	}
+	if s.headers {
+		opts = append(opts, rls.WithResponseHeaders(s.headerNames[0], s.headerNames[1], s.headerNames[2]))
 	}
 	srv, err := rls.NewServer(store, cfg, opts...)
 	if err != nil {

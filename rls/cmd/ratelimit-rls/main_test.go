@@ -171,7 +171,8 @@ func TestServeReloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := start(t, func(k string) string {
-		return map[string]string{"RUNTIME_ROOT": dir, "RUNTIME_APPDIRECTORY": ".", "RLS_RELOAD": "10ms"}[k]
+		return map[string]string{"RUNTIME_ROOT": dir, "RUNTIME_APPDIRECTORY": ".", "RLS_RELOAD": "10ms",
+			"LIMIT_RESPONSE_HEADERS_ENABLED": "true", "LIMIT_RESET_HEADER": "X-Reset"}[k]
 	})
 	client := rlsv3.NewRateLimitServiceClient(dial(t, r.grpcAddr))
 	limit := func() uint32 {
@@ -184,6 +185,18 @@ func TestServeReloads(t *testing.T) {
 	}
 	if got := limit(); got != 1 {
 		t.Fatalf("limit %d, want 1", got)
+	}
+	resp, err := client.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "edge",
+		Descriptors: []*rlcommon.RateLimitDescriptor{{Entries: []*rlcommon.RateLimitDescriptor_Entry{{Key: "k", Value: "w"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hs []string
+	for _, h := range resp.ResponseHeadersToAdd {
+		hs = append(hs, h.Key+"="+h.Value)
+	}
+	if got, want := strings.Join(hs, " "), "RateLimit-Limit=1 RateLimit-Remaining=0 X-Reset=1"; got != want {
+		t.Errorf("headers %q, want %q (the environment's)", got, want)
 	}
 	if err := os.WriteFile(path, []byte(rule("7")), 0o644); err != nil {
 		t.Fatal(err)
@@ -232,6 +245,7 @@ func TestStartRefused(t *testing.T) {
 		{"bad timeout", []string{"-config", bad, "-timeout", "0"}, 2, "-timeout"},
 		{"fallback without redis", []string{"-config", bad, "-fallback", "0.5"}, 2, "-fallback needs -redis"},
 		{"bad fallback", []string{"-config", bad, "-fallback", "2"}, 2, "-fallback"},
+		{"bad headers", []string{"-config", bad, "-response-headers", "some"}, 2, "-response-headers"},
 		{"bad shadow", []string{"-config", bad, "-shadow-mode", "perhaps"}, 2, "-shadow-mode"},
 		{"argument", []string{"-config", bad, "extra"}, 2, "unexpected argument"},
 		{"bad redis", []string{"-config", exampleConfig, "-redis", "redis://h:notaport"}, 1, "-redis"},
