@@ -17,6 +17,13 @@ func redisStore(t *testing.T, clk ratelimit.Clock) ratelimit.Store {
 	return s
 }
 
+// redisBenchStore is a Redis store on a key prefix of the benchmark's own.
+func redisBenchStore(b *testing.B) ratelimit.Store {
+	s := ratelimit.NewRedisStore(redistest.Standalone(b), ratelimit.WithPrefix(redistest.Prefix(b)))
+	b.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
 func init() {
 	stores = append(stores, struct {
 		name string
