@@ -2,13 +2,16 @@ package rls
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -110,5 +113,42 @@ func TestFailFastWithRedisHung(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFallbackWithRedisHung decides locally while Redis hangs (ratelimit.WithFallback): every
+// call is answered within the bound, and counted, on the share of the limit.
+func TestFallbackWithRedisHung(t *testing.T) {
+	cfg, err := ParseConfig(File{Name: "test.yaml", Data: []byte(semanticsConfig)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, stop := hungRedis(t)
+	client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
+	t.Cleanup(func() { _ = client.Close() })
+	clk := fakeclock.New(fakeclock.T0)
+	store := ratelimit.NewRedisStore(client, ratelimit.WithCallTimeout(5*time.Second), ratelimit.WithFallback(0.5), ratelimit.WithClock(clk))
+	t.Cleanup(func() { _ = store.Close() })
+	t.Cleanup(stop)
+	srv, err := NewServer(store, cfg, WithClock(clk), WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for range 7 {
+		start := time.Now()
+		resp, err := srv.ShouldRateLimit(context.Background(), request("edge", desc("path", "/api/f")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Fatalf("a call took %v: it waited for Redis", took)
+		}
+		got = append(got, fmt.Sprintf("%s %d/%d", resp.OverallCode, resp.Statuses[0].LimitRemaining, resp.Statuses[0].GetCurrentLimit().GetRequestsPerUnit()))
+	}
+	// Half of 10 a minute, decided here: 5 admitted, then refused; the limit reported is the
+	// file's.
+	if got, want := strings.Join(got, ", "), "OK 4/10, OK 3/10, OK 2/10, OK 1/10, OK 0/10, OVER_LIMIT 0/10, OVER_LIMIT 0/10"; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
