@@ -1,0 +1,304 @@
+// Command ratelimit-rls serves Envoy's rate limit service (RLS v3,
+// envoy.service.ratelimit.v3.RateLimitService) from envoyproxy/ratelimit's YAML configuration,
+// over this library's Redis or memory store.
+//
+//	ratelimit-rls [flags]                           serve
+//	ratelimit-rls check [-addr A] DOMAIN K=V[,K=V...]... ask a server, as Envoy would
+//
+// Every flag has an environment variable, which the flag overrides:
+//
+//	-config PATH         RLS_CONFIG     a YAML file, or a directory of them (default: RUNTIME_ROOT/
+//	                                    RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY, as envoyproxy/
+//	                                    ratelimit reads it, RUNTIME_APPDIRECTORY being "config" by default)
+//	-reload DURATION     RLS_RELOAD     how often the files are read again (1s; 0: never)
+//	-redis URL           REDIS_URL      redis://[user:password@]host:port[/db], rediss:// or host:port;
+//	                                    none: an in-memory store (one instance only)
+//	-prefix PREFIX       RLS_PREFIX     the prefix of the store's keys (rl:)
+//	-grpc-addr ADDR      GRPC_ADDR      the RLS and the gRPC health service (:8081)
+//	-http-addr ADDR      HTTP_ADDR      GET /healthcheck and GET /rlconfig (:8080)
+//	-timeout DURATION    RLS_TIMEOUT    the bound of the store's part of each call (10ms)
+//	-fail-mode MODE      RLS_FAIL_MODE  error, allow or deny: a descriptor the store cannot decide (error)
+//	-fallback SHARE      RLS_FALLBACK   decide locally on SHARE of each limit while Redis is down (0: no)
+//	-shadow-mode         SHADOW_MODE    answer every call OK, counting as usual
+//	-response-headers    LIMIT_RESPONSE_HEADERS_ENABLED  the closest descriptor's limit, remaining
+//	                                    count and reset in headers for Envoy to add (their names:
+//	                                    LIMIT_LIMIT_HEADER, LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER)
+//	-shutdown-grace D    RLS_SHUTDOWN_GRACE  how long calls in flight may finish on SIGTERM (10s)
+//
+// On SIGTERM or SIGINT the server turns unhealthy (gRPC health NOT_SERVING, /healthcheck 503),
+// lets the calls in flight finish within the grace, and exits 0. The exit code is 1 when it
+// cannot start (a configuration refused: each problem with its file and line), 2 on a usage
+// error.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/rls"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, nil))
+}
+
+// embedding is what a program that runs the command in-process (its tests) sets.
+type embedding struct {
+	ready func(grpcAddr, httpAddr string) // told the addresses once the server listens
+	clock ratelimit.Clock                 // the store's and the server's clock
+}
+
+// run runs the command with args and the environment getenv, until ctx ends.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, e *embedding) int {
+	if e == nil {
+		e = &embedding{}
+	}
+	if len(args) > 0 && args[0] == "check" {
+		return check(ctx, args[1:], stdout, stderr)
+	}
+	s, err := parseSettings(args, getenv, stderr)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, "ratelimit-rls:", err)
+		}
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	s.clock = e.clock
+	if err := serve(ctx, s, log, e.ready); err != nil {
+		fmt.Fprintln(stderr, "ratelimit-rls:", err)
+		return 1
+	}
+	return 0
+}
+
+// settings are what the flags and the environment say.
+type settings struct {
+	config, redisURL, prefix, grpcAddr, httpAddr string
+	reload, timeout, grace                       time.Duration
+	failMode                                     rls.FailMode
+	fallback                                     float64
+	shadow, headers                              bool
+	headerNames                                  [3]string
+	clock                                        ratelimit.Clock // the store's and the server's; nil: the system's (tests set it)
+}
+
+func parseSettings(args []string, getenv func(string) string, stderr io.Writer) (*settings, error) {
+	env := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	config := getenv("RLS_CONFIG")
+	if root := getenv("RUNTIME_ROOT"); config == "" && root != "" {
+		config = filepath.Join(root, getenv("RUNTIME_SUBDIRECTORY"), env("RUNTIME_APPDIRECTORY", "config"))
+	}
+	fs := flag.NewFlagSet("ratelimit-rls", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	s := &settings{}
+	var reload, timeout, grace, failMode, fallback, shadow, headers string
+	fs.StringVar(&s.config, "config", config, "a YAML file, or a directory of them")
+	fs.StringVar(&reload, "reload", env("RLS_RELOAD", "1s"), "how often the configuration is read again (0: never)")
+	fs.StringVar(&s.redisURL, "redis", getenv("REDIS_URL"), "the Redis URL or host:port (none: an in-memory store)")
+	fs.StringVar(&s.prefix, "prefix", env("RLS_PREFIX", "rl:"), "the prefix of the store's keys")
+	fs.StringVar(&s.grpcAddr, "grpc-addr", env("GRPC_ADDR", ":8081"), "the address of the RLS and gRPC health services")
+	fs.StringVar(&s.httpAddr, "http-addr", env("HTTP_ADDR", ":8080"), "the address of /healthcheck and /rlconfig")
+	fs.StringVar(&timeout, "timeout", env("RLS_TIMEOUT", rls.DefaultTimeout.String()), "the bound of the store's part of each call")
+	fs.StringVar(&failMode, "fail-mode", env("RLS_FAIL_MODE", "error"), "error, allow or deny: a descriptor the store cannot decide")
+	fs.StringVar(&fallback, "fallback", env("RLS_FALLBACK", "0"), "decide locally on this share of each limit while Redis is down (0: no)")
+	fs.StringVar(&shadow, "shadow-mode", env("SHADOW_MODE", "false"), "answer every call OK, counting as usual")
+	fs.StringVar(&headers, "response-headers", env("LIMIT_RESPONSE_HEADERS_ENABLED", "false"), "add the closest descriptor's limit, remaining count and reset as headers")
+	s.headerNames = [3]string{getenv("LIMIT_LIMIT_HEADER"), getenv("LIMIT_REMAINING_HEADER"), getenv("LIMIT_RESET_HEADER")}
+	fs.StringVar(&grace, "shutdown-grace", env("RLS_SHUTDOWN_GRACE", "10s"), "how long calls in flight may finish on SIGTERM")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (the flags come first; ratelimit-rls check ... asks a server)", fs.Arg(0))
+	}
+	if s.config == "" {
+		return nil, errors.New("no configuration: give -config PATH, RLS_CONFIG or RUNTIME_ROOT")
+	}
+	var err error
+	for _, d := range []struct {
+		name string
+		text string
+		to   *time.Duration
+		min  time.Duration
+	}{{"-reload", reload, &s.reload, 0}, {"-timeout", timeout, &s.timeout, time.Microsecond}, {"-shutdown-grace", grace, &s.grace, 0}} {
+		if *d.to, err = time.ParseDuration(d.text); err != nil || *d.to < d.min {
+			return nil, fmt.Errorf("%s %q: a duration such as 10ms or 1s, at least %v", d.name, d.text, d.min)
+		}
+	}
+	if s.failMode, err = rls.ParseFailMode(failMode); err != nil {
+		return nil, err
+	}
+	if s.fallback, err = strconv.ParseFloat(fallback, 64); err != nil || s.fallback < 0 || s.fallback > 1 {
+		return nil, fmt.Errorf("-fallback %q: a share in [0, 1]", fallback)
+	}
+	if s.fallback > 0 && s.redisURL == "" {
+		return nil, errors.New("-fallback needs -redis: the memory store has no outage to fall back from")
+	}
+	if s.shadow, err = strconv.ParseBool(shadow); err != nil {
+		return nil, fmt.Errorf("-shadow-mode %q: true or false", shadow)
+	}
+	if s.headers, err = strconv.ParseBool(headers); err != nil {
+		return nil, fmt.Errorf("-response-headers %q: true or false", headers)
+	}
+	return s, nil
+}
+
+// redisOptions reads a Redis URL, or a plain host:port as envoyproxy/ratelimit's REDIS_URL is.
+func redisOptions(u string) (*redis.Options, error) {
+	if !strings.Contains(u, "://") {
+		u = "redis://" + u
+	}
+	o, err := redis.ParseURL(u)
+	if err != nil {
+		return nil, fmt.Errorf("-redis: %w", err)
+	}
+	o.ContextTimeoutEnabled = true // every call ends at its deadline, the server's bound
+	return o, nil
+}
+
+// serve runs the server until ctx ends.
+func serve(ctx context.Context, s *settings, log *slog.Logger, ready func(grpcAddr, httpAddr string)) error {
+	cfg, err := rls.LoadConfig(s.config)
+	if err != nil {
+		return fmt.Errorf("the configuration is refused:\n%w", err)
+	}
+	storeOpts := []ratelimit.StoreOption{ratelimit.WithPrefix(s.prefix)}
+	opts := []rls.Option{rls.WithFailMode(s.failMode), rls.WithTimeout(s.timeout), rls.WithLogger(log)}
+	if s.clock != nil {
+		storeOpts = append(storeOpts, ratelimit.WithClock(s.clock))
+		opts = append(opts, rls.WithClock(s.clock))
+	}
+	var store ratelimit.Store
+	if s.redisURL == "" {
+		store = ratelimit.NewMemoryStore(storeOpts...)
+		log.Info("ratelimit-rls: counting in memory (no -redis): the limits are this instance's alone")
+	} else {
+		o, err := redisOptions(s.redisURL)
+		if err != nil {
+			return err
+		}
+		client := redis.NewClient(o)
+		defer client.Close()
+		redisOpts := []ratelimit.RedisOption{ratelimit.WithCallTimeout(s.timeout)}
+		for _, o := range storeOpts {
+			redisOpts = append(redisOpts, o)
+		}
+		if s.fallback > 0 {
+			redisOpts = append(redisOpts, ratelimit.WithFallback(s.fallback))
+		}
+		rs := ratelimit.NewRedisStore(client, redisOpts...)
+		defer rs.Close()
+		store = rs
+	}
+	if s.shadow {
+		opts = append(opts, rls.WithGlobalShadowMode())
+	}
+	if s.headers {
+		opts = append(opts, rls.WithResponseHeaders(s.headerNames[0], s.headerNames[1], s.headerNames[2]))
+	}
+	srv, err := rls.NewServer(store, cfg, opts...)
+	if err != nil {
+		return err
+	}
+
+	grpcLn, err := net.Listen("tcp", s.grpcAddr)
+	if err != nil {
+		return err
+	}
+	httpLn, err := net.Listen("tcp", s.httpAddr)
+	if err != nil {
+		_ = grpcLn.Close()
+		return err
+	}
+	g := grpc.NewServer()
+	srv.Register(g)
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(g, hs)
+	hs.SetServingStatus(rlsv3.RateLimitService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	var stopping atomic.Bool
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthcheck", func(w http.ResponseWriter, _ *http.Request) {
+		if stopping.Load() {
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "OK")
+	})
+	mux.HandleFunc("GET /rlconfig", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, srv.Config().Dump())
+	})
+	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+
+	reloadCtx, stopReload := context.WithCancel(ctx)
+	defer stopReload()
+	reloader := rls.NewReloader(srv, s.config, log)
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	wg.Add(3)
+	go func() { defer wg.Done(); reloader.Run(reloadCtx, s.reload) }()
+	go func() { defer wg.Done(); errs <- g.Serve(grpcLn) }()
+	go func() {
+		defer wg.Done()
+		if err := hsrv.Serve(httpLn); !errors.Is(err, http.ErrServerClosed) {
+			errs <- err
+		}
+	}()
+	log.Info("ratelimit-rls: serving", "grpc", grpcLn.Addr().String(), "http", httpLn.Addr().String(),
+		"config", s.config, "domains", strings.Join(cfg.Domains(), ","), "fail_mode", s.failMode.String(), "timeout", s.timeout)
+	if ready != nil {
+		ready(grpcLn.Addr().String(), httpLn.Addr().String())
+	}
+
+	var failed error
+	select {
+	case <-ctx.Done():
+	case failed = <-errs:
+	}
+	// Unhealthy first, so that balancers stop sending; then the calls in flight finish.
+	stopping.Store(true)
+	hs.Shutdown()
+	log.Info("ratelimit-rls: shutting down", "grace", s.grace)
+	graceCtx, cancel := context.WithTimeout(context.Background(), s.grace)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { g.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-graceCtx.Done():
+		g.Stop()
+	}
+	_ = hsrv.Shutdown(graceCtx)
+	stopReload()
+	wg.Wait()
+	return failed
+}

@@ -1,0 +1,196 @@
+package rls
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ReadFiles reads the configuration files at path: path itself when it is a file, else every
+// file under the directory path, its subdirectories included, in lexical order, except those
+// whose name starts with a dot — as envoyproxy/ratelimit reads RUNTIME_ROOT/RUNTIME_SUBDIRECTORY
+// /config with RUNTIME_IGNOREDOTFILES. A Kubernetes ConfigMap volume fits as it is: its files
+// are symbolic links into "..data", itself a link that the kubelet swaps to a new directory
+// atomically, and the dotted entries are skipped while the links are read through. path may
+// be a symbolic link too (a RUNTIME_ROOT swapped by its link): it is resolved at every call.
+// Each file's Name is its path relative to path (the file's base name when path is a file).
+func ReadFiles(path string) ([]File, error) {
+	root, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, fmt.Errorf("rls: config %s: %w", path, err)
+	}
+	info, err := os.Stat(root)
+	if err != nil {
+		return nil, fmt.Errorf("rls: config %s: %w", path, err)
+	}
+	if !info.IsDir() {
+		data, err := os.ReadFile(root)
+		if err != nil {
+			return nil, fmt.Errorf("rls: config %s: %w", path, err)
+		}
+		return []File{{Name: filepath.Base(path), Data: data}}, nil
+	}
+	var files []File
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == root {
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		// A symbolic link (the ConfigMap's) is read through; one to a directory is skipped.
+		st, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if !st.Mode().IsRegular() {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		files = append(files, File{Name: filepath.ToSlash(rel), Data: data})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rls: config %s: %w", path, err)
+	}
+	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
+	return files, nil
+}
+
+// LoadConfig reads the files at path (see [ReadFiles]) and parses them (see [ParseConfig]).
+func LoadConfig(path string) (*Config, error) {
+	files, err := ReadFiles(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConfig(files...)
+}
+
+// Reloader puts a server's configuration files back in force when they change: each
+// [Reloader.Reload] reads them, and when their contents differ from the last read, parses
+// them and sets the result on the server. A configuration that does not parse is refused:
+// the last good one stays in force, and the error is logged once for those contents.
+//
+// It polls, by design: a poll every second reads a few small files, and it sees every way a
+// configuration changes the same way — a file written in place, a file renamed over another,
+// a ConfigMap's "..data" link swapped, a RUNTIME_ROOT link moved — where file system events
+// arrive on the links' directories, not on the files read through them, and are lost while a
+// watched directory is replaced.
+type Reloader struct {
+	srv  *Server
+	path string
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	seen    [sha256.Size]byte // the digest of the files last read
+	loaded  bool              // seen is the digest of the configuration in force
+	lastErr error             // the last refusal, nil after a good load
+}
+
+// NewReloader returns a reloader of the files at path for srv. The configuration in force is
+// taken to be from those files as they are now, until they change.
+func NewReloader(srv *Server, path string, log *slog.Logger) *Reloader {
+	if log == nil {
+		log = slog.Default()
+	}
+	r := &Reloader{srv: srv, path: path, log: log}
+	if files, err := ReadFiles(path); err == nil {
+		r.seen, r.loaded = digest(files), true
+	}
+	return r
+}
+
+// digest is the SHA-256 of the files' names and contents.
+func digest(files []File) [sha256.Size]byte {
+	h := sha256.New()
+	for _, f := range files {
+		fmt.Fprintf(h, "%d:%s%d:", len(f.Name), f.Name, len(f.Data))
+		h.Write(f.Data)
+	}
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// Reload reads the files and puts them in force if they changed and parse. It reports whether
+// it changed the configuration, and the error that kept it from doing so (a file that cannot
+// be read, or the configuration's problems), also when those same contents were refused
+// before.
+func (r *Reloader) Reload() (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	files, err := ReadFiles(r.path)
+	if err != nil {
+		// Mid-swap, a file can be gone for a moment: the next poll reads it again.
+		if r.lastErr == nil || r.lastErr.Error() != err.Error() {
+			r.log.Error("rls: reloading the configuration: the last good one stays in force", "error", err)
+		}
+		r.lastErr = err
+		return false, err
+	}
+	sum := digest(files)
+	if sum == r.seen {
+		if r.loaded {
+			return false, nil
+		}
+		return false, r.lastErr // contents already refused
+	}
+	r.seen = sum
+	cfg, err := ParseConfig(files...)
+	if err == nil {
+		err = r.srv.SetConfig(cfg)
+	}
+	if err != nil {
+		r.loaded, r.lastErr = false, err
+		r.log.Error("rls: reloading the configuration: refused, the last good one stays in force", "error", err)
+		return false, err
+	}
+	r.loaded, r.lastErr = true, nil
+	r.log.Info("rls: configuration reloaded", "files", len(files), "domains", len(cfg.Domains()))
+	return true, nil
+}
+
+// Err returns the error of the last reload that was refused, nil once one succeeds.
+func (r *Reloader) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastErr
+}
+
+// Run reloads every interval until ctx ends.
+func (r *Reloader) Run(ctx context.Context, every time.Duration) {
+	if every <= 0 {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_, _ = r.Reload()
+		}
+	}
+}

@@ -1,0 +1,5 @@
+// Package rlsparity holds the parity test of the rate limit service (module rls) against the
+// reference server, envoyproxy/ratelimit, built from the Go module proxy: same configuration,
+// same requests, one Redis, the same answers. It runs only with RLSPARITY=1 (see
+// parity_test.go): building the reference takes a while the first time.
+package rlsparity
