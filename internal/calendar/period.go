@@ -54,7 +54,7 @@ const MaxEvery = 1000
 // Period is a way of cutting time into calendar periods. A Period is a value: it holds no
 // state, and its methods are safe for concurrent use. Its methods expect a Period that
 // Validate accepts; given another they answer without failing, reading a nil Zone as UTC, an
-// unknown Unit as Day and an Every out of range as 1.
+// unknown Unit as Day, an Every out of range as 1 and a WeekStart out of range modulo 7.
 type Period struct {
 	// Unit is the period's length on the calendar.
 	Unit Unit

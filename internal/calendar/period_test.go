@@ -357,6 +357,12 @@ func checkInvariants(t *testing.T, p Period, at time.Time) {
 	if p.Index(end) <= k || p.Tag(end) == tag {
 		t.Fatalf("%s: the period after %s (%d) is %s (%d)", p, tag, k, p.Tag(end), p.Index(end))
 	}
+	// The next Index is one more, unless the periods between have no instants.
+	for skipped := k + 1; skipped < p.Index(end); skipped++ {
+		if s := p.compiled().start(skipped); !s.Equal(end) {
+			t.Fatalf("%s: the period after %d is %d, but %d starts at %s, not at the end %s", p, k, p.Index(end), skipped, show(s), show(end))
+		}
+	}
 	longest := map[Unit]time.Duration{Day: 24 * time.Hour, Week: 7 * 24 * time.Hour, Month: 31 * 24 * time.Hour, Year: 366 * 24 * time.Hour}[p.Unit]
 	if d := end.Sub(start); d > time.Duration(max(p.Every, 1))*longest+50*time.Hour {
 		t.Fatalf("%s: [%s, %s) lasts %s", p, show(start), show(end), d)
@@ -389,4 +395,25 @@ func nominalStart(t *testing.T, p Period, tag string) time.Time {
 		w = w.Add(a.Sub(a.Truncate(24 * time.Hour)))
 	}
 	return w
+}
+
+// BenchmarkBounds measures a period's bounds, as a check of a calendar policy would ask them
+// (a limiter may keep them until the end instead).
+func BenchmarkBounds(b *testing.B) {
+	at := instant(b, "2026-03-08T12:00:00-04:00")
+	for _, c := range []struct {
+		name string
+		p    Period
+	}{
+		{"day/UTC", Period{Unit: Day, Zone: time.UTC}},
+		{"day/New_York", Period{Unit: Day, Zone: zoneOf(b, "America/New_York")}},
+		{"month/Berlin/anchored", Period{Unit: Month, Zone: zoneOf(b, "Europe/Berlin"), Anchor: instant(b, "2026-01-31T00:00:00+01:00")}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				c.p.Bounds(at)
+			}
+		})
+	}
 }
