@@ -282,6 +282,45 @@ func TestInvalidPeriodsDoNotFail(t *testing.T) {
 	}
 }
 
+// TestAtEveryClockChange checks the invariants at every change of clock of the fuzz zones
+// from 1990 to 2040, for every unit, calendar-aligned and as cycles anchored at the wall
+// clock around the change (so that a cycle starts in the hour the clock skips or repeats),
+// a week, a month and a year before it.
+func TestAtEveryClockChange(t *testing.T) {
+	end := time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC)
+	changes := 0
+	for _, name := range fuzzZones {
+		zone := zoneOf(t, name)
+		for at := time.Date(1990, 1, 1, 0, 0, 0, 0, time.UTC); ; {
+			_, next := at.In(zone).ZoneBounds()
+			if next.IsZero() || next.After(end) {
+				break
+			}
+			at = next
+			changes++
+			for _, d := range []time.Duration{-90 * time.Minute, -time.Nanosecond, 0, 30 * time.Minute, 90 * time.Minute} {
+				x := at.Add(d)
+				l := x.In(zone)
+				for _, p := range []Period{
+					{Unit: Day, Zone: zone},
+					{Unit: Week, Zone: zone, WeekStart: l.Weekday()},
+					{Unit: Month, Zone: zone},
+					{Unit: Year, Zone: zone},
+					{Unit: Day, Zone: zone, Anchor: l.AddDate(0, 0, -7)},
+					{Unit: Week, Zone: zone, Anchor: l.AddDate(0, 0, -7)},
+					{Unit: Month, Zone: zone, Anchor: l.AddDate(0, -1, 0)},
+					{Unit: Year, Zone: zone, Anchor: l.AddDate(-1, 0, 0)},
+				} {
+					checkInvariants(t, p, x)
+				}
+			}
+		}
+	}
+	if changes < 500 {
+		t.Fatalf("only %d changes of clock found: is the zone database there?", changes)
+	}
+}
+
 // fuzzZones are zones with the clock changes that make periods hard: at midnight, by half an
 // hour, by a whole day, twice a year and by the moon (Casablanca's Ramadan).
 var fuzzZones = []string{
@@ -295,6 +334,7 @@ var fuzzZones = []string{
 func FuzzBounds(f *testing.F) {
 	f.Add(int64(1772946000), int64(0), uint8(1), uint8(0), uint8(1), uint8(0), int64(0))             // New York, 2026-03-08
 	f.Add(int64(1662868800), int64(0), uint8(2), uint8(0), uint8(1), uint8(0), int64(0))             // Santiago's missing midnight
+	f.Add(int64(1699203600), int64(0), uint8(3), uint8(0), uint8(1), uint8(0), int64(0))             // Havana's repeated midnight
 	f.Add(int64(1325239200), int64(0), uint8(6), uint8(0), uint8(1), uint8(0), int64(0))             // Apia's missing day
 	f.Add(int64(1772236800), int64(0), uint8(0), uint8(2), uint8(1), uint8(0), int64(1769817600))    // a month from 2026-01-31
 	f.Add(int64(1709164800), int64(5), uint8(3), uint8(3), uint8(3), uint8(0x80), int64(1709164800)) // a year from 2024-02-29
@@ -324,6 +364,27 @@ func FuzzBounds(f *testing.F) {
 			}
 		}
 		at := time.Unix(within(sec), ((nsec%1e9)+1e9)%1e9)
+		if unit >= 0x80 { // near the zone's next change of clock, where periods are hard
+			if _, next := at.In(p.Zone).ZoneBounds(); !next.IsZero() {
+				at = next.Add(time.Duration(nsec%(3*3600e9)) - 90*time.Minute)
+			}
+		}
+		if anchor != 0 && weekStart&0x40 != 0 {
+			// An anchor whose wall clock is near at's, whole periods before it: a cycle whose
+			// start falls in an hour the clock skips or repeats.
+			k := 1 + int(uint64(anchor)%400)
+			l := at.In(p.Zone)
+			switch p.Unit {
+			case Day:
+				p.Anchor = l.AddDate(0, 0, -k)
+			case Week:
+				p.Anchor = l.AddDate(0, 0, -7*k)
+			case Month:
+				p.Anchor = l.AddDate(0, -k, 0)
+			case Year:
+				p.Anchor = l.AddDate(-k, 0, 0)
+			}
+		}
 		checkInvariants(t, p, at)
 	})
 }
@@ -333,7 +394,7 @@ func FuzzBounds(f *testing.F) {
 // across it and change at its end; and it starts where the calendar says, by a test that
 // reads its wall clock and does not use resolve: the instant just before the start shows a
 // wall clock before the nominal one (the civil start the tag names, at the anchor's time of
-// day), and the start one at or after it.
+// day), the start one at or after it, and no instant before it does.
 func checkInvariants(t *testing.T, p Period, at time.Time) {
 	t.Helper()
 	start, end := p.Bounds(at)
@@ -374,6 +435,19 @@ func checkInvariants(t *testing.T, p Period, at time.Time) {
 	}
 	if got := wallOf(start, p.Zone); got.Before(nominal) {
 		t.Fatalf("%s: period %s starts at %s, before its nominal %s", p, tag, show(start), nominal.Format(time.DateTime))
+	}
+	// And no instant of the 30 hours before shows it yet (the clock may have shown it, then
+	// been set back): between two changes of the zone's offset the clock runs forward, so
+	// each stretch shows the most just before its end.
+	for x := start.Add(-1); ; {
+		from, _ := x.In(p.Zone).ZoneBounds()
+		if from.IsZero() || from.Before(start.Add(-window)) {
+			break
+		}
+		x = from.Add(-1)
+		if w := wallOf(x, p.Zone); !w.Before(nominal) {
+			t.Fatalf("%s: period %s starts at %s, but the clock showed %s at %s, before it", p, tag, show(start), w.Format(time.DateTime), show(x))
+		}
 	}
 }
 
