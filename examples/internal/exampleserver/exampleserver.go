@@ -39,9 +39,14 @@ func Main(name string, run func(ctx context.Context, log *slog.Logger) error) {
 // store and the guards over it goes to log: a store failure at most once a second, with how
 // many were not logged since, rather than a line per request.
 func Store(ctx context.Context, log *slog.Logger) (ratelimit.Store, func(), error) {
-	url := os.Getenv("REDIS_URL")
+	return StoreAt(ctx, log, os.Getenv("REDIS_URL"), "set REDIS_URL")
+}
+
+// StoreAt is Store with the Redis URL given (a command's flag), "" for the memory store; the
+// log of the memory store says to share the limits, as in "set REDIS_URL".
+func StoreAt(ctx context.Context, log *slog.Logger, url, share string) (ratelimit.Store, func(), error) {
 	if url == "" {
-		log.Info("using the memory store: limits are per instance (set REDIS_URL to share them)")
+		log.Info("using the memory store: limits are per instance (" + share + " to share them)")
 		return ratelimit.NewMemoryStore(ratelimit.WithLogger(log)), func() {}, nil
 	}
 	opts, err := redis.ParseURL(url)
@@ -75,7 +80,12 @@ func Addr() string {
 // Serve listens on Addr(), logs "serving" with the URL, and calls serve with the listener until
 // ctx ends; then it calls shutdown, giving it 5 seconds to finish the requests in flight.
 func Serve(ctx context.Context, log *slog.Logger, serve func(net.Listener) error, shutdown func(context.Context) error) error {
-	ln, err := net.Listen("tcp", Addr())
+	return serveAt(ctx, log, Addr(), serve, shutdown)
+}
+
+// serveAt is Serve on addr.
+func serveAt(ctx context.Context, log *slog.Logger, addr string, serve func(net.Listener) error, shutdown func(context.Context) error) error {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
@@ -91,8 +101,13 @@ func Serve(ctx context.Context, log *slog.Logger, serve func(net.Listener) error
 
 // ServeHTTP serves handler with net/http as Serve does.
 func ServeHTTP(ctx context.Context, log *slog.Logger, handler http.Handler) error {
+	return ServeHTTPAt(ctx, log, Addr(), handler)
+}
+
+// ServeHTTPAt is ServeHTTP on addr (a command's flag).
+func ServeHTTPAt(ctx context.Context, log *slog.Logger, addr string, handler http.Handler) error {
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
-	err := Serve(ctx, log, srv.Serve, srv.Shutdown)
+	err := serveAt(ctx, log, addr, srv.Serve, srv.Shutdown)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

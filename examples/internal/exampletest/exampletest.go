@@ -95,8 +95,14 @@ var serving = regexp.MustCompile(`msg=serving url=(http://\S+)`)
 // stopped (SIGTERM, then SIGKILL) when the test ends.
 func Start(t *testing.T, bin string, env ...string) *Instance {
 	t.Helper()
+	return StartArgs(t, bin, nil, env...)
+}
+
+// StartArgs is Start with the command-line arguments args (an example's flags).
+func StartArgs(t *testing.T, bin string, args []string, env ...string) *Instance {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), append([]string{"ADDR=127.0.0.1:0"}, env...)...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 5 * time.Second
