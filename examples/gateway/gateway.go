@@ -30,6 +30,7 @@ var tenants = map[string]tenant{
 	"key-acme-1":   {"acme", "pro"},
 	"key-acme-2":   {"acme", "pro"},
 	"key-globex-1": {"globex", "free"},
+	"key-globex-2": {"globex", "free"},
 }
 
 // config is what the gateway is built from: main fills it from the flags, the tests with a

@@ -27,7 +27,7 @@
 //	-stream-interval D      the search service's pause between two events (default 1s)
 //
 // The API keys stand for the customer database: key-acme-1 and key-acme-2 are tenant acme, on
-// the pro plan; key-globex-1 is tenant globex, on the free plan.
+// the pro plan; key-globex-1 and key-globex-2 are tenant globex, on the free plan.
 package main
 
 import (
