@@ -64,7 +64,9 @@ func run(ctx context.Context, log *slog.Logger) error {
 
 	var proxies []string
 	if *trust != "" {
-		proxies = strings.Split(*trust, ",")
+		for p := range strings.SplitSeq(*trust, ",") {
+			proxies = append(proxies, strings.TrimSpace(p))
+		}
 	}
 	g, err := newGateway(config{
 		store:        store,
