@@ -7,6 +7,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/calendar"
 	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
 
@@ -123,6 +124,20 @@ var conformance = []conformanceCase{
 		{0, 0, true, 0, 0, 2 * time.Second, 0},
 		{2 * time.Second, 1, true, 2, 0, 3 * time.Second, 0},  // the next window
 		{10 * time.Second, 2, true, 1, 0, 2 * time.Second, 0}, // 1 s into a later window
+	}},
+	// A calendar policy: a daily billing cycle anchored 3 s after t0's time of day, so that
+	// the cycle of t0 ends 3 s after it.
+	{"calendar_day_cycle", ratelimit.Policy{Limit: 3, Period: &calendar.Period{Unit: calendar.Day, Zone: time.UTC, Anchor: t0.Add(3*time.Second - 24*time.Hour)}}, []step{
+		{0, 1, true, 2, 0, 3 * time.Second, 0},
+		{0, 1, true, 1, 0, 3 * time.Second, 0},
+		{0, 1, true, 0, 0, 3 * time.Second, 0},
+		{0, 1, false, 0, 3 * time.Second, 3 * time.Second, 0}, // until the cycle ends
+		{500 * ms, 1, false, 0, 2500 * ms, 2500 * ms, 0},
+		{0, 4, false, 0, algorithms.Never, 2500 * ms, 0},
+		{0, 0, true, 0, 0, 2500 * ms, 0},
+		{2500 * ms, 1, true, 2, 0, 24 * time.Hour, 0},                       // the next cycle, at its start
+		{10 * time.Second, 2, true, 0, 0, 24*time.Hour - 10*time.Second, 0}, // 10 s into it
+		{24 * time.Hour, 3, true, 0, 0, 24*time.Hour - 10*time.Second, 0},   // 10 s into the cycle after, fresh
 	}},
 	{"sliding_window_log", ratelimit.Policy{Limit: 3, Window: 3 * time.Second, Algorithm: algorithms.SlidingLog{}}, []step{
 		{0, 1, true, 2, 0, 3 * time.Second, 0},

@@ -105,7 +105,7 @@ func (f *fallback) scaled(policies []Policy) ([]Policy, error) {
 			return nil, fmt.Errorf("%w: WithFallback(%g) cannot scale policy %q to its share (limit %d, burst %d): %w",
 				errInvalidPolicy, f.share, p.Name, q.Limit, q.Burst, err)
 		}
-		s[i] = c
+		s[i] = c.samePeriod(&p) // a calendar policy in its period
 	}
 	if f.n == maxScaledLists {
 		clear(f.lists)

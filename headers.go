@@ -243,6 +243,9 @@ func policyHeader(policies []Policy) string {
 			b.WriteString(`;qu="concurrent-requests"`)
 			continue
 		}
+		if p.compiled.cal != nil { // a calendar period has no fixed length: no w (docs/calendar.md)
+			continue
+		}
 		b.WriteString(";w=")
 		b.WriteString(strconv.FormatInt(ceilSeconds(p.Window), 10))
 	}

@@ -117,8 +117,14 @@ const stateLayout = "3"
 // few policies of one identity (two of a hundred collide with odds of 1 in 10^7, and only if
 // they share an algorithm), and each byte of a key costs Redis memory for every identity.
 func computeTag(p *Policy, code string) string {
+	return hashTag(code, p.Name, strconv.FormatInt(p.Window.Microseconds(), 10))
+}
+
+// hashTag is the tag of a policy of algorithm code named by what parts say: the code and 36
+// bits of the hash of the layout, the code and the parts.
+func hashTag(code string, parts ...string) string {
 	h := fnv.New64a()
-	for _, s := range []string{stateLayout, p.Name, code, strconv.FormatInt(p.Window.Microseconds(), 10)} {
+	for _, s := range append([]string{stateLayout, parts[0], code}, parts[1:]...) {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}

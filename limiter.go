@@ -28,6 +28,10 @@ type Limiter struct {
 	// largest every shadow policy can (MaxInt64 without one): computed once, so that a check
 	// compares its cost with two numbers instead of asking every policy.
 	capacity, shadowCapacity int64
+	// periods resolves the calendar policies to the periods of each check, on clock, the
+	// store's; nil without a calendar policy.
+	periods *periods
+	clock   Clock
 }
 
 // New returns a limiter that checks every policy against store, such as [NewMemoryStore]() or
@@ -79,9 +83,40 @@ func New(store Store, policies ...Policy) (*Limiter, error) {
 	if !enforced {
 		return nil, fmt.Errorf("%w: every policy has Shadow set; a limiter needs one it enforces", errInvalidPolicy)
 	}
+	if l.periods = newPeriods(l.policies); l.periods != nil {
+		l.clock = clockOf(store)
+		for i := range l.policies {
+			if err := futureAnchor(&l.policies[i], l.clock.Now()); err != nil {
+				return nil, err
+			}
+		}
+	}
 
 	l.header = policyHeader(l.policies)
 	return l, nil
+}
+
+// policiesAt returns the limiter's policies at time t: its calendar policies in the periods
+// that hold t.
+func (l *Limiter) policiesAt(t time.Time) []Policy {
+	if l.periods == nil {
+		return l.policies
+	}
+	return l.periods.at(t)
+}
+
+// policiesOf returns the policies decision d was made under: a calendar policy in the period
+// of its check.
+func (l *Limiter) policiesOf(d *Decision) []Policy {
+	if l.periods == nil {
+		return l.policies
+	}
+	results := d.Results()
+	out := make([]Policy, len(results))
+	for i := range results {
+		out[i] = results[i].Policy
+	}
+	return out
 }
 
 // with returns a limiter over the same store with other policies.
@@ -123,7 +158,7 @@ func (l *Limiter) Refund(ctx context.Context, key string, d Decision) error {
 	// A decision of the local fallback was charged there, and is refunded there; one served
 	// from a lease of quota goes to the store, whose leasing layer gives it back to the lease
 	// or to Redis.
-	store, policies := l.store, charged(l.policies, &d)
+	store, policies := l.store, charged(l.policiesOf(&d), &d)
 	if d.Source == observe.SourceFallback {
 		f, ok := capability[localDecider](l.store)
 		if !ok {
@@ -227,10 +262,18 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if key == "" {
 		return errEmptyKey
 	}
-	return storeError("store, resetting", l.store.Reset(ctx, key, l.policies))
+	return storeError("store, resetting", l.store.Reset(ctx, key, l.policiesAt(l.now())))
 }
 
 var errEmptyKey = &opError{opKey, ErrBadRequest, errors.New("the key is empty")}
+
+// now is the time on the limiter's clock, which picks the periods of its calendar policies.
+func (l *Limiter) now() time.Time {
+	if l.clock == nil {
+		return time.Time{} // no calendar policy: no period to pick
+	}
+	return l.clock.Now()
+}
 
 // results holds the per-policy results of checks under way: the store writes them through an
 // interface call, so a buffer on the stack would escape to the heap on every check.
@@ -249,12 +292,12 @@ func (l *Limiter) check(ctx context.Context, key string, cost int64, charge bool
 
 // observe reports a decision to the observer's Decided hook, if there is one. raw are its
 // results, from a buffer of the heap: the report allocates nothing.
-func (l *Limiter) observe(start time.Time, d *Decision, raw []PolicyResult) {
+func (l *Limiter) observe(start time.Time, d *Decision, policies []Policy, raw []PolicyResult) {
 	if !l.timed {
 		return
 	}
 	for i := range raw {
-		raw[i].Policy = l.policies[i]
+		raw[i].Policy = policies[i]
 	}
 	e := DecisionEvent{Allowed: d.Allowed, Source: d.Source, Results: raw}
 	if l.describe != nil {
@@ -273,7 +316,8 @@ func (l *Limiter) decide(ctx context.Context, d *Decision, key string, cost int6
 	if cost < 0 {
 		return &opError{opCost, ErrBadRequest, fmt.Errorf("cost %d is negative", cost)}
 	}
-	n := len(l.policies)
+	policies := l.policiesAt(l.now())
+	n := len(policies)
 	var raw []PolicyResult
 	if n <= 8 {
 		buf := results.Get().(*[8]PolicyResult)
@@ -292,32 +336,32 @@ func (l *Limiter) decide(ctx context.Context, d *Decision, key string, cost int6
 	// reports the current state, and those policies deny it for ever.
 	tooCostly := cost > l.capacity
 	if cost > l.shadowCapacity && !tooCostly {
-		return l.decideWithout(ctx, d, key, cost, charge, raw, start)
+		return l.decideWithout(ctx, d, key, cost, charge, policies, raw, start)
 	}
 	if tooCostly {
-		at, err := l.store.Check(ctx, key, l.policies, 0, false, raw)
+		at, err := l.store.Check(ctx, key, policies, 0, false, raw)
 		if err != nil {
 			return storeError(opCheck, err)
 		}
-		for i := range l.policies {
-			if cost > l.policies[i].capacity() {
+		for i := range policies {
+			if cost > policies[i].capacity() {
 				raw[i].neverAllowed()
 			}
 		}
-		if err := l.shadowsOf(ctx, key, cost, raw); err != nil {
+		if err := l.shadowsOf(ctx, key, cost, policies, raw); err != nil {
 			return storeError(opCheck, err)
 		}
-		d.decide(l.policies, raw, at)
-		l.observe(start, d, raw)
+		d.decide(policies, raw, at)
+		l.observe(start, d, policies, raw)
 		return nil
 	}
-	at, err := l.store.Check(ctx, key, l.policies, cost, charge, raw)
+	at, err := l.store.Check(ctx, key, policies, cost, charge, raw)
 	if err != nil {
 		return storeError(opCheck, err)
 	}
-	d.decide(l.policies, raw, at)
+	d.decide(policies, raw, at)
 	l.record(d, cost, charge)
-	l.observe(start, d, raw)
+	l.observe(start, d, policies, raw)
 	return nil
 }
 
@@ -337,12 +381,12 @@ func (l *Limiter) record(d *Decision, cost int64, charge bool) {
 // policies that can hold cost of a request too costly for an enforced policy: each reports
 // what it would have done with it, as beside a request the enforced policies decide. Without
 // such a policy it makes no call.
-func (l *Limiter) shadowsOf(ctx context.Context, key string, cost int64, raw []PolicyResult) error {
+func (l *Limiter) shadowsOf(ctx context.Context, key string, cost int64, policies []Policy, raw []PolicyResult) error {
 	fits := func(p *Policy) bool { return p.Shadow && cost <= p.capacity() }
 	var run []Policy
-	for i := range l.policies {
-		if fits(&l.policies[i]) {
-			run = append(run, l.policies[i])
+	for i := range policies {
+		if fits(&policies[i]) {
+			run = append(run, policies[i])
 		}
 	}
 	if len(run) == 0 {
@@ -353,8 +397,8 @@ func (l *Limiter) shadowsOf(ctx context.Context, key string, cost int64, raw []P
 		return err
 	}
 	j := 0
-	for i := range l.policies {
-		if fits(&l.policies[i]) {
+	for i := range policies {
+		if fits(&policies[i]) {
 			raw[i] = out[j]
 			j++
 		}
@@ -364,9 +408,9 @@ func (l *Limiter) shadowsOf(ctx context.Context, key string, cost int64, raw []P
 
 // decideWithout decides a request too costly for some shadow policies, but not for an enforced
 // one: the store checks it against the others, and those shadow policies deny it for ever.
-func (l *Limiter) decideWithout(ctx context.Context, d *Decision, key string, cost int64, charge bool, raw []PolicyResult, start time.Time) error {
-	run := make([]Policy, 0, len(l.policies))
-	for _, p := range l.policies {
+func (l *Limiter) decideWithout(ctx context.Context, d *Decision, key string, cost int64, charge bool, policies []Policy, raw []PolicyResult, start time.Time) error {
+	run := make([]Policy, 0, len(policies))
+	for _, p := range policies {
 		if !p.Shadow || cost <= p.capacity() {
 			run = append(run, p)
 		}
@@ -377,7 +421,7 @@ func (l *Limiter) decideWithout(ctx context.Context, d *Decision, key string, co
 		return storeError(opCheck, err)
 	}
 	j := 0
-	for i, p := range l.policies {
+	for i, p := range policies {
 		if !p.Shadow || cost <= p.capacity() {
 			raw[i] = out[j]
 			j++
@@ -388,9 +432,9 @@ func (l *Limiter) decideWithout(ctx context.Context, d *Decision, key string, co
 			raw[i].neverAllowed()
 		}
 	}
-	d.decide(l.policies, raw, at)
+	d.decide(policies, raw, at)
 	l.record(d, cost, charge)
-	l.observe(start, d, raw)
+	l.observe(start, d, policies, raw)
 	return nil
 }
 
@@ -430,6 +474,9 @@ func compiledAll(policies []Policy) error {
 	for i := range policies {
 		if policies[i].compiled == nil {
 			return fmt.Errorf("ratelimit: policy %q was not validated by ratelimit.New; a store checks the policies of a Limiter", policies[i].Name)
+		}
+		if err := unresolved(&policies[i]); err != nil {
+			return err
 		}
 	}
 	return nil

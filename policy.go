@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/calendar"
 	"github.com/a7d3e0dd/ratelimit/internal/algo"
 )
 
@@ -19,6 +20,7 @@ import (
 //	ratelimit.Policy{Limit: 100, Window: time.Minute}                                       // GCRA
 //	ratelimit.Policy{Name: "api", Limit: 100, Window: time.Minute, Algorithm: algorithms.SlidingCounter{}}
 //	ratelimit.Policy{Limit: 5, Window: 10 * time.Second, Burst: 10, Algorithm: algorithms.TokenBucket{}}
+//	ratelimit.Policy{Name: "daily", Limit: 1000, Period: &calendar.Period{Unit: calendar.Day, Zone: newYork}}
 //
 // The zero Algorithm is GCRA: Burst (default Limit) requests at once, then one every
 // Window/Limit.
@@ -43,8 +45,18 @@ type Policy struct {
 	// 2^40.
 	Limit int64
 	// Window is the policy's period: at least a millisecond, at most 366 days, a whole number
-	// of microseconds.
+	// of microseconds. A calendar policy (Period) leaves it 0.
 	Window time.Duration
+	// Period makes the policy a quota of the calendar: Limit per day, week, month or year in
+	// a time zone, or per billing cycle from an anchor (package calendar), in place of a
+	// Window. The periods are the calendar's, however long: a day of 23 or 25 hours where the
+	// clock changes, a month of 28 to 31 days. Its Algorithm is algorithms.FixedWindow (nil
+	// means it), counting from each period's start to its end; the limiter finds the period of
+	// each check on its store's clock. State is kept under the period's name (its civil start,
+	// such as m202603) until a minute after it ends, so a period never bleeds into the next;
+	// a Limit that changes keeps the period's count, and a Name, unit or zone that changes,
+	// or a new anchor, starts a new count at once. See docs/calendar.md.
+	Period *calendar.Period
 	// Burst is the capacity of the rate-based algorithms (token bucket, leaky bucket, GCRA):
 	// how many units may arrive at once. 0 means Limit. The window algorithms do not use it.
 	Burst int64
@@ -96,6 +108,8 @@ type compiledPolicy struct {
 	// cached: a denial of this policy may be answered by the denial cache until its
 	// Retry-After, which its model says is exact, and NoDenialCache is not set.
 	cached bool
+	// cal is a calendar policy's Period and its period, nil for a policy of a Window.
+	cal *calendarPart
 }
 
 // holds reports whether p is an in-flight limit, whose charges are slots held until the
@@ -115,7 +129,12 @@ var errInvalidPolicy = errors.New("ratelimit: invalid policy")
 // compile validates p and returns it with its name filled in and its compiled form.
 func (p Policy) compile() (Policy, error) {
 	p.compiled = nil
-	if p.Algorithm == nil {
+	calendared := p.Period != nil
+	switch {
+	case p.Algorithm != nil:
+	case calendared:
+		p.Algorithm = algorithms.FixedWindow{}
+	default:
 		p.Algorithm = algorithms.GCRA{}
 	}
 	m := algo.Of(p.Algorithm)
@@ -126,8 +145,13 @@ func (p Policy) compile() (Policy, error) {
 	case p.Name != "":
 	case algo.Holds(m):
 		p.Name = "in-flight-" + strconv.FormatInt(p.Limit, 10)
+	case calendared:
+		p.Name = calendarName(p.Limit, *p.Period)
 	default:
 		p.Name = strings.ReplaceAll(p.Algorithm.Name(), "_", "-") + "-" + strconv.FormatInt(p.Limit, 10) + "-per-" + formatWindow(p.Window)
+	}
+	if calendared {
+		return p.compileCalendar(m)
 	}
 	if err := p.validate(m); err != nil {
 		return p, err
@@ -135,18 +159,29 @@ func (p Policy) compile() (Policy, error) {
 	c := &compiledPolicy{model: m, params: algo.NewParams(p.Limit, p.Window.Microseconds(), p.Burst), holds: algo.Holds(m)}
 	c.cached = m.ExactWait() && !c.holds && !p.NoDenialCache
 	c.tag = computeTag(&p, m.Code())
-	shadow := 0
-	if p.Shadow {
-		shadow = 1
-	}
-	spec := m.Code() + ":" + strconv.FormatInt(c.params.Limit, 10) + ":" + strconv.FormatInt(c.params.Window, 10) +
-		":" + strconv.FormatInt(c.params.Burst, 10) + ":" + strconv.Itoa(shadow)
-	c.redisArgs, c.hashArgs = []any{spec}, []any{spec}
-	if c.hashed = !algo.KeepsLog(m); c.hashed {
-		c.hashArgs = []any{spec + ":" + c.tag}
-	}
+	c.hashed = !algo.KeepsLog(m)
+	c.setArgs(p.Shadow)
 	p.compiled = c
 	return p, nil
+}
+
+// setArgs sets c's ARGV strings in check.lua from its model, parameters and tag.
+func (c *compiledPolicy) setArgs(shadow bool) {
+	sh := "0"
+	if shadow {
+		sh = "1"
+	}
+	// A calendar period passes its start in the burst's place (see calendar_window.lua).
+	burst := c.params.Burst
+	if c.cal != nil {
+		burst = c.params.Start
+	}
+	spec := c.model.Code() + ":" + strconv.FormatInt(c.params.Limit, 10) + ":" + strconv.FormatInt(c.params.Window, 10) +
+		":" + strconv.FormatInt(burst, 10) + ":" + sh
+	c.redisArgs, c.hashArgs = []any{spec}, []any{spec}
+	if c.hashed {
+		c.hashArgs = []any{spec + ":" + c.tag}
+	}
 }
 
 // validate reports the first thing wrong with p, naming the field to fix.

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/a7d3e0dd/ratelimit/calendar"
 )
 
 // ParsePolicy returns the policy of a rate written as operators write it: "<limit>/<window>",
@@ -16,6 +18,12 @@ import (
 // that may start with whole days. The policy has the Limit and the Window and nothing else:
 // set its Name, Algorithm, Burst on the value returned. The rules files and the ratelimit
 // command read rates with it too.
+//
+// A window with an "@" is a period of the calendar, as calendar.ParsePeriod reads it:
+// "1000/day@America/New_York" (each calendar day in New York), "10000/month@UTC",
+// "500/week(monday)@Europe/Berlin", "10000/month@UTC~2026-01-31" (a billing month anchored
+// on January 31). The policy then has the Limit and the Period. "1000/day" without a zone is
+// a Window of 24 hours, not a calendar day.
 //
 // The error names the part that is wrong: `ratelimit: rate "100/fortnight": window
 // "fortnight" is not a unit (ms, s, min, h, d) or a duration`, `ratelimit: rate "1/367d":
@@ -36,8 +44,19 @@ func ParsePolicy(rate string) (Policy, error) {
 	if limit < 1 {
 		return bad("limit %d: it must be at least 1", limit)
 	}
+	if strings.Contains(windowText, "@") { // a calendar period: "1000/day@Europe/Berlin"
+		// Any anchor passes here: New refuses one after its store's clock's now.
+		period, err := calendar.ParsePeriod(windowText, time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC))
+		if err != nil {
+			return bad("period %q: %v", clip(windowText), err)
+		}
+		return Policy{Limit: limit, Period: &period}, nil
+	}
 	window, status := parseDuration(windowText)
 	switch {
+	case status == durationBad && calendarUnit(windowText):
+		return bad("window %q is a unit of the calendar: write its time zone after @, such as %s@UTC or %s@Europe/Berlin (a day without a zone is 24 hours: %s)",
+			clip(windowText), clip(windowText), clip(windowText), "1/day")
 	case status == durationBad:
 		return bad("window %q is not a unit (ms, s, min, h, d) or a duration", clip(windowText))
 	case status == durationTooLong || window > maxWindow:
@@ -46,6 +65,17 @@ func ParsePolicy(rate string) (Policy, error) {
 		return bad("window %q: it must be positive", clip(windowText))
 	}
 	return Policy{Limit: limit, Window: window}, nil
+}
+
+// calendarUnit reports whether s names a unit of the calendar that is not a duration: a week,
+// a month or a year, with a count or not.
+func calendarUnit(s string) bool {
+	s = strings.ToLower(strings.TrimLeft(strings.TrimSpace(s), "0123456789"))
+	switch strings.TrimSuffix(s, "s") {
+	case "week", "month", "year":
+		return true
+	}
+	return false
 }
 
 // ParseDuration reads a duration as rules files, rates and the ratelimit command write one: a

@@ -155,8 +155,17 @@ func signature(policies []Policy) string {
 	var b []byte
 	for _, p := range policies {
 		p.compiled = nil
+		period := p.Period
+		p.Period = nil // written as its text, which names its zone where %#v would a pointer
+		if period != nil && p.Algorithm == nil {
+			p.Algorithm = algorithms.FixedWindow{} // a calendar policy's default
+		}
 		p.Algorithm = algorithmValue(p.Algorithm)
-		b = fmt.Appendf(b, "%#v\n", p)
+		b = fmt.Appendf(b, "%#v", p)
+		if period != nil {
+			b = append(b, period.String()...)
+		}
+		b = append(b, '\n')
 	}
 	return string(b)
 }

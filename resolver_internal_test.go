@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/calendar"
 )
 
 // signatureIgnores are the fields of Policy that signature leaves out on purpose, and why.
@@ -44,6 +45,8 @@ func TestSignatureCoversEveryField(t *testing.T) {
 			v.SetString(v.String() + "x")
 		case field.Type == reflect.TypeFor[algorithms.Algorithm]():
 			v.Set(reflect.ValueOf(algorithms.Algorithm(algorithms.SlidingLog{})))
+		case field.Type == reflect.TypeFor[*calendar.Period]():
+			v.Set(reflect.ValueOf(&calendar.Period{Unit: calendar.Day, Zone: time.UTC}))
 		default:
 			t.Errorf("Policy.%s is a %v: teach this test to change it", field.Name, field.Type)
 			continue
@@ -82,6 +85,10 @@ func TestSignatureOfEqualLists(t *testing.T) {
 			Policy{Name: "p", Limit: 10, Window: time.Minute, Algorithm: &algorithms.LeakyBucket{Shaping: true}}},
 		{Policy{Name: "p", Limit: 10, Window: time.Minute},
 			Policy{Name: "p", Limit: 10, Window: time.Minute, Algorithm: algorithms.GCRA{}}},
+		// A calendar Period by its text, not its address or its zone's: two resolutions that
+		// load the zone each time share a limiter; nil is a fixed window there.
+		{Policy{Name: "p", Limit: 10, Period: &calendar.Period{Unit: calendar.Day, Zone: mustZone(t, "Europe/Berlin")}},
+			Policy{Name: "p", Limit: 10, Period: &calendar.Period{Unit: calendar.Day, Zone: mustZone(t, "Europe/Berlin")}, Algorithm: algorithms.FixedWindow{}}},
 	} {
 		if sa, sb := signature([]Policy{c.a}), signature([]Policy{c.b}); sa != sb {
 			t.Errorf("equal lists, signatures\n%s\n%s", sa, sb)
@@ -91,4 +98,17 @@ func TestSignatureOfEqualLists(t *testing.T) {
 		signature([]Policy{{Limit: 10, Window: time.Minute, Algorithm: &algorithms.LeakyBucket{}}}) {
 		t.Error("a shaping leaky bucket and a policing one: one signature")
 	}
+	day := &calendar.Period{Unit: calendar.Day, Zone: time.UTC}
+	if signature([]Policy{{Limit: 10, Period: day}}) == signature([]Policy{{Limit: 10, Period: day, Algorithm: algorithms.GCRA{}}}) {
+		t.Error("a calendar policy of the default algorithm (a fixed window) and one of GCRA, which New refuses: one signature")
+	}
+}
+
+func mustZone(t *testing.T, name string) *time.Location {
+	t.Helper()
+	z, err := time.LoadLocation(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return z
 }

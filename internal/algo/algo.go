@@ -37,6 +37,9 @@ type Params struct {
 	Burst int64
 	// Num/Den is the emission interval Window/Limit in microseconds, as a reduced fraction.
 	Num, Den int64
+	// Start is, for a calendar period (see [Calendared]), the instant it starts, in
+	// microseconds since the Unix epoch; Window is then its length. 0 for other policies.
+	Start int64
 }
 
 // NewParams returns the parameters of limit units per window microseconds with the given
@@ -151,6 +154,25 @@ type LogKeeper interface {
 func KeepsLog(m Model) bool {
 	_, ok := m.(LogKeeper)
 	return ok
+}
+
+// Calendared is a model that can also count calendar periods (package calendar): Calendar
+// returns the model that does, whose Params hold one period, its Start and its length as the
+// Window (a day of 23 or 25 hours, a month of 28 to 31 days). The store keeps its state under
+// a key of its own per period (the period's tag is in the key), never in a field of an
+// identity's hash, whose fields would outlive their periods.
+type Calendared interface {
+	Model
+	Calendar() Model
+}
+
+// CalendarOf returns the model that counts calendar periods the way m counts windows, or nil
+// when m cannot (see [Calendared]).
+func CalendarOf(m Model) Model {
+	if c, ok := m.(Calendared); ok {
+		return c.Calendar()
+	}
+	return nil
 }
 
 // Holds reports whether m's charges are leases (see [Renewer]).

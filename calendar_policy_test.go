@@ -1,0 +1,264 @@
+package ratelimit_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/calendar"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
+)
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func zone(t *testing.T, name string) *time.Location {
+	t.Helper()
+	z, err := time.LoadLocation(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return z
+}
+
+// calendarServer is a handler limited by policies on store, whose clock is clock, and a
+// function that sends one request and returns its response.
+func calendarServer(t *testing.T, store ratelimit.Store, policies ...ratelimit.Policy) func() *http.Response {
+	t.Helper()
+	l, err := ratelimit.New(store, policies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := ratelimit.Middleware(l, ratelimit.WithKey(func(ratelimit.Request) (string, error) { return "customer-7", nil }),
+		ratelimit.WithResponse(ratelimit.Response{IETFDraft: 11}))(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	return func() *http.Response {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		return rec.Result()
+	}
+}
+
+// TestCalendarDayAcrossClockChanges is the issue's test: 3 a day in America/New_York, on every
+// engine. Three allowed at 23:59:59 on 2026-03-07 and the fourth refused with Retry-After 1;
+// allowed again at midnight on 2026-03-08, a day of 23 hours, whose end is where the headers
+// say; on the day of 25 hours, 2026-11-01, exactly one reset.
+func TestCalendarDayAcrossClockChanges(t *testing.T) {
+	ny := zone(t, "America/New_York")
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) {
+			clock := fakeclock.New(time.Date(2026, 3, 7, 23, 59, 59, 0, ny))
+			send := calendarServer(t, e.store(t, ratelimit.WithClock(clock)),
+				ratelimit.Policy{Name: "daily", Limit: 3, Period: &calendar.Period{Unit: calendar.Day, Zone: ny}})
+			for i := range 3 {
+				if r := send(); r.StatusCode != 200 {
+					t.Fatalf("request %d at 23:59:59: %d; want 200", i+1, r.StatusCode)
+				}
+			}
+			r := send()
+			if r.StatusCode != 429 || r.Header.Get("Retry-After") != "1" {
+				t.Fatalf("fourth at 23:59:59: %d, Retry-After %q; want 429, 1", r.StatusCode, r.Header.Get("Retry-After"))
+			}
+			midnight := time.Date(2026, 3, 8, 0, 0, 0, 0, ny)
+			if got, want := r.Header.Get("X-RateLimit-Reset"), itoa(midnight.Unix()); got != want {
+				t.Errorf("X-RateLimit-Reset %s; want %s (midnight)", got, want)
+			}
+
+			clock.Set(midnight)
+			r = send()
+			if r.StatusCode != 200 || r.Header.Get("X-RateLimit-Remaining") != "2" {
+				t.Fatalf("at midnight: %d, remaining %s; want 200, 2", r.StatusCode, r.Header.Get("X-RateLimit-Remaining"))
+			}
+			end := time.Date(2026, 3, 9, 0, 0, 0, 0, ny)
+			if end.Sub(midnight) != 23*time.Hour {
+				t.Fatalf("2026-03-08 is %v long in New York; the test expects 23h", end.Sub(midnight))
+			}
+			if got, want := r.Header.Get("X-RateLimit-Reset"), itoa(end.Unix()); got != want {
+				t.Errorf("X-RateLimit-Reset on 2026-03-08: %s; want %s (23 hours on)", got, want)
+			}
+			if got := r.Header.Get("RateLimit"); !strings.Contains(got, ";t=82800") {
+				t.Errorf("RateLimit %q; want t=82800, the seconds to the day's end", got)
+			}
+			if got := r.Header.Get("RateLimit-Policy"); got != `"daily";q=3` {
+				t.Errorf("RateLimit-Policy %q; want no w: a calendar day has no fixed length", got)
+			}
+			send()
+			send()
+			clock.Set(end.Add(-time.Second))
+			if r := send(); r.StatusCode != 429 || r.Header.Get("Retry-After") != "1" {
+				t.Errorf("at 23:59:59 on 2026-03-08: %d, Retry-After %q; want 429, 1", r.StatusCode, r.Header.Get("Retry-After"))
+			}
+			clock.Set(end)
+			if r := send(); r.StatusCode != 200 {
+				t.Errorf("at midnight on 2026-03-09: %d; want 200", r.StatusCode)
+			}
+
+			// 2026-11-01 has 25 hours: the quota used at 00:30 (EDT) is still used at 01:30 EST,
+			// 25 hours of clock later than midnight less one, and reset once, at the next midnight.
+			day := time.Date(2026, 11, 1, 0, 30, 0, 0, ny)
+			clock.Set(day)
+			for range 3 {
+				send()
+			}
+			resets := 0
+			next := time.Date(2026, 11, 2, 0, 0, 0, 0, ny)
+			for at := day; at.Before(next.Add(30 * time.Minute)); at = at.Add(15 * time.Minute) {
+				clock.Set(at)
+				if r := send(); r.StatusCode == 200 {
+					resets++
+					if at.Before(next) {
+						t.Errorf("admitted at %v, before the day's end", at)
+					}
+					send()
+					send()
+				}
+			}
+			if resets != 1 {
+				t.Errorf("the 25-hour day reset %d times; want 1", resets)
+			}
+		})
+	}
+}
+
+// TestCalendarBillingMonthOn31st: a monthly cycle anchored on 31 January resets on
+// 28 February, 31 March and 30 April, at midnight in the zone.
+func TestCalendarBillingMonthOn31st(t *testing.T) {
+	berlin := zone(t, "Europe/Berlin")
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) {
+			clock := fakeclock.New(time.Date(2026, 2, 10, 12, 0, 0, 0, berlin))
+			anchor := time.Date(2026, 1, 31, 0, 0, 0, 0, berlin)
+			send := calendarServer(t, e.store(t, ratelimit.WithClock(clock)),
+				ratelimit.Policy{Name: "monthly", Limit: 1, Period: &calendar.Period{Unit: calendar.Month, Zone: berlin, Anchor: anchor}})
+			if r := send(); r.StatusCode != 200 {
+				t.Fatalf("first of the cycle: %d", r.StatusCode)
+			}
+			for _, reset := range []time.Time{
+				time.Date(2026, 2, 28, 0, 0, 0, 0, berlin),
+				time.Date(2026, 3, 31, 0, 0, 0, 0, berlin),
+				time.Date(2026, 4, 30, 0, 0, 0, 0, berlin),
+			} {
+				clock.Set(reset.Add(-time.Second))
+				r := send()
+				if r.StatusCode != 429 {
+					t.Fatalf("a second before %v: %d; want 429", reset, r.StatusCode)
+				}
+				if got, want := r.Header.Get("X-RateLimit-Reset"), itoa(reset.Unix()); got != want {
+					t.Errorf("before %v: X-RateLimit-Reset %s; want %s", reset, got, want)
+				}
+				clock.Set(reset)
+				if r := send(); r.StatusCode != 200 {
+					t.Fatalf("at %v: %d; want 200, a new cycle", reset, r.StatusCode)
+				}
+			}
+		})
+	}
+}
+
+// TestCalendarHostZoneDoesNotMatter: two limiters on one Redis, on hosts whose zones are UTC
+// and Asia/Shanghai (time.Local, which nothing of a Period reads), share one count.
+func TestCalendarHostZoneDoesNotMatter(t *testing.T) {
+	local := time.Local
+	t.Cleanup(func() { time.Local = local })
+	e := engines[1] // redis
+	ny := zone(t, "America/New_York")
+	store := e.store(t, ratelimit.WithClock(fakeclock.New(time.Date(2026, 7, 4, 23, 0, 0, 0, ny))))
+	policy := ratelimit.Policy{Name: "daily", Limit: 2, Period: &calendar.Period{Unit: calendar.Day, Zone: ny}}
+	ctx := context.Background()
+	var got []bool
+	for _, host := range []string{"UTC", "Asia/Shanghai", "UTC"} {
+		time.Local = zone(t, host)
+		l, err := ratelimit.New(store, policy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := l.Allow(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, d.Allowed)
+	}
+	if got[0] != true || got[1] != true || got[2] != false {
+		t.Errorf("allowed %v across hosts in UTC, Asia/Shanghai, UTC; want [true true false]: one count", got)
+	}
+}
+
+// TestCalendarRates: ParsePolicy reads a calendar period after the "@", and its errors name
+// the field that is wrong.
+func TestCalendarRates(t *testing.T) {
+	p, err := ratelimit.ParsePolicy("1000/day@America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Limit != 1000 || p.Window != 0 || p.Period == nil || p.Period.String() != "day@America/New_York" {
+		t.Errorf("1000/day@America/New_York: %+v, period %v", p, p.Period)
+	}
+	p, err = ratelimit.ParsePolicy("10000 / month@UTC~2026-01-31")
+	if err != nil || p.Period.Unit != calendar.Month || !p.Period.Anchor.Equal(time.Date(2026, 1, 31, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("a billing month: %+v, %v", p.Period, err)
+	}
+	for rate, want := range map[string]string{
+		"1/day@Mars/Olympus":    `ratelimit: rate "1/day@Mars/Olympus": period "day@Mars/Olympus": zone "Mars/Olympus"`,
+		"1/week(someday)@UTC":   `week start "someday"`,
+		"1/week@UTC":            `week start "": missing`,
+		"1/month@UTC~yesterday": `anchor "yesterday"`,
+		"1/fortnight@UTC":       `unit "fortnight"`,
+		"1/month":               `window "month" is a unit of the calendar: write its time zone after @`,
+		"1/day(monday)@UTC":     `week start "monday": only a week has a first day`,
+		"1/day@":                `zone ""`,
+	} {
+		_, err := ratelimit.ParsePolicy(rate)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParsePolicy(%q): %v; want an error with %q", rate, err, want)
+		}
+	}
+}
+
+// TestCalendarPolicyRefused: New refuses a calendar policy it cannot count, naming the field.
+func TestCalendarPolicyRefused(t *testing.T) {
+	clock := fakeclock.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(clock))
+	day := &calendar.Period{Unit: calendar.Day, Zone: time.UTC}
+	for _, c := range []struct {
+		policy ratelimit.Policy
+		want   string
+	}{
+		{ratelimit.Policy{Name: "p", Limit: 1, Period: day, Algorithm: algorithms.GCRA{}}, `"p": Algorithm is gcra, which cannot count calendar periods`},
+		{ratelimit.Policy{Name: "p", Limit: 1, Period: day, Algorithm: algorithms.SlidingCounter{}}, `Algorithm is sliding_window_counter`},
+		{ratelimit.Policy{Name: "p", Limit: 1, Period: day, Window: time.Hour}, `Window is 1h0m0s and Period is day@UTC`},
+		{ratelimit.Policy{Name: "p", Limit: 1, Period: day, Lease: time.Millisecond}, `Lease is set on a calendar policy`},
+		{ratelimit.Policy{Name: "p", Limit: 1, Period: day, Burst: 5}, `Burst is 5`},
+		{ratelimit.Policy{Name: "p", Limit: 0, Period: day}, `Limit is 0`},
+		{ratelimit.Policy{Name: "p", Limit: 1, Period: &calendar.Period{Unit: calendar.Day}}, `Period: zone "": missing`},
+		{ratelimit.Policy{Name: "p", Limit: 1, Period: &calendar.Period{Unit: calendar.Day, Zone: time.Local}}, `Period: zone "Local"`},
+		{ratelimit.Policy{Name: "p", Limit: 1, Period: &calendar.Period{Unit: calendar.Week, Zone: time.UTC, WeekStart: 9}}, `Period: week start "9"`},
+		{ratelimit.Policy{Name: "p", Limit: 1, Period: &calendar.Period{Zone: time.UTC}}, `Period: unit`},
+		{ratelimit.Policy{Name: "p", Limit: 1, Period: &calendar.Period{Unit: calendar.Month, Zone: time.UTC, Anchor: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)}},
+			`Period: anchor "2026-03-02T00:00:00Z": in the future (now is 2026-03-01T12:00:00Z)`},
+	} {
+		_, err := ratelimit.New(store, c.policy)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("New(%+v): %v; want an error with %q", c.policy, err, c.want)
+		}
+	}
+	// The name New makes up says what the period is.
+	for want, p := range map[string]*calendar.Period{
+		"calendar-5-per-day":         day,
+		"calendar-5-per-2weeks":      {Unit: calendar.Week, Every: 2, Zone: time.UTC, WeekStart: time.Monday},
+		"calendar-5-per-month-cycle": {Unit: calendar.Month, Zone: time.UTC, Anchor: time.Date(2026, 1, 31, 0, 0, 0, 0, time.UTC)},
+	} {
+		l, err := ratelimit.New(store, ratelimit.Policy{Limit: 5, Period: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := l.Peek(context.Background(), "k")
+		if err != nil || d.Policy.Name != want {
+			t.Errorf("the name of 5 per %v: %q, %v; want %q", p, d.Policy.Name, err, want)
+		}
+	}
+}
