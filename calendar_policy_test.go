@@ -13,6 +13,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/calendar"
 	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
@@ -260,5 +261,139 @@ func TestCalendarPolicyRefused(t *testing.T) {
 		if err != nil || d.Policy.Name != want {
 			t.Errorf("the name of 5 per %v: %q, %v; want %q", p, d.Policy.Name, err, want)
 		}
+	}
+}
+
+// TestCalendarWithWindows: a calendar quota and a window in one list decide all or nothing
+// on every engine: a request one of them refuses is charged to neither.
+func TestCalendarWithWindows(t *testing.T) {
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) {
+			clock := fakeclock.New(time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC))
+			l := mustNew(t, e.store(t, ratelimit.WithClock(clock)),
+				ratelimit.Policy{Name: "burst", Limit: 2, Window: time.Second},
+				ratelimit.Policy{Name: "daily", Limit: 3, Period: &calendar.Period{Unit: calendar.Day, Zone: time.UTC}})
+			key := keyOf(t)
+			allow(t, l, key, 1)
+			allow(t, l, key, 1)
+			if d := allow(t, l, key, 1); d.Allowed || d.Policy.Name != "burst" {
+				t.Fatalf("third in a second: allowed %v by %q; want refused by burst", d.Allowed, d.Policy.Name)
+			}
+			clock.Advance(time.Second)
+			if d := allow(t, l, key, 1); !d.Allowed || d.Results()[1].Remaining != 0 {
+				t.Fatalf("the day's third: allowed %v, daily remaining %d; want allowed, 0 (the refused one was not charged)", d.Allowed, d.Results()[1].Remaining)
+			}
+			clock.Advance(time.Second)
+			d := allow(t, l, key, 1)
+			if d.Allowed || d.Policy.Name != "daily" || d.RetryAfter != 14*time.Hour-2*time.Second {
+				t.Fatalf("the day's fourth: allowed %v by %q, retry %v; want refused by daily until midnight", d.Allowed, d.Policy.Name, d.RetryAfter)
+			}
+			if r := allow(t, l, key, 0).Results()[0]; r.Remaining != 2 {
+				t.Errorf("burst remaining %d after a request the day refused; want 2: nothing charged", r.Remaining)
+			}
+		})
+	}
+}
+
+// TestCalendarLimitChangeKeepsCount: raising a monthly quota on the 15th keeps what was used;
+// a new anchor starts its cycle at once, counted afresh (docs/calendar.md).
+func TestCalendarLimitChangeKeepsCount(t *testing.T) {
+	for _, e := range engines[:2] {
+		t.Run(e.name, func(t *testing.T) {
+			clock := fakeclock.New(time.Date(2026, 6, 15, 9, 0, 0, 0, time.UTC))
+			store := e.store(t, ratelimit.WithClock(clock))
+			month := &calendar.Period{Unit: calendar.Month, Zone: time.UTC}
+			key := keyOf(t)
+			small := mustNew(t, store, ratelimit.Policy{Name: "monthly", Limit: 3, Period: month})
+			allowN(t, small, key, 3)
+			big := mustNew(t, store, ratelimit.Policy{Name: "monthly", Limit: 5, Period: month})
+			if d := allow(t, big, key, 0); d.Remaining != 2 {
+				t.Fatalf("after raising 3 to 5 with 3 used: remaining %d; want 2", d.Remaining)
+			}
+			cycle := &calendar.Period{Unit: calendar.Month, Zone: time.UTC, Anchor: time.Date(2026, 1, 31, 0, 0, 0, 0, time.UTC)}
+			anchored := mustNew(t, store, ratelimit.Policy{Name: "monthly", Limit: 5, Period: cycle})
+			if d := allow(t, anchored, key, 0); d.Remaining != 5 {
+				t.Errorf("after anchoring the month on the 31st: remaining %d; want 5, a new cycle", d.Remaining)
+			}
+		})
+	}
+}
+
+// allowN checks n requests of cost 1, each of which must be admitted.
+func allowN(t *testing.T, l *ratelimit.Limiter, key string, n int) {
+	t.Helper()
+	for i := range n {
+		if d := allow(t, l, key, 1); !d.Allowed {
+			t.Fatalf("request %d of %d refused", i+1, n)
+		}
+	}
+}
+
+// TestCalendarKeyExpiresAtPeriodEnd: the Redis key of a period is named by it and expires a
+// minute after its end, on the fake clock and on the Redis server's own.
+func TestCalendarKeyExpiresAtPeriodEnd(t *testing.T) {
+	client := redistest.Standalone(t)
+	ny := zone(t, "America/New_York")
+	policy := ratelimit.Policy{Name: "daily", Limit: 3, Period: &calendar.Period{Unit: calendar.Day, Zone: ny}}
+
+	prefix := redistest.Prefix(t)
+	clock := fakeclock.New(time.Date(2026, 3, 8, 0, 0, 0, 0, ny))
+	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithClock(clock)), policy)
+	d := allow(t, l, "k", 1)
+	key := ratelimit.StorageKey(prefix, "k", d.Results()[0].Policy, false)
+	if !strings.HasSuffix(key, "_d20260308") {
+		t.Errorf("the key of 2026-03-08 is %q; want it to end with the day's name, _d20260308", key)
+	}
+	ttl, err := client.PTTL(ctx, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 23*time.Hour + time.Minute; ttl > want || ttl < want-5*time.Second {
+		t.Errorf("the key of a 23-hour day lives %v; want 23h1m (its end and a minute)", ttl)
+	}
+
+	// The server's clock: the period of now, the key alive until its end and a minute.
+	prefix = redistest.Prefix(t) + "server:"
+	l = mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix)), policy)
+	d = allow(t, l, "k", 1)
+	_, end := policy.Period.Bounds(time.Now())
+	key = ratelimit.StorageKey(prefix, "k", d.Results()[0].Policy, false)
+	if ttl, err = client.PTTL(ctx, key).Result(); err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Until(end) + time.Minute; ttl > want+time.Second || ttl < want-time.Minute {
+		t.Errorf("on the server's clock the key lives %v; want about %v (to the day's end in New York and a minute)", ttl, want)
+	}
+	if d.ResetAfter > time.Until(end)+time.Second || d.ResetAfter < time.Until(end)-time.Minute {
+		t.Errorf("ResetAfter %v; want about %v, to the day's end", d.ResetAfter, time.Until(end))
+	}
+}
+
+// TestCalendarRefund: a refund gives back within its period, and nothing once the period it
+// was charged in has ended.
+func TestCalendarRefund(t *testing.T) {
+	for _, e := range engines[:2] {
+		t.Run(e.name, func(t *testing.T) {
+			clock := fakeclock.New(time.Date(2026, 6, 30, 23, 0, 0, 0, time.UTC))
+			l := mustNew(t, e.store(t, ratelimit.WithClock(clock)),
+				ratelimit.Policy{Name: "daily", Limit: 3, Period: &calendar.Period{Unit: calendar.Day, Zone: time.UTC}})
+			key := keyOf(t)
+			d := allow(t, l, key, 2)
+			if err := l.Refund(ctx, key, d); err != nil {
+				t.Fatal(err)
+			}
+			if d := allow(t, l, key, 0); d.Remaining != 3 {
+				t.Fatalf("after the refund: remaining %d; want 3", d.Remaining)
+			}
+			d = allow(t, l, key, 2)
+			clock.Advance(2 * time.Hour) // the next day
+			allow(t, l, key, 1)
+			if err := l.Refund(ctx, key, d); err != nil {
+				t.Fatal(err)
+			}
+			if d := allow(t, l, key, 0); d.Remaining != 2 {
+				t.Errorf("a refund of yesterday's charge: remaining today %d; want 2, today's count untouched", d.Remaining)
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // defaultPrefix starts every storage key unless a store is given another with [WithPrefix].
@@ -29,12 +30,20 @@ const maxPlainKey = 64
 // changes reads the state it had, and its count carries over (package algorithms says what
 // each algorithm keeps); one whose name, algorithm or window changes starts afresh.
 //
+// A calendar policy (Policy.Period) keeps each period under a key of its own: the tag is
+// followed by "_" and the period's name (calendar.Period.Tag: "_d20260308", "_m202603"). The
+// key is the period's of a policy taken from a decision (Decision.Results), else the period
+// that holds now.
+//
 // The compact key is a digest of prefix, identity and the same tag; it cannot be read back.
 func StorageKey(prefix, identity string, p Policy, compact bool) string {
 	if p.compiled == nil {
 		if c, err := p.compile(); err == nil {
 			p = c
 		}
+	}
+	if c := p.compiled; c != nil && c.cal != nil && !c.cal.resolved() {
+		p = p.inPeriod(time.Now())
 	}
 	if compact {
 		var buf [compactKeyLen]byte

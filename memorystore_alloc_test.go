@@ -6,6 +6,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/calendar"
 )
 
 // A check on the memory store allocates nothing: on an identity it holds, on one whose state
@@ -25,6 +26,9 @@ func TestMemoryStoreChecksAllocateNothing(t *testing.T) {
 		{"gcra-1-policy-expired", []ratelimit.Policy{{Name: "expiring", Limit: 1_000_000_000, Window: time.Second}}, time.Millisecond},
 		{"3-policies", threePolicies(algorithms.GCRA{}), 0},
 		{"sliding-counter", []ratelimit.Policy{{Limit: 1_000_000_000, Window: time.Second, Algorithm: algorithms.SlidingCounter{}}}, 0},
+		// A calendar policy beside a window: its period is resolved once, until it ends.
+		{"calendar-day-and-window", []ratelimit.Policy{{Limit: 1_000_000_000, Window: time.Second},
+			{Name: "daily", Limit: 1_000_000_000, Period: &calendar.Period{Unit: calendar.Day, Zone: time.UTC}}}, time.Microsecond},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			l := mustNew(t, store, c.policies...)
