@@ -77,7 +77,7 @@ func readmeGo(t *testing.T, doc, marker string) []string {
 func funcBody(t *testing.T, name string) []string {
 	t.Helper()
 	var source []byte
-	for _, file := range []string{"readme_test.go", "readme_snippets_test.go"} {
+	for _, file := range []string{"readme_test.go", "readme_snippets_test.go", "readme_calendar_test.go"} {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
@@ -125,6 +125,7 @@ func TestReadmeCodeAsWritten(t *testing.T) {
 		{"docs/redis.md", "can lease instead (opt-in, per policy):", "readmeLease"},
 		{"docs/redis.md", "**Close a store you stop using.**", "readmeClose"},
 		{"docs/clients.md", "An `http.Client` is limited by its transport", "readmeTransport"},
+		{"README.md", "## Quotas by the calendar", "readmeCalendar"},
 	} {
 		if got, want := funcBody(t, c.name), readmeGo(t, c.doc, c.marker); !slices.Equal(got, want) {
 			t.Errorf("%s's code under %q and %s differ:\n%s:\n%s\n%s:\n%s", c.doc, c.marker, c.name, c.doc, strings.Join(want, "\n"), c.name, strings.Join(got, "\n"))
