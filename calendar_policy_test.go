@@ -2,8 +2,11 @@ package ratelimit_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +17,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit/calendar"
 	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
 	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
@@ -161,32 +165,59 @@ func TestCalendarBillingMonthOn31st(t *testing.T) {
 	}
 }
 
-// TestCalendarHostZoneDoesNotMatter: two limiters on one Redis, on hosts whose zones are UTC
-// and Asia/Shanghai (time.Local, which nothing of a Period reads), share one count.
+// TestCalendarHostZoneDoesNotMatter: instances on hosts whose zones are UTC and
+// Asia/Shanghai (the TZ of a process of their own each, which nothing of a Period reads) write
+// the same key on one Redis and share its count: 2 a day in New York, the third refused.
 func TestCalendarHostZoneDoesNotMatter(t *testing.T) {
-	local := time.Local
-	t.Cleanup(func() { time.Local = local })
-	e := engines[1] // redis
+	if os.Getenv("CALENDAR_HOST_REDIS") != "" {
+		return // a host's process: see calendarHost
+	}
+	addr, prefix := redistest.Addr(t), redistest.Prefix(t)
+	var got []string
+	for _, tz := range []string{"UTC", "Asia/Shanghai", "UTC"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCalendarHost$", "-test.v")
+		cmd.Env = append(os.Environ(), "TZ="+tz, "CALENDAR_HOST_REDIS="+addr, "CALENDAR_HOST_PREFIX="+prefix)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("the host in %s: %v\n%s", tz, err, out)
+		}
+		_, line, ok := strings.Cut(string(out), "decided: ")
+		if !ok {
+			t.Fatalf("the host in %s printed no decision:\n%s", tz, out)
+		}
+		line, _, _ = strings.Cut(line, "\n")
+		if !strings.Contains(line, "local="+tz) {
+			t.Fatalf("the host's process ran in %q; want %s", line, tz)
+		}
+		got = append(got, line)
+	}
+	key := func(s string) string { _, k, _ := strings.Cut(s, " key="); return k }
+	if key(got[0]) != key(got[1]) || key(got[1]) != key(got[2]) {
+		t.Errorf("hosts in UTC and Asia/Shanghai wrote different keys:\n%s", strings.Join(got, "\n"))
+	}
+	for i, want := range []string{"allowed=true", "allowed=true", "allowed=false"} {
+		if !strings.Contains(got[i], want) {
+			t.Errorf("host %d: %s; want %s (one count)", i+1, got[i], want)
+		}
+	}
+}
+
+// TestCalendarHost is one host of TestCalendarHostZoneDoesNotMatter, run in a process of its
+// own by it; alone it does nothing.
+func TestCalendarHost(t *testing.T) {
+	addr := os.Getenv("CALENDAR_HOST_REDIS")
+	if addr == "" {
+		t.Skip("a host of TestCalendarHostZoneDoesNotMatter")
+	}
 	ny := zone(t, "America/New_York")
-	store := e.store(t, ratelimit.WithClock(fakeclock.New(time.Date(2026, 7, 4, 23, 0, 0, 0, ny))))
-	policy := ratelimit.Policy{Name: "daily", Limit: 2, Period: &calendar.Period{Unit: calendar.Day, Zone: ny}}
-	ctx := context.Background()
-	var got []bool
-	for _, host := range []string{"UTC", "Asia/Shanghai", "UTC"} {
-		time.Local = zone(t, host)
-		l, err := ratelimit.New(store, policy)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := l.Allow(ctx, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, d.Allowed)
-	}
-	if got[0] != true || got[1] != true || got[2] != false {
-		t.Errorf("allowed %v across hosts in UTC, Asia/Shanghai, UTC; want [true true false]: one count", got)
-	}
+	prefix := os.Getenv("CALENDAR_HOST_PREFIX")
+	client := redis.NewClient(&redis.Options{Addr: addr})
+	defer client.Close()
+	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix),
+		ratelimit.WithClock(fakeclock.New(time.Date(2026, 7, 4, 23, 0, 0, 0, ny)))) // 03:00 UTC, 11:00 in Shanghai, on July 5
+	l := mustNew(t, store, ratelimit.Policy{Name: "daily", Limit: 2, Period: &calendar.Period{Unit: calendar.Day, Zone: ny}})
+	d := allow(t, l, "k", 1)
+	fmt.Printf("decided: local=%s allowed=%v key=%s\n", time.Local, d.Allowed, ratelimit.StorageKey(prefix, "k", d.Results()[0].Policy, false))
 }
 
 // TestCalendarRates: ParsePolicy reads a calendar period after the "@", and its errors name
