@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit/observe"
-	"github.com/prometheus/client_golang/prometheus"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )

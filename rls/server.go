@@ -550,7 +550,7 @@ func (s *Server) storeFailed(domain string, mode FailMode, err error) {
 		return
 	}
 	s.failures.Add(-n)
-	s.log.Warn("rls: the store could not decide; the fail mode answers",   "fail_mode", mode.String(),
+	s.log.Warn("rls: the store could not decide; the fail mode answers", "fail_mode", mode.String(),
 		"domain", domain, "failures", n, "error", err)
 }
 
