@@ -206,7 +206,7 @@ func serve(ctx context.Context, s *settings, log *slog.Logger, ready func(grpcAd
 	if err != nil {
 		return fmt.Errorf("the configuration is refused:\n%w", err)
 	}
-	storeOpts := []ratelimit.StoreOption{ratelimit.WithPrefix(s.prefix)}
+	storeOpts := []ratelimit.StoreOption{ratelimit.WithPrefix(s.prefix), ratelimit.WithLogger(log)}
 	metrics, err := rls.NewMetrics(rls.WithNearLimitRatio(s.nearRatio))
 	if err != nil {
 		return err
