@@ -117,8 +117,8 @@ func (s *Server) ProbeStore(ctx context.Context) error {
 
 // WatchHealth calls set with [Server.Serving] now and at each change, until ctx ends. While
 // the store is unavailable it probes it every probeEvery ([Server.ProbeStore]), so that a
-// server no client calls (a balancer took it out) sees the store come back. probeEvery must be
-// positive.
+// server no client calls (a balancer took it out) sees the store come back (every 100 ms when
+// probeEvery is not positive).
 func (s *Server) WatchHealth(ctx context.Context, probeEvery time.Duration, set func(serving bool)) {
 	if probeEvery <= 0 {
 		probeEvery = 100 * time.Millisecond
