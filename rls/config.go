@@ -64,6 +64,9 @@ type node struct {
 	path  string // domain.key_value.key..., the reference's full key, for logs and the debug dump
 	limit *rule  // nil: none at this level
 	next  *level // nil: no nested descriptors
+	// valueToMetric and shareThreshold are the descriptor's flags of those names, which only
+	// change the key of the reference's metrics (see statKey).
+	valueToMetric, shareThreshold bool
 }
 
 // rule is the rate_limit of one descriptor.
@@ -328,8 +331,9 @@ func (p *parser) level(n *yaml.Node, parent, domain string) *level {
 		shadow := p.boolean(f["shadow_mode"], "shadow_mode")
 		quota := p.boolean(f["quota_mode"], "quota_mode")
 		detailed := p.boolean(f["detailed_metric"], "detailed_metric")
-		p.boolean(f["value_to_metric"], "value_to_metric")
-		if p.boolean(f["share_threshold"], "share_threshold") && !strings.Contains(value, "*") {
+		nd.valueToMetric = p.boolean(f["value_to_metric"], "value_to_metric")
+		nd.shareThreshold = p.boolean(f["share_threshold"], "share_threshold")
+		if nd.shareThreshold && !strings.Contains(value, "*") {
 			p.errorf(d.Line, "share_threshold can only be used with wildcard values (containing '*'), but found key '%s'", full)
 		}
 		if m := f["metadata"]; !isNull(m) && m.Kind != yaml.MappingNode {

@@ -145,6 +145,9 @@ func (r *Reloader) Reload() (bool, error) {
 		// Mid-swap, a file can be gone for a moment: the next poll reads it again.
 		if r.lastErr == nil || r.lastErr.Error() != err.Error() {
 			r.log.Error("rls: reloading the configuration: the last good one stays in force", "error", err)
+			if r.srv.metrics != nil {
+				r.srv.metrics.configLoaded(false)
+			}
 		}
 		r.lastErr = err
 		return false, err
@@ -164,6 +167,9 @@ func (r *Reloader) Reload() (bool, error) {
 	if err != nil {
 		r.loaded, r.lastErr = false, err
 		r.log.Error("rls: reloading the configuration: refused, the last good one stays in force", "error", err)
+		if r.srv.metrics != nil {
+			r.srv.metrics.configLoaded(false)
+		}
 		return false, err
 	}
 	r.loaded, r.lastErr = true, nil

@@ -35,60 +35,12 @@ const (
 // hung an answer (as the fail mode says) still reaches Envoy before it gives up.
 const DefaultTimeout = 10 * time.Millisecond
 
-// FailMode says what a descriptor's status is when the store cannot decide it (an error, a
-// timeout, an open breaker) and no fallback did ([ratelimit.WithFallback]).
-type FailMode int
-
-const (
-	// FailError answers the whole call with gRPC code Unavailable: Envoy then applies its own
-	// failure_mode_deny (false by default: the request passes).
-	FailError FailMode = iota
-	// FailAllow answers the descriptor OK, with no current limit.
-	FailAllow
-	// FailDeny answers the descriptor OVER_LIMIT.
-	FailDeny
-)
-
-// ParseFailMode reads "error", "allow" or "deny".
-func ParseFailMode(s string) (FailMode, error) {
-	switch strings.ToLower(s) {
-	case "error":
-		return FailError, nil
-	case "allow":
-		return FailAllow, nil
-	case "deny":
-		return FailDeny, nil
-	}
-	return 0, fmt.Errorf("rls: fail mode %q: one of error, allow, deny", s)
-}
-
-func (m FailMode) String() string {
-	switch m {
-	case FailAllow:
-		return "allow"
-	case FailDeny:
-		return "deny"
-	}
-	return "error"
-}
-
 // Option configures a [Server].
 type Option interface{ apply(*Server) error }
 
 type option func(*Server) error
 
 func (o option) apply(s *Server) error { return o(s) }
-
-// WithFailMode sets what a descriptor the store cannot decide gets (FailError by default).
-func WithFailMode(m FailMode) Option {
-	return option(func(s *Server) error {
-		if m < FailError || m > FailDeny {
-			return fmt.Errorf("rls: WithFailMode(%d): use FailError, FailAllow or FailDeny", m)
-		}
-		s.failMode = m
-		return nil
-	})
-}
 
 // WithTimeout bounds the store's part of each call (DefaultTimeout by default). The call's own
 // deadline, Envoy's, ends it first when it is earlier.
@@ -164,7 +116,11 @@ type Server struct {
 
 	store        ratelimit.Store
 	local        bool // the store answers without I/O: no deadline, no goroutines
-	failMode     FailMode
+	failModes    FailModes
+	metrics      *Metrics     // WithMetrics; nil: none
+	health       *StoreHealth // WithStoreHealth; nil: the store is taken to be always available
+	fallback     bool         // WithLocalFallback: the store decides locally while unavailable
+	probe        *ratelimit.Limiter
 	timeout      time.Duration
 	globalShadow bool
 	headers      *[3]string // WithResponseHeaders; nil: none
@@ -236,6 +192,14 @@ func NewServer(store ratelimit.Store, cfg *Config, opts ...Option) (*Server, err
 			return nil, err
 		}
 	}
+	probe, err := newProbe(store)
+	if err != nil {
+		return nil, err
+	}
+	s.probe = probe
+	if s.metrics != nil && !s.metrics.server.CompareAndSwap(nil, s) {
+		return nil, errors.New("rls: NewServer: WithMetrics: these metrics already count another server's calls; give each server its own")
+	}
 	if err := s.SetConfig(cfg); err != nil {
 		return nil, err
 	}
@@ -266,6 +230,9 @@ func (s *Server) SetConfig(cfg *Config) error {
 		c.limiters[r] = l
 	}
 	s.current.Store(c)
+	if s.metrics != nil {
+		s.metrics.configLoaded(true)
+	}
 	return nil
 }
 
@@ -309,6 +276,7 @@ type check struct {
 	replaces  []string
 	hits      uint64
 	key       string
+	statKey   string // the key of the reference's statistics; "" when the server has no metrics
 
 	d   ratelimit.Decision
 	err error
@@ -316,8 +284,21 @@ type check struct {
 
 // ShouldRateLimit implements the RateLimitService: see the package README for its semantics.
 func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	if s.metrics == nil {
+		resp, _, _, err := s.shouldRateLimit(ctx, req)
+		return resp, err
+	}
+	start := time.Now()
+	resp, checks, shadowed, err := s.shouldRateLimit(ctx, req)
+	s.metrics.counted(s.failModes, req.GetDomain(), checks, resp, shadowed, err, time.Since(start))
+	return resp, err
+}
+
+// shouldRateLimit answers a call: the response or the error, the checks made, and whether the
+// global shadow mode answered OK a call over its limit.
+func (s *Server) shouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, []check, bool, error) {
 	if err := validate(req); err != nil {
-		return nil, err
+		return nil, nil, false, err
 	}
 	c := s.current.Load()
 	checks := make([]check, len(req.Descriptors))
@@ -329,7 +310,7 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 			ch.hits = d.HitsAddend.Value // 0 checks without counting
 		}
 		if err := s.resolve(c, req.Domain, d, ch); err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: %v", i, err)
+			return nil, nil, false, status.Errorf(codes.InvalidArgument, "descriptor %d: %v", i, err)
 		}
 		for _, r := range ch.replaces {
 			replaced[r] = true
@@ -341,7 +322,8 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 		}
 	}
 	s.run(ctx, checks)
-	return s.respond(req, checks)
+	resp, shadowed, err := s.respond(req, checks)
+	return resp, checks, shadowed, err
 }
 
 // resolve finds the limit of descriptor d of domain.
@@ -360,6 +342,9 @@ func (s *Server) resolve(c *compiled, domain string, d *rlcommon.RateLimitDescri
 		}
 		ch.limit = &rlsv3.RateLimitResponse_RateLimit{RequestsPerUnit: o.RequestsPerUnit, Unit: unit}
 		ch.key = identity(domain, entries)
+		if s.metrics != nil {
+			ch.statKey = overrideStatKey(domain, entries)
+		}
 		if o.RequestsPerUnit > 0 {
 			l, err := s.overrideLimiter(o.RequestsPerUnit, ch.limit.Unit)
 			if err != nil {
@@ -382,6 +367,9 @@ func (s *Server) resolve(c *compiled, domain string, d *rlcommon.RateLimitDescri
 	ch.shadow, ch.quota = r.shadow, r.quota
 	ch.limiter = c.limiters[r]
 	ch.key = identity(domain, entries)
+	if s.metrics != nil {
+		ch.statKey = c.cfg.statKey(domain, entries, r)
+	}
 	return nil
 }
 
@@ -454,10 +442,12 @@ func allow(ctx context.Context, ch *check) (ratelimit.Decision, error) {
 	return ch.limiter.AllowN(ctx, ch.key, cost)
 }
 
-// respond builds the response of the checks, in the request's order.
-func (s *Server) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.RateLimitResponse, error) {
+// respond builds the response of the checks, in the request's order, and reports whether the
+// global shadow mode answered OK a call over its limit.
+func (s *Server) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.RateLimitResponse, bool, error) {
 	resp := &rlsv3.RateLimitResponse{Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(checks))}
 	failed, quotas, failedQuotas := 0, 0, 0
+	mode := s.failModes.For(req.Domain)
 
 	for i := range checks {
 		ch := &checks[i]
@@ -478,10 +468,10 @@ func (s *Server) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.Ra
 			over = true
 			st.DurationUntilReset = s.untilReset(window)
 		case ch.err != nil:
-			s.storeFailed(req.Domain, ch.err)
-			switch s.failMode {
+			s.storeFailed(req.Domain, mode, ch.err)
+			switch mode {
 			case FailError:
-				return nil, status.Errorf(codes.Unavailable, "rls: the store could not decide: %v", ch.err)
+				return nil, false, status.Errorf(codes.Unavailable, "rls: the store could not decide: %v", ch.err)
 			case FailAllow:
 				st.CurrentLimit = nil
 				continue
@@ -517,10 +507,11 @@ func (s *Server) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.Ra
 		resp.ResponseHeadersToAdd = s.responseHeaders(resp.Statuses, checks)
 	}
 	resp.OverallCode = rlsv3.RateLimitResponse_OK
-	if (failed > 0 || quotas > 0 && quotas == failedQuotas) && !s.globalShadow {
+	over := failed > 0 || quotas > 0 && quotas == failedQuotas
+	if over && !s.globalShadow {
 		resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
-	return resp, nil
+	return resp, over && s.globalShadow, nil
 }
 
 // responseHeaders are the headers of the descriptor closest to its limit: the one with the
@@ -551,7 +542,7 @@ func (s *Server) responseHeaders(statuses []*rlsv3.RateLimitResponse_DescriptorS
 const failLogEvery = 10 * time.Second
 
 // storeFailed logs a store failure, at most once every failLogEvery.
-func (s *Server) storeFailed(domain string, err error) {
+func (s *Server) storeFailed(domain string, mode FailMode, err error) {
 	n := s.failures.Add(1)
 	now := time.Now().UnixNano()
 	last := s.lastFailLog.Load()
@@ -559,7 +550,7 @@ func (s *Server) storeFailed(domain string, err error) {
 		return
 	}
 	s.failures.Add(-n)
-	s.log.Warn("rls: the store could not decide; the fail mode answers", "fail_mode", s.failMode.String(),
+	s.log.Warn("rls: the store could not decide; the fail mode answers", "fail_mode", mode.String(),
 		"domain", domain, "failures", n, "error", err)
 }
 

@@ -15,17 +15,21 @@
 //	                                    none: an in-memory store (one instance only)
 //	-prefix PREFIX       RLS_PREFIX     the prefix of the store's keys (rl:)
 //	-grpc-addr ADDR      GRPC_ADDR      the RLS and the gRPC health service (:8081)
-//	-http-addr ADDR      HTTP_ADDR      GET /healthcheck and GET /rlconfig (:8080)
+//	-http-addr ADDR      HTTP_ADDR      GET /healthcheck, GET /rlconfig and GET /metrics (:8080)
 //	-timeout DURATION    RLS_TIMEOUT    the bound of the store's part of each call (10ms)
-//	-fail-mode MODE      RLS_FAIL_MODE  error, allow or deny: a descriptor the store cannot decide (error)
+//	-fail-mode MODES     RLS_FAIL_MODE  error, allow or deny: a descriptor the store cannot decide (error);
+//	                                    per domain too: allow,edge=deny,internal=error
 //	-fallback SHARE      RLS_FALLBACK   decide locally on SHARE of each limit while Redis is down (0: no)
 //	-shadow-mode         SHADOW_MODE    answer every call OK, counting as usual
 //	-response-headers    LIMIT_RESPONSE_HEADERS_ENABLED  the closest descriptor's limit, remaining
 //	                                    count and reset in headers for Envoy to add (their names:
 //	                                    LIMIT_LIMIT_HEADER, LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER)
 //	-shutdown-grace D    RLS_SHUTDOWN_GRACE  how long calls in flight may finish on SIGTERM (10s)
+//	-near-limit-ratio R  NEAR_LIMIT_RATIO  the share of a limit above which hits count as near_limit (0.8)
 //
-// On SIGTERM or SIGINT the server turns unhealthy (gRPC health NOT_SERVING, /healthcheck 503),
+// The server is unhealthy (gRPC health NOT_SERVING, /healthcheck 503) while Redis is unavailable
+// and a fail mode in force is error, with no -fallback: its calls then fail. On SIGTERM or SIGINT
+// the server turns unhealthy,
 // lets the calls in flight finish within the grace, and exits 0. The exit code is 1 when it
 // cannot start (a configuration refused: each problem with its file and line), 2 on a usage
 // error.
@@ -53,6 +57,9 @@ import (
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/rls"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
@@ -99,8 +106,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 type settings struct {
 	config, redisURL, prefix, grpcAddr, httpAddr string
 	reload, timeout, grace                       time.Duration
-	failMode                                     rls.FailMode
-	fallback                                     float64
+	failModes                                    rls.FailModes
+	fallback, nearRatio                          float64
 	shadow, headers                              bool
 	headerNames                                  [3]string
 	clock                                        ratelimit.Clock // the store's and the server's; nil: the system's (tests set it)
@@ -120,20 +127,21 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	fs := flag.NewFlagSet("ratelimit-rls", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	s := &settings{}
-	var reload, timeout, grace, failMode, fallback, shadow, headers string
+	var reload, timeout, grace, failMode, fallback, shadow, headers, nearRatio string
 	fs.StringVar(&s.config, "config", config, "a YAML file, or a directory of them")
 	fs.StringVar(&reload, "reload", env("RLS_RELOAD", "1s"), "how often the configuration is read again (0: never)")
 	fs.StringVar(&s.redisURL, "redis", getenv("REDIS_URL"), "the Redis URL or host:port (none: an in-memory store)")
 	fs.StringVar(&s.prefix, "prefix", env("RLS_PREFIX", "rl:"), "the prefix of the store's keys")
 	fs.StringVar(&s.grpcAddr, "grpc-addr", env("GRPC_ADDR", ":8081"), "the address of the RLS and gRPC health services")
-	fs.StringVar(&s.httpAddr, "http-addr", env("HTTP_ADDR", ":8080"), "the address of /healthcheck and /rlconfig")
+	fs.StringVar(&s.httpAddr, "http-addr", env("HTTP_ADDR", ":8080"), "the address of /healthcheck, /rlconfig and /metrics")
 	fs.StringVar(&timeout, "timeout", env("RLS_TIMEOUT", rls.DefaultTimeout.String()), "the bound of the store's part of each call")
-	fs.StringVar(&failMode, "fail-mode", env("RLS_FAIL_MODE", "error"), "error, allow or deny: a descriptor the store cannot decide")
+	fs.StringVar(&failMode, "fail-mode", env("RLS_FAIL_MODE", "error"), "error, allow or deny: a descriptor the store cannot decide; then DOMAIN=MODE,... for domains of their own")
 	fs.StringVar(&fallback, "fallback", env("RLS_FALLBACK", "0"), "decide locally on this share of each limit while Redis is down (0: no)")
 	fs.StringVar(&shadow, "shadow-mode", env("SHADOW_MODE", "false"), "answer every call OK, counting as usual")
 	fs.StringVar(&headers, "response-headers", env("LIMIT_RESPONSE_HEADERS_ENABLED", "false"), "add the closest descriptor's limit, remaining count and reset as headers")
 	s.headerNames = [3]string{getenv("LIMIT_LIMIT_HEADER"), getenv("LIMIT_REMAINING_HEADER"), getenv("LIMIT_RESET_HEADER")}
 	fs.StringVar(&grace, "shutdown-grace", env("RLS_SHUTDOWN_GRACE", "10s"), "how long calls in flight may finish on SIGTERM")
+	fs.StringVar(&nearRatio, "near-limit-ratio", env("NEAR_LIMIT_RATIO", "0.8"), "the share of a limit above which hits count as near_limit")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -154,8 +162,11 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 			return nil, fmt.Errorf("%s %q: a duration such as 10ms or 1s, at least %v", d.name, d.text, d.min)
 		}
 	}
-	if s.failMode, err = rls.ParseFailMode(failMode); err != nil {
-		return nil, err
+	if s.failModes, err = rls.ParseFailModes(failMode); err != nil {
+		return nil, fmt.Errorf("-fail-mode: %w", err)
+	}
+	if s.nearRatio, err = strconv.ParseFloat(nearRatio, 64); err != nil || !(s.nearRatio > 0 && s.nearRatio <= 1) {
+		return nil, fmt.Errorf("-near-limit-ratio %q: a share in (0, 1]", nearRatio)
 	}
 	if s.fallback, err = strconv.ParseFloat(fallback, 64); err != nil || s.fallback < 0 || s.fallback > 1 {
 		return nil, fmt.Errorf("-fallback %q: a share in [0, 1]", fallback)
@@ -185,14 +196,22 @@ func redisOptions(u string) (*redis.Options, error) {
 	return o, nil
 }
 
+// healthProbeEvery is how often the server probes a store that is unavailable, so that it sees
+// it back even when no call comes (a balancer took the unhealthy server out).
+const healthProbeEvery = 100 * time.Millisecond
+
 // serve runs the server until ctx ends.
 func serve(ctx context.Context, s *settings, log *slog.Logger, ready func(grpcAddr, httpAddr string)) error {
 	cfg, err := rls.LoadConfig(s.config)
 	if err != nil {
 		return fmt.Errorf("the configuration is refused:\n%w", err)
 	}
-	storeOpts := []ratelimit.StoreOption{ratelimit.WithPrefix(s.prefix)}
-	opts := []rls.Option{rls.WithFailMode(s.failMode), rls.WithTimeout(s.timeout), rls.WithLogger(log)}
+	storeOpts := []ratelimit.StoreOption{ratelimit.WithPrefix(s.prefix), ratelimit.WithLogger(log)}
+	metrics, err := rls.NewMetrics(rls.WithNearLimitRatio(s.nearRatio))
+	if err != nil {
+		return err
+	}
+	opts := []rls.Option{rls.WithFailModes(s.failModes), rls.WithTimeout(s.timeout), rls.WithLogger(log), rls.WithMetrics(metrics)}
 	if s.clock != nil {
 		storeOpts = append(storeOpts, ratelimit.WithClock(s.clock))
 		opts = append(opts, rls.WithClock(s.clock))
@@ -208,12 +227,15 @@ func serve(ctx context.Context, s *settings, log *slog.Logger, ready func(grpcAd
 		}
 		client := redis.NewClient(o)
 		defer client.Close()
-		redisOpts := []ratelimit.RedisOption{ratelimit.WithCallTimeout(s.timeout)}
+		health := rls.NewStoreHealth()
+		opts = append(opts, rls.WithStoreHealth(health))
+		redisOpts := []ratelimit.RedisOption{ratelimit.WithCallTimeout(s.timeout), ratelimit.WithObserver(health.Observer(nil))}
 		for _, o := range storeOpts {
 			redisOpts = append(redisOpts, o)
 		}
 		if s.fallback > 0 {
 			redisOpts = append(redisOpts, ratelimit.WithFallback(s.fallback))
+			opts = append(opts, rls.WithLocalFallback())
 		}
 		rs := ratelimit.NewRedisStore(client, redisOpts...)
 		defer rs.Close()
@@ -243,16 +265,31 @@ func serve(ctx context.Context, s *settings, log *slog.Logger, ready func(grpcAd
 	srv.Register(g)
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(g, hs)
-	hs.SetServingStatus(rlsv3.RateLimitService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
-	var stopping atomic.Bool
+	var stopping, unavailable atomic.Bool
+	setHealth := func(serving bool) {
+		st := healthpb.HealthCheckResponse_SERVING
+		if !serving {
+			st = healthpb.HealthCheckResponse_NOT_SERVING
+		}
+		unavailable.Store(!serving)
+		hs.SetServingStatus("", st)
+		hs.SetServingStatus(rlsv3.RateLimitService_ServiceDesc.ServiceName, st)
+	}
+	setHealth(true)
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(metrics, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthcheck", func(w http.ResponseWriter, _ *http.Request) {
-		if stopping.Load() {
+		switch {
+		case stopping.Load():
 			http.Error(w, "shutting down", http.StatusServiceUnavailable)
-			return
+		case unavailable.Load():
+			http.Error(w, "the store is unavailable and the fail mode is error: calls fail", http.StatusServiceUnavailable)
+		default:
+			_, _ = io.WriteString(w, "OK")
 		}
-		_, _ = io.WriteString(w, "OK")
 	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /rlconfig", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, srv.Config().Dump())
@@ -264,8 +301,23 @@ func serve(ctx context.Context, s *settings, log *slog.Logger, ready func(grpcAd
 	reloader := rls.NewReloader(srv, s.config, log)
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); reloader.Run(reloadCtx, s.reload) }()
+	go func() {
+		defer wg.Done()
+		first := true
+		srv.WatchHealth(reloadCtx, healthProbeEvery, func(serving bool) {
+			setHealth(serving)
+			switch {
+			case first:
+				first = false
+			case serving:
+				log.Info("ratelimit-rls: serving again: the store answers")
+			default:
+				log.Warn("ratelimit-rls: not serving: the store is unavailable and the fail mode is error (gRPC health NOT_SERVING, /healthcheck 503)")
+			}
+		})
+	}()
 	go func() { defer wg.Done(); errs <- g.Serve(grpcLn) }()
 	go func() {
 		defer wg.Done()
@@ -274,7 +326,7 @@ func serve(ctx context.Context, s *settings, log *slog.Logger, ready func(grpcAd
 		}
 	}()
 	log.Info("ratelimit-rls: serving", "grpc", grpcLn.Addr().String(), "http", httpLn.Addr().String(),
-		"config", s.config, "domains", strings.Join(cfg.Domains(), ","), "fail_mode", s.failMode.String(), "timeout", s.timeout)
+		"config", s.config, "domains", strings.Join(cfg.Domains(), ","), "fail_mode", s.failModes.String(), "timeout", s.timeout)
 	if ready != nil {
 		ready(grpcLn.Addr().String(), httpLn.Addr().String())
 	}

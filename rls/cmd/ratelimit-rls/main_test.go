@@ -48,6 +48,7 @@ type running struct {
 	grpcAddr, httpAddr string
 	stop               func() int // ends it as SIGTERM does and returns its exit code
 	log                *syncBuffer
+	clock              *fakeclock.Clock // the store's and the server's
 }
 
 func noEnv(string) string { return "" }
@@ -60,12 +61,13 @@ func start(t *testing.T, env func(string) string, args ...string) *running {
 	code := make(chan int, 1)
 	log := &syncBuffer{}
 	args = append(args, "-grpc-addr", "127.0.0.1:0", "-http-addr", "127.0.0.1:0")
-	e := &embedding{clock: fakeclock.New(fakeclock.T0), ready: func(g, h string) { addrs <- [2]string{g, h} }}
+	clk := fakeclock.New(fakeclock.T0)
+	e := &embedding{clock: clk, ready: func(g, h string) { addrs <- [2]string{g, h} }}
 	go func() { code <- run(ctx, args, env, io.Discard, log, e) }()
 	var r *running
 	select {
 	case a := <-addrs:
-		r = &running{grpcAddr: a[0], httpAddr: a[1], log: log}
+		r = &running{grpcAddr: a[0], httpAddr: a[1], log: log, clock: clk}
 	case c := <-code:
 		cancel()
 		t.Fatalf("the command exited %d before serving:\n%s", c, log)
