@@ -13,6 +13,8 @@ import (
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/a7d3e0dd/ratelimit/algorithms"
 )
 
 // Config is a parsed set of envoyproxy/ratelimit configuration files: one domain a file, its
@@ -79,6 +81,11 @@ type rule struct {
 	quota     bool
 	detailed  bool
 	replaces  []string
+	// algorithm is rate_limit's algorithm (nil: the reference's fixed window, aligned to the
+	// epoch), burst its burst, and also the rule's other windows (see windows.go).
+	algorithm algorithms.Algorithm
+	burst     int64
+	also      []window
 	// policyName names the rule's counts in the store: a digest of the domain and the rule's
 	// path, so that two rules never share a count (see README, "Counters").
 	policyName string
@@ -199,7 +206,7 @@ func (p *parser) fields(n *yaml.Node, what string, allowed ...string) map[string
 // misplaced says where a known field that is in the wrong mapping belongs.
 func misplaced(name string) string {
 	switch name {
-	case "unit", "requests_per_unit", "unlimited", "name", "replaces":
+	case "unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "burst", "also":
 		return " (it belongs in rate_limit)"
 	case "key", "value", "rate_limit", "descriptors", "shadow_mode", "quota_mode", "detailed_metric",
 		"value_to_metric", "share_threshold", "metadata":
@@ -359,7 +366,7 @@ func (p *parser) level(n *yaml.Node, parent, domain string) *level {
 
 // rule parses a rate_limit.
 func (p *parser) rule(n *yaml.Node, path, domain string) *rule {
-	f := p.fields(n, "rate_limit", "unit", "requests_per_unit", "unlimited", "name", "replaces")
+	f := p.fields(n, "rate_limit", "unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "burst", "also")
 	if n.Kind != yaml.MappingNode {
 		return nil
 	}
@@ -410,6 +417,7 @@ func (p *parser) rule(n *yaml.Node, path, domain string) *rule {
 			}
 		}
 	}
+	p.windowsOf(r, f)
 	if len(p.errs) > bad {
 		return nil
 	}
@@ -418,6 +426,10 @@ func (p *parser) rule(n *yaml.Node, path, domain string) *rule {
 	h.Write([]byte{0})
 	h.Write([]byte(path))
 	r.policyName = fmt.Sprintf("rls-%016x", h.Sum64())
+	if err := r.validate(); err != nil {
+		p.errorf(n.Line, "%v", err)
+		return nil
+	}
 	return r
 }
 
@@ -543,8 +555,8 @@ func (c *Config) Dump() string {
 			lines = append(lines, fmt.Sprintf("%s: unlimited", r.path))
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("%s: unit=%s requests_per_unit=%d, shadow_mode: %t, quota_mode: %t",
-			r.path, r.unit, r.perUnit, r.shadow, r.quota))
+		lines = append(lines, fmt.Sprintf("%s: unit=%s requests_per_unit=%d%s, shadow_mode: %t, quota_mode: %t",
+			r.path, r.unit, r.perUnit, r.dumpWindows(), r.shadow, r.quota))
 	}
 	slices.Sort(lines)
 	var b bytes.Buffer

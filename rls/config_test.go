@@ -64,8 +64,8 @@ descriptors:
 		{"unknown field", []string{`domain: d
 descriptors:
   - key: k
-    rate_limit: {unit: second, requests_per_unit: 5, burst: 3}
-`}, []string{`f1.yaml:4: unknown field "burst" in rate_limit`}},
+    rate_limit: {unit: second, requests_per_unit: 5, bucket: 3}
+`}, []string{`f1.yaml:4: unknown field "bucket" in rate_limit`}},
 		{"misplaced field", []string{`domain: d
 descriptors:
   - key: k

@@ -5,6 +5,7 @@ go 1.24
 require (
 	github.com/a7d3e0dd/ratelimit v0.1.0
 	github.com/envoyproxy/go-control-plane/envoy v1.32.4
+	github.com/redis/go-redis/v9 v9.22.0
 	go.yaml.in/yaml/v3 v3.0.4
 	google.golang.org/grpc v1.75.0
 )
@@ -14,7 +15,6 @@ require (
 	github.com/cncf/xds/go v0.0.0-20250501225837-2ac532fd4443 // indirect
 	github.com/envoyproxy/protoc-gen-validate v1.2.1 // indirect
 	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10 // indirect
-	github.com/redis/go-redis/v9 v9.22.0 // indirect
 	go.uber.org/atomic v1.11.0 // indirect
 	golang.org/x/net v0.41.0 // indirect
 	golang.org/x/sys v0.33.0 // indirect
