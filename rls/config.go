@@ -64,6 +64,7 @@ type wildcard struct {
 // node is one descriptor of the file: its limit, if any, and the descriptors nested in it.
 type node struct {
 	path  string // domain.key_value.key..., the reference's full key, for logs and the debug dump
+	share string // share_threshold: the wildcard value that counts for every value it matches
 	limit *rule  // nil: none at this level
 	next  *level // nil: no nested descriptors
 }
@@ -336,8 +337,11 @@ func (p *parser) level(n *yaml.Node, parent, domain string) *level {
 		quota := p.boolean(f["quota_mode"], "quota_mode")
 		detailed := p.boolean(f["detailed_metric"], "detailed_metric")
 		p.boolean(f["value_to_metric"], "value_to_metric")
-		if p.boolean(f["share_threshold"], "share_threshold") && !strings.Contains(value, "*") {
-			p.errorf(d.Line, "share_threshold can only be used with wildcard values (containing '*'), but found key '%s'", full)
+		if p.boolean(f["share_threshold"], "share_threshold") {
+			if !strings.Contains(value, "*") {
+				p.errorf(d.Line, "share_threshold can only be used with wildcard values (containing '*'), but found key '%s'", full)
+			}
+			nd.share = value
 		}
 		if m := f["metadata"]; !isNull(m) && m.Kind != yaml.MappingNode {
 			p.errorf(m.Line, "metadata must be a mapping, not %s", kindName(m))
@@ -465,10 +469,19 @@ func yamlErrorText(err error) string {
 // reached. A descriptor with more entries than the tree is deep, or whose entries leave the
 // tree, has none. It returns nil for an unknown domain.
 func (c *Config) lookup(domain string, entries []entry) *rule {
+	r, _ := c.match(domain, entries)
+	return r
+}
+
+// match is lookup, and returns the entries the rule counts: entries themselves, or, where an
+// entry was matched by a wildcard value with share_threshold, a copy with that wildcard in its
+// value (every value it matches shares one count, as in the reference).
+func (c *Config) match(domain string, entries []entry) (*rule, []entry) {
 	lv := c.domains[domain]
 	if lv == nil {
-		return nil
+		return nil, entries
 	}
+	counted := entries
 	for i, e := range entries {
 		nd := lv.exact[entryKey{e.key, e.value}]
 		if nd == nil {
@@ -478,22 +491,28 @@ func (c *Config) lookup(domain string, entries []entry) *rule {
 					break
 				}
 			}
+			if nd != nil && nd.share != "" {
+				if &counted[0] == &entries[0] {
+					counted = slices.Clone(entries)
+				}
+				counted[i].value = nd.share
+			}
 		}
 		if nd == nil {
 			nd = lv.byKey[e.key]
 		}
 		if nd == nil {
-			return nil
+			return nil, entries
 		}
 		if i == len(entries)-1 {
-			return nd.limit
+			return nd.limit, counted
 		}
 		if nd.next == nil {
-			return nil
+			return nil, entries
 		}
 		lv = nd.next
 	}
-	return nil
+	return nil, entries
 }
 
 // entry is one key and value of a request's descriptor.

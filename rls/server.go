@@ -388,7 +388,7 @@ func (s *Server) resolve(c *compiled, domain string, d *rlcommon.RateLimitDescri
 		}
 		return nil
 	}
-	r := c.cfg.lookup(domain, entries)
+	r, entries := c.cfg.match(domain, entries)
 	if r == nil {
 		return nil
 	}

@@ -205,6 +205,11 @@ var cases = []struct {
 	{"replaces", []*rlsv3.RateLimitRequest{
 		req(0, desc("path", "/api/j1"), desc("tenant", "j1")), req(0, desc("path", "/api/j1")),
 	}},
+	{"share_threshold: one count for every value of the wildcard", []*rlsv3.RateLimitRequest{
+		req(0, desc("team", "m1", "file", "filesA")), req(0, desc("team", "m1", "file", "filesB")),
+		req(0, desc("team", "m1", "file", "files")), req(0, desc("team", "m1", "file", "filesA")),
+		req(0, desc("team", "m2", "file", "filesA")),
+	}},
 	{"a supplied limit", []*rlsv3.RateLimitRequest{
 		req(0, override(2, typev3.RateLimitUnit_HOUR, desc("cookie", "l1"))), req(0, override(2, typev3.RateLimitUnit_HOUR, desc("cookie", "l1"))),
 		req(0, override(5, typev3.RateLimitUnit_HOUR, desc("cookie", "l1"))), req(0, override(0, typev3.RateLimitUnit_DAY, desc("cookie", "l2"))),

@@ -34,6 +34,11 @@ var shared = []struct {
 			req(0, desc("path", "/api/"+v)), req(2, override(6, typev3.RateLimitUnit_HOUR, desc("path", "/api/"+v))),
 		}
 	}},
+	{"share_threshold", func(v string) []*rlsv3.RateLimitRequest {
+		return []*rlsv3.RateLimitRequest{
+			req(0, desc("team", v, "file", "filesA")), req(2, desc("team", v, "file", "filesB")), req(0, desc("team", v, "file", "filesC")),
+		}
+	}},
 	{"several descriptors, nested", func(v string) []*rlsv3.RateLimitRequest {
 		r := req(0, desc("remote_address", v), desc("user", v, "plan", "free"), desc("cookie", v))
 		return []*rlsv3.RateLimitRequest{r, r, r, r}
