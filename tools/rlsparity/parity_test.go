@@ -155,7 +155,9 @@ func req(hitsAddend uint32, ds ...*rlcommon.RateLimitDescriptor) *rlsv3.RateLimi
 // Not in the table, where the servers differ on purpose (rls/README.md, "Where it differs"):
 // a refused request of several hits (the reference counts it, rls does not, so the next,
 // smaller request differs); a supplied limit on a descriptor a rule of the file also limits in
-// the same unit (the reference shares one count, rls keeps them apart); bad input (rls refuses
+// the same unit (the reference shares one count, rls keeps them apart) — both of which rls
+// counts as the reference in the reference's keys, which TestSharedCounts (shared_test.go)
+// shows; bad input (rls refuses
 // it with InvalidArgument, the reference answers or panics); and a configuration rls refuses
 // and the reference accepts (a known field out of place). And quota_mode: this reference (of
 // January 2026) answers a quota descriptor over its limit OK, without a reset, and never
