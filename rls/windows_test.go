@@ -146,3 +146,27 @@ func TestSeveralWindows(t *testing.T) {
 		})
 	}
 }
+
+// TestSetConfigKeepsWindowCounts: a reload that adds a window keeps the first one's count; one
+// that changes its algorithm starts afresh.
+func TestSetConfigKeepsWindowCounts(t *testing.T) {
+	const plain = "domain: k\ndescriptors:\n  - key: a\n    rate_limit: {unit: minute, requests_per_unit: 3}\n"
+	f := newFixture(t, plain)
+	f.call(request("k", desc("a", "1")))
+	f.call(request("k", desc("a", "1")))
+	for _, tc := range []struct{ rateLimit, want string }{
+		{"{unit: minute, requests_per_unit: 3, also: [{unit: hour, requests_per_unit: 10}]}", "OK: OK 0/3/MINUTE 1m0s"},
+		{"{unit: minute, requests_per_unit: 3, algorithm: sliding_window_log}", "OK: OK 2/3/MINUTE 1m0s"},
+	} {
+		cfg, err := ParseConfig(File{Name: "k.yaml", Data: []byte("domain: k\ndescriptors:\n  - key: a\n    rate_limit: " + tc.rateLimit + "\n")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.srv.SetConfig(cfg); err != nil {
+			t.Fatal(err)
+		}
+		if got := summary(f.call(request("k", desc("a", "1")))); got != tc.want {
+			t.Errorf("after a reload to %s: %s, want %s", tc.rateLimit, got, tc.want)
+		}
+	}
+}
