@@ -436,7 +436,8 @@ func escape(b *strings.Builder, s string) {
 }
 
 // run asks the store for every check that needs it: at once when there are several and the
-// store is remote, each bounded by the server's timeout.
+// store is remote, each bounded by the server's timeout; and counts the checks in the
+// reference's keys (WithReferenceKeys) in one pipeline, beside them, under the same bound.
 func (s *Server) run(ctx context.Context, checks []check) {
 	n, refs := 0, 0
 	for i := range checks {
