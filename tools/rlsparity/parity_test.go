@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,7 +23,40 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
-func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := redistest.Main(m)
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// The reference's binary, built once for every test that runs it.
+var (
+	buildOnce sync.Once
+	binDir    string
+	bin       string
+	buildErr  error
+)
+
+// referenceBinary builds envoyproxy/ratelimit's server, the first time it is asked.
+func referenceBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if binDir, buildErr = os.MkdirTemp("", "rlsparity"); buildErr != nil {
+			return
+		}
+		bin = filepath.Join(binDir, "ratelimit")
+		build := exec.Command("go", "build", "-o", bin, "github.com/envoyproxy/ratelimit/src/service_cmd")
+		if out, err := build.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("building the reference: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return bin
+}
 
 // The reference's runtime: RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/config, which both servers read.
 const (
@@ -41,15 +75,11 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// reference builds envoyproxy/ratelimit's server and starts it over redisAddr; it returns its
+// reference starts envoyproxy/ratelimit's server (built once) over redisAddr; it returns its
 // gRPC address.
 func reference(t *testing.T, redisAddr string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ratelimit")
-	build := exec.Command("go", "build", "-o", bin, "github.com/envoyproxy/ratelimit/src/service_cmd")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the reference: %v\n%s", err, out)
-	}
+	bin := referenceBinary(t)
 	root, err := filepath.Abs(runtimeRoot)
 	if err != nil {
 		t.Fatal(err)
