@@ -13,6 +13,8 @@ import (
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/a7d3e0dd/ratelimit/algorithms"
 )
 
 // Config is a parsed set of envoyproxy/ratelimit configuration files: one domain a file, its
@@ -62,6 +64,7 @@ type wildcard struct {
 // node is one descriptor of the file: its limit, if any, and the descriptors nested in it.
 type node struct {
 	path  string // domain.key_value.key..., the reference's full key, for logs and the debug dump
+	share string // share_threshold: the wildcard value that counts for every value it matches
 	limit *rule  // nil: none at this level
 	next  *level // nil: no nested descriptors
 	// valueToMetric and shareThreshold are the descriptor's flags of those names, which only
@@ -82,6 +85,11 @@ type rule struct {
 	quota     bool
 	detailed  bool
 	replaces  []string
+	// algorithm is rate_limit's algorithm (nil: the reference's fixed window, aligned to the
+	// epoch), burst its burst, and also the rule's other windows (see windows.go).
+	algorithm algorithms.Algorithm
+	burst     int64
+	also      []window
 	// policyName names the rule's counts in the store: a digest of the domain and the rule's
 	// path, so that two rules never share a count (see README, "Counters").
 	policyName string
@@ -202,7 +210,7 @@ func (p *parser) fields(n *yaml.Node, what string, allowed ...string) map[string
 // misplaced says where a known field that is in the wrong mapping belongs.
 func misplaced(name string) string {
 	switch name {
-	case "unit", "requests_per_unit", "unlimited", "name", "replaces":
+	case "unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "burst", "also":
 		return " (it belongs in rate_limit)"
 	case "key", "value", "rate_limit", "descriptors", "shadow_mode", "quota_mode", "detailed_metric",
 		"value_to_metric", "share_threshold", "metadata":
@@ -333,8 +341,11 @@ func (p *parser) level(n *yaml.Node, parent, domain string) *level {
 		detailed := p.boolean(f["detailed_metric"], "detailed_metric")
 		nd.valueToMetric = p.boolean(f["value_to_metric"], "value_to_metric")
 		nd.shareThreshold = p.boolean(f["share_threshold"], "share_threshold")
-		if nd.shareThreshold && !strings.Contains(value, "*") {
-			p.errorf(d.Line, "share_threshold can only be used with wildcard values (containing '*'), but found key '%s'", full)
+		if nd.shareThreshold {
+			if !strings.Contains(value, "*") {
+				p.errorf(d.Line, "share_threshold can only be used with wildcard values (containing '*'), but found key '%s'", full)
+			}
+			nd.share = value
 		}
 		if m := f["metadata"]; !isNull(m) && m.Kind != yaml.MappingNode {
 			p.errorf(m.Line, "metadata must be a mapping, not %s", kindName(m))
@@ -363,7 +374,7 @@ func (p *parser) level(n *yaml.Node, parent, domain string) *level {
 
 // rule parses a rate_limit.
 func (p *parser) rule(n *yaml.Node, path, domain string) *rule {
-	f := p.fields(n, "rate_limit", "unit", "requests_per_unit", "unlimited", "name", "replaces")
+	f := p.fields(n, "rate_limit", "unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "burst", "also")
 	if n.Kind != yaml.MappingNode {
 		return nil
 	}
@@ -414,6 +425,7 @@ func (p *parser) rule(n *yaml.Node, path, domain string) *rule {
 			}
 		}
 	}
+	p.windowsOf(r, f)
 	if len(p.errs) > bad {
 		return nil
 	}
@@ -422,6 +434,10 @@ func (p *parser) rule(n *yaml.Node, path, domain string) *rule {
 	h.Write([]byte{0})
 	h.Write([]byte(path))
 	r.policyName = fmt.Sprintf("rls-%016x", h.Sum64())
+	if err := r.validate(); err != nil {
+		p.errorf(n.Line, "%v", err)
+		return nil
+	}
 	return r
 }
 
@@ -457,10 +473,19 @@ func yamlErrorText(err error) string {
 // reached. A descriptor with more entries than the tree is deep, or whose entries leave the
 // tree, has none. It returns nil for an unknown domain.
 func (c *Config) lookup(domain string, entries []entry) *rule {
+	r, _ := c.match(domain, entries)
+	return r
+}
+
+// match is lookup, and returns the entries the rule counts: entries themselves, or, where an
+// entry was matched by a wildcard value with share_threshold, a copy with that wildcard in its
+// value (every value it matches shares one count, as in the reference).
+func (c *Config) match(domain string, entries []entry) (*rule, []entry) {
 	lv := c.domains[domain]
 	if lv == nil {
-		return nil
+		return nil, entries
 	}
+	counted := entries
 	for i, e := range entries {
 		nd := lv.exact[entryKey{e.key, e.value}]
 		if nd == nil {
@@ -470,22 +495,28 @@ func (c *Config) lookup(domain string, entries []entry) *rule {
 					break
 				}
 			}
+			if nd != nil && nd.share != "" {
+				if &counted[0] == &entries[0] {
+					counted = slices.Clone(entries)
+				}
+				counted[i].value = nd.share
+			}
 		}
 		if nd == nil {
 			nd = lv.byKey[e.key]
 		}
 		if nd == nil {
-			return nil
+			return nil, entries
 		}
 		if i == len(entries)-1 {
-			return nd.limit
+			return nd.limit, counted
 		}
 		if nd.next == nil {
-			return nil
+			return nil, entries
 		}
 		lv = nd.next
 	}
-	return nil
+	return nil, entries
 }
 
 // entry is one key and value of a request's descriptor.
@@ -547,8 +578,8 @@ func (c *Config) Dump() string {
 			lines = append(lines, fmt.Sprintf("%s: unlimited", r.path))
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("%s: unit=%s requests_per_unit=%d, shadow_mode: %t, quota_mode: %t",
-			r.path, r.unit, r.perUnit, r.shadow, r.quota))
+		lines = append(lines, fmt.Sprintf("%s: unit=%s requests_per_unit=%d%s, shadow_mode: %t, quota_mode: %t",
+			r.path, r.unit, r.perUnit, r.dumpWindows(), r.shadow, r.quota))
 	}
 	slices.Sort(lines)
 	var b bytes.Buffer

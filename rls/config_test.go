@@ -2,6 +2,7 @@ package rls
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -64,8 +65,8 @@ descriptors:
 		{"unknown field", []string{`domain: d
 descriptors:
   - key: k
-    rate_limit: {unit: second, requests_per_unit: 5, burst: 3}
-`}, []string{`f1.yaml:4: unknown field "burst" in rate_limit`}},
+    rate_limit: {unit: second, requests_per_unit: 5, bucket: 3}
+`}, []string{`f1.yaml:4: unknown field "bucket" in rate_limit`}},
 		{"misplaced field", []string{`domain: d
 descriptors:
   - key: k
@@ -264,6 +265,51 @@ func TestGlobMatch(t *testing.T) {
 	} {
 		if got := globMatch(strings.Split(tc.pattern, "*"), tc.value); got != tc.want {
 			t.Errorf("globMatch(%q, %q) = %v, want %v", tc.pattern, tc.value, got, tc.want)
+		}
+	}
+}
+
+// TestShareThreshold checks that every value a share_threshold wildcard matches counts in
+// one count, the wildcard's, at any level, as in the reference.
+func TestShareThreshold(t *testing.T) {
+	const config = `domain: s
+descriptors:
+  - key: file
+    value: files*
+    share_threshold: true
+    rate_limit: {unit: hour, requests_per_unit: 3}
+  - key: team
+    descriptors:
+      - key: file
+        value: docs*
+        share_threshold: true
+        descriptors:
+          - key: op
+            rate_limit: {unit: hour, requests_per_unit: 2}
+`
+	cfg, err := parse(t, config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, counted := cfg.match("s", []entry{{"team", "t1"}, {"file", "docsA"}, {"op", "read"}})
+	if want := []entry{{"team", "t1"}, {"file", "docs*"}, {"op", "read"}}; !slices.Equal(counted, want) {
+		t.Errorf("the counted entries %v, want %v", counted, want)
+	}
+	f := newFixture(t, config)
+	for i, tc := range []struct {
+		req  *rlsv3.RateLimitRequest
+		want string
+	}{
+		{request("s", desc("file", "filesA")), "OK: OK 2/3/HOUR 1h0m0s"},
+		{request("s", desc("file", "filesB")), "OK: OK 1/3/HOUR 1h0m0s"},
+		{request("s", desc("file", "files")), "OK: OK 0/3/HOUR 1h0m0s"},
+		{request("s", desc("file", "files*")), "OVER_LIMIT: OVER_LIMIT 0/3/HOUR 1h0m0s"}, // the wildcard itself: its count too, as in the reference
+		{request("s", desc("team", "t1", "file", "docsA", "op", "r")), "OK: OK 1/2/HOUR 1h0m0s"},
+		{request("s", desc("team", "t1", "file", "docsB", "op", "r")), "OK: OK 0/2/HOUR 1h0m0s"},
+		{request("s", desc("team", "t2", "file", "docsB", "op", "r")), "OK: OK 1/2/HOUR 1h0m0s"},
+	} {
+		if got := summary(f.call(tc.req)); got != tc.want {
+			t.Errorf("call %d: %s, want %s", i, got, tc.want)
 		}
 	}
 }

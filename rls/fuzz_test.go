@@ -18,6 +18,7 @@ import (
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(semanticsConfig))
 	f.Add([]byte(sampleConfig))
+	f.Add([]byte(windowsConfig))
 	f.Add([]byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n"))
 	f.Add([]byte("domain: [\n"))
 	f.Add([]byte("- a\n- b\n"))
@@ -45,6 +46,7 @@ func FuzzShouldRateLimit(f *testing.F) {
 		request("edge", desc("path", "/api/x"), hits(3, desc("tenant", "t"))),
 		request("edge", desc("user", "u", "plan", "free")),
 		request("edge", limited(2, 2, desc("cookie", "c"))),
+		request("edge", desc("two", "v"), desc("gcra", "g")),
 		request(""),
 	} {
 		b, err := proto.Marshal(r)
@@ -53,12 +55,13 @@ func FuzzShouldRateLimit(f *testing.F) {
 		}
 		f.Add(b)
 	}
-	cfg, err := ParseConfig(File{Name: "test.yaml", Data: []byte(semanticsConfig)})
+	cfg, err := ParseConfig(File{Name: "test.yaml", Data: []byte(bothConfigs)})
 	if err != nil {
 		f.Fatal(err)
 	}
 	clk := fakeclock.New(fakeclock.T0)
-	srv, err := NewServer(ratelimit.NewMemoryStore(ratelimit.WithClock(clk)), cfg, WithClock(clk), WithLogger(quietLogger()))
+	srv, err := NewServer(ratelimit.NewMemoryStore(ratelimit.WithClock(clk)), cfg, WithClock(clk), WithLogger(quietLogger()),
+		WithIETFHeaders(11), WithResponseHeaders("", "", ""))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -123,7 +123,9 @@ type Server struct {
 	probe        *ratelimit.Limiter
 	timeout      time.Duration
 	globalShadow bool
-	headers      *[3]string // WithResponseHeaders; nil: none
+	headers      *[3]string  // WithResponseHeaders; nil: none
+	ietf         int         // WithIETFHeaders: the draft, 10 or 11; 0: none
+	refs         *refCounter // WithReferenceKeys; nil: every count in the store
 	clock        ratelimit.Clock
 	log          *slog.Logger
 
@@ -223,7 +225,7 @@ func (s *Server) SetConfig(cfg *Config) error {
 		if r.unlimited || r.perUnit == 0 {
 			continue
 		}
-		l, err := s.limiter(r.policyName, r.perUnit, r.unit)
+		l, err := s.ruleLimiter(r)
 		if err != nil {
 			return fmt.Errorf("rls: %s:%d: %w", r.file, r.line, err)
 		}
@@ -242,6 +244,15 @@ func (s *Server) limiter(name string, perUnit uint32, unit rlsv3.RateLimitRespon
 		return nil, fmt.Errorf("unknown unit %v", unit)
 	}
 	return ratelimit.New(s.store, ratelimit.Policy{Name: name, Limit: int64(perUnit), Window: w, Algorithm: algorithms.FixedWindow{}})
+}
+
+// ruleLimiter returns the limiter of a rule's windows: one store call checks them all.
+func (s *Server) ruleLimiter(r *rule) (*ratelimit.Limiter, error) {
+	ps, err := policiesOf(r.policyName, r.windows())
+	if err != nil {
+		return nil, err
+	}
+	return ratelimit.New(s.store, ps...)
 }
 
 // overrideLimiter returns the limiter of a request-supplied limit.
@@ -276,7 +287,11 @@ type check struct {
 	replaces  []string
 	hits      uint64
 	key       string
-	statKey   string // the key of the reference's statistics; "" when the server has no metrics
+	statKey   string   // the key of the reference's statistics; "" when the server has no metrics
+	windows   []window // the rule's, when it has several or an algorithm (windows.go); nil: limit's alone
+	ref       bool     // counted on the reference's keys (WithReferenceKeys), not by limiter
+	refKey    string   // that key without its window's start
+	rulePath  string   // the rule's path in the file; "": a request-supplied limit
 
 	d   ratelimit.Decision
 	err error
@@ -345,6 +360,10 @@ func (s *Server) resolve(c *compiled, domain string, d *rlcommon.RateLimitDescri
 		if s.metrics != nil {
 			ch.statKey = overrideStatKey(domain, entries)
 		}
+		if s.refs != nil {
+			s.refs.resolve(ch, domain, entries)
+			return nil
+		}
 		if o.RequestsPerUnit > 0 {
 			l, err := s.overrideLimiter(o.RequestsPerUnit, ch.limit.Unit)
 			if err != nil {
@@ -354,11 +373,11 @@ func (s *Server) resolve(c *compiled, domain string, d *rlcommon.RateLimitDescri
 		}
 		return nil
 	}
-	r := c.cfg.lookup(domain, entries)
+	r, entries := c.cfg.match(domain, entries)
 	if r == nil {
 		return nil
 	}
-	ch.name, ch.replaces = r.name, r.replaces
+	ch.name, ch.replaces, ch.rulePath = r.name, r.replaces, r.path
 	if r.unlimited {
 		ch.unlimited = true
 		return nil
@@ -369,6 +388,11 @@ func (s *Server) resolve(c *compiled, domain string, d *rlcommon.RateLimitDescri
 	ch.key = identity(domain, entries)
 	if s.metrics != nil {
 		ch.statKey = c.cfg.statKey(domain, entries, r)
+	}
+	if !r.plain() {
+		ch.windows = r.windows()
+	} else if s.refs != nil {
+		s.refs.resolve(ch, domain, entries)
 	}
 	return nil
 }
@@ -400,25 +424,38 @@ func escape(b *strings.Builder, s string) {
 }
 
 // run asks the store for every check that needs it: at once when there are several and the
-// store is remote, each bounded by the server's timeout.
+// store is remote, each bounded by the server's timeout; and counts the checks in the
+// reference's keys (WithReferenceKeys) in one pipeline, beside them, under the same bound.
 func (s *Server) run(ctx context.Context, checks []check) {
-	n := 0
+	n, refs := 0, 0
 	for i := range checks {
-		if checks[i].limiter != nil {
+		switch {
+		case checks[i].ref:
+			refs++
+		case checks[i].limiter != nil:
 			n++
 		}
 	}
-	if n == 0 {
+	if n == 0 && refs == 0 {
 		return
 	}
-	if !s.local {
+	if !s.local || refs > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.timeout)
 		defer cancel()
 	}
+	if refs > 0 { // one pipeline for them all, beside the store's checks
+		if n == 0 {
+			s.refs.run(ctx, checks, s.clock.Now())
+			return
+		}
+		done := make(chan struct{})
+		go func() { defer close(done); s.refs.run(ctx, checks, s.clock.Now()) }()
+		defer func() { <-done }()
+	}
 	if n == 1 || s.local {
 		for i := range checks {
-			if ch := &checks[i]; ch.limiter != nil {
+			if ch := &checks[i]; ch.limiter != nil && !ch.ref {
 				ch.d, ch.err = allow(ctx, ch)
 			}
 		}
@@ -426,7 +463,7 @@ func (s *Server) run(ctx context.Context, checks []check) {
 	}
 	var wg sync.WaitGroup
 	for i := range checks {
-		if ch := &checks[i]; ch.limiter != nil {
+		if ch := &checks[i]; ch.limiter != nil && !ch.ref {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -460,11 +497,15 @@ func (s *Server) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.Ra
 		case ch.limit == nil:
 			continue // no limit: OK, nothing else
 		}
+		if ch.windows != nil && ch.err == nil {
+			w := ch.windows[bindingWindow(&ch.d)] // the window closest to its limit
+			ch.limit = &rlsv3.RateLimitResponse_RateLimit{Name: ch.limit.Name, RequestsPerUnit: w.perUnit, Unit: w.unit}
+		}
 		st.CurrentLimit = ch.limit
 		window, _ := unitWindow(ch.limit.Unit)
 		over := false
 		switch {
-		case ch.limiter == nil: // a limit of 0 requests: nothing is ever admitted
+		case ch.limiter == nil && !ch.ref: // a limit of 0 requests: nothing is ever admitted
 			over = true
 			st.DurationUntilReset = s.untilReset(window)
 		case ch.err != nil:
@@ -506,6 +547,9 @@ func (s *Server) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.Ra
 	if s.headers != nil {
 		resp.ResponseHeadersToAdd = s.responseHeaders(resp.Statuses, checks)
 	}
+	if s.ietf != 0 {
+		resp.ResponseHeadersToAdd = append(resp.ResponseHeadersToAdd, s.ietfHeaders(resp.Statuses, checks)...)
+	}
 	resp.OverallCode = rlsv3.RateLimitResponse_OK
 	over := failed > 0 || quotas > 0 && quotas == failedQuotas
 	if over && !s.globalShadow {
@@ -518,19 +562,11 @@ func (s *Server) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.Ra
 // least remaining, in order, or the last one over its limit (quota mode aside), as
 // envoyproxy/ratelimit chooses it; none when no descriptor has a limit.
 func (s *Server) responseHeaders(statuses []*rlsv3.RateLimitResponse_DescriptorStatus, checks []check) []*core.HeaderValue {
-	var closest *rlsv3.RateLimitResponse_DescriptorStatus
-	least := uint32(math.MaxUint32)
-	for i, st := range statuses {
-		if st.CurrentLimit != nil && st.LimitRemaining < least {
-			closest, least = st, st.LimitRemaining
-		}
-		if st.Code == rlsv3.RateLimitResponse_OVER_LIMIT && !checks[i].quota {
-			closest, least = st, 0
-		}
-	}
-	if closest == nil {
+	i := closestStatus(statuses, checks, false)
+	if i < 0 {
 		return nil
 	}
+	closest := statuses[i]
 	return []*core.HeaderValue{
 		{Key: s.headers[0], Value: strconv.FormatUint(uint64(closest.CurrentLimit.RequestsPerUnit), 10)},
 		{Key: s.headers[1], Value: strconv.FormatUint(uint64(closest.LimitRemaining), 10)},

@@ -110,6 +110,8 @@ type settings struct {
 	fallback, nearRatio                          float64
 	shadow, headers                              bool
 	headerNames                                  [3]string
+	keyCompat, cacheKeyPrefix                    string          // -key-compat, -cache-key-prefix
+	ietf                                         int             // -ietf-headers
 	clock                                        ratelimit.Clock // the store's and the server's; nil: the system's (tests set it)
 }
 
@@ -142,7 +144,14 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	s.headerNames = [3]string{getenv("LIMIT_LIMIT_HEADER"), getenv("LIMIT_REMAINING_HEADER"), getenv("LIMIT_RESET_HEADER")}
 	fs.StringVar(&grace, "shutdown-grace", env("RLS_SHUTDOWN_GRACE", "10s"), "how long calls in flight may finish on SIGTERM")
 	fs.StringVar(&nearRatio, "near-limit-ratio", env("NEAR_LIMIT_RATIO", "0.8"), "the share of a limit above which hits count as near_limit")
+	var ietf string
+	fs.StringVar(&s.keyCompat, "key-compat", env("RLS_KEY_COMPAT", "none"), "reference: count fixed windows in envoyproxy/ratelimit's Redis keys, shared with it")
+	fs.StringVar(&s.cacheKeyPrefix, "cache-key-prefix", getenv("CACHE_KEY_PREFIX"), "the prefix of the reference's keys (-key-compat reference)")
+	fs.StringVar(&ietf, "ietf-headers", env("RLS_IETF_HEADERS", "0"), "add the IETF RateLimit-Policy and RateLimit fields of draft 11 or 10 (0: none)")
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := s.parseCompat(ietf); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -237,6 +246,9 @@ func serve(ctx context.Context, s *settings, log *slog.Logger, ready func(grpcAd
 			redisOpts = append(redisOpts, ratelimit.WithFallback(s.fallback))
 			opts = append(opts, rls.WithLocalFallback())
 		}
+		if s.keyCompat == "reference" {
+			opts = append(opts, rls.WithReferenceKeys(client, s.cacheKeyPrefix))
+		}
 		rs := ratelimit.NewRedisStore(client, redisOpts...)
 		defer rs.Close()
 		store = rs
@@ -246,6 +258,9 @@ func serve(ctx context.Context, s *settings, log *slog.Logger, ready func(grpcAd
 	}
 	if s.headers {
 		opts = append(opts, rls.WithResponseHeaders(s.headerNames[0], s.headerNames[1], s.headerNames[2]))
+	}
+	if s.ietf != 0 {
+		opts = append(opts, rls.WithIETFHeaders(s.ietf))
 	}
 	srv, err := rls.NewServer(store, cfg, opts...)
 	if err != nil {
