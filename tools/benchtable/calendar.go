@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/calendar"
+)
+
+// The subjects of issue 36's target, "a calendar policy costs no more Redis time than a fixed
+// window of the same count + 15 %": one policy of 1000 a day in UTC (counted by FixedWindow's
+// calendar model), and its floor, a fixed window of 1000 per 24 h. Both are one key per
+// identity, read and written once per check; what the calendar adds is the period's start and
+// length in the call's arguments and its name in the key.
+var (
+	calendarDay = []ratelimit.Policy{{Limit: 1000, Period: &calendar.Period{Unit: calendar.Day, Zone: time.UTC}}}
+	fixedDay    = []ratelimit.Policy{{Limit: 1000, Window: 24 * time.Hour, Algorithm: algorithms.FixedWindow{}}}
+)
+
+// calendarTable is the table of issue 36's target, written to a section of its own in the
+// results file ("calendar"), so that `-only calendar` can take it again without the rest.
+var calendarTable = []section{
+	{"36 a calendar policy beside a fixed window of the same count: Redis server time per check (INFO commandstats: usec / checks)", []row{
+		{"FixedWindow check, 1 policy of 1000 per 24 h, calls from one goroutine (floor)", "srv.fw1", "µs", "", nil},
+		{"calendar check, 1 policy of 1000/day@UTC, calls from one goroutine", "srv.cal1", "µs", "srv.fw1", ratioAtMost(1.15)},
+		{"FixedWindow check, 1 policy of 1000 per 24 h, calls from 64 goroutines (floor)", "srv64.fw1", "µs", "", nil},
+		{"calendar check, 1 policy of 1000/day@UTC, calls from 64 goroutines", "srv64.cal1", "µs", "srv64.fw1", ratioAtMost(1.15)},
+	}},
+	{"36 the same two checks: what else they cost", []row{
+		{"FixedWindow check: p50 latency, one goroutine (floor)", "lat.fw1", "µs", "", nil},
+		{"calendar check: p50 latency, one goroutine", "lat.cal1", "µs", "lat.fw1", nil},
+		{"FixedWindow check: throughput, 64 goroutines (floor)", "tput.fw1", "/s", "", nil},
+		{"calendar check: throughput, 64 goroutines", "tput.cal1", "/s", "tput.fw1", nil},
+		{"FixedWindow check: client allocations per call (floor)", "allocs.fw1", "allocs", "", nil},
+		{"calendar check: client allocations per call", "allocs.cal1", "allocs", "allocs.fw1", nil},
+	}},
+}
+
+// calendarFigures takes the figures of calendarTable: the fixed window, then the calendar
+// policy, each over limiters of its own with keys of the round's.
+func (e *env) calendarFigures(ctx context.Context, r int, f figures) error {
+	prefix := fmt.Sprintf("bt%d:", r)
+	fixed, err := limiter(e.client, prefix+"fw:", fixedDay)
+	if err != nil {
+		return err
+	}
+	daily, err := limiter(e.client, prefix+"cal:", calendarDay)
+	if err != nil {
+		return err
+	}
+	for _, s := range []subject{
+		{"fw1", "fcall", check(fixed)},
+		{"cal1", "fcall", check(daily)},
+	} {
+		if err := e.measure(ctx, s, f); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	return nil
+}
