@@ -8,12 +8,14 @@ import (
 	"github.com/a7d3e0dd/ratelimit/cmd/ratelimit/internal/simulate"
 )
 
-// simulateCmd runs every scenario through every algorithm over the memory store, writes one SVG
-// chart per scenario into -out, and prints the figures of each run.
+// simulateCmd runs every scenario through every algorithm, and every calendar scenario through
+// its calendar policy, over the memory store, writes one SVG chart per scenario into -out, and
+// prints the figures of each run.
 func simulateCmd(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("simulate", "[-out dir]", `Drives every algorithm with the same traffic (a steady stream, a burst across a window
-boundary, a sustained 3× overload) through the memory store on a fake clock, writes one
-SVG chart per scenario, and prints what each algorithm admitted.
+boundary, a sustained 3× overload) through the memory store on a fake clock, and two
+calendar quotas (a day across a clock change, a billing month anchored on the 31st), writes
+one SVG chart per scenario, and prints what each admitted.
 `, stdout, stderr)
 	out := fs.String("out", "docs/pictures", "the directory to write the SVG charts into")
 	if _, code, ok := fs.parse(args, "", 0, 0); !ok {

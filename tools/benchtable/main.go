@@ -5,10 +5,13 @@
 //
 //	make bench                                   # go run ./tools/benchtable -out docs/results.md
 //	go run ./tools/benchtable -rounds 5 -d 2s -v
+//	go run ./tools/benchtable -only calendar -out docs/results.md   # issue 36's target alone
 //
 // With -out it also writes its section of the results file, docs/results.md under make bench
 // (loadgen.WriteSection): the date, the machine, Go, Redis and go-redis, the load, and every
-// figure with its key, floor and ratio.
+// figure with its key, floor and ratio. Issue 36's target (a calendar policy beside a fixed
+// window of the same count, calendar.go) has a section of its own there, "calendar", which
+// every run writes and `-only calendar` writes alone, measuring nothing else.
 // The documents take their measured figures from that file, and a test of the root module
 // (TestDocFiguresAreInResults) fails when one they mark is not in it.
 //
@@ -46,7 +49,11 @@ type settings struct {
 	verbose    bool          // also print where Redis spends its time per check
 	out        string        // the results file to write, "" for none
 	note       string        // what the results file says of the machine's load
+	only       string        // "" for every figure, onlyCalendar for calendarTable's alone
 }
+
+// onlyCalendar is the value of -only that takes issue 36's figures alone (calendarTable).
+const onlyCalendar = "calendar"
 
 func main() {
 	// testing.Benchmark reads the test.* flags of flag.CommandLine; they stay out of -h.
@@ -65,7 +72,12 @@ func main() {
 	fs.BoolVar(&s.verbose, "v", false, "also print the Redis commands of one check and their time")
 	fs.StringVar(&s.out, "out", "", "also write the results file (Markdown) here, e.g. docs/results.md")
 	fs.StringVar(&s.note, "note", "", "what the results file says of the machine's load, beside its load average")
+	fs.StringVar(&s.only, "only", "", `"calendar": take and write only issue 36's figures (a calendar policy beside a fixed window)`)
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
+	if s.only != "" && s.only != onlyCalendar {
+		fmt.Fprintf(os.Stderr, "benchtable: -only %q: want %q (or nothing, for every figure)\n", s.only, onlyCalendar)
+		os.Exit(2)
+	}
 	if s.rounds < 1 || s.keys < 1 || s.goroutines < 1 || s.identities < 1 {
 		fmt.Fprintln(os.Stderr, "benchtable: -rounds, -keys, -goroutines and -identities must be at least 1")
 		os.Exit(2)
@@ -96,10 +108,12 @@ func run(s settings) error {
 	}
 	defer e.close()
 
-	fmt.Fprintf(os.Stderr, "benchtable: used_memory per identity (%d identities)\n", s.identities)
-	mem, err := memoryFigures(ctx, e)
-	if err != nil {
-		return err
+	mem := figures{}
+	if s.only == "" {
+		fmt.Fprintf(os.Stderr, "benchtable: used_memory per identity (%d identities)\n", s.identities)
+		if mem, err = memoryFigures(ctx, e); err != nil {
+			return err
+		}
 	}
 	var rounds []figures
 	for r := range s.rounds {
@@ -115,11 +129,15 @@ func run(s settings) error {
 		med[k] = v
 	}
 
+	what := "" // of the run
+	if s.only != "" {
+		what = fmt.Sprintf("-only %s: these figures alone; ", s.only)
+	}
 	info := loadgen.Run{
 		When:    start,
 		Machine: machine(ctx, e),
-		How: fmt.Sprintf("medians of %d rounds; Redis on loopback; %d goroutines over %d identities; run took %s",
-			s.rounds, s.goroutines, s.keys, time.Since(start).Round(time.Second)),
+		How: fmt.Sprintf("%smedians of %d rounds; Redis on loopback; %d goroutines over %d identities; run took %s",
+			what, s.rounds, s.goroutines, s.keys, time.Since(start).Round(time.Second)),
 		Load: fmt.Sprintf("1-minute load average %s at the start, %s at the end", loadStart, loadgen.LoadAverage()),
 	}
 	if s.note != "" {
@@ -127,9 +145,18 @@ func run(s settings) error {
 	}
 	fmt.Println(info.Machine)
 	fmt.Printf("%s\n%s\n\n", info.How, info.Load)
-	printTable(os.Stdout, med)
+	if s.only == "" {
+		printTable(os.Stdout, table, med)
+		fmt.Println()
+	}
+	printTable(os.Stdout, calendarTable, med)
 	if s.out != "" {
-		if err := writeResults(s.out, info, med); err != nil {
+		if s.only == "" {
+			if err := writeResults(s.out, info, med); err != nil {
+				return err
+			}
+		}
+		if err := writeCalendarResults(s.out, info, med); err != nil {
 			return err
 		}
 		fmt.Fprintln(os.Stderr, "benchtable: wrote", s.out)

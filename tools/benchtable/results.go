@@ -13,8 +13,24 @@ import (
 // figures from this file (TestDocFiguresAreInResults in the root module), so a figure cannot
 // be in a document that no run produced.
 func writeResults(path string, run loadgen.Run, f figures) error {
+	body := markdown(table, f)
+	if note := failedOpenNote(f); note != "" {
+		body += note + "\n\n"
+	}
+	return loadgen.WriteSection(path, "bench", "make bench (tools/benchtable)", run, body)
+}
+
+// writeCalendarResults writes the section of issue 36's target (calendarTable) to the
+// results file at path, apart from the rest, so that `-only calendar` replaces it alone.
+func writeCalendarResults(path string, run loadgen.Run, f figures) error {
+	return loadgen.WriteSection(path, "calendar", "make bench (tools/benchtable): a calendar policy beside a fixed window (issue 36)",
+		run, markdown(calendarTable, f))
+}
+
+// markdown is the sections t of the table of the figures f as Markdown tables.
+func markdown(t []section, f figures) string {
 	var b strings.Builder
-	for _, s := range table {
+	for _, s := range t {
 		fmt.Fprintf(&b, "### %s\n\n| figure | key | measured | floor | ratio | target | result |\n|---|---|---|---|---|---|---|\n", s.heading)
 		for _, r := range s.rows {
 			c := cellsOf(r, f)
@@ -22,8 +38,5 @@ func writeResults(path string, run loadgen.Run, f figures) error {
 		}
 		b.WriteString("\n")
 	}
-	if note := failedOpenNote(f); note != "" {
-		fmt.Fprintf(&b, "%s\n\n", note)
-	}
-	return loadgen.WriteSection(path, "bench", "make bench (tools/benchtable)", run, b.String())
+	return b.String()
 }

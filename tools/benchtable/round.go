@@ -25,9 +25,16 @@ type subject struct {
 	call    caller
 }
 
-// round takes every timed figure once, each floor right before what it is the floor of.
+// round takes every timed figure once, each floor right before what it is the floor of; with
+// -only calendar, those of calendarTable alone.
 func (e *env) round(ctx context.Context, r int) (figures, error) {
 	f := figures{}
+	if err := e.calendarFigures(ctx, r, f); err != nil {
+		return nil, fmt.Errorf("calendar: %w", err)
+	}
+	if e.s.only == onlyCalendar {
+		return f, nil
+	}
 	if err := e.redisFigures(ctx, r, f); err != nil {
 		return nil, err
 	}

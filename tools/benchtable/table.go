@@ -236,10 +236,10 @@ func cellsOf(r row, f figures) cells {
 	return c
 }
 
-// printTable prints the table of the figures f.
-func printTable(out io.Writer, f figures) {
+// printTable prints the sections t of the table of the figures f.
+func printTable(out io.Writer, t []section, f figures) {
 	width := 0
-	for _, s := range table {
+	for _, s := range t {
 		for _, r := range s.rows {
 			width = max(width, utf8.RuneCountInString(r.label))
 		}
@@ -249,7 +249,7 @@ func printTable(out io.Writer, f figures) {
 		fmt.Fprintf(out, "   %s%s %11s %11s %7s %10s  %s\n", label, pad, c.measured, c.floor, c.ratio, c.target, c.result)
 	}
 	line("", cells{"measured", "floor", "ratio", "target", "result"})
-	for _, s := range table {
+	for _, s := range t {
 		fmt.Fprintln(out, s.heading)
 		for _, r := range s.rows {
 			line(r.label, cellsOf(r, f))
@@ -296,7 +296,7 @@ func format(v float64, unit string) string {
 // call and their time, from the INFO commandstats of the last round.
 func printBreakdown(out io.Writer, stats map[string]commandStats) {
 	fmt.Fprintln(out, "Redis time per call from one goroutine, last round (INFO commandstats): the call, and the commands it ran")
-	for _, name := range []string{"evalsha", "gcra1", "gcra3"} {
+	for _, name := range []string{"evalsha", "gcra1", "gcra3", "fw1", "cal1"} {
 		s := stats[name]
 		call := "fcall"
 		if s[call].Calls == 0 {

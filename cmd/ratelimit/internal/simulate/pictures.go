@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -15,12 +17,15 @@ type Picture struct {
 	File string
 	// SVG is the document.
 	SVG []byte
-	// Traces are the runs it draws.
+	// Traces are the runs it draws: one per algorithm, for the pictures of the algorithms.
 	Traces []Trace
+	// Calendar is the run a calendar picture draws, nil for the others.
+	Calendar *CalendarTrace
 }
 
 // Pictures runs every scenario through every algorithm over stores from newStore and draws
-// one chart per scenario, in the order of [Scenarios].
+// one chart per scenario, in the order of [Scenarios], then every calendar scenario through
+// its policy, in the order of [CalendarScenarios].
 func Pictures(ctx context.Context, newStore NewStore) ([]Picture, error) {
 	var pics []Picture
 	for _, sc := range Scenarios() {
@@ -29,6 +34,17 @@ func Pictures(ctx context.Context, newStore NewStore) ([]Picture, error) {
 			return nil, err
 		}
 		pics = append(pics, Picture{File: sc.Name + ".svg", SVG: Chart(sc, traces), Traces: traces})
+	}
+	cal, err := CalendarScenarios()
+	if err != nil {
+		return nil, err
+	}
+	for _, sc := range cal {
+		tr, err := RunCalendar(ctx, sc, newStore)
+		if err != nil {
+			return nil, err
+		}
+		pics = append(pics, Picture{File: sc.Name + ".svg", SVG: CalendarChart(sc, tr), Calendar: &tr})
 	}
 	return pics, nil
 }
@@ -48,7 +64,8 @@ func Write(dir string, pics []Picture) error {
 
 // Summary writes the figures of every picture as a table: per scenario and algorithm, the
 // requests admitted and refused, and the most admitted (and, when shaping, released) in any
-// Window.
+// Window; then, for each calendar picture, the requests admitted and refused and how many
+// were admitted in each period.
 func Summary(w io.Writer, pics []Picture) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "picture\talgorithm\tadmitted\trefused\tmost admitted in any %s\tmost released in any %[1]s\n", duration(Window))
@@ -57,6 +74,25 @@ func Summary(w io.Writer, pics []Picture) error {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\n", p.File, GoName(tr.Algorithm), tr.Admitted(), tr.Refused(),
 				MostWithin(tr.AdmittedAt(), Window), MostWithin(tr.ReleasedAt(), Window))
 		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	first := true
+	for _, p := range pics {
+		if p.Calendar == nil {
+			continue
+		}
+		if first {
+			fmt.Fprintf(tw, "\npicture\tadmitted\trefused\tadmitted in each period\n")
+			first = false
+		}
+		var per []string
+		for _, n := range p.Calendar.AdmittedIn() {
+			per = append(per, strconv.Itoa(n))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", p.File, p.Calendar.Admitted(), p.Calendar.Refused(), strings.Join(per, ", "))
 	}
 	return tw.Flush()
 }

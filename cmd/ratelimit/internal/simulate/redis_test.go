@@ -57,3 +57,44 @@ func TestRedisDrawsTheSamePictures(t *testing.T) {
 		})
 	}
 }
+
+// TestRedisDrawsTheSameCalendarPictures runs every calendar scenario through the Redis store
+// on the same fake clock: the same decisions, states and pictures as the memory store's.
+func TestRedisDrawsTheSameCalendarPictures(t *testing.T) {
+	client := redistest.Standalone(t)
+	scenarios, err := simulate.CalendarScenarios()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range scenarios {
+		t.Run(sc.Name, func(t *testing.T) {
+			onRedis := func(clock ratelimit.Clock) ratelimit.Store {
+				return ratelimit.NewRedisStore(client, ratelimit.WithClock(clock), ratelimit.WithPrefix(redistest.Prefix(t)))
+			}
+			mem, err := simulate.RunCalendar(context.Background(), sc, simulate.Memory)
+			if err != nil {
+				t.Fatal(err)
+			}
+			red, err := simulate.RunCalendar(context.Background(), sc, onRedis)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := range min(len(mem.Requests), len(red.Requests)) {
+				if m, r := mem.Requests[k], red.Requests[k]; m != r {
+					t.Fatalf("request %d: memory %+v, Redis %+v", k, m, r)
+				}
+			}
+			for k := range min(len(mem.Samples), len(red.Samples)) {
+				if m, r := mem.Samples[k], red.Samples[k]; m != r {
+					t.Fatalf("state at %v: memory Remaining %d, Redis %d", m.At, m.Remaining, r.Remaining)
+				}
+			}
+			if !reflect.DeepEqual(mem, red) {
+				t.Fatal("the traces differ")
+			}
+			if !bytes.Equal(simulate.CalendarChart(sc, mem), simulate.CalendarChart(sc, red)) {
+				t.Error("the pictures differ")
+			}
+		})
+	}
+}

@@ -4,7 +4,8 @@
 //
 // Every figure a picture shows comes from the limiter: admitted and refused from the
 // decisions, the state from a cost-0 check at each sample time, the release times of the
-// shaping bucket from each decision's Delay. Nothing is modelled here.
+// shaping bucket from each decision's Delay. Nothing is modelled here. The calendar pictures
+// (calendar.go) drive one calendar policy the same way, and take its periods from its Period.
 package simulate
 
 import (

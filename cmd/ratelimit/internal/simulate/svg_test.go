@@ -3,6 +3,7 @@ package simulate
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/a7d3e0dd/ratelimit/algorithms"
@@ -64,6 +65,31 @@ func TestHeadingsFit(t *testing.T) {
 			}
 			if w > plotW {
 				t.Errorf("%s, %s: the heading takes %.0f px of %.0f", sc.Name, GoName(tr.Algorithm), w, plotW)
+			}
+		}
+	}
+}
+
+// TestCalendarLabelsFit: in every calendar picture each period's name, estimated on the wide
+// side, fits within its bracket.
+func TestCalendarLabelsFit(t *testing.T) {
+	scenarios, err := CalendarScenarios()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range scenarios {
+		tr, err := RunCalendar(context.Background(), sc, Memory)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c canvas
+		ch := calChart{c: &c, sc: sc, tr: tr}
+		for i, p := range tr.Periods {
+			s := ch.clip(p)
+			name, standsOut := sc.Period(sc.From.Add(p.Start), sc.From.Add(p.End))
+			w := textWidth(fmt.Sprintf("%s · admitted %d", name, tr.AdmittedIn()[i]), 12, standsOut)
+			if room := ch.x(s.End) - ch.x(s.Start) - 4; w > room {
+				t.Errorf("%s, period %d: its name takes %.0f px of %.0f", sc.Name, i, w, room)
 			}
 		}
 	}
