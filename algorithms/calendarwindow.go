@@ -42,22 +42,7 @@ func (calendarWindow) Check(p *algo.Params, s *algo.State, now, cost int64, r *a
 	if !s.Init || s.A != p.Start {
 		*s = algo.State{Init: true, A: p.Start}
 	}
-	end := toEnd(p, now)
-	r.Next = end
-	r.Allowed = cost == 0 || s.B+cost <= p.Limit // cost 0 reads, even over a lowered limit
-	used := s.B
-	switch {
-	case r.Allowed:
-		used += cost
-	case cost > p.Limit:
-		r.RetryAfter = algo.Never
-	default:
-		r.RetryAfter = end
-	}
-	r.Remaining = max(p.Limit-used, 0)
-	if used > 0 {
-		r.ResetAfter = end
-	}
+	countUntil(p.Limit, s.B, cost, toEnd(p, now), r)
 }
 
 func (calendarWindow) Charge(p *algo.Params, s *algo.State, now, cost int64) int64 {

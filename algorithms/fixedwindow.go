@@ -39,20 +39,24 @@ func (fixedWindow) Check(p *algo.Params, s *algo.State, now, cost int64, r *algo
 	if !s.Init || s.A != k {
 		*s = algo.State{Init: true, A: k}
 	}
-	end := (k+1)*p.Window - now
-	// Whatever the window has left is all it admits until it ends.
+	countUntil(p.Limit, s.B, cost, (k+1)*p.Window-now, r)
+}
+
+// countUntil is the verdict on a request of cost in a window of limit that has used units
+// admitted and ends in end microseconds: whatever the window has left is all it admits until
+// it ends. A fixed window and a calendar period decide alike.
+func countUntil(limit, used, cost, end int64, r *algo.Result) {
 	r.Next = end
-	r.Allowed = cost == 0 || s.B+cost <= p.Limit // cost 0 reads, even over a lowered limit
-	used := s.B
+	r.Allowed = cost == 0 || used+cost <= limit // cost 0 reads, even over a lowered limit
 	switch {
 	case r.Allowed:
 		used += cost
-	case cost > p.Limit:
+	case cost > limit:
 		r.RetryAfter = algo.Never
 	default:
 		r.RetryAfter = end
 	}
-	r.Remaining = max(p.Limit-used, 0)
+	r.Remaining = max(limit-used, 0)
 	if used > 0 {
 		r.ResetAfter = end
 	}

@@ -16,6 +16,8 @@ local function write_cw(key, start, after, to_end)
   set_ints(key, {start, after}, to_end + calendar_grace)
 end
 
+-- The verdict's lines are algorithms.fw's (countUntil in Go, shared there): written out in
+-- each, since a Lua function call is Redis time on every check.
 algorithms.cw = function(key, now, limit, length, start, cost)
   local used = 0
   local s = get_ints(key, 2)
