@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/calendar"
 	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/readmetest"
 )
 
 // TestCalendarRules reads testdata/calendar.yaml: a calendar rate and the long form, limit and
@@ -137,5 +139,38 @@ func TestCalendarAlgorithmIsTheCores(t *testing.T) {
 	q.Algorithm = calendarAlgorithm
 	if a, b := ratelimit.StorageKey("", "id", p, false), ratelimit.StorageKey("", "id", q, false); a != b || calendarAlgorithm != (algorithms.FixedWindow{}) {
 		t.Errorf("keys %s (Algorithm nil), %s (the rules'); want one", a, b)
+	}
+}
+
+// TestCalendarDocRules parses docs/rules.md's calendar quotas as written: each policy has the
+// period the guide says, and the window policy beside them none.
+func TestCalendarDocRules(t *testing.T) {
+	doc := readmetest.Block(t, "../docs/rules.md", "## Calendar quotas", "yaml")
+	set, err := Parse("limits.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range set.Rules()[0].Policies {
+		got = append(got, fmt.Sprintf("%s %d/%s %s", p.Name, p.Limit, span(&p), p.Algorithm.Name()))
+	}
+	want := "daily 1000/day@America/New_York fixed_window, billing 50000/month@UTC~2026-01-31 fixed_window, " +
+		"weekly 5000/week(monday)@Europe/Berlin fixed_window, per-second 10/1s gcra"
+	if strings.Join(got, ", ") != want {
+		t.Errorf("the guide's policies: %s\nwant %s", strings.Join(got, ", "), want)
+	}
+	// The errors the guide quotes, of its file with one policy changed.
+	for from, want := range map[string]string{
+		"rate: 1000/day@America/New_York}":       "limits.yaml:6: rules[0].policies[0].algorithm: gcra cannot count calendar periods; ",
+		"rate: 1000/day@Mars/Olympus}":           `limits.yaml:6: rules[0].policies[0].rate: rate "1000/day@Mars/Olympus": period "day@Mars/Olympus": zone "Mars/Olympus": unknown time zone: `,
+		"limit: 1000, period: day@Mars/Olympus}": `limits.yaml:6: rules[0].policies[0].period: zone "Mars/Olympus": unknown time zone: `,
+	} {
+		changed := strings.Replace(doc, "rate: 1000/day@America/New_York}", from, 1)
+		if strings.HasSuffix(want, "calendar periods; ") {
+			changed = strings.Replace(doc, "rate: 1000/day@America/New_York}", "rate: 1000/day@America/New_York, algorithm: gcra}", 1)
+		}
+		if _, err := Parse("limits.yaml", []byte(changed)); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("the guide's file with %s: %v; want %s...", from, err, want)
+		}
 	}
 }
