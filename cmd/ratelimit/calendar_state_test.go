@@ -176,3 +176,24 @@ func TestPolicyFlagsCalendar(t *testing.T) {
 		cli(t, "inspect", "-redis", addr, "-policy", tc.spec, "192.0.2.7").want(t, 2, "", tc.want)
 	}
 }
+
+// TestInspectCalendarHash: with hash state a calendar count keeps a key of its own (it is
+// never a field of the identity's hash), which inspect -hash reads and names.
+func TestInspectCalendarHash(t *testing.T) {
+	client, addr := redistest.Standalone(t), redistest.Addr(t)
+	prefix := redistest.Prefix(t)
+	file := write(t, "limits.yaml", calendarYAML)[0]
+	h, rule := calendarApp(t, client, prefix, ratelimit.WithHashState())
+	before := time.Now()
+	send(h, 2, apiRequest)
+	out := cli(t, "inspect", "-hash", "-redis", addr, "-prefix", prefix, "-file", file, "-rule", "api", "-api-key", "abc")
+	row(t, out.stdout, "daily", "5 per day@America/New_York", "3", "allowed")
+	row(t, out.stdout, "per-hour", "50 per 1h", "48", "allowed")
+	key := periodKey(prefix, "hdr:x-api-key:abc", rule.Policies[0], before)
+	if !strings.Contains(out.stdout, key) && !strings.Contains(out.stdout, periodKey(prefix, "hdr:x-api-key:abc", rule.Policies[0], time.Now())) {
+		t.Errorf("inspect -hash printed\n%s\nwant the key %s", out.stdout, key)
+	}
+	if !strings.Contains(out.stdout, " field ") {
+		t.Errorf("inspect -hash printed\n%s\nwant the window policy as a field of the hash", out.stdout)
+	}
+}
