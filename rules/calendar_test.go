@@ -174,3 +174,25 @@ func TestCalendarDocRules(t *testing.T) {
 		}
 	}
 }
+
+// TestCalendarOverride: an override may give a client a calendar quota of its own; the
+// client's limits are that quota, and a diff of it shows the period.
+func TestCalendarOverride(t *testing.T) {
+	doc := func(rate string) *Set {
+		return mustParseString(t, "version: \"1\"\nrules:\n  - {name: api, key: api_key, policies: [{name: daily, rate: 100/day@UTC}]}\n"+
+			"overrides:\n  - client: {api_key: acme}\n    policies: [{name: daily, rate: "+rate+"}]\n")
+	}
+	from := doc("1000/day@UTC")
+	r := from.Rules()[0]
+	limits := from.ClientLimits(&r, "hdr:x-api-key:acme")
+	if len(limits.Policies) != 1 || limits.Policies[0].Limit != 1000 || limits.Policies[0].Period == nil || limits.Policies[0].Period.String() != "day@UTC" {
+		t.Fatalf("acme's limits: %+v; want 1000 per day@UTC", limits)
+	}
+	var got []string
+	for _, c := range Diff(from, doc("1000/month@UTC")) {
+		got = append(got, c.String())
+	}
+	if want := "~ (overrides): ~ api_key=acme on every rule keyed by api_key: daily 1000/day@UTC fixed_window → daily 1000/month@UTC fixed_window"; strings.Join(got, "\n") != want {
+		t.Errorf("Diff:\n%s\nwant:\n%s", strings.Join(got, "\n"), want)
+	}
+}
