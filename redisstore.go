@@ -59,6 +59,8 @@ type redisStore struct {
 	// observer is the store's, for what only the store knows (its servers' eviction policy).
 	observer *Observer
 	eviction evictionCheck
+	// persistence is what the store knows of its servers' persistence (redispersist.go).
+	persistence persistenceCheck
 	// desc describes the store's calls: FCALL of the function, or EVALSHA once the server
 	// refused Functions.
 	desc atomic.Pointer[observe.StoreInfo]
@@ -411,6 +413,7 @@ func (s *redisStore) check(ctx context.Context, key string, policies []Policy, c
 		args = s.leaseKeys(args, policies)
 	}
 	s.checkEviction()
+	s.checkPersistence(policies)
 	reply, err := s.runInts(ctx, checkScript, args)
 	if err == nil {
 		return decodeCheck(reply, out[:len(policies)])

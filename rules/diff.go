@@ -167,7 +167,7 @@ func overrideLimits(o override) string {
 	}
 	var ps []string
 	for _, p := range o.policies {
-		ps = append(ps, describePolicy(p.Name, p.Limit, p.Window.String(), p.Burst, p.Algorithm.Name(), p.Shadow))
+		ps = append(ps, describePolicy(p.Name, p.Limit, span(&p), p.Burst, p.Algorithm.Name(), p.Shadow))
 	}
 	return strings.Join(ps, ", ")
 }
@@ -208,7 +208,7 @@ func (n *namer) describeRule(r *Rule) string {
 	var policies []string
 	for i, name := range n.names(r) {
 		p := &r.Policies[i]
-		policies = append(policies, describePolicy(name, p.Limit, p.Window.String(), p.Burst, p.Algorithm.Name(), p.Shadow))
+		policies = append(policies, describePolicy(name, p.Limit, span(p), p.Burst, p.Algorithm.Name(), p.Shadow))
 	}
 	match := quoted(r.Pattern)
 	if r.Pattern == "" {
@@ -225,6 +225,15 @@ func (n *namer) describeRule(r *Rule) string {
 		key += ", fail closed"
 	}
 	return fmt.Sprintf("%s, %s, %s", match, key, strings.Join(policies, ", "))
+}
+
+// span returns what a policy counts over: its calendar period as a rate writes it after the
+// slash ("day@America/New_York"), else its window ("1m0s").
+func span(p *ratelimit.Policy) string {
+	if p.Period != nil {
+		return p.Period.String()
+	}
+	return p.Window.String()
 }
 
 func describePolicy(name string, limit int64, window string, burst int64, algorithm string, shadow bool) string {
@@ -259,7 +268,7 @@ func (n *namer) ruleDiff(a, b *Rule) []string {
 		q := &b.Policies[j]
 		i := slices.Index(aNames, name)
 		if i < 0 {
-			line := "policy added: " + describePolicy(name, q.Limit, q.Window.String(), q.Burst, q.Algorithm.Name(), q.Shadow)
+			line := "policy added: " + describePolicy(name, q.Limit, span(q), q.Burst, q.Algorithm.Name(), q.Shadow)
 			if old := replaced(a, aNames, bNames, q, used); old != "" {
 				line += ", replacing " + old + ": counts restart (an unnamed policy is named from its limit; name it to keep its counts)"
 			}
@@ -269,18 +278,22 @@ func (n *namer) ruleDiff(a, b *Rule) []string {
 		p := &a.Policies[i]
 		at := "policies[" + name + "]."
 		field(at+"limit", p.Limit, q.Limit)
-		field(at+"window", p.Window, q.Window)
+		if p.Period == nil && q.Period == nil {
+			field(at+"window", p.Window, q.Window)
+		} else { // a calendar period, or a window that became one or the reverse
+			field(at+"period", span(p), span(q))
+		}
 		field(at+"burst", p.Burst, q.Burst)
 		field(at+"algorithm", p.Algorithm.Name(), q.Algorithm.Name())
 		field(at+"shadow", p.Shadow, q.Shadow)
 		if !sameState(*p, *q, name) {
-			d = append(d, "policies["+name+"]: counts restart (a policy's state is kept under its name, algorithm and window)")
+			d = append(d, "policies["+name+"]: counts restart (a policy's state is kept under its name, algorithm and window or period)")
 		}
 	}
 	for i, name := range aNames {
 		if !slices.Contains(bNames, name) {
 			p := &a.Policies[i]
-			d = append(d, "policy removed: "+describePolicy(name, p.Limit, p.Window.String(), p.Burst, p.Algorithm.Name(), p.Shadow))
+			d = append(d, "policy removed: "+describePolicy(name, p.Limit, span(p), p.Burst, p.Algorithm.Name(), p.Shadow))
 		}
 	}
 	return d
@@ -296,7 +309,7 @@ func replaced(a *Rule, aNames, bNames []string, q *ratelimit.Policy, used map[st
 	for i, name := range aNames {
 		p := &a.Policies[i]
 		if p.Name == "" && !used[name] && !slices.Contains(bNames, name) &&
-			p.Window == q.Window && p.Algorithm.Name() == q.Algorithm.Name() {
+			span(p) == span(q) && p.Algorithm.Name() == q.Algorithm.Name() {
 			used[name] = true
 			return name
 		}

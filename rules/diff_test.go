@@ -136,8 +136,8 @@ func TestDiffCountsRestart(t *testing.T) {
 		got = append(got, c.String())
 	}
 	want := []string{
-		`~ a: policies[m].window: 1m0s → 1h0m0s; policies[m]: counts restart (a policy's state is kept under its name, algorithm and window); ` +
-			`policies[h].algorithm: gcra → fixed_window; policies[h]: counts restart (a policy's state is kept under its name, algorithm and window); ` +
+		`~ a: policies[m].window: 1m0s → 1h0m0s; policies[m]: counts restart (a policy's state is kept under its name, algorithm and window or period); ` +
+			`policies[h].algorithm: gcra → fixed_window; policies[h]: counts restart (a policy's state is kept under its name, algorithm and window or period); ` +
 			`policies[d].limit: 1000 → 2000`,
 		`~ b: policy added: gcra-20-per-1s 20/1s gcra, replacing gcra-10-per-1s: counts restart (an unnamed policy is named from its limit; name it to keep its counts); ` +
 			`policy removed: gcra-10-per-1s 10/1s gcra`,

@@ -21,12 +21,15 @@
 //	    fail: open                   # optional: open (default) or closed
 //	    policies:                    # required: 1 to 32
 //	      - name: per-second         # optional: ratelimit.New names it from its parameters
-//	        algorithm: gcra          # optional (default gcra), see below
+//	        algorithm: gcra          # optional (default gcra; fixed_window for a period), see below
 //	        limit: 10                # required, unless rate says it
 //	        window: 1s               # required, unless rate says it: a duration, such as 1s, 1m30s, 1d (whole days may lead: 1d12h)
 //	      - rate: 100/min            # the limit and the window in one: 10/s, 5000/h, 20/10s, 1000/day
 //	        burst: 20                # optional: 0 or absent means limit
 //	        shadow: false            # optional: evaluate and report, never enforce
+//	      - rate: 1000/day@America/New_York # a calendar quota: per day, week, month or year in a zone
+//	      - limit: 50000             # the long form of a calendar quota: limit and period
+//	        period: month@UTC~2026-01-31 # as calendar.ParsePeriod reads it; not beside window
 //	access:                          # optional: clients never limited, or refused outright
 //	  allow: [10.0.0.0/8, "2001:db8:aa::/48"] # networks (CIDR or address): never limited, no store call
 //	  deny: [203.0.113.0/24]         # networks refused on every route, no store call
@@ -49,6 +52,13 @@
 // changed limit does. Parse refuses a network that is not one, a network or override given
 // twice, an override that applies to no rule; [Set.Warnings] names what is valid but does
 // nothing (an entry inside a wider one, an allowed network inside a denied one).
+//
+// A calendar quota (a period: "@" and a zone after the unit) counts from each period's start
+// to its end, by the calendar (a day of 23 or 25 hours where the clock changes, a month of 28
+// to 31 days): its algorithm is fixed_window, the default for it, and no other is accepted;
+// burst is refused. "1000/day" without a zone is a window of 24 hours. See ratelimit.ParsePolicy
+// and package calendar for what a period may say (week(monday), 2weeks, a billing cycle's
+// ~anchor).
 //
 // The same document in JSON has the same fields: {"rules": [{"name": "search-free", ...}]}.
 //

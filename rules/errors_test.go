@@ -42,7 +42,7 @@ func TestBadDocuments(t *testing.T) {
 			"limits.yaml:1: versions: unknown field; want version, allow_empty, access, rules, overrides",
 			"limits.yaml:4: rules[0].keys: unknown field; want name, match, key, tier, cost, fail, policies",
 			"limits.yaml:6: rules[0].match.method: unknown field; want pattern",
-			"limits.yaml:8: rules[0].policies[0].windw: unknown field; want name, algorithm, rate, limit, window, burst, shadow",
+			"limits.yaml:8: rules[0].policies[0].windw: unknown field; want name, algorithm, rate, limit, window, period, burst, shadow",
 		}},
 		{name: "json unknown fields", file: "limits.json", doc: "{\n  \"rules\": [\n    {\n      \"name\": \"a\", \"key\": \"ip\",\n      \"policies\": [\n        {\"limit\": 1, \"window\": \"1s\",\n         \"brust\": 2}\n      ]\n    }\n  ],\n  \"extra\": true\n}\n", want: []string{
 			"limits.json:7: rules[0].policies[0].brust: unknown field",
@@ -65,7 +65,7 @@ func TestBadDocuments(t *testing.T) {
 			"limits.yaml:2: rules[0].policies: required"}},
 		{name: "missing policy fields", doc: "rules:\n  - name: a\n    key: ip\n    policies:\n      - name: p\n", want: []string{
 			"limits.yaml:5: rules[0].policies[0].limit: required (or rate)",
-			"limits.yaml:5: rules[0].policies[0].window: required (or rate)"}},
+			"limits.yaml:5: rules[0].policies[0].window: required (or period, or rate)"}},
 		{name: "empty required", doc: "rules:\n  - name:\n    key: ip\n    policies: [{limit: 1, window: 1s}]\n", want: []string{
 			"limits.yaml:2: rules[0].name: required, and empty"}},
 

@@ -10,6 +10,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/calendar"
 )
 
 // The fields of each mapping of the schema; any other field is an error.
@@ -17,7 +19,7 @@ var (
 	documentFields = []string{"version", "allow_empty", "access", "rules", "overrides"}
 	ruleFields     = []string{"name", "match", "key", "tier", "cost", "fail", "policies"}
 	matchFields    = []string{"pattern"}
-	policyFields   = []string{"name", "algorithm", "rate", "limit", "window", "burst", "shadow"}
+	policyFields   = []string{"name", "algorithm", "rate", "limit", "window", "period", "burst", "shadow"}
 )
 
 // written is where a rule's values were written, for the checks that compare rules.
@@ -254,19 +256,22 @@ func (c *checker) policy(n *yaml.Node, path string) (p ratelimit.Policy, f map[s
 	if v := f["name"]; present(v) {
 		p.Name, _ = c.text(v, path+".name")
 	}
-	p.Algorithm = defaultAlgorithm
+	var named algorithms.Algorithm // the algorithm written, nil when none is
 	if v := f["algorithm"]; present(v) {
 		if name, ok := c.text(v, path+".algorithm"); ok {
 			if a, known := algorithmNamed(name); known {
-				p.Algorithm = a
+				named = a
 			} else {
 				c.add(v, path+".algorithm", "unknown algorithm %q; want one of %s", clip(name), strings.Join(algorithmNames(), ", "))
 			}
 		}
 	}
 	if v := f["rate"]; present(v) {
-		// "100/min": the limit and the window in one, read as ratelimit.ParsePolicy reads it.
+		// "100/min": the limit and the window in one, read as ratelimit.ParsePolicy reads it;
+		// "1000/day@America/New_York": the limit and a calendar period.
 		switch {
+		case present(f["period"]):
+			c.add(v, path+".rate", "give rate, or limit and period, not both")
 		case present(f["limit"]) || present(f["window"]):
 			c.add(v, path+".rate", "give rate, or limit and window, not both")
 		default:
@@ -274,7 +279,7 @@ func (c *checker) policy(n *yaml.Node, path string) (p ratelimit.Policy, f map[s
 				if r, err := ratelimit.ParsePolicy(text); err != nil {
 					c.add(v, path+".rate", "%s", strings.TrimPrefix(err.Error(), "ratelimit: "))
 				} else {
-					p.Limit, p.Window = r.Limit, r.Window
+					p.Limit, p.Window, p.Period = r.Limit, r.Window, r.Period
 				}
 			}
 		}
@@ -284,12 +289,18 @@ func (c *checker) policy(n *yaml.Node, path string) (p ratelimit.Policy, f map[s
 		} else {
 			c.missingOr(n, v, path+".limit", "rate")
 		}
-		if v := f["window"]; present(v) {
-			p.Window, _ = c.duration(v, path+".window")
-		} else {
-			c.missingOr(n, v, path+".window", "rate")
+		switch w, per := f["window"], f["period"]; {
+		case present(w) && present(per):
+			c.add(per, path+".period", "give window or period, not both: a window is a duration (1h, 1d), a period is the calendar's (day@UTC)")
+		case present(per):
+			p.Period, _ = c.period(per, path+".period")
+		case present(w):
+			p.Window, _ = c.duration(w, path+".window")
+		default:
+			c.missingOr(n, w, path+".window", "period, or rate")
 		}
 	}
+	c.algorithm(&p, named, f["algorithm"], path)
 	if v := f["burst"]; present(v) {
 		p.Burst, _ = c.integer(v, path+".burst")
 	}
@@ -298,6 +309,45 @@ func (c *checker) policy(n *yaml.Node, path string) (p ratelimit.Policy, f map[s
 	}
 	return p, f, len(c.errs) == before
 }
+
+// algorithm sets p's algorithm: named, the one written at n, else the default, which for a
+// calendar policy (a Period) is fixed_window, the one algorithm that counts calendar periods.
+func (c *checker) algorithm(p *ratelimit.Policy, named algorithms.Algorithm, n *yaml.Node, path string) {
+	switch {
+	case p.Period == nil && named == nil:
+		p.Algorithm = defaultAlgorithm
+	case p.Period == nil:
+		p.Algorithm = named
+	case named == nil:
+		p.Algorithm = calendarAlgorithm
+	case named.Name() != calendarAlgorithm.Name():
+		c.add(n, path+".algorithm", "%s cannot count calendar periods; the period %s is counted by %s from each period's start to its end: leave algorithm out (or write %s), or give a window",
+			named.Name(), p.Period, calendarAlgorithm.Name(), calendarAlgorithm.Name())
+	default:
+		p.Algorithm = named
+	}
+}
+
+// period reads a calendar period as calendar.ParsePeriod does: day@UTC,
+// week(monday)@Europe/Berlin, month@UTC~2026-01-31. An anchor after now is refused by the
+// core's check of the policy (corePolicy), on the clock of its store.
+func (c *checker) period(n *yaml.Node, path string) (*calendar.Period, bool) {
+	n = deref(n)
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		c.add(n, path, "want a calendar period such as day@UTC, week(monday)@Europe/Berlin or month@UTC~2026-01-31, got %s", describe(n))
+		return nil, false
+	}
+	p, err := calendar.ParsePeriod(n.Value, anyAnchor)
+	if err != nil {
+		c.add(n, path, "%v", err)
+		return nil, false
+	}
+	return &p, true
+}
+
+// anyAnchor is the "now" a period is read at: every anchor is before it, so that the core's
+// check, on its store's clock, is the one that refuses an anchor in the future.
+var anyAnchor = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 
 // fields checks that n is a mapping of the known fields, each given once, and returns their
 // values; nil after reporting that n is not a mapping.

@@ -65,6 +65,12 @@ func (r *Rule) clone() Rule {
 	c := *r
 	c.Key = slices.Clone(r.Key)
 	c.Policies = slices.Clone(r.Policies)
+	for i, p := range c.Policies {
+		if p.Period != nil {
+			period := *p.Period
+			c.Policies[i].Period = &period
+		}
+	}
 	return c
 }
 
@@ -95,11 +101,16 @@ func contentVersion(rules []Rule, a *accessLists, overrides []override) string {
 		Name, Algorithm      string
 		Limit, Window, Burst int64
 		Shadow               bool
+		Period               string `json:",omitempty"` // absent without one: the versions of other documents stay
 	}
 	policiesOf := func(ps []ratelimit.Policy) []policy {
 		var out []policy
 		for _, p := range ps {
-			out = append(out, policy{p.Name, p.Algorithm.Name(), p.Limit, int64(p.Window), p.Burst, p.Shadow})
+			q := policy{Name: p.Name, Algorithm: p.Algorithm.Name(), Limit: p.Limit, Window: int64(p.Window), Burst: p.Burst, Shadow: p.Shadow}
+			if p.Period != nil {
+				q.Period = p.Period.String()
+			}
+			out = append(out, q)
 		}
 		return out
 	}

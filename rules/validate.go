@@ -15,12 +15,14 @@ import (
 var coreFields = []struct{ word, field string }{
 	{": Limit ", "limit"},
 	{": Window ", "window"},
+	{": Period", "period"},
 	{": Burst ", "burst"},
 	{": Name ", "name"},
 }
 
 // corePolicy has ratelimit.New validate one policy, and reports its error at the field it
-// names (at the policy when the file does not hold that field). A shadow policy is validated
+// names (at its rate when the rate gave that field, at the policy when the file does not hold
+// it). A shadow policy is validated
 // as if it were enforced: New refuses a limiter of shadow policies alone, which is a question
 // for the whole rule (coreRule).
 func (c *checker) corePolicy(p ratelimit.Policy, n *yaml.Node, fields map[string]*yaml.Node, path string) bool {
@@ -31,8 +33,15 @@ func (c *checker) corePolicy(p ratelimit.Policy, n *yaml.Node, fields map[string
 	}
 	at, field := deref(n), path
 	for _, cf := range coreFields {
-		if strings.Contains(err.Error(), cf.word) && fields[cf.field] != nil {
-			at, field = deref(fields[cf.field]), path+"."+cf.field
+		if !strings.Contains(err.Error(), cf.word) {
+			continue
+		}
+		name := cf.field
+		if fields[name] == nil && cf.field != "name" && cf.field != "burst" {
+			name = "rate" // the limit, the window and the period of a rate
+		}
+		if fields[name] != nil {
+			at, field = deref(fields[name]), path+"."+name
 			break
 		}
 	}

@@ -121,7 +121,7 @@ func TestInspectResetMiddleware(t *testing.T) {
 		want string
 	}{
 		{[]string{"-policy", "limit=x", "1.2.3.4"}, `limit "x" is not a whole number`},
-		{[]string{"-policy", "limit=5,window=1m,cost=2", "1.2.3.4"}, `"cost=2" is not name=, rate=, limit=, window=, burst=, algorithm= or shadow=`},
+		{[]string{"-policy", "limit=5,window=1m,cost=2", "1.2.3.4"}, `"cost=2" is not name=, rate=, limit=, window=, period=, burst=, algorithm= or shadow=`},
 		{[]string{"-policy", "limit=5,window=1m,algorithm=nope", "1.2.3.4"}, `unknown algorithm "nope"`},
 		{[]string{"-policy", "limit=5,window=1m", "-keyed-by", "session", "1.2.3.4"}, `unknown key "session"`},
 		{[]string{"-policy", "limit=5,window=1m", "-rule", "api", "1.2.3.4"}, "give -rule or -policy, not both"},

@@ -18,12 +18,14 @@ import (
 
 // middlewareHelp explains, in the usage of inspect and reset, how to give a middleware's limits.
 const middlewareHelp = `A middleware's limits have no rule: give each of its policies with -policy, as the
-application's ratelimit.Policy has them (name=; rate=, such as 100/min, or limit= and window=;
-burst=; algorithm=, the Name of an algorithm of package algorithms, gcra when it names
-none; shadow=true for a shadow policy; an unnamed policy is named as ratelimit.New names
+application's ratelimit.Policy has them (name=; rate=, such as 100/min or the calendar's
+1000/day@America/New_York, or limit= and window= or period=, such as month@UTC; burst=;
+algorithm=, the Name of an algorithm of package algorithms, gcra when it names none and
+fixed_window for a calendar period; shadow=true for a shadow policy; an unnamed policy is named as ratelimit.New names
 it), one -policy for each window of a list, and the key the
 middleware is limited by with -keyed-by (ip by default, as ratelimit.Middleware's). The
-state's storage keys depend on each policy's name, algorithm and window, and on -prefix.
+state's storage keys depend on each policy's name, algorithm and window (or period, and the
+period the command runs in), and on -prefix.
 `
 
 // middlewareRule is the name of the rule that -policy makes.
@@ -51,7 +53,7 @@ const (
 )
 
 // policyFields are the fields of a -policy, and the kind of value of each.
-var policyFields = map[string]int{"name": text, "rate": text, "limit": number, "window": text, "burst": number, "algorithm": text, "shadow": boolean}
+var policyFields = map[string]int{"name": text, "rate": text, "limit": number, "window": text, "period": text, "burst": number, "algorithm": text, "shadow": boolean}
 
 // set returns the rules of the -policy flags: one rule, middlewareRule, keyed by -keyed-by.
 func (p *policyFlags) set() (*rules.Set, error) {
@@ -63,7 +65,7 @@ func (p *policyFlags) set() (*rules.Set, error) {
 			kind, known := policyFields[k]
 			switch {
 			case !ok || !known:
-				return nil, fmt.Errorf("-policy %q: %q is not name=, rate=, limit=, window=, burst=, algorithm= or shadow=", spec, field)
+				return nil, fmt.Errorf("-policy %q: %q is not name=, rate=, limit=, window=, period=, burst=, algorithm= or shadow=", spec, field)
 			case kind == number:
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil {

@@ -61,6 +61,7 @@ type state struct {
 	compact  bool // -compact
 	hash     bool // -hash
 	limiter  *ratelimit.Limiter
+	at       time.Time // when the command read the state: the calendar policies' periods hold it
 	// limits is what the rule's guard does with the identity: an override's policies, or
 	// none at all (the access lists), and why (rules.Set.ClientLimits).
 	limits rules.ClientLimits
@@ -78,6 +79,9 @@ func (st *state) key(p ratelimit.Policy) string {
 	}
 	switch p.Algorithm.(type) {
 	case algorithms.SlidingLog, algorithms.InFlight: // a sorted set under a key of its own
+		return own
+	}
+	if p.Period != nil { // a calendar policy's count has a key of its own, one per period
 		return own
 	}
 	if !st.hash {
@@ -163,7 +167,10 @@ func stateCmd(name, about string, args []string, stdout, stderr io.Writer, f fun
 		return fs.fail(err)
 	}
 	// A check of cost 0 charges nothing: it reads the state as it is (Peek reports the state
-	// after the request it asks about).
+	// after the request it asks about). The limiter puts each calendar policy in the period
+	// of the check, on this host's clock, as the application's limiter does on its own: the
+	// results hold the policy in that period, whose storage key names it.
+	st.at = time.Now()
 	now, err := st.limiter.AllowN(ctx, st.identity, 0)
 	if err == nil {
 		err = f(ctx, st, now)
@@ -287,7 +294,10 @@ application refuses it, is elsewhere).
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Policy.Name, r.Policy.Algorithm.Name(), limit(r.Policy),
 				r.Remaining, span(r.ResetAfter), verdict, st.key(r.Policy))
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		return st.periods(stdout, now)
 	})
 }
 
@@ -317,8 +327,36 @@ the application's -prefix.
 	})
 }
 
+// periods writes, for the calendar policies of d (a check of cost 0), the period they count
+// in now: its text, its start and end in its zone, and what the identity used of the limit.
+func (st *state) periods(w io.Writer, d ratelimit.Decision) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	found := false
+	for _, r := range d.Results() {
+		p := r.Policy.Period
+		if p == nil {
+			continue
+		}
+		if !found {
+			fmt.Fprintln(tw, "\nCALENDAR POLICY\tPERIOD\tSTART\tEND\tUSED")
+			found = true
+		}
+		at := st.at
+		if !strings.HasSuffix(ratelimit.StorageKey("", "-", r.Policy, false), "_"+p.Tag(at)) {
+			at = time.Now() // the check ran in the next period, which began after st.at
+		}
+		start, end := p.Bounds(at)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d of %d\n", r.Policy.Name, p, start.Format(time.RFC3339), end.Format(time.RFC3339),
+			max(0, r.Policy.Limit-r.Remaining), r.Policy.Limit)
+	}
+	return tw.Flush()
+}
+
 // limit describes a policy's limit.
 func limit(p ratelimit.Policy) string {
+	if p.Period != nil {
+		return fmt.Sprintf("%d per %s", p.Limit, p.Period)
+	}
 	if _, ok := p.Algorithm.(algorithms.InFlight); ok {
 		return fmt.Sprintf("%d at once, lease %s", p.Limit, window(p.Window))
 	}
