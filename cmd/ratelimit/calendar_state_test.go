@@ -43,9 +43,11 @@ func calendarApp(t *testing.T, client redis.UniversalClient, prefix string, opts
 }
 
 // periodKey is the key the core gives identity under a calendar policy p in the period that
-// holds at: the policy's key, "_" and the period's tag (cwXXXXXX_m202603).
+// holds at: the policy's key, "_" and the period's tag (cwXXXXXX_m202603). StorageKey names
+// the period of now; the period's tag, after the last "_", is replaced by at's.
 func periodKey(prefix, identity string, p ratelimit.Policy, at time.Time) string {
-	return ratelimit.StorageKey(prefix, identity, p, false) + "_" + p.Period.Tag(at)
+	k := ratelimit.StorageKey(prefix, identity, p, false)
+	return k[:strings.LastIndexByte(k, '_')] + "_" + p.Period.Tag(at)
 }
 
 // periodLine is inspect's line of calendar policy p in the period that holds at, less what
