@@ -418,3 +418,17 @@ func TestCalendarRefund(t *testing.T) {
 		})
 	}
 }
+
+// TestCalendarShadow: a shadow calendar policy counts what it would admit and never denies.
+func TestCalendarShadow(t *testing.T) {
+	clock := fakeclock.New(time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC))
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)),
+		ratelimit.Policy{Limit: 100, Window: time.Second},
+		ratelimit.Policy{Name: "daily", Limit: 2, Shadow: true, Period: &calendar.Period{Unit: calendar.Day, Zone: time.UTC}})
+	for i := range 3 {
+		d := allow(t, l, "k", 1)
+		if !d.Allowed || d.Results()[1].Allowed != (i < 2) {
+			t.Errorf("request %d: allowed %v, the shadow day's verdict %v; want allowed, the day's %v", i+1, d.Allowed, d.Results()[1].Allowed, i < 2)
+		}
+	}
+}
