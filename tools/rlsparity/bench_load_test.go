@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
@@ -122,4 +123,35 @@ func drive(ctx context.Context, clients []rlsv3.RateLimitServiceClient, callers,
 	wg.Wait()
 	all.elapsed = time.Since(start)
 	return all
+}
+
+// The tally's figures: the quantiles of its latencies, its rate, its CPU per call, and add.
+func TestTally(t *testing.T) {
+	var a, b tally
+	for i := 1; i <= 60; i++ {
+		a.latencies = append(a.latencies, time.Duration(i)*time.Millisecond)
+	}
+	for i := 100; i > 60; i-- { // out of order: quantile sorts
+		b.latencies = append(b.latencies, time.Duration(i)*time.Millisecond)
+	}
+	a.elapsed, b.elapsed = time.Second, time.Second
+	a.cpu, b.cpu = 30*time.Millisecond, 20*time.Millisecond
+	b.errs, b.lastErr = 2, context.DeadlineExceeded
+	a.add(b)
+	for _, c := range []struct {
+		q    float64
+		want time.Duration
+	}{{0, time.Millisecond}, {0.5, 51 * time.Millisecond}, {0.99, 100 * time.Millisecond}, {1, 100 * time.Millisecond}} {
+		if got := a.quantile(c.q); got != c.want {
+			t.Errorf("quantile(%v) = %v, want %v", c.q, got, c.want)
+		}
+	}
+	if a.calls() != 100 || a.rate() != 50 || a.cpuPerCall() != 500*time.Microsecond || a.errs != 2 || a.lastErr == nil {
+		t.Errorf("calls %d, rate %v/s, CPU %v a call, errs %d (%v); want 100, 50/s, 500µs, 2",
+			a.calls(), a.rate(), a.cpuPerCall(), a.errs, a.lastErr)
+	}
+	var empty tally
+	if empty.quantile(0.99) != 0 || empty.cpuPerCall() != 0 {
+		t.Error("an empty tally has figures")
+	}
 }

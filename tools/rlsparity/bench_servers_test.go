@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -149,4 +150,25 @@ func loopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// cpuTime reads a process's CPU time, which grows as it works: work, counted in operations
+// (not a wall-clock time, which a busy machine could spend elsewhere), until it grows, up to
+// far more than the 10 ms of CPU its unit is.
+func TestCPUTime(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc/PID/stat is Linux's")
+	}
+	before := cpuTime(os.Getpid())
+	for chunk := 0; cpuTime(os.Getpid()) <= before; chunk++ {
+		if chunk == 1000 {
+			t.Fatalf("CPU time still %v after 10^8 operations", before)
+		}
+		for x := range 100_000 {
+			_ = strconv.Itoa(x)
+		}
+	}
+	if cpuTime(-1) != 0 {
+		t.Error("a process that does not exist has a CPU time")
+	}
 }
