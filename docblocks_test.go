@@ -242,7 +242,9 @@ func stringOf(e ast.Expr, named map[string]string) (string, bool) {
 // The developer commands of README's Tests, docs/development.md and docs/performance.md, as
 // written: each make line names a target of the Makefile (and only variables the Makefile
 // reads), each go run a command of the repository, each (cd DIR && go test -bench …) a
-// directory with benchmarks, and so does every directory a line's comment names; and CI
+// directory with benchmarks, each (cd DIR && ENV=1 go test -count=1 -run '^TestX$' .) a
+// test of DIR that runs only with ENV=1, and every directory a line's comment names has
+// benchmarks; and CI
 // (.ci/run) runs README's test command.
 func TestDocCommandLines(t *testing.T) {
 	makefile := rootFile(t, "Makefile")
@@ -258,6 +260,18 @@ func TestDocCommandLines(t *testing.T) {
 	makeLine := regexp.MustCompile(`^((?:[A-Z_]+=\S+ )*)make ([a-z-]+)((?: [A-Z_]+=\S+)*)$`)
 	goRun := regexp.MustCompile(`^go run (\./\S+)$`)
 	cdBench := regexp.MustCompile(`^\(cd (\S+) && go test -run '\^\$' -bench \. -benchmem\)$`)
+	optIn := regexp.MustCompile(`^\(cd (\S+) && ([A-Z][A-Z_]+)=1 go test -count=1 -run '\^(Test\w+)\$' \.\)$`)
+	// optedIn reports whether a test file of dir declares test and skips it unless env is 1.
+	optedIn := func(dir, test, env string) bool {
+		tests, _ := filepath.Glob(filepath.Join(dir, "*_test.go"))
+		for _, f := range tests {
+			src := rootFile(t, f)
+			if i := strings.Index(src, "\nfunc "+test+"(t *testing.T) {\n"); i >= 0 && strings.Contains(src[i:], `os.Getenv("`+env+`") != "1"`) {
+				return true
+			}
+		}
+		return false
+	}
 	named := regexp.MustCompile(`\badapters/\w+`)
 	lines := 0
 	for _, c := range []struct{ doc, marker string }{
@@ -288,6 +302,10 @@ func TestDocCommandLines(t *testing.T) {
 			case cdBench.MatchString(cmd):
 				if dir := cdBench.FindStringSubmatch(cmd)[1]; !hasBenchmarks(dir) {
 					t.Errorf("%s: %q: %s has no benchmarks", c.doc, line, dir)
+				}
+			case optIn.MatchString(cmd):
+				if m := optIn.FindStringSubmatch(cmd); !optedIn(m[1], m[3], m[2]) {
+					t.Errorf("%s: %q: %s has no %s that runs only with %s=1", c.doc, line, m[1], m[3], m[2])
 				}
 			default:
 				t.Errorf("%s: %q is no command this test knows", c.doc, line)

@@ -25,8 +25,10 @@ import (
 
 func TestMain(m *testing.M) {
 	code := redistest.Main(m)
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
+	for _, dir := range []string{binDir, ourDir} {
+		if dir != "" {
+			_ = os.RemoveAll(dir)
+		}
 	}
 	os.Exit(code)
 }
@@ -79,6 +81,21 @@ func freeAddr(t *testing.T) string {
 // gRPC address.
 func reference(t *testing.T, redisAddr string) string {
 	t.Helper()
+	return referenceIn(t, redisAddr, runtimeRoot, "USE_STATSD=false").addr
+}
+
+// proc is a server started as a process of its own: its gRPC address and its process id.
+type proc struct {
+	addr string
+	pid  int
+}
+
+// referenceIn starts envoyproxy/ratelimit's server over redisAddr, its runtime under
+// runtimeRoot (RUNTIME_SUBDIRECTORY/config in it), with the environment env besides its
+// addresses' (such as its stats sink: USE_STATSD=false writes them to its log); it returns its
+// gRPC address and its process id.
+func referenceIn(t *testing.T, redisAddr, runtimeRoot string, env ...string) proc {
+	t.Helper()
 	bin := referenceBinary(t)
 	root, err := filepath.Abs(runtimeRoot)
 	if err != nil {
@@ -87,12 +104,12 @@ func reference(t *testing.T, redisAddr string) string {
 	grpcAddr, httpAddr, debugAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	port := func(a string) string { _, p, _ := net.SplitHostPort(a); return p }
 	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "USE_STATSD=false", "LOG_LEVEL=warn", "REDIS_SOCKET_TYPE=tcp", "REDIS_URL="+redisAddr,
+	cmd.Env = append(append(os.Environ(), env...), "LOG_LEVEL=warn", "REDIS_SOCKET_TYPE=tcp", "REDIS_URL="+redisAddr,
 		"RUNTIME_ROOT="+root, "RUNTIME_SUBDIRECTORY="+runtimeSubdir, "RUNTIME_WATCH_ROOT=false", "RUNTIME_IGNOREDOTFILES=true",
 		"HOST=127.0.0.1", "PORT="+port(httpAddr), "GRPC_HOST=127.0.0.1", "GRPC_PORT="+port(grpcAddr),
 		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT="+port(debugAddr))
-	var log strings.Builder
-	cmd.Stdout, cmd.Stderr = &log, &log
+	log := &tail{}
+	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -100,11 +117,10 @@ func reference(t *testing.T, redisAddr string) string {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		if t.Failed() {
-			out := log.String()
-			t.Logf("the reference's log (its end):\n%s", out[max(0, len(out)-4096):])
+			t.Logf("the reference's log (its end):\n%s", log)
 		}
 	})
-	return grpcAddr
+	return proc{grpcAddr, cmd.Process.Pid}
 }
 
 // ours starts the rls server over redisAddr, with opts; it returns its gRPC address.
