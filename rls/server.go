@@ -14,6 +14,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/calendar"
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -497,9 +498,14 @@ func (s *Server) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.Ra
 		case ch.limit == nil:
 			continue // no limit: OK, nothing else
 		}
-		if ch.windows != nil && ch.err == nil {
-			w := ch.windows[bindingWindow(&ch.d)] // the window closest to its limit
-			ch.limit = &rlsv3.RateLimitResponse_RateLimit{Name: ch.limit.Name, RequestsPerUnit: w.perUnit, Unit: w.unit}
+		var period *calendar.Period // the reported window's, when it is a calendar quota
+		if ch.windows != nil {
+			w := ch.windows[0] // the store could not decide: the rule's own window
+			if ch.err == nil {
+				w = ch.windows[bindingWindow(&ch.d)] // the window closest to its limit
+				ch.limit = &rlsv3.RateLimitResponse_RateLimit{Name: ch.limit.Name, RequestsPerUnit: w.perUnit, Unit: w.unit}
+			}
+			period = w.period
 		}
 		st.CurrentLimit = ch.limit
 		window, _ := unitWindow(ch.limit.Unit)
@@ -507,7 +513,7 @@ func (s *Server) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.Ra
 		switch {
 		case ch.limiter == nil && !ch.ref: // a limit of 0 requests: nothing is ever admitted
 			over = true
-			st.DurationUntilReset = s.untilReset(window)
+			st.DurationUntilReset = s.resetOf(period, window)
 		case ch.err != nil:
 			s.storeFailed(req.Domain, mode, ch.err)
 			switch mode {
@@ -518,14 +524,14 @@ func (s *Server) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.Ra
 				continue
 			case FailDeny:
 				over = true
-				st.DurationUntilReset = s.untilReset(window)
+				st.DurationUntilReset = s.resetOf(period, window)
 			}
 		default:
 			over = !ch.d.Allowed
 			st.LimitRemaining = uint32(min(max(ch.d.Remaining, 0), math.MaxUint32))
 			st.DurationUntilReset = durationpb.New(ceilSecond(ch.d.EffectiveWindow))
 			if ch.d.EffectiveWindow <= 0 {
-				st.DurationUntilReset = s.untilReset(window)
+				st.DurationUntilReset = s.resetOf(period, window)
 			}
 		}
 		if ch.quota {
@@ -595,9 +601,21 @@ func ceilSecond(d time.Duration) time.Duration {
 	return (d + time.Second - 1) / time.Second * time.Second
 }
 
+// resetOf is the time from now to the end of a reported window: its calendar period's when
+// period is not nil, else its fixed window's of length w.
+func (s *Server) resetOf(period *calendar.Period, w time.Duration) *durationpb.Duration {
+	if period != nil {
+		return durationpb.New(untilPeriodEnd(period, s.clock.Now()))
+	}
+	return s.untilReset(w)
+}
+
 // untilReset is the time from now to the end of the fixed window of length w, on the server's
 // clock, in whole seconds.
 func (s *Server) untilReset(w time.Duration) *durationpb.Duration {
+	if w <= 0 {
+		return durationpb.New(0) // no window of a length (never: every unit but UNKNOWN has one)
+	}
 	now := s.clock.Now().UnixMicro()
 	us := w.Microseconds()
 	return durationpb.New(ceilSecond(time.Duration(us-now%us) * time.Microsecond))
