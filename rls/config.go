@@ -2,6 +2,7 @@ package rls
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -23,6 +24,7 @@ import (
 type Config struct {
 	domains map[string]*level
 	files   []string // the files it was parsed from, in order
+	version string   // Version
 }
 
 // File is one configuration file: its name (used in errors) and its contents.
@@ -40,6 +42,11 @@ func (c *Config) Domains() []string {
 	slices.Sort(out)
 	return out
 }
+
+// Version names the configuration by its files: "sha256:" and the first 16 hexadecimal digits
+// of the SHA-256 of their names and contents, in order. Two instances whose files are the same
+// run the same version; the one an instance runs is what the fleet shows (see [Server.ReportFleet]).
+func (c *Config) Version() string { return c.version }
 
 // Files returns the names of the files the configuration was parsed from.
 func (c *Config) Files() []string { return slices.Clone(c.files) }
@@ -171,6 +178,8 @@ func ParseConfig(files ...File) (*Config, error) {
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
 	}
+	sum := digest(files)
+	c.version = "sha256:" + hex.EncodeToString(sum[:8])
 	return c, nil
 }
 

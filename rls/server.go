@@ -138,12 +138,17 @@ type Server struct {
 
 	overridesMu sync.Mutex
 	overrides   map[overrideKey]*ratelimit.Limiter
+
+	// configured is signalled (never blocking) when SetConfig puts a configuration in force,
+	// for ReportFleet to record it at once.
+	configured chan struct{}
 }
 
 // compiled is a configuration with a limiter for each of its rules.
 type compiled struct {
 	cfg      *Config
 	limiters map[*rule]*ratelimit.Limiter
+	loaded   time.Time // when SetConfig put it in force, on the server's clock
 }
 
 type overrideKey struct {
@@ -183,7 +188,7 @@ func NewServer(store ratelimit.Store, cfg *Config, opts ...Option) (*Server, err
 		return nil, errors.New("rls: NewServer needs a configuration (ParseConfig() with no file is an empty one)")
 	}
 	s := &Server{store: store, timeout: DefaultTimeout, clock: systemClock{}, log: slog.Default(),
-		overrides: map[overrideKey]*ratelimit.Limiter{}}
+		overrides: map[overrideKey]*ratelimit.Limiter{}, configured: make(chan struct{}, 1)}
 	if l, ok := store.(interface{ Local() bool }); ok {
 		s.local = l.Local()
 	}
@@ -215,13 +220,17 @@ func (s *Server) Register(g *grpc.Server) { rlsv3.RegisterRateLimitServiceServer
 // Config returns the configuration in force.
 func (s *Server) Config() *Config { return s.current.Load().cfg }
 
+// Loaded returns when the configuration in force was put in force (by NewServer or
+// SetConfig), on the server's clock (WithClock).
+func (s *Server) Loaded() time.Time { return s.current.Load().loaded }
+
 // SetConfig puts cfg in force for the calls that start after it returns. The counts of a rule
 // whose path and unit stay the same carry over, even if its limit changes.
 func (s *Server) SetConfig(cfg *Config) error {
 	if cfg == nil {
 		return errors.New("rls: SetConfig(nil)")
 	}
-	c := &compiled{cfg: cfg, limiters: map[*rule]*ratelimit.Limiter{}}
+	c := &compiled{cfg: cfg, limiters: map[*rule]*ratelimit.Limiter{}, loaded: s.clock.Now()}
 	for _, r := range cfg.rules() {
 		if r.unlimited || r.perUnit == 0 {
 			continue
@@ -235,6 +244,10 @@ func (s *Server) SetConfig(cfg *Config) error {
 	s.current.Store(c)
 	if s.metrics != nil {
 		s.metrics.configLoaded(true)
+	}
+	select {
+	case s.configured <- struct{}{}:
+	default:
 	}
 	return nil
 }
