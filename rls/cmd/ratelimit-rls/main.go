@@ -336,7 +336,10 @@ func serve(ctx context.Context, s *settings, log *slog.Logger, ready func(grpcAd
 	errs := make(chan error, 2)
 	if fleetClient != nil {
 		wg.Add(1)
-		go func() { defer wg.Done(); _ = srv.ReportFleet(reloadCtx, fleetClient, s.fleetKey, s.instance, s.heartbeat) }()
+		go func() {
+			defer wg.Done()
+			_ = srv.ReportFleet(reloadCtx, fleetClient, s.fleetKey, s.instance, s.heartbeat)
+		}()
 		log.Info("ratelimit-rls: reporting to the fleet", "key", rules.FleetKey(s.fleetKey), "instance", s.instance,
 			"version", cfg.Version(), "heartbeat", s.heartbeat)
 	}
