@@ -2,6 +2,7 @@ package rls
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -47,6 +48,9 @@ func (c *Config) Domains() []string {
 // of the SHA-256 of their names and contents, in order. Two instances whose files are the same
 // run the same version; the one an instance runs is what the fleet shows (see [Server.ReportFleet]).
 func (c *Config) Version() string { return c.version }
+
+// versionOf is the Version of files whose digest is sum.
+func versionOf(sum [sha256.Size]byte) string { return "sha256:" + hex.EncodeToString(sum[:8]) }
 
 // Files returns the names of the files the configuration was parsed from.
 func (c *Config) Files() []string { return slices.Clone(c.files) }
@@ -178,8 +182,7 @@ func ParseConfig(files ...File) (*Config, error) {
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
 	}
-	sum := digest(files)
-	c.version = "sha256:" + hex.EncodeToString(sum[:8])
+	c.version = versionOf(digest(files))
 	return c, nil
 }
 

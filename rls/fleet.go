@@ -23,9 +23,10 @@ const (
 // rules.FleetKey(key)), as a rules.Engine watching those rules records its own, so that
 // `ratelimit status -key KEY` and rules.Fleet list the server beside the engines: its name
 // (unique in the fleet), its kind (FleetKind), the version of its configuration
-// ([Config.Version], a digest of its files), when it put it in force ([Server.Loaded]) and its
-// health ([Server.Serving]). It records at once, then every heartbeat and whenever a
-// configuration is put in force, until ctx ends; a record lives three heartbeats, so an
+// ([Config.Version], a digest of its files), when it put it in force ([Server.Loaded]), its
+// health ([Server.Serving]), and the version of the files a [Reloader] last refused, with
+// why, until one is put in force. It records at once, then every heartbeat and whenever a
+// configuration is put in force or refused, until ctx ends; a record lives three heartbeats, so an
 // instance gone leaves the fleet then. A record that fails (Redis down) is logged once until
 // one succeeds, and made again at the next heartbeat.
 //
@@ -50,6 +51,9 @@ func (s *Server) ReportFleet(ctx context.Context, client redis.UniversalClient, 
 		in := rules.Instance{Name: name, Kind: FleetKind, Running: c.cfg.Version(), Loaded: c.loaded, Health: FleetNotServing}
 		if s.Serving() {
 			in.Health = FleetServing
+		}
+		if r := s.refused.Load(); r != nil {
+			in.Refused, in.Reason = r.version, r.reason
 		}
 		rctx, cancel := context.WithTimeout(ctx, heartbeat)
 		err := rules.RecordInstance(rctx, client, key, in, heartbeat)

@@ -140,9 +140,15 @@ type Server struct {
 	overrides   map[overrideKey]*ratelimit.Limiter
 
 	// configured is signalled (never blocking) when SetConfig puts a configuration in force,
-	// for ReportFleet to record it at once.
+	// or a Reloader refuses one, for ReportFleet to record it at once.
 	configured chan struct{}
+	// refused is the configuration a Reloader last refused, newer than the one in force; nil
+	// when none (ReportFleet records it).
+	refused atomic.Pointer[refusal]
 }
+
+// refusal is a configuration refused: its version (the digest of its files) and why.
+type refusal struct{ version, reason string }
 
 // compiled is a configuration with a limiter for each of its rules.
 type compiled struct {
@@ -242,14 +248,32 @@ func (s *Server) SetConfig(cfg *Config) error {
 		c.limiters[r] = l
 	}
 	s.current.Store(c)
+	s.refused.Store(nil)
 	if s.metrics != nil {
 		s.metrics.configLoaded(true)
 	}
+	s.notifyConfigured()
+	return nil
+}
+
+// setRefused records that a reload refused the configuration of version for err, and has
+// ReportFleet record it at once.
+func (s *Server) setRefused(version string, err error) {
+	// One line, for a table: the first problem, and how many more (errors.Join's lines).
+	reason, rest, more := strings.Cut(err.Error(), "\n")
+	if more {
+		reason += fmt.Sprintf(" (and %d more)", strings.Count(rest, "\n")+1)
+	}
+	s.refused.Store(&refusal{version: version, reason: reason})
+	s.notifyConfigured()
+}
+
+// notifyConfigured signals configured, never blocking.
+func (s *Server) notifyConfigured() {
 	select {
 	case s.configured <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
 func (s *Server) limiter(name string, perUnit uint32, unit rlsv3.RateLimitResponse_RateLimit_Unit) (*ratelimit.Limiter, error) {

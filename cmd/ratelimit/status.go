@@ -19,7 +19,8 @@ reported for three is gone and not shown.
 
 Instances of another kind that report to the same fleet (ratelimit-rls, kind rls, with
 -redis) are listed after them, with the version of their own configuration, when they loaded
-it and their health; they do not run the stored rules, and the exit status is the engines'.
+it, their health and the version of their files they refused, with why; they do not run the
+stored rules, and the exit status is the engines'.
 
 Exit status: 0 when every live instance runs the stored version; 1 when one refused it;
 3 when one runs another version (it has not caught up yet), none watches the key, or no
@@ -105,20 +106,24 @@ func splitFleet(all []rules.Instance) (engines, others []rules.Instance) {
 }
 
 // printOthers lists the instances of other kinds: their own configurations' versions, when
-// they loaded them and their health.
+// they loaded them, their health, and the version they last refused, with why.
 func printOthers(stdout io.Writer, others []rules.Instance) {
 	fmt.Fprintf(stdout, "%d instances of other kinds, on configurations of their own:\n", len(others))
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "INSTANCE\tKIND\tRUNNING\tLOADED\tHEALTH\tSEEN")
+	fmt.Fprintln(tw, "INSTANCE\tKIND\tRUNNING\tLOADED\tHEALTH\tREFUSED\tSEEN\tREASON")
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
 	for _, in := range others {
-		loaded, health := "-", in.Health
+		loaded := "-"
 		if !in.Loaded.IsZero() {
 			loaded = in.Loaded.UTC().Format(time.RFC3339)
 		}
-		if health == "" {
-			health = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s ago\n", in.Name, in.Kind, in.Running, loaded, health, in.Age.Round(time.Second))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s ago\t%s\n", in.Name, in.Kind, in.Running, loaded, dash(in.Health), dash(in.Refused),
+			in.Age.Round(time.Second), in.Reason)
 	}
 	tw.Flush()
 }

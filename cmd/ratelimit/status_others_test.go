@@ -17,7 +17,8 @@ func TestStatusListsOtherKinds(t *testing.T) {
 	addr, key := redistest.Addr(t), redistest.Prefix(t)+"rules"
 	for _, in := range []rules.Instance{
 		{Name: "rls-a", Kind: "rls", Running: "sha256:1111111111111111", Loaded: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), Health: "serving"},
-		{Name: "rls-b", Kind: "rls", Running: "sha256:2222222222222222", Loaded: time.Date(2026, 3, 1, 12, 5, 0, 0, time.UTC), Health: "not_serving"},
+		{Name: "rls-b", Kind: "rls", Running: "sha256:2222222222222222", Loaded: time.Date(2026, 3, 1, 12, 5, 0, 0, time.UTC), Health: "not_serving",
+			Refused: "sha256:3333333333333333", Reason: "edge.yaml:4: invalid rate limit unit 'fortnight'"},
 	} {
 		if err := rules.RecordInstance(t.Context(), client, key, in, time.Hour); err != nil {
 			t.Fatal(err)
@@ -27,8 +28,8 @@ func TestStatusListsOtherKinds(t *testing.T) {
 	s := cli(t, "status", "-redis", addr, "-key", key)
 	s.want(t, 3, "2 instances of other kinds, on configurations of their own:", "no instance is watching")
 	for _, re := range []string{
-		`rls-a\s+rls\s+sha256:1111111111111111\s+2026-03-01T12:00:00Z\s+serving\s+\S+ ago`,
-		`rls-b\s+rls\s+sha256:2222222222222222\s+2026-03-01T12:05:00Z\s+not_serving\s+\S+ ago`,
+		`rls-a\s+rls\s+sha256:1111111111111111\s+2026-03-01T12:00:00Z\s+serving\s+-\s+\S+ ago`,
+		`rls-b\s+rls\s+sha256:2222222222222222\s+2026-03-01T12:05:00Z\s+not_serving\s+sha256:3333333333333333\s+\S+ ago\s+edge.yaml:4: invalid rate limit unit 'fortnight'`,
 	} {
 		if !regexp.MustCompile(re).MatchString(s.stdout) {
 			t.Errorf("status does not match %s:\n%s", re, s.stdout)

@@ -55,12 +55,22 @@ func TestServeReportsToTheFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRules(t, key, "rls-a on rls-b's version", func(f []rules.Instance) bool {
-		return len(f) == 2 && f[0].Running == versions[1]
+		return len(f) == 2 && f[0].Running == versions[1] && f[0].Refused == ""
 	})
+	// A refused edit: the version of the files refused, and why (its first problem, and how many
+	// more: one line, for status's table), beside the one it runs.
+	if err := os.WriteFile(paths[0], []byte("domain: edge\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight, requests_per_unit: 1}\n  - key: j\n    rate_limit: {unit: hour}\n  - key: i\n    bad: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fleet = waitRules(t, key, "rls-a's refusal", func(f []rules.Instance) bool { return len(f) == 2 && f[0].Refused != "" })
+	if a := fleet[0]; a.Running != versions[1] || !strings.HasPrefix(a.Refused, "sha256:") || a.Refused == versions[1] ||
+		!strings.HasPrefix(a.Reason, "edge.yaml:4: invalid rate limit unit 'fortnight'") || !strings.HasSuffix(a.Reason, " (and 1 more)") {
+		t.Errorf("after a refused edit: %+v, want it running %s, the refused version and its reason", a, versions[1])
+	}
 	// A fleet of no report: without -redis, and with -fleet-key none.
 	other := redistest.Prefix(t) + "other"
-	start(t, func(k string) string { return map[string]string{"RLS_INSTANCE": "mem"}[k] }, "-config", paths[0], "-fleet-key", other)
-	r := start(t, func(k string) string { return map[string]string{"RLS_INSTANCE": "none"}[k] }, "-config", paths[0], "-redis", addr, "-fleet-key", "none")
+	start(t, func(k string) string { return map[string]string{"RLS_INSTANCE": "mem"}[k] }, "-config", paths[1], "-fleet-key", other)
+	r := start(t, func(k string) string { return map[string]string{"RLS_INSTANCE": "none"}[k] }, "-config", paths[1], "-redis", addr, "-fleet-key", "none")
 	waitFor(t, r.log, "ratelimit-rls: serving")
 	for _, k := range []string{other, rules.DefaultRedisKey} {
 		f, err := rules.Fleet(t.Context(), client, k)
