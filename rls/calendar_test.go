@@ -177,3 +177,29 @@ func TestParseConfigCalendarErrors(t *testing.T) {
 		t.Errorf("a period with algorithm fixed_window: %v", err)
 	}
 }
+
+// TestCalendarReloadKeepsCount: a reload that changes a period's limit keeps its count; one
+// that changes its zone starts a new one.
+func TestCalendarReloadKeepsCount(t *testing.T) {
+	rule := func(period, n string) string {
+		return "domain: q\ndescriptors:\n  - key: c\n    rate_limit: {period: " + period + ", requests_per_unit: " + n + "}\n"
+	}
+	f := newFixtureAt(t, memoryStore, time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC), rule("month@Europe/Berlin", "3"))
+	f.call(request("q", desc("c", "1")))
+	f.call(request("q", desc("c", "1")))
+	for _, tc := range []struct{ period, n, want string }{
+		{"month@Europe/Berlin", "5", "OK: OK 2/5/MONTH 514h0m0s"}, // 3 used of 5; to April 1st, 00:00 in Berlin (22:00 UTC)
+		{"month@Asia/Tokyo", "5", "OK: OK 4/5/MONTH 507h0m0s"},    // a new count; to April 1st in Tokyo (15:00 UTC)
+	} {
+		cfg, err := ParseConfig(File{Name: "q.yaml", Data: []byte(rule(tc.period, tc.n))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.srv.SetConfig(cfg); err != nil {
+			t.Fatal(err)
+		}
+		if got := summary(f.call(request("q", desc("c", "1")))); got != tc.want {
+			t.Errorf("after a reload to %s, %s: %s, want %s", tc.period, tc.n, got, tc.want)
+		}
+	}
+}
