@@ -2,6 +2,8 @@ package rls
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -15,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/calendar"
 )
 
 // Config is a parsed set of envoyproxy/ratelimit configuration files: one domain a file, its
@@ -22,6 +25,7 @@ import (
 type Config struct {
 	domains map[string]*level
 	files   []string // the files it was parsed from, in order
+	version string   // Version
 }
 
 // File is one configuration file: its name (used in errors) and its contents.
@@ -39,6 +43,14 @@ func (c *Config) Domains() []string {
 	slices.Sort(out)
 	return out
 }
+
+// Version names the configuration by its files: "sha256:" and the first 16 hexadecimal digits
+// of the SHA-256 of their names and contents, in order. Two instances whose files are the same
+// run the same version; the one an instance runs is what the fleet shows (see [Server.ReportFleet]).
+func (c *Config) Version() string { return c.version }
+
+// versionOf is the Version of files whose digest is sum.
+func versionOf(sum [sha256.Size]byte) string { return "sha256:" + hex.EncodeToString(sum[:8]) }
 
 // Files returns the names of the files the configuration was parsed from.
 func (c *Config) Files() []string { return slices.Clone(c.files) }
@@ -90,6 +102,8 @@ type rule struct {
 	algorithm algorithms.Algorithm
 	burst     int64
 	also      []window
+	// period makes rate_limit's own window a calendar quota (calendar.go); nil: unit's.
+	period *calendar.Period
 	// policyName names the rule's counts in the store: a digest of the domain and the rule's
 	// path, so that two rules never share a count (see README, "Counters").
 	policyName string
@@ -168,6 +182,7 @@ func ParseConfig(files ...File) (*Config, error) {
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
 	}
+	c.version = versionOf(digest(files))
 	return c, nil
 }
 
@@ -210,7 +225,7 @@ func (p *parser) fields(n *yaml.Node, what string, allowed ...string) map[string
 // misplaced says where a known field that is in the wrong mapping belongs.
 func misplaced(name string) string {
 	switch name {
-	case "unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "burst", "also":
+	case "unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "burst", "also", "period":
 		return " (it belongs in rate_limit)"
 	case "key", "value", "rate_limit", "descriptors", "shadow_mode", "quota_mode", "detailed_metric",
 		"value_to_metric", "share_threshold", "metadata":
@@ -374,7 +389,7 @@ func (p *parser) level(n *yaml.Node, parent, domain string) *level {
 
 // rule parses a rate_limit.
 func (p *parser) rule(n *yaml.Node, path, domain string) *rule {
-	f := p.fields(n, "rate_limit", "unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "burst", "also")
+	f := p.fields(n, "rate_limit", "unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "burst", "also", "period")
 	if n.Kind != yaml.MappingNode {
 		return nil
 	}
@@ -388,7 +403,12 @@ func (p *parser) rule(n *yaml.Node, path, domain string) *rule {
 	if f["unit"] != nil {
 		line = f["unit"].Line
 	}
+	period := !isNull(f["period"])
 	switch {
+	case period && f["unit"] != nil:
+		p.errorf(line, "%s", unitWithPeriod)
+	case period:
+		// the unit is the period's (windowsOf)
 	case r.unlimited && valid:
 		p.errorf(line, "should not specify rate limit unit when unlimited")
 	case !r.unlimited && !valid:
@@ -426,6 +446,9 @@ func (p *parser) rule(n *yaml.Node, path, domain string) *rule {
 		}
 	}
 	p.windowsOf(r, f)
+	if r.period != nil {
+		r.unit = reportUnit(r.period)
+	}
 	if len(p.errs) > bad {
 		return nil
 	}

@@ -19,6 +19,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(semanticsConfig))
 	f.Add([]byte(sampleConfig))
 	f.Add([]byte(windowsConfig))
+	f.Add([]byte(calendarConfig))
 	f.Add([]byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n"))
 	f.Add([]byte("domain: [\n"))
 	f.Add([]byte("- a\n- b\n"))

@@ -4,6 +4,7 @@ go 1.24
 
 require (
 	github.com/a7d3e0dd/ratelimit v0.1.0
+	github.com/a7d3e0dd/ratelimit/rules v0.1.0
 	github.com/envoyproxy/go-control-plane/envoy v1.32.4
 	github.com/prometheus/client_golang v1.23.2
 	github.com/prometheus/client_model v0.6.2

@@ -86,6 +86,12 @@ func (s *Server) ietfHeaders(statuses []*rlsv3.RateLimitResponse_DescriptorStatu
 			if policy.Len() > 0 {
 				policy.WriteString(", ")
 			}
+			if w.period != nil {
+				// A calendar period has no fixed length (a month of 28 to 31 days): no w, as
+				// the library's guard writes a calendar policy (docs/calendar.md).
+				fmt.Fprintf(&policy, "%s;q=%d", sfString(name), w.perUnit)
+				continue
+			}
 			d, _ := unitWindow(w.unit)
 			fmt.Fprintf(&policy, "%s;q=%d;w=%d", sfString(name), w.perUnit, int64(d/time.Second))
 		}

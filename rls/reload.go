@@ -166,6 +166,7 @@ func (r *Reloader) Reload() (bool, error) {
 	}
 	if err != nil {
 		r.loaded, r.lastErr = false, err
+		r.srv.setRefused(versionOf(sum), err)
 		r.log.Error("rls: reloading the configuration: refused, the last good one stays in force", "error", err)
 		if r.srv.metrics != nil {
 			r.srv.metrics.configLoaded(false)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/calendar"
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -137,12 +138,23 @@ type Server struct {
 
 	overridesMu sync.Mutex
 	overrides   map[overrideKey]*ratelimit.Limiter
+
+	// configured is signalled (never blocking) when SetConfig puts a configuration in force,
+	// or a Reloader refuses one, for ReportFleet to record it at once.
+	configured chan struct{}
+	// refused is the configuration a Reloader last refused, newer than the one in force; nil
+	// when none (ReportFleet records it).
+	refused atomic.Pointer[refusal]
 }
+
+// refusal is a configuration refused: its version (the digest of its files) and why.
+type refusal struct{ version, reason string }
 
 // compiled is a configuration with a limiter for each of its rules.
 type compiled struct {
 	cfg      *Config
 	limiters map[*rule]*ratelimit.Limiter
+	loaded   time.Time // when SetConfig put it in force, on the server's clock
 }
 
 type overrideKey struct {
@@ -182,7 +194,7 @@ func NewServer(store ratelimit.Store, cfg *Config, opts ...Option) (*Server, err
 		return nil, errors.New("rls: NewServer needs a configuration (ParseConfig() with no file is an empty one)")
 	}
 	s := &Server{store: store, timeout: DefaultTimeout, clock: systemClock{}, log: slog.Default(),
-		overrides: map[overrideKey]*ratelimit.Limiter{}}
+		overrides: map[overrideKey]*ratelimit.Limiter{}, configured: make(chan struct{}, 1)}
 	if l, ok := store.(interface{ Local() bool }); ok {
 		s.local = l.Local()
 	}
@@ -214,13 +226,17 @@ func (s *Server) Register(g *grpc.Server) { rlsv3.RegisterRateLimitServiceServer
 // Config returns the configuration in force.
 func (s *Server) Config() *Config { return s.current.Load().cfg }
 
+// Loaded returns when the configuration in force was put in force (by NewServer or
+// SetConfig), on the server's clock (WithClock).
+func (s *Server) Loaded() time.Time { return s.current.Load().loaded }
+
 // SetConfig puts cfg in force for the calls that start after it returns. The counts of a rule
 // whose path and unit stay the same carry over, even if its limit changes.
 func (s *Server) SetConfig(cfg *Config) error {
 	if cfg == nil {
 		return errors.New("rls: SetConfig(nil)")
 	}
-	c := &compiled{cfg: cfg, limiters: map[*rule]*ratelimit.Limiter{}}
+	c := &compiled{cfg: cfg, limiters: map[*rule]*ratelimit.Limiter{}, loaded: s.clock.Now()}
 	for _, r := range cfg.rules() {
 		if r.unlimited || r.perUnit == 0 {
 			continue
@@ -232,10 +248,32 @@ func (s *Server) SetConfig(cfg *Config) error {
 		c.limiters[r] = l
 	}
 	s.current.Store(c)
+	s.refused.Store(nil)
 	if s.metrics != nil {
 		s.metrics.configLoaded(true)
 	}
+	s.notifyConfigured()
 	return nil
+}
+
+// setRefused records that a reload refused the configuration of version for err, and has
+// ReportFleet record it at once.
+func (s *Server) setRefused(version string, err error) {
+	// One line, for a table: the first problem, and how many more (errors.Join's lines).
+	reason, rest, more := strings.Cut(err.Error(), "\n")
+	if more {
+		reason += fmt.Sprintf(" (and %d more)", strings.Count(rest, "\n")+1)
+	}
+	s.refused.Store(&refusal{version: version, reason: reason})
+	s.notifyConfigured()
+}
+
+// notifyConfigured signals configured, never blocking.
+func (s *Server) notifyConfigured() {
+	select {
+	case s.configured <- struct{}{}:
+	default:
+	}
 }
 
 func (s *Server) limiter(name string, perUnit uint32, unit rlsv3.RateLimitResponse_RateLimit_Unit) (*ratelimit.Limiter, error) {
@@ -497,9 +535,14 @@ func (s *Server) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.Ra
 		case ch.limit == nil:
 			continue // no limit: OK, nothing else
 		}
-		if ch.windows != nil && ch.err == nil {
-			w := ch.windows[bindingWindow(&ch.d)] // the window closest to its limit
-			ch.limit = &rlsv3.RateLimitResponse_RateLimit{Name: ch.limit.Name, RequestsPerUnit: w.perUnit, Unit: w.unit}
+		var period *calendar.Period // the reported window's, when it is a calendar quota
+		if ch.windows != nil {
+			w := ch.windows[0] // the store could not decide: the rule's own window
+			if ch.err == nil {
+				w = ch.windows[bindingWindow(&ch.d)] // the window closest to its limit
+				ch.limit = &rlsv3.RateLimitResponse_RateLimit{Name: ch.limit.Name, RequestsPerUnit: w.perUnit, Unit: w.unit}
+			}
+			period = w.period
 		}
 		st.CurrentLimit = ch.limit
 		window, _ := unitWindow(ch.limit.Unit)
@@ -507,7 +550,7 @@ func (s *Server) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.Ra
 		switch {
 		case ch.limiter == nil && !ch.ref: // a limit of 0 requests: nothing is ever admitted
 			over = true
-			st.DurationUntilReset = s.untilReset(window)
+			st.DurationUntilReset = s.resetOf(period, window)
 		case ch.err != nil:
 			s.storeFailed(req.Domain, mode, ch.err)
 			switch mode {
@@ -518,14 +561,14 @@ func (s *Server) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.Ra
 				continue
 			case FailDeny:
 				over = true
-				st.DurationUntilReset = s.untilReset(window)
+				st.DurationUntilReset = s.resetOf(period, window)
 			}
 		default:
 			over = !ch.d.Allowed
 			st.LimitRemaining = uint32(min(max(ch.d.Remaining, 0), math.MaxUint32))
 			st.DurationUntilReset = durationpb.New(ceilSecond(ch.d.EffectiveWindow))
 			if ch.d.EffectiveWindow <= 0 {
-				st.DurationUntilReset = s.untilReset(window)
+				st.DurationUntilReset = s.resetOf(period, window)
 			}
 		}
 		if ch.quota {
@@ -595,9 +638,21 @@ func ceilSecond(d time.Duration) time.Duration {
 	return (d + time.Second - 1) / time.Second * time.Second
 }
 
+// resetOf is the time from now to the end of a reported window: its calendar period's when
+// period is not nil, else its fixed window's of length w.
+func (s *Server) resetOf(period *calendar.Period, w time.Duration) *durationpb.Duration {
+	if period != nil {
+		return durationpb.New(untilPeriodEnd(period, s.clock.Now()))
+	}
+	return s.untilReset(w)
+}
+
 // untilReset is the time from now to the end of the fixed window of length w, on the server's
 // clock, in whole seconds.
 func (s *Server) untilReset(w time.Duration) *durationpb.Duration {
+	if w <= 0 {
+		return durationpb.New(0) // no window of a length (never: every unit but UNKNOWN has one)
+	}
 	now := s.clock.Now().UnixMicro()
 	us := w.Microseconds()
 	return durationpb.New(ceilSecond(time.Duration(us-now%us) * time.Microsecond))

@@ -80,11 +80,17 @@ var stores = []struct {
 
 func newFixtureOn(t *testing.T, store storeMaker, yaml string, opts ...Option) *fixture {
 	t.Helper()
+	return newFixtureAt(t, store, fakeclock.T0, yaml, opts...)
+}
+
+// newFixtureAt is newFixtureOn with the clock at start.
+func newFixtureAt(t *testing.T, store storeMaker, start time.Time, yaml string, opts ...Option) *fixture {
+	t.Helper()
 	cfg, err := ParseConfig(File{Name: "test.yaml", Data: []byte(yaml)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := fakeclock.New(fakeclock.T0)
+	clk := fakeclock.New(start)
 	// No deadline of the server's on a busy machine's Redis: the fail-fast tests have theirs.
 	opts = append([]Option{WithClock(clk), WithLogger(quietLogger()), WithTimeout(time.Minute)}, opts...)
 	srv, err := NewServer(store(t, clk), cfg, opts...)

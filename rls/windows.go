@@ -12,6 +12,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/calendar"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"go.yaml.in/yaml/v3"
 )
@@ -24,15 +25,19 @@ type window struct {
 	perUnit   uint32
 	algorithm algorithms.Algorithm // nil: fixed window, aligned to the Unix epoch (the reference's)
 	burst     int64                // 0: requests_per_unit
+	// period, when not nil, makes the window a calendar quota (rate_limit's period field,
+	// calendar.go): a fixed window over the period's days, weeks, months or years in its zone.
+	// unit is then the period's (reportUnit), never read as a length.
+	period *calendar.Period
 }
 
 // windows returns the rule's windows: rate_limit's own first, then its `also`, in file order.
 func (r *rule) windows() []window {
-	return append([]window{{unit: r.unit, perUnit: r.perUnit, algorithm: r.algorithm, burst: r.burst}}, r.also...)
+	return append([]window{{unit: r.unit, perUnit: r.perUnit, algorithm: r.algorithm, burst: r.burst, period: r.period}}, r.also...)
 }
 
-// plain reports whether the rule is one the reference has: a single fixed window.
-func (r *rule) plain() bool { return r.algorithm == nil && len(r.also) == 0 }
+// plain reports whether the rule is one the reference has: a single fixed window of a unit.
+func (r *rule) plain() bool { return r.algorithm == nil && len(r.also) == 0 && r.period == nil }
 
 // windowPolicyName names window i of a rule whose policy name is name: the name itself for the
 // first, so that a rule without `also` keeps its counts, and name-2, name-3... for the others.
@@ -47,6 +52,10 @@ func windowPolicyName(name string, i int) string {
 func policiesOf(name string, windows []window) ([]ratelimit.Policy, error) {
 	out := make([]ratelimit.Policy, len(windows))
 	for i, w := range windows {
+		if w.period != nil {
+			out[i] = ratelimit.Policy{Name: windowPolicyName(name, i), Limit: int64(w.perUnit), Period: w.period}
+			continue
+		}
 		d, ok := unitWindow(w.unit)
 		if !ok {
 			return nil, fmt.Errorf("unknown unit %v", w.unit)
@@ -177,32 +186,45 @@ func (p *parser) unitOf(f map[string]*yaml.Node, n *yaml.Node) (rlsv3.RateLimitR
 func (p *parser) windowsOf(r *rule, f map[string]*yaml.Node) {
 	r.algorithm = p.algorithm(f["algorithm"])
 	r.burst = p.burst(f["burst"], r.algorithm)
+	r.period = p.period(f["period"], r.algorithm)
 	also := f["also"]
-	extended := r.algorithm != nil || !isNull(also)
+	extended := r.algorithm != nil || !isNull(also) || !isNull(f["period"])
 	if r.unlimited && (extended || !isNull(f["burst"])) {
-		p.errorf(r.line, "unlimited has no window: algorithm, burst and also do not go with it")
+		p.errorf(r.line, "unlimited has no window: algorithm, burst, period and also do not go with it")
 		return
 	}
 	if extended && r.perUnit == 0 && !r.unlimited {
-		p.errorf(r.line, "requests_per_unit 0 refuses every request: give it without algorithm and also")
+		p.errorf(r.line, "requests_per_unit 0 refuses every request: give it without algorithm, period and also")
 	}
 	if isNull(also) {
 		return
 	}
 	if also.Kind != yaml.SequenceNode || len(also.Content) == 0 {
-		p.errorf(also.Line, "also must be a list of windows ({unit, requests_per_unit[, algorithm, burst]}), not %s", kindName(also))
+		p.errorf(also.Line, "also must be a list of windows ({unit or period, requests_per_unit[, algorithm, burst]}), not %s", kindName(also))
 		return
 	}
 	for _, e := range also.Content {
-		ef := p.fields(e, "a window of also", "unit", "requests_per_unit", "algorithm", "burst")
+		ef := p.fields(e, "a window of also", "unit", "period", "requests_per_unit", "algorithm", "burst")
 		if e.Kind != yaml.MappingNode {
 			continue
 		}
 		w := window{}
-		unit, ok := p.unitOf(ef, e)
-		w.unit = unit
 		w.algorithm = p.algorithm(ef["algorithm"])
 		w.burst = p.burst(ef["burst"], w.algorithm)
+		ok := true
+		if pn := ef["period"]; !isNull(pn) {
+			if u := ef["unit"]; u != nil {
+				p.errorf(u.Line, "%s", unitWithPeriod)
+				ok = false
+			}
+			w.period = p.period(pn, w.algorithm)
+			ok = ok && w.period != nil
+			if w.period != nil {
+				w.unit = reportUnit(w.period)
+			}
+		} else {
+			w.unit, ok = p.unitOf(ef, e)
+		}
 		rpu := ef["requests_per_unit"]
 		var x int64
 		if isNull(rpu) || rpu.Kind != yaml.ScalarNode || rpu.Decode(&x) != nil || x < 1 || x > math.MaxUint32 {
@@ -228,8 +250,13 @@ func (r *rule) dumpWindows() string {
 	}
 	var b strings.Builder
 	for i, w := range r.windows() {
-		if i > 0 {
+		switch {
+		case i > 0 && w.period != nil:
+			fmt.Fprintf(&b, " also period=%s requests_per_unit=%d", w.period, w.perUnit)
+		case i > 0:
 			fmt.Fprintf(&b, " also unit=%s requests_per_unit=%d", w.unit, w.perUnit)
+		case w.period != nil:
+			fmt.Fprintf(&b, " period=%s", w.period)
 		}
 		if w.algorithm != nil {
 			fmt.Fprintf(&b, " algorithm=%s", w.algorithm.Name())

@@ -43,6 +43,18 @@ type Instance struct {
 	// Empty reports that the rules it runs are none, from a document that says allow_empty:
 	// true: it limits no request.
 	Empty bool `json:"empty,omitempty"`
+	// Kind is "" for an Engine watching the rules, which runs the stored versions. An
+	// instance of another kind records its state with [RecordInstance] ("rls": the rate
+	// limit service of module rls, Running the digest of its own configuration files), and
+	// does not run the stored rules: `ratelimit status` and `ratelimit push` list it apart
+	// and do not wait for it.
+	Kind string `json:"kind,omitempty"`
+	// Loaded is when the instance put in force the configuration it runs, on its own clock;
+	// zero when it did not say (an Engine does not).
+	Loaded time.Time `json:"loaded,omitzero"`
+	// Health is what the instance said of its health ("serving", "not_serving"); "" when it
+	// did not say (an Engine does not).
+	Health string `json:"health,omitempty"`
 	// Seen is when it last recorded its state, on the Redis server's clock.
 	Seen time.Time `json:"-"`
 	// Age is how long before [Fleet] read the records that was, on the same clock: what to
@@ -118,6 +130,29 @@ func record(ctx context.Context, client redis.UniversalClient, key string, in In
 		return fmt.Errorf("rules: recording the state of instance %q at Redis key %q: %w", in.Name, FleetKey(key), err)
 	}
 	return nil
+}
+
+// RecordInstance records the state of an instance that is not an [Engine] in the fleet hash
+// of key (FleetKey(key)), as an Engine watching Redis records its own, so that [Fleet] (and
+// `ratelimit status`) lists it: call it once every heartbeat, and the record lives for three
+// of them (an instance that stops calling it leaves the fleet then). The instance's Name must
+// be unique in the fleet; its Kind must not be empty (the records of kind "" are the
+// Engines'); Running is the version of what it runs, Loaded and Health are shown as given, and
+// Seen and Age are ignored (the record's time is the Redis server's).
+func RecordInstance(ctx context.Context, client redis.UniversalClient, key string, in Instance, heartbeat time.Duration) error {
+	if err := checkRedisArgs("RecordInstance", client, key); err != nil {
+		return err
+	}
+	switch {
+	case in.Name == "":
+		return errors.New("rules: RecordInstance needs the instance's Name")
+	case in.Kind == "":
+		return fmt.Errorf("rules: RecordInstance of %q needs a Kind, such as \"rls\" (the records of no kind are the Engines')", in.Name)
+	case heartbeat < time.Millisecond:
+		return fmt.Errorf("rules: RecordInstance of %q: heartbeat %v, want at least 1ms", in.Name, heartbeat)
+	}
+	in.Seen, in.Age = time.Time{}, 0
+	return record(ctx, client, key, in, heartbeat)
 }
 
 // Fleet returns what every live instance watching the rules at key recorded, by name: the

@@ -261,3 +261,53 @@ func TestFleetAgeOnTheServersClock(t *testing.T) {
 		}
 	})
 }
+
+// TestRecordInstance: an instance of another kind recorded with RecordInstance is listed by
+// Fleet beside the engines, with its kind, version, load time and health, and leaves the fleet
+// three heartbeats after its last record; bad arguments are refused.
+func TestRecordInstance(t *testing.T) {
+	client := redistest.Standalone(t)
+	key := redistest.Prefix(t) + "rules"
+	loaded := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	in := Instance{Name: "rls-1", Kind: "rls", Running: "sha256:abc", Loaded: loaded, Health: "serving"}
+	if err := RecordInstance(t.Context(), client, key, in, 50*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := RecordInstance(t.Context(), client, key, Instance{Name: "rls-2", Kind: "rls", Running: "sha256:def", Health: "not_serving"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	fleet, err := Fleet(t.Context(), client, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fleet) != 2 {
+		t.Fatalf("fleet %+v, want rls-1 and rls-2", fleet)
+	}
+	got := fleet[0]
+	if got.Name != "rls-1" || got.Kind != "rls" || got.Running != "sha256:abc" || !got.Loaded.Equal(loaded) || got.Health != "serving" || got.Seen.IsZero() {
+		t.Errorf("rls-1: %+v", got)
+	}
+	if got := fleet[1]; got.Name != "rls-2" || got.Health != "not_serving" || !got.Loaded.IsZero() {
+		t.Errorf("rls-2: %+v", got)
+	}
+	// rls-1's record, of a 50 ms heartbeat, lives 150 ms (on Redis's clock).
+	waitFleet(t, client, key, "rls-1 to leave the fleet", func(f []Instance) bool { return len(f) == 1 && f[0].Name == "rls-2" })
+	for _, tc := range []struct {
+		name      string
+		client    redis.UniversalClient
+		key       string
+		in        Instance
+		heartbeat time.Duration
+		want      string
+	}{
+		{"no client", nil, key, in, time.Second, "needs a go-redis client"},
+		{"no key", client, "", in, time.Second, "needs a key"},
+		{"no name", client, key, Instance{Kind: "rls"}, time.Second, "needs the instance's Name"},
+		{"no kind", client, key, Instance{Name: "x"}, time.Second, `of "x" needs a Kind`},
+		{"no heartbeat", client, key, in, 0, "heartbeat 0s, want at least 1ms"},
+	} {
+		if err := RecordInstance(t.Context(), tc.client, tc.key, tc.in, tc.heartbeat); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.want)
+		}
+	}
+}

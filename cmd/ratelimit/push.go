@@ -174,6 +174,7 @@ func awaitFleet(rf *redisFlags, client redis.UniversalClient, version string, pu
 			fmt.Fprintf(stderr, "ratelimit push: %v\n", rf.failed(err))
 			return 1
 		}
+		fleet, _ = splitFleet(fleet) // the engines: the others do not run the stored rules
 		if len(fleet) == 0 {
 			fmt.Fprintf(stdout, "no instance is watching %s: nobody has applied version %s\n", rf.key, version)
 			fmt.Fprintf(stderr, "ratelimit push: no instance is watching %s\n", rf.key)

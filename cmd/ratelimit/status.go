@@ -17,6 +17,11 @@ func statusCmd(args []string, stdout, stderr io.Writer) int {
 last reported. An instance reports every heartbeat (10 s by default); one that has not
 reported for three is gone and not shown.
 
+Instances of another kind that report to the same fleet (ratelimit-rls, kind rls, with
+-redis) are listed after them, with the version of their own configuration, when they loaded
+it, their health and the version of their files they refused, with why; they do not run the
+stored rules, and the exit status is the engines'.
+
 Exit status: 0 when every live instance runs the stored version; 1 when one refused it;
 3 when one runs another version (it has not caught up yet), none watches the key, or no
 rules are stored there.
@@ -35,14 +40,18 @@ rules are stored there.
 	if err != nil && !errors.Is(err, rules.ErrNoRules) {
 		return fs.fail(rf.failed(err))
 	}
-	fleet, err := rules.Fleet(ctx, client, rf.key)
+	all, err := rules.Fleet(ctx, client, rf.key)
 	if err != nil {
 		return fs.fail(rf.failed(err))
 	}
+	fleet, others := splitFleet(all)
 	if stored == "" {
 		fmt.Fprintf(stdout, "stored: no rules at %s\n", rf.key)
 	} else {
 		fmt.Fprintf(stdout, "stored: version %s at %s\n", stored, rf.key)
+	}
+	if len(others) > 0 {
+		defer printOthers(stdout, others) // after the engines' report, which the exit status follows
 	}
 	if len(fleet) == 0 {
 		fmt.Fprintln(stdout, "no instance is watching")
@@ -81,4 +90,40 @@ rules are stored there.
 		return exitWaiting
 	}
 	return 0
+}
+
+// splitFleet separates the rules engines (kind "") from the instances of other kinds
+// (rules.RecordInstance: ratelimit-rls), which do not run the stored rules.
+func splitFleet(all []rules.Instance) (engines, others []rules.Instance) {
+	for _, in := range all {
+		if in.Kind == "" {
+			engines = append(engines, in)
+		} else {
+			others = append(others, in)
+		}
+	}
+	return engines, others
+}
+
+// printOthers lists the instances of other kinds: their own configurations' versions, when
+// they loaded them, their health, and the version they last refused, with why.
+func printOthers(stdout io.Writer, others []rules.Instance) {
+	fmt.Fprintf(stdout, "%d instances of other kinds, on configurations of their own:\n", len(others))
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "INSTANCE\tKIND\tRUNNING\tLOADED\tHEALTH\tREFUSED\tSEEN\tREASON")
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	for _, in := range others {
+		loaded := "-"
+		if !in.Loaded.IsZero() {
+			loaded = in.Loaded.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s ago\t%s\n", in.Name, in.Kind, in.Running, loaded, dash(in.Health), dash(in.Refused),
+			in.Age.Round(time.Second), in.Reason)
+	}
+	tw.Flush()
 }

@@ -26,6 +26,10 @@
 //	                                    LIMIT_LIMIT_HEADER, LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER)
 //	-shutdown-grace D    RLS_SHUTDOWN_GRACE  how long calls in flight may finish on SIGTERM (10s)
 //	-near-limit-ratio R  NEAR_LIMIT_RATIO  the share of a limit above which hits count as near_limit (0.8)
+//	-fleet-key KEY       RLS_FLEET_KEY  with -redis: report to the fleet of the rules at KEY, which
+//	                                    `ratelimit status -key KEY` lists (rl:rules; none: no report)
+//	-instance NAME       RLS_INSTANCE   the instance's name in the fleet (host name, pid, random suffix)
+//	-heartbeat D         RLS_HEARTBEAT  how often it reports (10s); a report lives three heartbeats
 //
 // The server is unhealthy (gRPC health NOT_SERVING, /healthcheck 503) while Redis is unavailable
 // and a fail mode in force is error, with no -fallback: its calls then fail. On SIGTERM or SIGINT
@@ -56,6 +60,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/rls"
+	"github.com/a7d3e0dd/ratelimit/rules"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -112,6 +117,8 @@ type settings struct {
 	headerNames                                  [3]string
 	keyCompat, cacheKeyPrefix                    string          // -key-compat, -cache-key-prefix
 	ietf                                         int             // -ietf-headers
+	fleetKey, instance                           string          // -fleet-key ("": none), -instance
+	heartbeat                                    time.Duration   // -heartbeat
 	clock                                        ratelimit.Clock // the store's and the server's; nil: the system's (tests set it)
 }
 
@@ -148,7 +155,14 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	fs.StringVar(&s.keyCompat, "key-compat", env("RLS_KEY_COMPAT", "none"), "reference: count fixed windows in envoyproxy/ratelimit's Redis keys, shared with it")
 	fs.StringVar(&s.cacheKeyPrefix, "cache-key-prefix", getenv("CACHE_KEY_PREFIX"), "the prefix of the reference's keys (-key-compat reference)")
 	fs.StringVar(&ietf, "ietf-headers", env("RLS_IETF_HEADERS", "0"), "add the IETF RateLimit-Policy and RateLimit fields of draft 11 or 10 (0: none)")
+	var heartbeat string
+	fs.StringVar(&s.fleetKey, "fleet-key", env("RLS_FLEET_KEY", rules.DefaultRedisKey), "with -redis: the rules key whose fleet the instance reports to (ratelimit status -key); none: no report")
+	fs.StringVar(&s.instance, "instance", getenv("RLS_INSTANCE"), "the instance's name in the fleet, unique (default: host name, process id and a random suffix)")
+	fs.StringVar(&heartbeat, "heartbeat", env("RLS_HEARTBEAT", rules.DefaultHeartbeat.String()), "how often the instance reports to the fleet")
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := s.parseFleet(heartbeat); err != nil {
 		return nil, err
 	}
 	if err := s.parseCompat(ietf); err != nil {
@@ -226,6 +240,7 @@ func serve(ctx context.Context, s *settings, log *slog.Logger, ready func(grpcAd
 		opts = append(opts, rls.WithClock(s.clock))
 	}
 	var store ratelimit.Store
+	var fleetClient redis.UniversalClient // the fleet's reports; nil: none
 	if s.redisURL == "" {
 		store = ratelimit.NewMemoryStore(storeOpts...)
 		log.Info("ratelimit-rls: counting in memory (no -redis): the limits are this instance's alone")
@@ -236,6 +251,9 @@ func serve(ctx context.Context, s *settings, log *slog.Logger, ready func(grpcAd
 		}
 		client := redis.NewClient(o)
 		defer client.Close()
+		if s.fleetKey != "" {
+			fleetClient = client
+		}
 		health := rls.NewStoreHealth()
 		opts = append(opts, rls.WithStoreHealth(health))
 		redisOpts := []ratelimit.RedisOption{ratelimit.WithCallTimeout(s.timeout), ratelimit.WithObserver(health.Observer(nil))}
@@ -316,6 +334,15 @@ func serve(ctx context.Context, s *settings, log *slog.Logger, ready func(grpcAd
 	reloader := rls.NewReloader(srv, s.config, log)
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
+	if fleetClient != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = srv.ReportFleet(reloadCtx, fleetClient, s.fleetKey, s.instance, s.heartbeat)
+		}()
+		log.Info("ratelimit-rls: reporting to the fleet", "key", rules.FleetKey(s.fleetKey), "instance", s.instance,
+			"version", cfg.Version(), "heartbeat", s.heartbeat)
+	}
 	wg.Add(4)
 	go func() { defer wg.Done(); reloader.Run(reloadCtx, s.reload) }()
 	go func() {
