@@ -60,10 +60,7 @@ func (s *memoryStore) evict(sh *memoryShard, keep []checked, now int64) bool {
 		if e.overflow { // what limits the identities the shard cannot hold: kept
 			continue
 		}
-		state = e.state // the model reads a copy; a check of cost 0 moves nothing
-		e.policy.model.Check(&e.policy.params, &state, now, 0, &result)
-		capacity := e.policy.params.Capacity()
-		if used := float64(capacity-result.Remaining) / float64(capacity); used < least {
+		if used := usedShare(e, now, &state, &result); used < least {
 			victim, least = k, used
 		}
 		if seen++; seen >= evictSample {
@@ -79,6 +76,29 @@ func (s *memoryStore) evict(sh *memoryShard, keep []checked, now int64) bool {
 		s.observer.memoryStoreFull(false)
 	}
 	return true
+}
+
+// usedShare is how much of its capacity the live entry e has used, as evict weighs it (state
+// and result are the caller's scratch). A calendar period's entry is weighed apart: once its
+// period has ended it is free (it outlives its end by a grace, and at every boundary each
+// returning identity needs a key for the new period, which the ended ones must make room for);
+// while its period runs, any count makes it unforgettable (more than any share), since
+// forgetting it would hand its identity a fresh day, month or year.
+func usedShare(e *memoryEntry, now int64, state *algo.State, result *algo.Result) float64 {
+	p := e.policy
+	if p.cal != nil {
+		switch {
+		case now >= p.params.Start+p.params.Window:
+			return 0
+		case e.state.Init && e.state.B > 0:
+			return 2
+		}
+		return 0
+	}
+	*state = e.state // the model reads a copy; a check of cost 0 moves nothing
+	p.model.Check(&p.params, state, now, 0, result)
+	capacity := p.params.Capacity()
+	return float64(capacity-result.Remaining) / float64(capacity)
 }
 
 // roomFor reports whether makeRoom would find room for need entries more in sh, without
@@ -103,10 +123,7 @@ func (s *memoryStore) roomFor(sh *memoryShard, need int, keep []checked, now int
 		if e.expires <= now {
 			free++
 		} else {
-			state = e.state
-			e.policy.model.Check(&e.policy.params, &state, now, 0, &result)
-			capacity := e.policy.params.Capacity()
-			if float64(capacity-result.Remaining)/float64(capacity) < 0.5 {
+			if usedShare(e, now, &state, &result) < 0.5 {
 				free++
 			}
 			seen++

@@ -54,6 +54,12 @@ func (p Policy) compileCalendar(m algo.Model) (Policy, error) {
 	if err := p.Period.Validate(); err != nil {
 		return p, bad("Period: %v", err)
 	}
+	if p.Period.Unit == calendar.Year && p.Period.Every > maxCalendarYears {
+		return p, bad("Period: every %d years: at most %d (every computation stays exact, and a period's length a time.Duration)", p.Period.Every, maxCalendarYears)
+	}
+	if err := zoneByName(p.Period.Zone); err != nil {
+		return p, bad("Period: %v", err)
+	}
 	// The other fields as for any policy, on a window that passes (the period's length is not
 	// known before a check, and nothing depends on it but the time to its end).
 	q := p
@@ -66,6 +72,33 @@ func (p Policy) compileCalendar(m algo.Model) (Policy, error) {
 	c.tag = c.cal.base
 	p.compiled = c
 	return p, nil
+}
+
+// maxCalendarYears bounds a period of years: 100 years of microseconds stay far below 2^53,
+// where Lua's numbers are exact, and below time.Duration's 292 years.
+const maxCalendarYears = 100
+
+// zoneByName reports a zone that its name does not load: time.FixedZone, or a zone given
+// another's name. A calendar policy's state and the limiters a Resolver shares are named by
+// the zone's name, so two zones of one name must be one zone; and each instance loads the
+// zone by its name, so the name must say what it is.
+func zoneByName(zone *time.Location) error {
+	name := zone.String()
+	loaded, err := time.LoadLocation(name)
+	if err == nil && name != "" && name != "Local" {
+		for y := 1970; y <= 2040; y++ {
+			for _, m := range []time.Month{time.January, time.July} {
+				t := time.Date(y, m, 1, 0, 0, 0, 0, time.UTC)
+				_, a := t.In(zone).Zone()
+				_, b := t.In(loaded).Zone()
+				if a != b {
+					return fmt.Errorf("zone %q: not the zone of that name (at %s its offset is %ds, the named zone's %ds): give the zone time.LoadLocation loads by its name", name, t.Format(time.DateOnly), a, b)
+				}
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("zone %q: not a zone loaded by its name (a time.FixedZone?): give an IANA zone from time.LoadLocation, which every instance loads alike", name)
 }
 
 // calendarTag is computeTag for a calendar policy: its Period takes the Window's place, so

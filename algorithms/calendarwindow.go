@@ -51,9 +51,11 @@ func (calendarWindow) Charge(p *algo.Params, s *algo.State, now, cost int64) int
 }
 
 // Refund: the cost leaves the count if the state is the period's. The limiter refunds under
-// the period of the charge, so a refund after the period ended finds its state (or none).
+// the period of the charge, so a refund after the period ended finds its state (or none). The
+// time of the charge is not weighed: the store's reading of it may fall a little after the
+// period the limiter's clock picked, and the period's state is the charge's all the same.
 func (calendarWindow) Refund(p *algo.Params, s *algo.State, now, cost, at int64) int64 {
-	if !s.Init || s.A != p.Start || at < p.Start || at >= p.Start+p.Window {
+	if !s.Init || s.A != p.Start {
 		return 0
 	}
 	s.B = max(0, s.B-cost)

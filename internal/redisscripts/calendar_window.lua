@@ -19,6 +19,11 @@ end
 -- The verdict's lines are algorithms.fw's (countUntil in Go, shared there): written out in
 -- each, since a Lua function call is Redis time on every check.
 algorithms.cw = function(key, now, limit, length, start, cost)
+  -- A period over for more than the grace on the server's clock: the library's clock is that
+  -- far behind, and its key is gone; counting it afresh would hand out its quota again.
+  if now >= start + length + calendar_grace then
+    return error('ratelimit: the calendar period of this check ended more than a minute ago on the Redis server\'s clock: the instance\'s clock is behind; set it right (NTP)')
+  end
   local used = 0
   local s = get_ints(key, 2)
   if s and s[1] == start then used = s[2] end
@@ -38,6 +43,6 @@ end
 
 refunds.cw = function(key, now, limit, length, start, cost, at)
   local s = get_ints(key, 2)
-  if not s or s[1] ~= start or at < start or at >= start + length then return end
+  if not s or s[1] ~= start then return end
   put_ints(key, s, {s[1], math.max(0, s[2] - cost)}, cw_to_end(start, length, now) + calendar_grace)
 end

@@ -16,7 +16,8 @@
 -- ARGV[4]   with "2", "3" or "5": the time of the charge (the last integer of its reply); else "0"
 -- ARGV[4+i] policy i, one string "code:limit:window:burst:shadow" or
 --           "code:limit:window:burst:shadow:field": algorithm code, limit, window in
---           microseconds, burst (0: the limit), shadow ("1": evaluated and charged with what it
+--           microseconds, burst (0: the limit; a calendar period's start, µs since the epoch,
+--           negative before 1970), shadow ("1": evaluated and charged with what it
 --           admits, never deciding; "0"), and for a store with hash state the field of KEYS[i],
 --           the identity's hash, that holds the policy's state (see hkey in preamble.lua). A
 --           policy's string is the same on every call, so the library parses it once (see
@@ -57,7 +58,7 @@ local function spec_of(s)
   local p = specs[s]
   if p then return p end
   if type(s) ~= 'string' then return nil, redis.error_reply('ratelimit: missing policy argument') end
-  local code, limit, window, burst, shadow, field = string.match(s, '^([^:]*):(%d+):(%d+):(%d+):([01])(.*)$')
+  local code, limit, window, burst, shadow, field = string.match(s, '^([^:]*):(%d+):(%d+):(-?%d+):([01])(.*)$')
   if field and field ~= '' then field = string.match(field, '^:([%w_%-]+)$') end
   if not code or not field then return nil, redis.error_reply('ratelimit: malformed policy argument ' .. s) end
   local fn = algorithms[code]
