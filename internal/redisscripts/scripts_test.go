@@ -126,6 +126,15 @@ func policyArg(code string, limit, window, burst int64) string {
 
 const now = int64(1_700_000_000_000_000)
 
+// burstOf is the burst of code's policy in these tests: 0, but for a calendar period, whose
+// string holds its start in the burst's place: a start that makes a period of 1 s hold now.
+func burstOf(code string) int64 {
+	if code == "cw" {
+		return now - 500_000
+	}
+	return 0
+}
+
 // TestEveryAlgorithmRunsThroughCheck: check.lua dispatches every code: a charge is admitted
 // and counted, and a refund of it (mode 2) answers an empty reply and gives it back.
 func TestEveryAlgorithmRunsThroughCheck(t *testing.T) {
@@ -134,10 +143,7 @@ func TestEveryAlgorithmRunsThroughCheck(t *testing.T) {
 	script := redis.NewScript(redisscripts.Check())
 	for _, code := range codes(t) {
 		key := redistest.Prefix(t) + code
-		burst := int64(0)
-		if code == "cw" { // a calendar period's start, in the burst's place: one that holds now
-			burst = now - 500_000
-		}
+		burst := burstOf(code)
 		got, err := script.Run(ctx, c, []string{key}, checkArgs(now, 3, "1", 0, code, 10, 1_000_000, burst)...).Int64Slice()
 		if err != nil {
 			t.Fatalf("%s: check: %v", code, err)
@@ -211,7 +217,7 @@ func TestFunctionMatchesScript(t *testing.T) {
 			mode string
 			at   int64
 		}{{3, "1", 0}, {5, "1", 0}, {4, "1", 0}, {0, "0", 0}, {3, "2", now}, {2, "0", 0}} {
-			args := checkArgs(now+int64(i), call.cost, call.mode, call.at, code, 10, 1_000_000, 0)
+			args := checkArgs(now+int64(i), call.cost, call.mode, call.at, code, 10, 1_000_000, burstOf(code))
 			want, err := script.Run(ctx, c, []string{prefix + ":script"}, args...).Slice()
 			if err != nil {
 				t.Fatalf("%s call %d: script: %v", code, i, err)
