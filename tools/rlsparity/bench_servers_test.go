@@ -45,40 +45,12 @@ func (w *tail) String() string {
 	return string(w.buf)
 }
 
-// Our command's binary (rls/cmd/ratelimit-rls), built once for the benchmark, as the
-// reference's is: both run as processes of their own.
-var (
-	ourOnce sync.Once
-	ourDir  string
-	ourBin  string
-	ourErr  error
-)
-
-// ourBinary builds the command ratelimit-rls, the first time it is asked.
-func ourBinary(t *testing.T) string {
-	t.Helper()
-	ourOnce.Do(func() {
-		if ourDir, ourErr = os.MkdirTemp("", "rlsbench"); ourErr != nil {
-			return
-		}
-		ourBin = filepath.Join(ourDir, "ratelimit-rls")
-		build := exec.Command("go", "build", "-o", ourBin, "github.com/a7d3e0dd/ratelimit/rls/cmd/ratelimit-rls")
-		if out, err := build.CombinedOutput(); err != nil {
-			ourErr = fmt.Errorf("building ratelimit-rls: %v\n%s", err, out)
-		}
-	})
-	if ourErr != nil {
-		t.Fatal(ourErr)
-	}
-	return ourBin
-}
-
 // oursCommand starts the command ratelimit-rls over redisAddr with the benchmark's
 // configuration and the extra flags; it returns its gRPC address. It is killed when the test
 // ends. It returns its gRPC address and its process id.
 func oursCommand(t *testing.T, redisAddr string, extra ...string) proc {
 	t.Helper()
-	bin := ourBinary(t)
+	bin := oursBin.build(t)
 	config, err := filepath.Abs(filepath.Join(benchRoot, runtimeSubdir, "config"))
 	if err != nil {
 		t.Fatal(err)

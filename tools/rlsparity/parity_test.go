@@ -25,39 +25,46 @@ import (
 
 func TestMain(m *testing.M) {
 	code := redistest.Main(m)
-	for _, dir := range []string{binDir, ourDir} {
-		if dir != "" {
-			_ = os.RemoveAll(dir)
+	for _, b := range []*binary{&referenceBin, &oursBin} {
+		if b.dir != "" {
+			_ = os.RemoveAll(b.dir)
 		}
 	}
 	os.Exit(code)
 }
 
-// The reference's binary, built once for every test that runs it.
+// binary is a command built once for every test that runs it, in a temporary directory that
+// TestMain removes.
+type binary struct {
+	pkg, name string // the package to build, the file's name
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// The two servers: envoyproxy/ratelimit's and ours (rls/cmd/ratelimit-rls), each run as a
+// process of its own.
 var (
-	buildOnce sync.Once
-	binDir    string
-	bin       string
-	buildErr  error
+	referenceBin = binary{pkg: "github.com/envoyproxy/ratelimit/src/service_cmd", name: "ratelimit"}
+	oursBin      = binary{pkg: "github.com/a7d3e0dd/ratelimit/rls/cmd/ratelimit-rls", name: "ratelimit-rls"}
 )
 
-// referenceBinary builds envoyproxy/ratelimit's server, the first time it is asked.
-func referenceBinary(t *testing.T) string {
+// build returns the path of b, built the first time it is asked.
+func (b *binary) build(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		if binDir, buildErr = os.MkdirTemp("", "rlsparity"); buildErr != nil {
+	b.once.Do(func() {
+		if b.dir, b.err = os.MkdirTemp("", "rlsparity"); b.err != nil {
 			return
 		}
-		bin = filepath.Join(binDir, "ratelimit")
-		build := exec.Command("go", "build", "-o", bin, "github.com/envoyproxy/ratelimit/src/service_cmd")
-		if out, err := build.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("building the reference: %v\n%s", err, out)
+		b.path = filepath.Join(b.dir, b.name)
+		if out, err := exec.Command("go", "build", "-o", b.path, b.pkg).CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("building %s: %v\n%s", b.pkg, err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return bin
+	return b.path
 }
 
 // The reference's runtime: RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/config, which both servers read.
@@ -96,7 +103,7 @@ type proc struct {
 // gRPC address and its process id.
 func referenceIn(t *testing.T, redisAddr, runtimeRoot string, env ...string) proc {
 	t.Helper()
-	bin := referenceBinary(t)
+	bin := referenceBin.build(t)
 	root, err := filepath.Abs(runtimeRoot)
 	if err != nil {
 		t.Fatal(err)

@@ -229,37 +229,18 @@ func (ch *calChart) timeAxis(axisY float64) {
 // width, and returns the baseline of its last line.
 func (ch *calChart) legend(x, y float64) float64 {
 	c := ch.c
-	type item struct {
-		label string
-		mark  func(x, y float64)
-	}
-	box := func(fill string) func(x, y float64) {
-		return func(x, y float64) { c.rect(x, y-9, 14, 10, fill) }
-	}
-	stroke := func(col string, w float64, dash string) func(x, y float64) {
-		return func(x, y float64) { c.line(x, y-4, x+14, y-4, col, w, dash) }
-	}
-	items := []item{{"admitted", box(colAdmitted)}, {"refused", box(colRefused)}}
+	box, stroke := c.legendBox, c.legendStroke
+	items := []legendItem{{"admitted", box(colAdmitted)}, {"refused", box(colRefused)}}
 	if ch.sc.Used {
-		items = append(items, item{"used in the period", stroke(colState, 1.5, "")}, item{"the Limit", stroke(colOver, 1.5, "6 3")})
+		items = append(items, legendItem{"used in the period", stroke(colState, 1.5, "")}, legendItem{"the Limit", stroke(colOver, 1.5, "6 3")})
 	} else {
-		items = append(items, item{"state: Remaining of a cost-0 check", stroke(colState, 1.5, "")})
+		items = append(items, legendItem{"state: Remaining of a cost-0 check", stroke(colState, 1.5, "")})
 	}
-	items = append(items, item{"period boundary", stroke(colBoundary, 1, "4 3")})
+	items = append(items, legendItem{"period boundary", stroke(colBoundary, 1, "4 3")})
 	if len(ch.changes()) > 0 {
-		items = append(items, item{"the clock changes", func(x, y float64) { c.line(x+7, y-10, x+7, y+1, colReleased, 1.5, "") }})
+		items = append(items, legendItem{"the clock changes", func(x, y float64) { c.line(x+7, y-10, x+7, y+1, colReleased, 1.5, "") }})
 	}
-	start := x
-	for _, it := range items {
-		w := 19 + textWidth(it.label, 12, false)
-		if x > start && x+w > left+plotW {
-			x, y = start, y+legendLine
-		}
-		it.mark(x, y)
-		c.text(x+19, y, it.label, textStyle{size: 12})
-		x += w + 18
-	}
-	return y
+	return c.legendItems(items, x, y)
 }
 
 // durationWords writes a bucket as a person does: "hour", "day", or the duration.

@@ -190,30 +190,25 @@ func figures(tr Trace) []span {
 	return runs
 }
 
-// legend explains the marks in lines from (x, y), as many as it takes within the plots'
-// width, and returns the baseline of its last line.
-func legend(c *canvas, x, y float64, shaping bool) float64 {
-	type item struct {
-		label string
-		mark  func(x, y float64)
-	}
-	box := func(fill string) func(x, y float64) {
-		return func(x, y float64) { c.rect(x, y-9, 14, 10, fill) }
-	}
-	stroke := func(col string, w float64, dash string) func(x, y float64) {
-		return func(x, y float64) { c.line(x, y-4, x+14, y-4, col, w, dash) }
-	}
-	items := []item{
-		{"admitted", box(colAdmitted)},
-		{"refused", box(colRefused)},
-		{"state: Remaining of a cost-0 check", stroke(colState, 1.5, "")},
-	}
-	if shaping {
-		items = append(items, item{"released after its Delay (shaping)", func(x, y float64) {
-			c.line(x+7, y-10, x+7, y+1, colReleased, 2, "")
-		}})
-	}
-	items = append(items, item{"window boundary", stroke(colBoundary, 1, "4 3")})
+// legendItem is one mark of a legend and its label.
+type legendItem struct {
+	label string
+	mark  func(x, y float64)
+}
+
+// legendBox is the mark of a legend item drawn as a box of fill.
+func (c *canvas) legendBox(fill string) func(x, y float64) {
+	return func(x, y float64) { c.rect(x, y-9, 14, 10, fill) }
+}
+
+// legendStroke is the mark of a legend item drawn as a line.
+func (c *canvas) legendStroke(col string, w float64, dash string) func(x, y float64) {
+	return func(x, y float64) { c.line(x, y-4, x+14, y-4, col, w, dash) }
+}
+
+// legendItems draws items in lines from (x, y), as many as it takes within the plots' width,
+// and returns the baseline of its last line.
+func (c *canvas) legendItems(items []legendItem, x, y float64) float64 {
 	start := x
 	for _, it := range items {
 		w := 19 + textWidth(it.label, 12, false)
@@ -225,6 +220,24 @@ func legend(c *canvas, x, y float64, shaping bool) float64 {
 		x += w + 18
 	}
 	return y
+}
+
+// legend explains the marks in lines from (x, y), as many as it takes within the plots'
+// width, and returns the baseline of its last line.
+func legend(c *canvas, x, y float64, shaping bool) float64 {
+	box, stroke := c.legendBox, c.legendStroke
+	items := []legendItem{
+		{"admitted", box(colAdmitted)},
+		{"refused", box(colRefused)},
+		{"state: Remaining of a cost-0 check", stroke(colState, 1.5, "")},
+	}
+	if shaping {
+		items = append(items, legendItem{"released after its Delay (shaping)", func(x, y float64) {
+			c.line(x+7, y-10, x+7, y+1, colReleased, 2, "")
+		}})
+	}
+	items = append(items, legendItem{"window boundary", stroke(colBoundary, 1, "4 3")})
+	return c.legendItems(items, x, y)
 }
 
 // yTop is the top of every row's scale: the capacity, or the most requests that arrive in one
