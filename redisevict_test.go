@@ -89,13 +89,7 @@ func TestRedisEvictionPolicy(t *testing.T) {
 		{"config refused", []string{"--maxmemory-policy", "volatile-lru", "--user", "app", "on", ">s3cret", "~*", "&*", "+@all", "-config"}, "app", "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			addr := redistest.Private(t, tc.args...)
-			opts := &redis.Options{Addr: addr}
-			if tc.user != "" {
-				opts.Username, opts.Password = tc.user, "s3cret"
-			}
-			client := redis.NewClient(opts)
-			t.Cleanup(func() { client.Close() })
+			client := privateClient(t, tc.user, tc.args...)
 			var logged syncBuffer
 			obs := &evictionSeen{}
 			clock := newFakeClock()
@@ -131,4 +125,17 @@ func TestRedisEvictionPolicy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// privateClient is a client of a Redis server of the test's own, started with args, as user
+// (password s3cret) when user is not empty.
+func privateClient(t *testing.T, user string, args ...string) *redis.Client {
+	t.Helper()
+	opts := &redis.Options{Addr: redistest.Private(t, args...)}
+	if user != "" {
+		opts.Username, opts.Password = user, "s3cret"
+	}
+	client := redis.NewClient(opts)
+	t.Cleanup(func() { client.Close() })
+	return client
 }

@@ -6,11 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/calendar"
-	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
 
 // persistWarning starts the store's warning of a Redis that keeps nothing on disk.
@@ -39,13 +36,7 @@ func TestRedisPersistenceWarning(t *testing.T) {
 			ratelimit.Policy{Name: "daily", Limit: 5, Period: utc}, "persistence (save, appendonly) could not be read", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			addr := redistest.Private(t, tc.args...)
-			opts := &redis.Options{Addr: addr}
-			if tc.user != "" {
-				opts.Username, opts.Password = tc.user, "s3cret"
-			}
-			client := redis.NewClient(opts)
-			t.Cleanup(func() { client.Close() })
+			client := privateClient(t, tc.user, tc.args...)
 			var logged syncBuffer
 			store := ratelimit.NewRedisStore(client, ratelimit.WithClock(newFakeClock()),
 				ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))))
@@ -58,8 +49,8 @@ func TestRedisPersistenceWarning(t *testing.T) {
 			if n := strings.Count(log, persistWarning); n != map[bool]int{true: 1}[tc.warned] {
 				t.Errorf("logged:\n%s\nthe warning %d times; want %v", log, n, map[bool]int{true: 1}[tc.warned])
 			}
-			if tc.warned && (!strings.Contains(log, "servers="+addr) || !strings.Contains(log, "enable AOF (appendonly yes) or RDB snapshots")) {
-				t.Errorf("logged:\n%s\nwant the server %s and the remedy named", log, addr)
+			if tc.warned && (!strings.Contains(log, "servers="+client.Options().Addr) || !strings.Contains(log, "enable AOF (appendonly yes) or RDB snapshots")) {
+				t.Errorf("logged:\n%s\nwant the server %s and the remedy named", log, client.Options().Addr)
 			}
 			if tc.user != "" && strings.Count(log, "level=WARN") != 1 {
 				t.Errorf("logged:\n%s\nwant one warning, the eviction check's", log)
