@@ -3,6 +3,7 @@ package rls
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -133,18 +134,18 @@ func (fm FailModes) anyError() bool {
 // WithFailMode sets what a descriptor the store cannot decide gets, in every domain that
 // [WithDomainFailMode] gives no mode of its own (FailError by default).
 func WithFailMode(m FailMode) Option {
-	return option(func(s *Server) error {
+	return named(func(s *Server) error {
 		if !m.valid() {
 			return fmt.Errorf("rls: WithFailMode(%d): use FailError, FailAllow or FailDeny", m)
 		}
 		s.failModes.Default = m
 		return nil
-	})
+	}, "the default fail mode")
 }
 
 // WithDomainFailMode sets the fail mode of one domain, over [WithFailMode]'s.
 func WithDomainFailMode(domain string, m FailMode) Option {
-	return option(func(s *Server) error {
+	return named(func(s *Server) error {
 		if !m.valid() {
 			return fmt.Errorf("rls: WithDomainFailMode(%q, %d): use FailError, FailAllow or FailDeny", domain, m)
 		}
@@ -156,12 +157,16 @@ func WithDomainFailMode(domain string, m FailMode) Option {
 		}
 		s.failModes.Domains[domain] = m
 		return nil
-	})
+	}, "the fail mode of domain "+strconv.Quote(domain))
 }
 
 // WithFailModes sets every fail mode at once, as [ParseFailModes] reads them.
 func WithFailModes(fm FailModes) Option {
-	return option(func(s *Server) error {
+	names := WithFailMode(fm.Default).sets()
+	for d := range fm.Domains {
+		names = append(names, WithDomainFailMode(d, 0).sets()...)
+	}
+	return named(func(s *Server) error {
 		if err := WithFailMode(fm.Default).apply(s); err != nil {
 			return err
 		}
@@ -171,5 +176,5 @@ func WithFailModes(fm FailModes) Option {
 			}
 		}
 		return nil
-	})
+	}, names...)
 }

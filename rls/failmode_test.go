@@ -5,7 +5,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
 	"google.golang.org/grpc/status"
 )
@@ -93,5 +95,32 @@ func TestDomainFailModes(t *testing.T) {
 		if _, err := NewServer(failingStore{}, cfg, bad); err == nil {
 			t.Error("NewServer accepted a bad fail mode")
 		}
+	}
+}
+
+// An option given twice would replace the first silently: NewServer refuses it, naming it;
+// a domain's fail mode is one option per domain, and WithFailModes sets the default and its
+// domains' (so it cannot be given beside WithFailMode either).
+func TestOptionsGivenTwice(t *testing.T) {
+	cfg, err := ParseConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := ratelimit.NewMemoryStore()
+	for _, c := range []struct {
+		opts []Option
+		want string
+	}{
+		{[]Option{WithTimeout(time.Millisecond), WithTimeout(time.Second)}, "WithTimeout is given twice"},
+		{[]Option{WithIETFHeaders(11), WithIETFHeaders(10)}, "WithIETFHeaders is given twice"},
+		{[]Option{WithFailMode(FailAllow), WithFailModes(FailModes{Default: FailDeny})}, "the default fail mode is given twice"},
+		{[]Option{WithDomainFailMode("edge", FailAllow), WithFailModes(FailModes{Domains: map[string]FailMode{"edge": FailDeny}})}, `the fail mode of domain "edge" is given twice`},
+	} {
+		if _, err := NewServer(store, cfg, c.opts...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("NewServer with %d options: %v; want an error with %q", len(c.opts), err, c.want)
+		}
+	}
+	if _, err := NewServer(store, cfg, WithFailMode(FailAllow), WithDomainFailMode("edge", FailDeny), WithDomainFailMode("internal", FailError)); err != nil {
+		t.Errorf("a default and two domains' fail modes: %v", err)
 	}
 }

@@ -71,19 +71,19 @@ func (h *StoreHealth) Changed() <-chan struct{} {
 // health whose Observer the store was given: [Server.Serving] then reports false while the
 // store is unavailable and some domain's fail mode is FailError (no fallback deciding).
 func WithStoreHealth(h *StoreHealth) Option {
-	return option(func(s *Server) error {
+	return named(func(s *Server) error {
 		if h == nil {
 			return errors.New("rls: WithStoreHealth(nil)")
 		}
 		s.health = h
 		return nil
-	})
+	}, "WithStoreHealth")
 }
 
 // WithLocalFallback tells the server that its store decides locally while Redis is
 // unavailable ([ratelimit.WithFallback]): it answers then, and so stays healthy.
 func WithLocalFallback() Option {
-	return option(func(s *Server) error { s.fallback = true; return nil })
+	return named(func(s *Server) error { s.fallback = true; return nil }, "WithLocalFallback")
 }
 
 // Serving reports whether the server can answer every call: false while the store is

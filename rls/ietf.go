@@ -28,13 +28,13 @@ import (
 // of a rule and those after it add "-2", "-3"... Shadow and unlimited descriptors are left
 // out. A response with no limit carries neither field.
 func WithIETFHeaders(draft int) Option {
-	return option(func(s *Server) error {
+	return named(func(s *Server) error {
 		if draft != 10 && draft != 11 {
 			return fmt.Errorf("rls: WithIETFHeaders(%d): give 11 (the latest draft) or 10", draft)
 		}
 		s.ietf = draft
 		return nil
-	})
+	}, "WithIETFHeaders")
 }
 
 // The names of the IETF fields.

@@ -198,13 +198,13 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 
 // WithMetrics has the server count what it answers in m. A Metrics serves one server.
 func WithMetrics(m *Metrics) Option {
-	return option(func(s *Server) error {
+	return named(func(s *Server) error {
 		if m == nil {
 			return errors.New("rls: WithMetrics(nil)")
 		}
 		s.metrics = m
 		return nil
-	})
+	}, "WithMetrics")
 }
 
 // seriesOf returns the series of a stat key, made on first use.

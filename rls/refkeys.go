@@ -29,13 +29,13 @@ import (
 // do not apply to them, only the server's timeout and fail mode. Give client
 // ContextTimeoutEnabled, so that the timeout bounds its calls.
 func WithReferenceKeys(client redis.Cmdable, prefix string) Option {
-	return option(func(s *Server) error {
+	return named(func(s *Server) error {
 		if client == nil {
 			return errors.New("rls: WithReferenceKeys(nil, ...): give the Redis client the reference counts on")
 		}
 		s.refs = &refCounter{client: client, prefix: prefix}
 		return nil
-	})
+	}, "WithReferenceKeys")
 }
 
 // refCounter counts descriptors in the reference's keys.

@@ -36,52 +36,65 @@ const (
 // hung an answer (as the fail mode says) still reaches Envoy before it gives up.
 const DefaultTimeout = 10 * time.Millisecond
 
-// Option configures a [Server].
-type Option interface{ apply(*Server) error }
+// Option configures a [Server]. Each is given at most once (NewServer refuses one given
+// again, which would silently replace the first); WithDomainFailMode once per domain.
+type Option interface {
+	apply(*Server) error
+	// sets names what the option sets, by which NewServer finds one given twice.
+	sets() []string
+}
 
-type option func(*Server) error
+// option is an Option of a function and the names of what it sets.
+type option struct {
+	names []string
+	set   func(*Server) error
+}
 
-func (o option) apply(s *Server) error { return o(s) }
+func (o option) apply(s *Server) error { return o.set(s) }
+func (o option) sets() []string        { return o.names }
+
+// named returns the option of set, which sets what names says.
+func named(set func(*Server) error, names ...string) Option { return option{names, set} }
 
 // WithTimeout bounds the store's part of each call (DefaultTimeout by default). The call's own
 // deadline, Envoy's, ends it first when it is earlier.
 func WithTimeout(d time.Duration) Option {
-	return option(func(s *Server) error {
+	return named(func(s *Server) error {
 		if d <= 0 {
 			return fmt.Errorf("rls: WithTimeout(%v): the bound must be positive", d)
 		}
 		s.timeout = d
 		return nil
-	})
+	}, "WithTimeout")
 }
 
 // WithLogger sets where the server logs (slog.Default() by default).
 func WithLogger(l *slog.Logger) Option {
-	return option(func(s *Server) error {
+	return named(func(s *Server) error {
 		if l == nil {
 			return errors.New("rls: WithLogger(nil)")
 		}
 		s.log = l
 		return nil
-	})
+	}, "WithLogger")
 }
 
 // WithClock sets the clock of the resets the server computes itself, those of a limit of 0
 // requests per unit (the store's clock decides every other); the system clock by default.
 func WithClock(c ratelimit.Clock) Option {
-	return option(func(s *Server) error {
+	return named(func(s *Server) error {
 		if c == nil {
 			return errors.New("rls: WithClock(nil)")
 		}
 		s.clock = c
 		return nil
-	})
+	}, "WithClock")
 }
 
 // WithGlobalShadowMode answers every call OK, whatever its statuses say (envoyproxy/ratelimit's
 // SHADOW_MODE): each descriptor is still counted and its status still says OVER_LIMIT.
 func WithGlobalShadowMode() Option {
-	return option(func(s *Server) error { s.globalShadow = true; return nil })
+	return named(func(s *Server) error { s.globalShadow = true; return nil }, "WithGlobalShadowMode")
 }
 
 // Default names of the response headers ([WithResponseHeaders]), envoyproxy/ratelimit's.
@@ -97,7 +110,7 @@ const (
 // (the last one over its limit, when one is). An empty name is the default one
 // (DefaultLimitHeader, DefaultRemainingHeader, DefaultResetHeader).
 func WithResponseHeaders(limit, remaining, reset string) Option {
-	return option(func(s *Server) error {
+	return named(func(s *Server) error {
 		names := [3]string{limit, remaining, reset}
 		for i, d := range [3]string{DefaultLimitHeader, DefaultRemainingHeader, DefaultResetHeader} {
 			if names[i] == "" {
@@ -106,7 +119,7 @@ func WithResponseHeaders(limit, remaining, reset string) Option {
 		}
 		s.headers = &names
 		return nil
-	})
+	}, "WithResponseHeaders")
 }
 
 // Server answers envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit from a
@@ -198,9 +211,16 @@ func NewServer(store ratelimit.Store, cfg *Config, opts ...Option) (*Server, err
 	if l, ok := store.(interface{ Local() bool }); ok {
 		s.local = l.Local()
 	}
+	given := map[string]bool{}
 	for _, o := range opts {
 		if o == nil {
 			return nil, errors.New("rls: NewServer: an option is nil")
+		}
+		for _, name := range o.sets() {
+			if given[name] {
+				return nil, fmt.Errorf("rls: NewServer: %s is given twice; give each option once", name)
+			}
+			given[name] = true
 		}
 		if err := o.apply(s); err != nil {
 			return nil, err
