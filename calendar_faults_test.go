@@ -54,7 +54,7 @@ func TestCalendarRefundAtBoundary(t *testing.T) {
 	if got := d.Results()[0].Remaining; got != 1 {
 		t.Fatalf("charged to the day it was picked in: remaining %d; want 1", got)
 	}
-	if err := l.Refund(ctx, key, d); err != nil {
+	if err := l.Settle(ctx, key, d, 0); err != nil {
 		t.Fatal(err)
 	}
 	// Read 2026-05-31's count again, at its last instants.

@@ -400,7 +400,7 @@ func TestCalendarRefund(t *testing.T) {
 				ratelimit.Policy{Name: "daily", Limit: 3, Period: &calendar.Period{Unit: calendar.Day, Zone: time.UTC}})
 			key := keyOf(t)
 			d := allow(t, l, key, 2)
-			if err := l.Refund(ctx, key, d); err != nil {
+			if err := l.Settle(ctx, key, d, 0); err != nil {
 				t.Fatal(err)
 			}
 			if d := allow(t, l, key, 0); d.Remaining != 3 {
@@ -409,7 +409,7 @@ func TestCalendarRefund(t *testing.T) {
 			d = allow(t, l, key, 2)
 			clock.Advance(2 * time.Hour) // the next day
 			allow(t, l, key, 1)
-			if err := l.Refund(ctx, key, d); err != nil {
+			if err := l.Settle(ctx, key, d, 0); err != nil {
 				t.Fatal(err)
 			}
 			if d := allow(t, l, key, 0); d.Remaining != 2 {

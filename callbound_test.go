@@ -90,7 +90,7 @@ func limiterCalls(l *ratelimit.Limiter, charged ratelimit.Decision) []limiterCal
 		{"Allow", func(ctx context.Context) error { _, err := l.Allow(ctx, "k"); return err }},
 		{"Wait", func(ctx context.Context) error { _, err := l.Wait(ctx, "k"); return err }},
 		{"Peek", func(ctx context.Context) error { _, err := l.Peek(ctx, "k"); return err }},
-		{"Refund", func(ctx context.Context) error { return l.Refund(ctx, "k", charged) }},
+		{"Refund", func(ctx context.Context) error { return l.Settle(ctx, "k", charged, 0) }},
 		{"Reset", func(ctx context.Context) error { return l.Reset(ctx, "k") }},
 	}
 }

@@ -157,7 +157,7 @@ func TestChangedLimitRefunds(t *testing.T) {
 		}
 		for i, w := range want {
 			if i > 0 {
-				if err := before.Refund(ctx, key, charged[i]); err != nil {
+				if err := before.Settle(ctx, key, charged[i], 0); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -192,7 +192,7 @@ func TestChangedLimitRenews(t *testing.T) {
 		if n := freeSlots(t, after, key); n != 4 {
 			t.Fatalf("at 60s: %d free, want 4 (the renewed slot is held)", n)
 		}
-		if err := after.Release(ctx, key, held[0]); err != nil {
+		if err := after.Settle(ctx, key, held[0], held[0].Cost); err != nil {
 			t.Fatal(err)
 		}
 		if n := freeSlots(t, after, key); n != 5 {

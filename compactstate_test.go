@@ -153,7 +153,7 @@ func TestCompactStateKeepsTATInExpiry(t *testing.T) {
 	if d.Allowed || d.RetryAfter != want || d.Remaining != 0 {
 		t.Fatalf("the 101st request: %+v; want denied, Retry-After %v", d, want)
 	}
-	if err := l.Refund(ctx, "user:7", last); err != nil {
+	if err := l.Settle(ctx, "user:7", last, 0); err != nil {
 		t.Fatal(err)
 	}
 	if d := allow(t, l, "user:7", 1); !d.Allowed {
@@ -380,7 +380,7 @@ func TestAnnouncementsUnderACL(t *testing.T) {
 				}
 				l := mustNew(t, ratelimit.NewRedisStore(client, opts...), ratelimit.Policy{Limit: 1, Window: time.Hour})
 				charged := allow(t, l, "user:7", 1)
-				refundErr, resetErr := l.Refund(ctx, "user:7", charged), error(nil)
+				refundErr, resetErr := l.Settle(ctx, "user:7", charged, 0), error(nil)
 				refunded := allow(t, l, "user:7", 1).Allowed // charges again if refunded
 				if refunded {
 					resetErr = l.Reset(ctx, "user:7")

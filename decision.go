@@ -40,13 +40,16 @@ type Decision struct {
 	// for an identity the store had denied, the denial cache, or for a hot identity a quota
 	// lease this instance holds (Policy.Lease).
 	Source observe.Source
+	// Cost is what the request was charged: its cost, or for [Limiter.Reserve] the estimate
+	// held; 0 when nothing was (denied, a peek).
+	Cost int64
 
 	results [4]PolicyResult
 	more    []PolicyResult
 	n       int
-	cost    int64     // what the request was charged, for Limiter.Refund; 0 when nothing was
 	at      time.Time // when, on the store's clock
 	held    time.Time // when its in-flight slots were taken or last renewed; zero: it holds none
+	hold    *hold     // what Reserve holds until Settle; nil: a plain check
 }
 
 // overflowed reports whether d was decided on a memory store's overflow quota.
@@ -57,7 +60,7 @@ func (d *Decision) overflowed() bool {
 
 // holds reports whether the decision holds in-flight slots ([algorithms.InFlight]): the request
 // was admitted by a limiter with an in-flight policy, and its slots are taken until
-// [Limiter.Release] (the [Guard] releases them when the handler returns).
+// [Limiter.Settle] (the [Guard] settles when the handler returns).
 func (d Decision) holds() bool { return !d.held.IsZero() }
 
 // PolicyResult is one policy's own verdict on a request.

@@ -124,7 +124,7 @@ func TestDenialCacheInvalidated(t *testing.T) {
 	charged := allow(t, narrow, "k", 1)
 	denyAll(t, f, wide, "k", 1, 0, observe.SourceStore)
 	denyAll(t, f, wide, "k", 1, time.Second, observe.SourceDenialCache)
-	if err := narrow.Refund(ctx, "k", charged); err != nil {
+	if err := narrow.Settle(ctx, "k", charged, 0); err != nil {
 		t.Fatal(err)
 	}
 	if d := allow(t, wide, "k", 1); !d.Allowed || d.Source != observe.SourceStore {
@@ -219,7 +219,7 @@ func TestDenialCacheHearsTheFleet(t *testing.T) {
 				charged := allow(t, lb, id, 1)
 				allow(t, la, id, 1)
 				denied()
-				if err := lb.Refund(ctx, id, charged); err != nil {
+				if err := lb.Settle(ctx, id, charged, 0); err != nil {
 					t.Fatal(err)
 				}
 				forgotten("a refund")
@@ -272,7 +272,7 @@ func TestDenialCacheHearsAfterSentinelFailover(t *testing.T) {
 	if d := allow(t, la, "user:7", 1); d.Allowed || d.Source != observe.SourceDenialCache {
 		t.Fatalf("%+v; want denied by the cache", d)
 	}
-	if err := lb.Refund(ctx, "user:7", charged); err != nil {
+	if err := lb.Settle(ctx, "user:7", charged, 0); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the refund to reach the other instance", func() bool { return ratelimit.DenialCacheLen(a) == 0 })

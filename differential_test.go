@@ -237,10 +237,10 @@ func agreeOn(t *testing.T, client redis.UniversalClient, rng *rand.Rand, configs
 			}
 		}
 		if rng.IntN(12) == 0 && lastMem.Allowed { // give back the last charge
-			if err := mems[lastBy].Refund(ctx, key, lastMem); err != nil {
+			if err := mems[lastBy].Settle(ctx, key, lastMem, 0); err != nil {
 				t.Fatal(err)
 			}
-			if err := reds[lastBy].Refund(ctx, key, lastRed); err != nil {
+			if err := reds[lastBy].Settle(ctx, key, lastRed, 0); err != nil {
 				t.Fatal(err)
 			}
 		}

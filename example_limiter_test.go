@@ -67,10 +67,10 @@ func ExampleLimiter_Peek() {
 	// peek:  false 20s
 }
 
-// Refund gives back what a decision charged, for a request that turned out not to count; a
+// Settle(ctx, key, d, 0) gives back what a decision charged, for a request that turned out not to count; a
 // denied request charged nothing, and its refund does nothing. (The guard's CountIf option
 // refunds by response status.)
-func ExampleLimiter_Refund() {
+func ExampleLimiter_Settle() {
 	ctx := context.Background()
 	store := ratelimit.NewMemoryStore(ratelimit.WithClock(newExampleClock()))
 	limiter, err := ratelimit.New(store, ratelimit.Policy{Limit: 2, Window: time.Minute})
@@ -81,14 +81,14 @@ func ExampleLimiter_Refund() {
 	limiter.Allow(ctx, "client-42")
 	d, _ := limiter.Allow(ctx, "client-42")
 	fmt.Println(d.Allowed, d.Remaining)
-	if err := limiter.Refund(ctx, "client-42", d); err != nil {
+	if err := limiter.Settle(ctx, "client-42", d, 0); err != nil {
 		panic(err)
 	}
 	d, _ = limiter.Allow(ctx, "client-42") // the refunded unit
 	fmt.Println(d.Allowed, d.Remaining)
 	d, _ = limiter.Allow(ctx, "client-42")
 	fmt.Println(d.Allowed, d.Remaining)
-	fmt.Println(limiter.Refund(ctx, "client-42", d)) // denied: nothing to give back
+	fmt.Println(limiter.Settle(ctx, "client-42", d, 0)) // denied: nothing to give back
 	d, _ = limiter.Allow(ctx, "client-42")
 	fmt.Println(d.Allowed, d.Remaining)
 	// Output:

@@ -221,7 +221,7 @@ func (g *Guard) abandon(o *Outcome, r Request, l *Limiter, key string) {
 	}
 	ctx, cancel := g.deadline(context.WithoutCancel(r.Context()))
 	defer cancel()
-	if err := l.Refund(ctx, key, d); err != nil {
+	if err := l.Settle(ctx, key, d, 0); err != nil {
 		g.onError(r, g.timedOut(err))
 	}
 }
@@ -244,7 +244,7 @@ func (g *Guard) failedClosed(o *Outcome, r Request, l *Limiter, key string, repo
 	}
 	if o.Decision.Allowed { // charged, and perhaps holding slots, on the fallback: given back
 		ctx, cancel := g.deadline(context.WithoutCancel(r.Context()))
-		_ = l.Refund(ctx, key, o.Decision) // local: a memory store does not fail
+		_ = l.Settle(ctx, key, o.Decision, 0) // local: a memory store does not fail
 		cancel()
 	}
 	o.Decision = Decision{}
@@ -345,9 +345,9 @@ func (g *Guard) Done(o *Outcome, status int) {
 	defer cancel()
 	var err error
 	if refund {
-		err = o.limiter.Refund(ctx, o.key, d)
+		err = o.limiter.Settle(ctx, o.key, d, 0)
 	} else {
-		err = o.limiter.Release(ctx, o.key, d)
+		err = o.limiter.Settle(ctx, o.key, d, d.Cost)
 	}
 	if err != nil {
 		g.onError(o.req, g.timedOut(err))

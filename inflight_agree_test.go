@@ -48,7 +48,7 @@ func TestInFlightEnginesAgree(t *testing.T) {
 						held[i] = append(held[i], d)
 					}
 				case op < 7 && len(held[i]) > 0: // release
-					if err := l.Release(ctx, key, held[i][pick]); err != nil {
+					if err := l.Settle(ctx, key, held[i][pick], held[i][pick].Cost); err != nil {
 						t.Fatal(err)
 					}
 					held[i] = append(held[i][:pick], held[i][pick+1:]...)
@@ -70,7 +70,7 @@ func TestInFlightEnginesAgree(t *testing.T) {
 		}
 		for i, l := range engines { // every slot released: all free
 			for _, d := range held[i] {
-				if err := l.Release(ctx, key, d); err != nil {
+				if err := l.Settle(ctx, key, d, d.Cost); err != nil {
 					t.Fatal(err)
 				}
 			}

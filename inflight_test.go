@@ -187,7 +187,7 @@ func TestInFlightSlotsComeBack(t *testing.T) {
 		if !ratelimit.Holds(d) || freeSlots(t, l, key) != 1 {
 			t.Fatalf("Allow took no slot: %+v", d)
 		}
-		if err := l.Release(ctx, key, d); err != nil {
+		if err := l.Settle(ctx, key, d, d.Cost); err != nil {
 			t.Fatal(err)
 		}
 		if n := freeSlots(t, l, key); n != 2 {
@@ -369,10 +369,10 @@ func TestInFlightRenewRefusesRatePolicies(t *testing.T) {
 	if ratelimit.Holds(d) {
 		t.Fatal("a rate-only decision holds slots")
 	}
-	if err := l.Release(ctx, "k", d); err != nil {
+	if err := l.Settle(ctx, "k", d, d.Cost); err != nil {
 		t.Fatalf("Release of a decision without slots: %v", err)
 	}
-	if err := l.Release(ctx, "", d); !errors.Is(err, ratelimit.ErrBadRequest) {
+	if err := l.Settle(ctx, "", d, d.Cost); !errors.Is(err, ratelimit.ErrBadRequest) {
 		t.Fatalf("Release with an empty key: %v", err)
 	}
 }
@@ -399,7 +399,7 @@ func TestInFlightUnderFallback(t *testing.T) {
 	if c := take(); c.Allowed {
 		t.Fatalf("a third with the fallback's 2 slots taken: admitted")
 	}
-	if err := l.Release(ctx, "k", a); err != nil {
+	if err := l.Settle(ctx, "k", a, a.Cost); err != nil {
 		t.Fatal(err)
 	}
 	if c := take(); !c.Allowed {
@@ -423,7 +423,7 @@ func TestFallbackScalesEachListOnce(t *testing.T) {
 			if err != nil || !d.Allowed || d.Source != observe.SourceFallback {
 				t.Fatalf("%v: %+v, %v; want admitted by the fallback", policies, d, err)
 			}
-			if err := l.Release(c, "k", d); err != nil {
+			if err := l.Settle(c, "k", d, d.Cost); err != nil {
 				t.Fatal(err)
 			}
 			cancel()

@@ -144,15 +144,12 @@ func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
 	return l.check(ctx, key, 1, false)
 }
 
-// Refund gives back the charge that decision d made for key — a request that turned out not
-// to count (see [CountIf]) — as far as it still weighs on each policy: what time has given back
-// already (a bucket that refilled, a window that ended) is not given back twice. A decision that
-// charged nothing (denied, a peek, cost 0) refunds nothing.
-func (l *Limiter) Refund(ctx context.Context, key string, d Decision) error {
-	if key == "" {
-		return errEmptyKey
-	}
-	if d.cost == 0 {
+// refund gives back cost units of the charge that decision d made for key (see Settle), as
+// far as it still weighs on each policy, and with slots, its in-flight slots in the same call
+// (they were taken at its time: never renewed). A decision that charged nothing refunds
+// nothing.
+func (l *Limiter) refund(ctx context.Context, key string, d Decision, cost int64, slots bool) error {
+	if d.Cost == 0 || cost <= 0 {
 		return nil // nothing charged
 	}
 	// A decision of the local fallback was charged there, and is refunded there; one served
@@ -168,27 +165,19 @@ func (l *Limiter) Refund(ctx context.Context, key string, d Decision) error {
 			return nil
 		}
 	}
-	if d.holds() && !d.held.Equal(d.at) { // the slots were renewed: they are at another time
-		if err := l.Release(ctx, key, d); err != nil {
-			return err
-		}
+	if d.holds() && !slots { // the slots are given back by release
 		policies = without(policies, (*Policy).holds)
 		if len(policies) == 0 {
 			return nil
 		}
 	}
-	return storeError(opRefund, onOverflow(store, &d).Refund(ctx, key, policies, d.cost, d.at))
+	return storeError(opRefund, onOverflow(store, &d).Refund(ctx, key, policies, cost, d.at))
 }
 
-// Release gives back the in-flight slots that decision d holds for key (see
+// release gives back the in-flight slots that decision d holds for key (see
 // [algorithms.InFlight]: an admission by a limiter with an in-flight policy holds them),
-// leaving what d charged to the rate policies:
-// call it once, when the request d admitted ends. The [Guard] does so for the requests it
-// lets through. A decision that holds no slot releases nothing.
-func (l *Limiter) Release(ctx context.Context, key string, d Decision) error {
-	if key == "" {
-		return errEmptyKey
-	}
+// leaving what d charged to the rate policies. A decision that holds no slot releases nothing.
+func (l *Limiter) release(ctx context.Context, key string, d Decision) error {
 	if !d.holds() {
 		return nil
 	}
@@ -196,7 +185,7 @@ func (l *Limiter) Release(ctx context.Context, key string, d Decision) error {
 	if store == nil {
 		return nil
 	}
-	return storeError(opRelease, onOverflow(store, &d).Refund(ctx, key, policies, d.cost, d.held))
+	return storeError(opRelease, onOverflow(store, &d).Refund(ctx, key, policies, d.Cost, d.held))
 }
 
 // renew moves the in-flight slots that d holds for key to now, so that their lifetimes start
@@ -210,7 +199,7 @@ func (l *Limiter) renew(ctx context.Context, key string, d *Decision) error {
 	if !ok {
 		return storeError(opRenew, errNoSlots)
 	}
-	at, err := r.Renew(ctx, key, policies, d.cost, d.held)
+	at, err := r.Renew(ctx, key, policies, d.Cost, d.held)
 	if err != nil {
 		return storeError(opRenew, err)
 	}
@@ -371,7 +360,7 @@ func (l *Limiter) record(d *Decision, cost int64, charge bool) {
 	if !charge || !d.Allowed || cost == 0 {
 		return
 	}
-	d.cost = cost
+	d.Cost = cost
 	if l.slots {
 		d.held = d.at
 	}

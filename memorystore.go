@@ -53,6 +53,9 @@ type shardState struct {
 	// overflowKeys are the entries of the shard's overflow quota among entries: they are
 	// beside the bound (see room).
 	overflowKeys int
+	// holds are the records of the holds of Limiter.Reserve, by identity and policy list (see
+	// memorystore_holds.go); nil until the first.
+	holds map[string]*heldSet
 }
 
 // checked is one policy of a call under way: its entry (nil: none yet), the state its model
@@ -207,6 +210,13 @@ func (s *memoryStore) Check(ctx context.Context, key string, policies []Policy, 
 	defer sh.mu.Unlock()
 	// The time is read under the lock, so the checks of one identity see it in order.
 	t := s.clock.Now()
+	s.decide(sh, id, policies, cost, charge, t, out)
+	return t, nil
+}
+
+// decide is Check of identity id in its shard sh at t, under sh.mu; it reports whether it
+// charged the identity's own state (not the shard's overflow quota).
+func (s *memoryStore) decide(sh *memoryShard, id []byte, policies []Policy, cost int64, charge bool, t time.Time, out []PolicyResult) bool {
 	now := t.UnixMicro()
 	checks, all := sh.evaluate(id, policies, cost, now, out)
 	need := 0
@@ -223,18 +233,18 @@ func (s *memoryStore) Check(ctx context.Context, key string, policies []Policy, 
 			// verdict, which may allow, is not the identity's.
 			sh.onOverflow(policies, cost, false, now, out)
 		}
-		return t, nil
+		return false
 	}
 	if !s.makeRoom(sh, need, checks, now) {
 		s.overflow(sh, policies, cost, now, out)
 		s.report(t)
-		return t, nil
+		return false
 	}
 	sh.charge(id, policies, checks, cost, now, out)
 	if s.full.evicted.Load() != 0 {
 		s.report(t)
 	}
-	return t, nil
+	return true
 }
 
 // evaluate runs the check of every policy on the state of identity id (see appendIdentity),
@@ -313,6 +323,7 @@ func (s *memoryStore) makeRoom(sh *memoryShard, need int, ents []checked, now in
 	sh.writes++
 	if sh.writes%16 == 0 {
 		sh.sweep(now, ents) // housekeeping: expired state goes as the store is used
+		sh.sweepHolds(now)
 	}
 	room := func() bool { return sh.room(need, s.perShard) }
 	if room() {
@@ -399,18 +410,28 @@ func (s *memoryStore) refund(ctx context.Context, key string, id []byte, policie
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	now := s.clock.Now().UnixMicro()
+	sh.refund(id, policies, ^uint64(0), nil, cost, at.UnixMicro(), s.clock.Now().UnixMicro())
+	return nil
+}
+
+// refund gives back cost charged at at to the policies of mask (bit i: policy i) of identity
+// id, at now: to policy i at at + offs[i] (see holdOffsets; nil: at). The caller holds sh.mu.
+func (sh *memoryShard) refund(id []byte, policies []Policy, mask uint64, offs []int64, cost, at, now int64) {
 	work := &sh.work(1)[0].state
 	for i := range policies {
 		p := &policies[i]
 		k := append(id, p.tag()...)
 		e := sh.entries[string(k)]
-		if e == nil {
+		if e == nil || i < 64 && mask&(1<<i) == 0 {
 			continue
 		}
 		// As the script does: leave unchanged state alone, drop state that is back to fresh.
 		*work = e.state
-		ttl := p.compiled.model.Refund(&p.compiled.params, work, now, cost, at.UnixMicro())
+		t := at
+		if offs != nil {
+			t += offs[i]
+		}
+		ttl := p.compiled.model.Refund(&p.compiled.params, work, now, cost, t)
 		switch {
 		case work.A == e.state.A && work.B == e.state.B && work.C == e.state.C && len(work.Log) == len(e.state.Log):
 		case ttl <= 0:
@@ -419,7 +440,6 @@ func (s *memoryStore) refund(ctx context.Context, key string, id []byte, policie
 			e.state, e.expires = *work, now+ttl
 		}
 	}
-	return nil
 }
 
 // Renew declares that the store holds in-flight slots (see [Store]): it moves the slots that
@@ -476,5 +496,6 @@ func (s *memoryStore) Reset(ctx context.Context, key string, policies []Policy) 
 	for i := range policies {
 		delete(sh.entries, string(append(id, policies[i].tag()...)))
 	}
+	delete(sh.holds, holdsKey(id, holdsTag(policies)))
 	return nil
 }

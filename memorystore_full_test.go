@@ -287,7 +287,7 @@ func TestMemoryStoreOverflowGivesBack(t *testing.T) {
 				if obs.overflows > before {
 					newcomer = id
 				}
-				if err := l.Refund(ctx, id, d); err != nil {
+				if err := l.Settle(ctx, id, d, 0); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -298,9 +298,9 @@ func TestMemoryStoreOverflowGivesBack(t *testing.T) {
 				}
 				var err error
 				if name == "refund" {
-					err = l.Refund(ctx, newcomer, d)
+					err = l.Settle(ctx, newcomer, d, 0)
 				} else {
-					err = l.Release(ctx, newcomer, d)
+					err = l.Settle(ctx, newcomer, d, d.Cost)
 				}
 				if err != nil {
 					t.Fatal(err)
@@ -331,7 +331,7 @@ func TestMemoryStoreOverflowGivesBackBesideATooCostlyShadow(t *testing.T) {
 		if obs.overflows > before {
 			newcomer = id
 		}
-		if err := l.Refund(ctx, id, d); err != nil {
+		if err := l.Settle(ctx, id, d, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -340,7 +340,7 @@ func TestMemoryStoreOverflowGivesBackBesideATooCostlyShadow(t *testing.T) {
 		if !d.Allowed {
 			t.Fatalf("request %d of cost 2 of the newcomer, each refunded: refused; the refunds did not reach the overflow quota", i+1)
 		}
-		if err := l.Refund(ctx, newcomer, d); err != nil {
+		if err := l.Settle(ctx, newcomer, d, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

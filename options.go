@@ -260,7 +260,7 @@ func WithErrorHandler(f func(r Request, err error)) Option {
 //
 // The guard charges every request before its handler, atomically, as without CountIf, and
 // after the handler refunds the charge of a request whose status does not count
-// ([Limiter.Refund]). A request in flight holds its charge, so a burst of concurrent failed
+// ([Limiter.Settle]). A request in flight holds its charge, so a burst of concurrent failed
 // logins cannot get past the limit. A refund gives back only what time has not already given
 // back, so nothing is credited twice. X-RateLimit-Remaining counts the request as charged.
 // CountIf cannot be combined with a shaping policy, whose slot is reserved before the request

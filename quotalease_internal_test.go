@@ -104,7 +104,7 @@ func TestLeaseDenialEndsWithARefundHere(t *testing.T) {
 	if d, err := l.Allow(ctx, "hot"); err != nil || d.Allowed || d.Source != observe.SourceLease {
 		t.Fatalf("third request: %+v, %v; want the denial answered by the lease layer", d, err)
 	}
-	if err := l.Refund(ctx, "hot", first); err != nil {
+	if err := l.Settle(ctx, "hot", first, 0); err != nil {
 		t.Fatal(err)
 	}
 	if d, err := l.Allow(ctx, "hot"); err != nil || !d.Allowed {

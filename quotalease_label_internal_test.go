@@ -71,7 +71,7 @@ func TestRetriedLeaseCheckKeepsTheStoresLabel(t *testing.T) {
 		t.Errorf("a request Redis admitted and charged is labelled %v; want store", d.Source)
 	}
 	// CountIf's refund of it goes to the fallback, which never charged it; Redis keeps it.
-	if err := l.Refund(ctx, "hot", d); err != nil {
+	if err := l.Settle(ctx, "hot", d, 0); err != nil {
 		t.Fatal(err)
 	}
 	if got := peek(); got != 999 {
@@ -124,7 +124,7 @@ func TestRefundOfARetriedCheckGoesToRedis(t *testing.T) {
 	}
 	redis.fails.Store(1) // the lease check fails, the fallback denies k, Redis admits the request
 	d, _ := l.Allow(ctx, "hot")
-	_ = l.Refund(ctx, "hot", d) // CountIf: the response did not count
+	_ = l.Settle(ctx, "hot", d, 0) // CountIf: the response did not count
 	redis.fails.Store(1 << 30)  // Redis down for good
 	for range 5 {
 		if d, _ := l.Allow(ctx, "hot"); d.Allowed && d.Source == observe.SourceFallback {

@@ -128,7 +128,7 @@ func TestRedisStoreAfterClose(t *testing.T) {
 	_, err := l.Allow(ctx, "k")
 	check("Allow", err)
 	check("Reset", l.Reset(ctx, "k"))
-	check("Release", slots.Release(ctx, "k", held))
+	check("Release", slots.Settle(ctx, "k", held, held.Cost))
 	_, err = slots.Allow(ctx, "k")
 	check("an in-flight check", err)
 }

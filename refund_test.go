@@ -38,13 +38,13 @@ func TestRefund(t *testing.T) {
 				if denied.Allowed {
 					t.Fatal("4th request of 3/min allowed")
 				}
-				if err := l.Refund(ctx, key, denied); err != nil { // charged nothing: gives nothing
+				if err := l.Settle(ctx, key, denied, 0); err != nil { // charged nothing: gives nothing
 					t.Fatal(err)
 				}
 				if allow(t, l, key, 1).Allowed {
 					t.Fatal("refunding a denied request gave something back")
 				}
-				if err := l.Refund(ctx, key, first); err != nil {
+				if err := l.Settle(ctx, key, first, 0); err != nil {
 					t.Fatal(err)
 				}
 				if !allow(t, l, key, 1).Allowed {
@@ -73,7 +73,7 @@ func TestRefundNeverCreditsTwice(t *testing.T) {
 				if !allow(t, l, key, 5).Allowed {
 					t.Fatal("a full charge after two windows denied")
 				}
-				if err := l.Refund(ctx, key, old); err != nil {
+				if err := l.Settle(ctx, key, old, 0); err != nil {
 					t.Fatal(err)
 				}
 				if allow(t, l, key, 1).Allowed {
@@ -101,7 +101,7 @@ func TestRefundPartial(t *testing.T) {
 					admitted++
 				}
 				clock.Advance(time.Second)
-				if err := l.Refund(ctx, key, first); err != nil {
+				if err := l.Settle(ctx, key, first, 0); err != nil {
 					t.Fatal(err)
 				}
 				for allow(t, l, key, 1).Allowed {
@@ -142,7 +142,7 @@ func TestRefundCancelsAReservation(t *testing.T) {
 			t.Fatalf("delays %v, want %v", delays, want)
 		}
 		clock.Advance(100 * time.Millisecond)
-		if err := l.Refund(ctx, key, second); err != nil {
+		if err := l.Settle(ctx, key, second, 0); err != nil {
 			t.Fatal(err)
 		}
 		// The queue ended at 3 s; the refund moves it back by the slot less the 100 ms since it

@@ -513,7 +513,7 @@ func TestFallback(t *testing.T) {
 	if err != nil || d.Source != observe.SourceFallback {
 		t.Fatalf("a direct Allow while Redis is down: %+v, %v; want a decision of the fallback", d, err)
 	}
-	if err := l.Refund(ctx, "direct", d); err != nil {
+	if err := l.Settle(ctx, "direct", d, 0); err != nil {
 		t.Errorf("refunding a decision of the fallback: %v", err)
 	}
 }

@@ -118,7 +118,7 @@ func TestRedisCallKeepsDeadline(t *testing.T) {
 			}{
 				{"Allow", func(ctx context.Context) error { _, err := l.Allow(ctx, "k"); return err }},
 				{"Peek", func(ctx context.Context) error { _, err := l.Peek(ctx, "k"); return err }},
-				{"Refund", func(ctx context.Context) error { return l.Refund(ctx, "k", charged) }},
+				{"Refund", func(ctx context.Context) error { return l.Settle(ctx, "k", charged, 0) }},
 				{"Reset", func(ctx context.Context) error { return l.Reset(ctx, "k") }},
 			} {
 				ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)

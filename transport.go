@@ -142,7 +142,7 @@ func (s *slots) release() error {
 	s.once.Do(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, releaseTimeout)
 		defer cancel()
-		s.err = s.l.Release(ctx, s.key, s.d)
+		s.err = s.l.Settle(ctx, s.key, s.d, s.d.Cost)
 	})
 	return s.err
 }

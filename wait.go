@@ -32,7 +32,7 @@ func (l *Limiter) Wait(ctx context.Context, key string) (Decision, error) {
 // While an in-flight policy denies, WaitN asks again at growing intervals (5 ms, doubling to
 // 100 ms) rather than at its Retry-After, since a slot comes back when a request ends. The
 // decision WaitN returns then holds its slots, as [Limiter.AllowN]'s does: give them back with
-// [Limiter.Release] when the work ends ([Transport] does, when a response's body is closed).
+// [Limiter.Settle] when the work ends ([Transport] does, when a response's body is closed).
 func (l *Limiter) WaitN(ctx context.Context, key string, cost int64) (Decision, error) {
 	clock := clockOf(l.store)
 	step := slotPollFirst
@@ -73,7 +73,7 @@ func (l *Limiter) abandon(ctx context.Context, key string, d Decision, err error
 	if !d.Allowed {
 		return err
 	}
-	if rerr := l.Refund(context.WithoutCancel(ctx), key, d); rerr != nil {
+	if rerr := l.Settle(context.WithoutCancel(ctx), key, d, 0); rerr != nil {
 		return errors.Join(err, rerr)
 	}
 	return err

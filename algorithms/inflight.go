@@ -13,7 +13,7 @@ import (
 // a slot held by an instance that died comes back by itself. The [ratelimit.Guard] gives a slot back
 // when the handler returns (also when it panics or its client goes away) and renews it while
 // the handler runs, every third of the lifetime; a caller of Limiter.Allow gives it back with
-// Limiter.Release. Burst is not used, and Limit is at most 1,000.
+// Limiter.Settle. Burst is not used, and Limit is at most 1,000.
 //
 // State: the slots' times, oldest first, as the sliding log keeps them: a slot taken at t is
 // held while now < t+Window. Releasing takes back a slot taken at that time; renewing moves

@@ -12,7 +12,9 @@
 --           renew it (in-flight slots; the reply is then the time of the renewal alone); for
 --           the quota leases of fixed windows (see lease_taken in fixed_window.lua), "4" to
 --           charge as "1" does and count the units as a lease's, "5" to refund as "2" does and
---           end the lease that charged them (its units: ARGV[6+n])
+--           end the lease that charged them (its units: ARGV[6+n]); "6" to charge as "1" does
+--           and hold the charge, "7" to settle a hold (see holds.lua, which also gives their
+--           KEYS and ARGV after the policies')
 -- ARGV[4]   with "2", "3" or "5": the time of the charge (the last integer of its reply); else "0"
 -- ARGV[4+i] policy i, one string "code:limit:window:burst:shadow" or
 --           "code:limit:window:burst:shadow:field": algorithm code, limit, window in
@@ -124,7 +126,7 @@ local function evaluate(KEYS, k0, nk, ARGV, a0, now, out, o)
   if cost == '1' then cost = 1 else cost = tonumber(cost) end
   local mode = ARGV[a0 + 3]
   local lease = mode == '4'
-  local charge = (mode == '1' or lease) and cost > 0
+  local charge = (mode == '1' or mode == '6' or lease) and cost > 0
   if nk == 1 then -- one policy: no pending write to keep
     local p, err = spec_of(ARGV[a0 + 5])
     if not p then return nil, err end
@@ -187,9 +189,67 @@ local function evaluate(KEYS, k0, nk, ARGV, a0, now, out, o)
   return n + 1
 end
 
+-- hold_ps holds the parsed policies of a call with holds, reused as pending is.
+local hold_ps = {}
+
+-- holds_call is a reserve (mode "6") or a settle ("7") at now: see holds.lua. Before anything
+-- else, it gives back the holds of the list that expired, which it announces, as a refund,
+-- before it writes anything; so does a settle that gives back part of its estimate.
+local function holds_call(KEYS, ARGV, now, mode)
+  local n = #KEYS - 1
+  local h = KEYS[n + 1]
+  local ok, err = holds_specs(n, ARGV, spec_of, hold_ps)
+  if not ok then return err end
+  local channel = hold_channel(ARGV, n)
+  local member, held, delta
+  if mode == '7' then
+    local actual, est = tonumber(ARGV[2]), tonumber(ARGV[6 + n])
+    member = ARGV[5 + n] .. ':' .. int(est) .. ':' .. ARGV[4] .. ':' .. ARGV[9 + n] .. ':' .. ARGV[10 + n]
+    held = ARGV[5 + n] == '-' or redis.call('ZSCORE', h, member) ~= false
+    delta = actual
+    if held then delta = actual - est end
+  end
+  local gone = expired(h, now, member)
+  if #gone > 0 or (delta and delta < 0) then announce(KEYS[1], channel) end
+  release(h, gone, KEYS, hold_ps, n, now)
+  if mode == '6' then
+    local reply = replies[n]
+    if not reply then
+      reply = {}
+      if n <= 16 then replies[n] = reply end
+    end
+    local last, e = evaluate(KEYS, 0, n, ARGV, 0, now, reply, 0)
+    if not last then return e end
+    local mask, bit, all = 0, 1, true
+    for i = 1, n do
+      local allowed = reply[6 * (i - 1) + 1] == 1
+      if not hold_ps[i][5] and not allowed then all = false end
+      if allowed or not hold_ps[i][5] then mask = mask + bit end
+      bit = bit * 2
+    end
+    local cost = tonumber(ARGV[2])
+    if all and cost > 0 then
+      redis.call('ZADD', h, int(now + tonumber(ARGV[6 + n])), ARGV[5 + n] .. ':' .. int(cost) .. ':' ..
+        int(now) .. ':' .. int(mask) .. ':' .. hold_offsets(hold_ps, n, reply, cost))
+      keep_holds(h, ARGV[7 + n])
+    end
+    return reply
+  end
+  local mask, at = tonumber(ARGV[9 + n]), tonumber(ARGV[4])
+  if held and ARGV[5 + n] ~= '-' then redis.call('ZREM', h, member) end
+  if delta < 0 then
+    parse_offsets(ARGV[10 + n], n)
+    refund_masked(KEYS, hold_ps, n, now, -delta, at, mask)
+  elseif delta > 0 then
+    overdraw(KEYS, hold_ps, n, now, delta, mask)
+  end
+  return {held and 1 or 0, now}
+end
+
 local function check(KEYS, ARGV)
   local now = begin(ARGV[1])
   local mode = ARGV[3]
+  if mode == '6' or mode == '7' then return holds_call(KEYS, ARGV, now, mode) end
   local nk = #KEYS
   if mode == '4' or mode == '5' then nk = nk / 2 end -- then the leases' counts (see lease_keys)
 

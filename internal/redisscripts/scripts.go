@@ -1,8 +1,9 @@
 // Package redisscripts holds the Lua that runs ratelimit's algorithms inside Redis.
 //
 // The code is one shared preamble, one file per algorithm (every .lua file here but the
-// preamble and the entry points, in name order) and check.lua, which defines the function
-// check(KEYS, ARGV) whose header documents KEYS, ARGV and the reply. Each algorithm file is a
+// preamble and the entry points, in name order), holds.lua (the holds of Limiter.Reserve,
+// check's modes "6" and "7") and check.lua, which defines the function check(KEYS, ARGV)
+// whose header documents KEYS, ARGV and the reply. Each algorithm file is a
 // line-by-line transcription of its Go model in package algorithms and registers itself under
 // its code.
 //
@@ -25,7 +26,7 @@ import (
 var files embed.FS
 
 // entryPoints are the files that are not algorithms.
-var entryPoints = map[string]bool{"preamble.lua": true, "check.lua": true, "reset.lua": true}
+var entryPoints = map[string]bool{"preamble.lua": true, "holds.lua": true, "check.lua": true, "reset.lua": true}
 
 // Check returns the source of the script that checks a policy list (see check.lua).
 func Check() string {
@@ -59,9 +60,9 @@ var functionOnce = sync.OnceValue(func() struct{ src, name string } {
 	return struct{ src, name string }{src, name}
 })
 
-// code returns the library and check.lua: the definitions, without a call.
+// code returns the library, the holds and check.lua: the definitions, without a call.
 func code() string {
-	return Library() + read("check.lua")
+	return Library() + read("holds.lua") + read("check.lua")
 }
 
 // Library returns the preamble and every algorithm: the tables `algorithms` and `refunds`

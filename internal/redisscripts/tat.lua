@@ -179,3 +179,11 @@ algorithms.ls = function(key, now, limit, window, burst, cost)
   return tat_check(key, now, limit, window, burst, cost, true)
 end
 refunds.gc, refunds.tb, refunds.lb, refunds.ls = tat_refund, tat_refund, tat_refund, tat_refund
+
+-- tat_span is the length of a charge of cost, in whole microseconds rounded down: a hold's
+-- refund is made at the start of its charge in the TAT (see holds.lua).
+local function tat_span(limit, window, burst, cost)
+  local _, num, den = rate(limit, window, burst)
+  local us = plus(num, den, 0, 0, cost)
+  return us
+end

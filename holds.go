@@ -1,0 +1,339 @@
+package ratelimit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit/internal/algo"
+	"github.com/a7d3e0dd/ratelimit/observe"
+)
+
+// A hold is what Limiter.Reserve charged on an estimate, until Settle says what the request
+// cost: the store counts it in every admission while it lasts, and gives it back by itself
+// once it outlives its lifetime (an instance that died, a request never settled).
+type hold struct {
+	id   string    // unique in the fleet: this process's random prefix and a counter
+	tag  string    // the policy list's, which names the holds' key (see holdsTag)
+	cost int64     // the estimate charged
+	at   time.Time // when, on the store's clock
+	mask uint64    // the policies charged, bit i for policy i (a shadow policy only if it admitted)
+	offs []int64   // the offset from at of each policy's refunds, µs (see holdOffsets)
+	life int64     // its lifetime, µs
+	keep int64     // how long the list's record of holds lives, ms: the longest hold's lifetime and window
+	// settled is set by the first Settle: a second is refused, not charged twice.
+	settled atomic.Bool
+}
+
+// holdStore is a store that keeps holds (Limiter.Reserve): reserve checks and charges as
+// Check does and records the hold, settle charges the hold's actual cost in its place; both
+// first give back the list's holds that expired. settle reports whether the hold was still
+// recorded (false: it had expired and been given back, or was reset): the whole actual is then
+// charged.
+type holdStore interface {
+	reserve(ctx context.Context, key string, policies []Policy, h *hold, out []PolicyResult) (time.Time, error)
+	settle(ctx context.Context, key string, policies []Policy, h *hold, actual int64) (held bool, err error)
+}
+
+// noRecord is the id of a settle without a hold: a charge made by a plain check, settled at
+// more than it charged (the overdraft is charged, nothing is looked up).
+const noRecord = "-"
+
+// The bounds of a hold (docs/costs.md).
+const (
+	// maxHold is the longest a hold lasts: a request that runs longer is charged at its
+	// settle, and its hold no longer counts after that.
+	maxHold = 5 * time.Minute
+	// holdGrace is how long the record of a list's holds outlives its longest hold and window:
+	// a hold's charge weighs on its policy no longer than a window.
+	holdGrace = time.Minute
+)
+
+var (
+	holdPrefix = func() string {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		return hex.EncodeToString(b[:])
+	}()
+	holdCount atomic.Uint64
+)
+
+// newHoldID returns an id no other hold of the fleet has: 48 random bits of this process and a
+// counter.
+func newHoldID() string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], holdCount.Add(1))
+	return holdPrefix + strconv.FormatUint(binary.BigEndian.Uint64(b[:]), 36)
+}
+
+// holdsTag names a policy list's holds: a digest of its policies' tags, so that two lists of
+// one identity keep their holds apart (an expired hold is given back to the policies that
+// charged it).
+func holdsTag(policies []Policy) string {
+	h := fnv.New64a()
+	for i := range policies {
+		h.Write([]byte(policies[i].tag()))
+		h.Write([]byte{0})
+	}
+	return strconv.FormatUint(h.Sum64(), 36)
+}
+
+// holdable reports why policies cannot take holds, or nil: an in-flight limit (its charges
+// are holds already, given back when the request ends), a shaping bucket (a charge that
+// waits for its slot cannot be settled), a quota lease (its units are handed out locally).
+func holdable(policies []Policy) error {
+	for i := range policies {
+		c := policies[i].compiled
+		switch {
+		case algo.Holds(c.model):
+			return fmt.Errorf("%w %q: an in-flight policy takes no estimate to settle; its slots are given back when the request ends", errInvalidPolicy, policies[i].Name)
+		case c.model.Shapes():
+			return fmt.Errorf("%w %q: a shaping policy takes no estimate to settle; a request that waits for its slot is charged as it is admitted", errInvalidPolicy, policies[i].Name)
+		case policies[i].Lease > 0:
+			return fmt.Errorf("%w %q: a policy with Lease takes no estimate to settle; leased units are handed out by this instance", errInvalidPolicy, policies[i].Name)
+		}
+	}
+	return nil
+}
+
+// holdBounds returns the largest estimate a hold of policies takes (half the least capacity
+// of an enforced policy, at least 1) and its lifetime: maxHold, or the shortest enforced
+// window if shorter (a calendar period's: to its end).
+func holdBounds(policies []Policy, at time.Time) (maxEstimate int64, life time.Duration) {
+	maxEstimate, life = 0, maxHold
+	for i := range policies {
+		p := &policies[i]
+		if p.Shadow {
+			continue
+		}
+		if half := p.capacity() / 2; maxEstimate == 0 || half < maxEstimate {
+			maxEstimate = half
+		}
+		w := p.Window
+		if p.Period != nil {
+			w = time.Duration(p.compiled.params.Start+p.compiled.params.Window-at.UnixMicro()) * time.Microsecond
+		}
+		life = min(life, w)
+	}
+	return max(maxEstimate, 1), max(life, time.Millisecond)
+}
+
+// keepFor is how long the record of holds of policies lives after a reserve: the longest a
+// hold lasts, the longest window, and a grace.
+func keepFor(policies []Policy, life time.Duration) int64 {
+	longest := life
+	for i := range policies {
+		longest = max(longest, policies[i].Window)
+		if policies[i].Period != nil {
+			longest = max(longest, time.Duration(policies[i].compiled.params.Window)*time.Microsecond)
+		}
+	}
+	return (longest + holdGrace).Milliseconds()
+}
+
+// chargedMask returns the policies a check charged: every enforced one, and each shadow policy
+// that admitted the request.
+func chargedMask(policies []Policy, out []PolicyResult) uint64 {
+	var m uint64
+	for i := range policies {
+		if !policies[i].Shadow || out[i].Allowed {
+			m |= 1 << i
+		}
+	}
+	return m
+}
+
+// holdOffsets returns the offsets from a hold's time of the times its refunds are made at, one
+// per policy: 0, but for a TAT the start of the hold's charge in it — the TAT after the charge
+// (ResetAfter: rounded up) less the charge's length (rounded down) — so that holds made at one
+// instant each give back what still weighs of their own part, however many there are (see
+// holds.lua, which computes the same from the same results).
+func holdOffsets(policies []Policy, out []PolicyResult, cost int64) []int64 {
+	offs := make([]int64, len(policies))
+	for i := range policies {
+		c := policies[i].compiled
+		if !c.model.UsesBurst() {
+			continue
+		}
+		offs[i] = out[i].ResetAfter.Microseconds() - cost*c.params.Num/c.params.Den
+	}
+	return offs
+}
+
+// offsetsText is offs as holds.lua writes them: "o1,o2,...".
+func offsetsText(offs []int64) string {
+	b := make([]byte, 0, 8*len(offs))
+	for i, o := range offs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, o, 10)
+	}
+	return string(b)
+}
+
+// maxHoldPolicies is the most policies a list with holds has: the mask of a hold is a Lua
+// number, exact to 2^53.
+const maxHoldPolicies = 52
+
+// errSettledTwice is the error of a second Settle of one reservation.
+var errSettledTwice = &opError{"settling", ErrBadRequest, errors.New("the reservation was settled already")}
+
+// Reserve admits a request whose cost is known only after it ran — the tokens of a completion,
+// the bytes of a response — against an estimate: the request is admitted when every policy can
+// hold what is used, what the holds of other admitted requests take, and estimate more, and
+// then estimate is charged, held until [Limiter.Settle] says what the request cost. Across
+// instances over one Redis, the holds of all are counted in each admission.
+//
+// An estimate above half the least capacity of the enforced policies holds that half (a
+// request cannot take the whole quota before it ran), and below 1 holds 1. A hold lasts until
+// settled, at most until the shortest window's length (a calendar period's end) or 5 minutes:
+// a hold that outlives it — its instance died, its request was never settled — is given back by
+// the next Reserve or Settle of the identity, and charges nothing. A request still running is
+// charged its actual cost when it settles.
+//
+// Reserve refuses a limiter with an in-flight, a shaping or a leasing policy (ErrBadRequest).
+// docs/costs.md gives the worst case: what the limit admits beyond itself is at most what the
+// requests in flight when it was reached cost beyond their estimates.
+func (l *Limiter) Reserve(ctx context.Context, key string, estimate int64) (Decision, error) {
+	if key == "" {
+		return Decision{}, errEmptyKey
+	}
+	if estimate < 0 {
+		return Decision{}, &opError{opCost, ErrBadRequest, fmt.Errorf("estimate %d is negative", estimate)}
+	}
+	if err := l.holdable(); err != nil {
+		return Decision{}, err
+	}
+	hs, ok := capability[holdStore](l.store)
+	if !ok {
+		return Decision{}, &opError{opCheck, ErrBadRequest, errors.New("the store keeps no holds; use NewMemoryStore or NewRedisStore")}
+	}
+	now := l.now()
+	if now.IsZero() {
+		now = clockOf(l.store).Now()
+	}
+	policies := l.policiesAt(now)
+	most, life := holdBounds(policies, now)
+	cost := min(max(estimate, 1), most)
+	h := &hold{id: newHoldID(), tag: holdsTag(policies), cost: cost, life: life.Microseconds(), keep: keepFor(policies, life)}
+	var start time.Time
+	if l.timed {
+		start = time.Now()
+	}
+	var d Decision
+	raw := make([]PolicyResult, len(policies))
+	for i := range raw {
+		raw[i].source = observe.SourceStore
+	}
+	at, err := hs.reserve(ctx, key, policies, h, raw)
+	if err != nil {
+		return Decision{}, storeError(opCheck, err)
+	}
+	d.decide(policies, raw, at)
+	if d.Allowed {
+		d.Cost, h.at, h.mask, h.offs = cost, at, chargedMask(policies, raw), holdOffsets(policies, raw, cost)
+		d.hold = h
+	}
+	l.observe(start, &d, policies, raw)
+	return d, nil
+}
+
+// holdable reports why the limiter's policies cannot take holds, or nil.
+func (l *Limiter) holdable() error {
+	if len(l.policies) > maxHoldPolicies {
+		return fmt.Errorf("%w: a limiter of %d policies takes no holds; at most %d", errInvalidPolicy, len(l.policies), maxHoldPolicies)
+	}
+	return holdable(l.policies)
+}
+
+// Settle ends the request that decision d admitted for key and charges it actual units in
+// place of what d charged: less gives the difference back (as far as it still weighs: what
+// time has given back already is not given back twice), more charges the difference beyond
+// the limit — an overdraft, which refuses the next requests until time repays it, with a
+// Retry-After that says when. Settle(ctx, key, d, 0) gives back everything d charged (a
+// request that turned out not to count: see [CountIf]), and Settle(ctx, key, d, d.Cost)
+// changes no charge; both end the in-flight slots d holds ([algorithms.InFlight]): call it
+// once, when the request ends (the [Guard] does so for the requests it lets through). A
+// denied decision settles nothing.
+//
+// A decision of [Limiter.Reserve] is settled once: a second Settle is refused (ErrBadRequest)
+// and charges nothing. A hold that expired before its Settle was given back: its whole actual
+// is charged then. A negative actual is refused and changes nothing. Over a window or a
+// calendar period that has ended, nothing is given back (time did), and what the request cost
+// beyond its estimate is charged to the current window — or stays in the period, which has a
+// key of its own.
+func (l *Limiter) Settle(ctx context.Context, key string, d Decision, actual int64) error {
+	if key == "" {
+		return errEmptyKey
+	}
+	if actual < 0 {
+		return &opError{opCost, ErrBadRequest, fmt.Errorf("actual cost %d is negative", actual)}
+	}
+	if !d.Allowed {
+		return nil
+	}
+	if d.hold != nil {
+		if !d.hold.settled.CompareAndSwap(false, true) {
+			return errSettledTwice
+		}
+		return l.settleHold(ctx, key, &d, d.hold, actual)
+	}
+	if d.holds() {
+		if actual == 0 && d.held.Equal(d.at) { // slots never renewed: one refund gives back all
+			return l.refund(ctx, key, d, d.Cost, true)
+		}
+		if err := l.release(ctx, key, d); err != nil {
+			return err
+		}
+	}
+	switch {
+	case actual < d.Cost:
+		return l.refund(ctx, key, d, d.Cost-actual, false)
+	case actual > d.Cost:
+		if err := l.holdable(); err != nil {
+			return err
+		}
+		policies := l.policiesOf(&d)
+		h := &hold{id: noRecord, tag: holdsTag(policies), cost: d.Cost, at: d.at, mask: chargedMask(policies, d.Results()), offs: make([]int64, len(policies)), keep: 1}
+		return l.settleHold(ctx, key, &d, h, actual)
+	}
+	return nil
+}
+
+// settleHold settles h, a hold of d (or a charge d made without one: noRecord) at actual, on
+// the store that decided d.
+func (l *Limiter) settleHold(ctx context.Context, key string, d *Decision, h *hold, actual int64) error {
+	if d.overflowed() {
+		// Decided on a memory store's overflow quota, which keeps no holds: what the estimate
+		// charged beyond the actual goes back there; the quota is shared by strangers, and an
+		// overdraft is not charged to it.
+		if actual < h.cost {
+			return l.refund(ctx, key, *d, h.cost-actual, false)
+		}
+		return nil
+	}
+	store, policies := l.store, l.policiesOf(d)
+	if d.Source == observe.SourceFallback {
+		f, ok := capability[localDecider](l.store)
+		if !ok {
+			return nil
+		}
+		if store, policies = f.local(policies); store == nil {
+			return nil
+		}
+	}
+	hs, ok := capability[holdStore](store)
+	if !ok {
+		return &opError{"settling", ErrBadRequest, errors.New("the store keeps no holds")}
+	}
+	_, err := hs.settle(ctx, key, policies, h, actual)
+	return storeError("store, settling", err)
+}
