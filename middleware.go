@@ -5,6 +5,8 @@ import (
 	"context"
 	"net"
 	"net/http"
+
+	"github.com/a7d3e0dd/ratelimit/cost"
 )
 
 // Middleware returns net/http middleware that limits requests with l. Without options it keys
@@ -95,7 +97,10 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, &a.req)
 		return
 	}
-	sw := &statusWriter{ResponseWriter: w}
+	sw := &statusWriter{ResponseWriter: w, meter: op.Meter}
+	if op.Meter != nil { // ChargeAfter: the handler reports its cost through its context
+		a.req = *a.req.WithContext(cost.NewContext(a.req.Context(), op.Meter))
+	}
 	defer h.g.Done(op, http.StatusInternalServerError) // the handler panicked: its slots come back all the same
 	h.next.ServeHTTP(sw, &a.req)
 	h.g.Done(op, sw.statusCode())
@@ -159,11 +164,13 @@ func DecisionFrom(ctx context.Context) (Decision, bool) {
 	return *d, true
 }
 
-// statusWriter records the status a handler answers, for CountIf. It passes Flush and Hijack
-// through, and unwraps for http.ResponseController.
+// statusWriter records the status a handler answers, for CountIf, and with ChargeAfter counts
+// the bytes of the body it writes. It passes Flush and Hijack through, and unwraps for
+// http.ResponseController.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	meter  *cost.Meter // ChargeAfter's; nil: none
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -177,7 +184,11 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	return w.ResponseWriter.Write(b)
+	n, err := w.ResponseWriter.Write(b)
+	if w.meter != nil {
+		w.meter.Wrote(int64(n))
+	}
+	return n, err
 }
 
 func (w *statusWriter) statusCode() int {
