@@ -24,7 +24,7 @@ func costsHandler(store ratelimit.Store, mux *http.ServeMux, complete func(http.
 	mux.Handle("POST /v1/chat/completions", ratelimit.Middleware(tokens,
 		ratelimit.WithKey(ratelimit.KeyByHeader("Authorization")),
 		ratelimit.WithCost(func(ratelimit.Request) int64 { return 500 }), // the estimate
-		ratelimit.ChargeAfter(cost.Reported),                            // the usage the handler reports
+		ratelimit.ChargeAfter(cost.Reported),                             // the usage the handler reports
 	)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		usage := complete(w, r) // the model's answer, streamed or not
 		cost.Report(r.Context(), usage.TotalTokens)
