@@ -31,6 +31,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/cost"
 )
 
 // decisionKey is the c.Set key of the decision the middleware hands its handler, and
@@ -73,6 +74,9 @@ func FromGuard(g *ratelimit.Guard) gin.HandlerFunc {
 		// A handler that panicked: the request's slots come back and its report is told all
 		// the same. (After the Done below, this one does nothing.)
 		defer g.Done(o, http.StatusInternalServerError)
+		if o.Meter != nil { // ChargeAfter: the handler reports its cost through its request's context
+			c.Request = c.Request.WithContext(cost.NewContext(c.Request.Context(), o.Meter))
+		}
 		var hw *hijackWriter
 		if o.Pending {
 			hw = &hijackWriter{ResponseWriter: c.Writer}
@@ -82,6 +86,9 @@ func FromGuard(g *ratelimit.Guard) gin.HandlerFunc {
 		s := c.Writer.Status()
 		if hw != nil && hw.hijacked {
 			s = http.StatusSwitchingProtocols
+		}
+		if o.Meter != nil {
+			o.Meter.Wrote(int64(c.Writer.Size())) // -1, nothing written, counts nothing
 		}
 		g.Done(o, status(s))
 	}
