@@ -45,7 +45,7 @@ func Holds() HoldsScenario {
 	return HoldsScenario{
 		Name:        "holds",
 		Title:       "Costs known after the response: charged after the fact, or held",
-		Traffic:     "10 requests, one every 500 ms; each is estimated at 20 tokens, costs 30 and takes 5 s. A refused one comes back after its Retry-After.",
+		Traffic:     "Ten requests 500 ms apart, each estimated at 20 tokens, costing 30 and taking 5 s.",
 		Policy:      ratelimit.Policy{Name: "tokens", Limit: 100, Window: time.Minute, Algorithm: algorithms.SlidingLog{}},
 		Requests:    10,
 		Every:       500 * time.Millisecond,
@@ -71,12 +71,12 @@ const (
 	Held
 )
 
-// Call is the mode's calls, as the picture names them.
+// Call names the mode and its calls, as the picture does.
 func (m HoldsMode) Call(sc HoldsScenario) string {
 	if m == Held {
-		return fmt.Sprintf("Reserve(%d), then Settle(%d)", sc.Estimate, sc.Actual)
+		return fmt.Sprintf("Held: Reserve(%d), then Settle(%d)", sc.Estimate, sc.Actual)
 	}
-	return fmt.Sprintf("Peek, then Settle(%d)", sc.Actual)
+	return fmt.Sprintf("After the fact: Peek, then Settle(%d)", sc.Actual)
 }
 
 // Attempt is one try of a request and the limiter's decision on it.
