@@ -84,7 +84,8 @@ func Write(dir string, pics []Picture) error {
 // Summary writes the figures of every picture as a table: per scenario and algorithm, the
 // requests admitted and refused, and the most admitted (and, when shaping, released) in any
 // Window; then, for each calendar picture, the requests admitted and refused and how many
-// were admitted in each period.
+// were admitted in each period; then the comparison of the holds picture's runs
+// ([HoldsResults]).
 func Summary(w io.Writer, pics []Picture) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "picture\talgorithm\tadmitted\trefused\tmost admitted in any %s\tmost released in any %[1]s\n", duration(Window))
@@ -113,5 +114,13 @@ func Summary(w io.Writer, pics []Picture) error {
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", p.File, p.Calendar.Admitted(), p.Calendar.Refused(), strings.Join(per, ", "))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, p := range pics {
+		if p.Holds != nil {
+			fmt.Fprintf(w, "\n%s: %s", p.File, HoldsResults(Holds(), p.Holds))
+		}
+	}
+	return nil
 }
