@@ -141,24 +141,29 @@ func RunHolds(ctx context.Context, sc HoldsScenario, mode HoldsMode, newStore Ne
 	for i := range sc.Requests {
 		queue = append(queue, event{at: time.Duration(i) * sc.Every, request: i})
 	}
-	first := func(a, b event) int {
-		switch {
-		case a.at != b.at:
-			return int(a.at - b.at)
-		case a.settle != b.settle:
-			if a.settle {
-				return -1
-			}
-			return 1
+	// next takes the event that comes first out of the queue, if it comes by at: at one
+	// instant, settles before tries, and tries in the order the requests first arrived.
+	next := func(at time.Duration) (event, bool) {
+		if len(queue) == 0 {
+			return event{}, false
 		}
-		return a.request - b.request
+		i := 0
+		for k, ev := range queue {
+			if c := queue[i]; ev.at < c.at || ev.at == c.at && (ev.settle && !c.settle || ev.settle == c.settle && ev.request < c.request) {
+				i = k
+			}
+		}
+		ev := queue[i]
+		if ev.at > at {
+			return event{}, false
+		}
+		queue = slices.Delete(queue, i, i+1)
+		return ev, true
 	}
 	estimates := map[int]int{} // the request's estimate's index in tr.Charges
 	inFlight := 0
 	for at := time.Duration(0); at <= sc.Length(); at += sc.SampleEvery {
-		for slices.SortFunc(queue, first); len(queue) > 0 && queue[0].at <= at; slices.SortFunc(queue, first) {
-			ev := queue[0]
-			queue = queue[1:]
+		for ev, ok := next(at); ok; ev, ok = next(at) {
 			clock.set(t0.Add(ev.at))
 			if ev.settle {
 				if err := limiter.Settle(ctx, key, ev.d, sc.Actual); err != nil {

@@ -19,10 +19,9 @@ const (
 
 // holdsChart is the holds picture being drawn.
 type holdsChart struct {
-	c      *canvas
-	sc     HoldsScenario
-	traces []HoldsTrace
-	yMax   float64
+	c    *canvas
+	sc   HoldsScenario
+	yMax float64 // the top of every plot's scale: the most charged in any run, up to whole limits
 }
 
 // HoldsChart draws what the limiter made of sc's requests in each run: one row per trace,
@@ -30,11 +29,11 @@ type holdsChart struct {
 // held, as stacked areas against the limit, and under it a strip with a mark at each try,
 // admitted or refused, and at each settle. The axis shows sc.Shown side by side.
 func HoldsChart(sc HoldsScenario, traces []HoldsTrace) []byte {
-	ch := holdsChart{c: &canvas{}, sc: sc, traces: traces, yMax: float64(sc.Policy.Limit)}
+	limit, most := sc.Policy.Limit, sc.Policy.Limit
 	for _, tr := range traces {
-		ch.yMax = max(ch.yMax, float64(tr.MostCounted(sc.Policy.Window)))
+		most = max(most, tr.MostCounted(sc.Policy.Window))
 	}
-	ch.yMax = float64(sc.Policy.Limit) * float64(int64(ch.yMax+float64(sc.Policy.Limit)-1)/sc.Policy.Limit) // whole limits
+	ch := holdsChart{c: &canvas{}, sc: sc, yMax: float64((most + limit - 1) / limit * limit)}
 	c := ch.c
 	c.text(left, 30, sc.Title, textStyle{size: 19, bold: true})
 	c.text(left, 53, sc.Traffic, textStyle{size: 14})
