@@ -2,6 +2,8 @@ package ratelimit_test
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -61,6 +63,31 @@ func costsWorker(ctx context.Context, tokens *ratelimit.Limiter, model model, pr
 	return tokens.Settle(ctx, "tenant:acme", d, usage.TotalTokens)
 }
 
+// costsTransport is docs/costs.md's outgoing client, as written.
+func costsTransport(tokens *ratelimit.Limiter, req *http.Request) error {
+	client := &http.Client{Transport: &ratelimit.Transport{
+		Limiter:     tokens,
+		Key:         func(*http.Request) string { return "provider" },
+		Cost:        func(*http.Request) int64 { return 500 }, // the estimate
+		ChargeAfter: cost.Reported,
+	}}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err // a round trip that fails charges nothing
+	}
+	defer resp.Body.Close() // the settle
+	var answer struct {
+		Usage struct {
+			TotalTokens int64 `json:"total_tokens"`
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+		return err // nothing reported: the estimate is charged
+	}
+	cost.Report(resp.Request.Context(), answer.Usage.TotalTokens)
+	return nil // README: (the guide's code goes on)
+}
+
 // The guide's code, as written: the handler holds 500 and charges the usage it reports; the
 // status-dependent charge gives a 404 nothing; the worker holds and settles the same way.
 func TestCostsGuide(t *testing.T) {
@@ -69,6 +96,8 @@ func TestCostsGuide(t *testing.T) {
 	status := readmetest.Code(readmetest.Block(t, "docs/costs.md", "<!-- costs:status -->", "go"))
 	status[0] = "return " + status[0] // the guide shows the option the function returns
 	readmetest.Same(t, "docs/costs.md's status charge", readmetest.FuncBody(t, "costs_guide_test.go", "costsStatus"), status)
+	readmetest.Same(t, "docs/costs.md's outgoing client", readmetest.FuncBody(t, "costs_guide_test.go", "costsTransport"),
+		readmetest.Code(readmetest.Block(t, "docs/costs.md", "<!-- costs:transport -->", "go")))
 	readmetest.Same(t, "docs/costs.md's worker", readmetest.FuncBody(t, "costs_guide_test.go", "costsWorker"),
 		readmetest.Code(readmetest.Block(t, "docs/costs.md", "<!-- costs:worker -->", "go")))
 
@@ -112,6 +141,19 @@ func TestCostsGuide(t *testing.T) {
 	}
 	if got := charge(costsStatus(), http.StatusOK); got != 7 {
 		t.Errorf("a 200 charged %d, want the 7 reported", got)
+	}
+
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, `{"usage": {"total_tokens": 640}}`)
+	}))
+	defer provider.Close()
+	out := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock())), ratelimit.Policy{Limit: 10_000, Window: time.Minute})
+	req, _ := http.NewRequest(http.MethodPost, provider.URL, nil)
+	if err := costsTransport(out, req); err != nil {
+		t.Fatal(err)
+	}
+	if got := remaining(t, out, "provider"); got != 10_000-640 {
+		t.Errorf("after the outgoing call, %d left; want %d: its usage", got, 10_000-640)
 	}
 
 	tokens := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock())), ratelimit.Policy{Limit: 10_000, Window: time.Minute})
