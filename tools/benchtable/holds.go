@@ -120,6 +120,9 @@ func onEach(fn caller) func(ctx context.Context, keys []string) error {
 // holdsFigures takes the figures of holdsTable, each group over limiters of its own with keys
 // of the round's.
 func (e *env) holdsFigures(ctx context.Context, r int, f figures) error {
+	if len(e.keys) < 2*heldKeys {
+		return fmt.Errorf("-keys %d: the figures of holds need at least %d identities", len(e.keys), 2*heldKeys)
+	}
 	prefix := fmt.Sprintf("bt%d:h", r)
 	lims := map[string]*ratelimit.Limiter{}
 	for name, policies := range map[string][]ratelimit.Policy{"c1": gcra1, "r1": gcra1, "s1": gcra1, "c3": gcra3, "r3": gcra3, "s3": gcra3, "held": held} {
@@ -155,11 +158,8 @@ func (e *env) holdsFigures(ctx context.Context, r int, f figures) error {
 		{name: "r3", call: r3, after: settled3},
 		{name: "s3u", call: s3, before: reserved3},
 	}
-	for _, g := range []struct {
-		subjects []holdSubject
-		keys     []string
-	}{{one, e.keys}, {three, e.keys}} {
-		if err := e.rotate(ctx, g.subjects, g.keys, holdSlice, r, f); err != nil {
+	for _, g := range [][]holdSubject{one, three} {
+		if err := e.rotate(ctx, g, e.keys, holdSlice, r, f); err != nil {
 			return err
 		}
 	}
