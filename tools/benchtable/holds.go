@@ -24,7 +24,7 @@ var held = []ratelimit.Policy{{Limit: 6000, Window: time.Minute}}
 const holdEstimate = 2
 
 // holdsTable is the table of issue 35's targets, written to a section of its own in the
-// results file ("holds"), so that `-only holds` can take it again without the rest.
+// results file ("bench-holds"), so that `-only holds` can take it again without the rest.
 var holdsTable = []section{
 	{"35 Reserve and Settle beside a check of the same policies: Redis server time per call (INFO commandstats: usec / calls), calls from one goroutine, the subjects of each group taken in alternate slices", []row{
 		{"GCRA check, 1 policy (floor)", "srvh.c1", "µs", "", nil},

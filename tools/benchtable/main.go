@@ -13,7 +13,7 @@
 // figure with its key, floor and ratio. Issue 36's target (a calendar policy beside a fixed
 // window of the same count, calendar.go) has a section of its own there, "calendar", which
 // every run writes and `-only calendar` writes alone, measuring nothing else; so has issue 35's
-// (Reserve and Settle beside a check, holds.go), "holds", with `-only holds`.
+// (Reserve and Settle beside a check, holds.go), "bench-holds", with `-only holds`.
 // The documents take their measured figures from that file, and a test of the root module
 // (TestDocFiguresAreInResults) fails when one they mark is not in it.
 //
