@@ -10,8 +10,8 @@ import (
 )
 
 // The results file (docs/results.md) holds one section per measuring program: make bench's
-// two (tools/benchtable, tools/peerbench), TestMeasureChooser's and TestHoldsResults's. Each program
-// rewrites its own section and keeps the others, so every figure the documents cite is in one
+// (tools/benchtable's three: bench, calendar and bench-holds; tools/peerbench's),
+// TestMeasureChooser's and TestHoldsResults's. Each program rewrites its own section and keeps the others, so every figure the documents cite is in one
 // file, dated by the run that made it.
 
 // resultsHead is what the results file says before its sections.
