@@ -71,7 +71,7 @@ func stubModel(now func() time.Time, pause func(context.Context) error) http.Han
 			c.writeJSON(w)
 			return
 		}
-		c.stream(w, r.Context(), req.StreamOptions != nil && req.StreamOptions.IncludeUsage, pause)
+		c.stream(r.Context(), w, req.StreamOptions != nil && req.StreamOptions.IncludeUsage, pause)
 	})
 	return mux
 }
@@ -171,7 +171,7 @@ func (c *stubCompletion) writeJSON(w http.ResponseWriter) {
 // stream sends the completion as OpenAI streams it: a chunk with the role, a chunk a token, a
 // chunk with the finish reason, with withUsage a chunk with no choices and the usage (every
 // chunk before it has "usage": null), then [DONE]; each event flushed as it is written.
-func (c *stubCompletion) stream(w http.ResponseWriter, ctx context.Context, withUsage bool, pause func(context.Context) error) {
+func (c *stubCompletion) stream(ctx context.Context, w http.ResponseWriter, withUsage bool, pause func(context.Context) error) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	rc := http.NewResponseController(w)
@@ -187,7 +187,9 @@ func (c *stubCompletion) stream(w http.ResponseWriter, ctx context.Context, with
 		}
 		return rc.Flush() == nil
 	}
-	delta := func(m stubMessage, finish *string) []stubChoice { return []stubChoice{{Delta: &m, FinishReason: finish}} }
+	delta := func(m stubMessage, finish *string) []stubChoice {
+		return []stubChoice{{Delta: &m, FinishReason: finish}}
+	}
 	empty := ""
 	if !send(delta(stubMessage{Role: "assistant", Content: &empty}, nil), nil) {
 		return
