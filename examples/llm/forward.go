@@ -29,6 +29,11 @@ const (
 // tokens the answer's usage counts (cost.Report) to the guard in front, which charges them.
 // An answer without a usage the proxy can read reports nothing: the estimate is charged. An
 // error answer of the model (4xx, 5xx) reports 0: no tokens were used.
+//
+// It is a handler of its own rather than an httputil.ReverseProxy, which reads the usage as
+// well (ModifyResponse can wrap the body) but panics with http.ErrAbortHandler when a client
+// goes away mid-stream: the guard settles a panic as a 500, which cost.Reported charges
+// nothing, so that leaving before the last chunk would make any stream free.
 type forwarder struct {
 	target string // the model's /v1/chat/completions
 	apiKey string // the proxy's own key to it; none when ""

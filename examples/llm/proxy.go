@@ -76,8 +76,10 @@ func newProxy(cfg config) (*proxy, error) {
 	}
 	perToken, err := ratelimit.NewGuard(tokens, append(common,
 		ratelimit.WithCost(func(r ratelimit.Request) int64 {
-			c, _ := r.Value(completionKey{}).(*completion)
-			return c.estimate
+			if c, ok := r.Value(completionKey{}).(*completion); ok {
+				return c.estimate
+			}
+			return defaultMaxTokens // not reached: readCompletion runs first
 		}),
 		ratelimit.ChargeAfter(cost.Reported),
 	)...)
