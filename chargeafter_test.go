@@ -313,3 +313,26 @@ func TestChargeAfterShadow(t *testing.T) {
 		t.Errorf("%d left of the enforced policy, want 910", got)
 	}
 }
+
+// A handler that ends with http.ErrAbortHandler — httputil.ReverseProxy when its client goes
+// away mid-stream — was served as far as it got: it is charged like a stream its client left
+// (what it wrote, reported), not as a failure of the server, which charges nothing.
+func TestChargeAfterAbortedHandler(t *testing.T) {
+	l, _ := tokensLimiter(t, nil)
+	h := ratelimit.Middleware(l, estimate20, ratelimit.ChargeAfter(cost.Reported))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "data: token\n\n")
+		cost.Report(r.Context(), 30)
+		panic(http.ErrAbortHandler)
+	}))
+	func() {
+		defer func() {
+			if v := recover(); v != http.ErrAbortHandler {
+				t.Fatalf("recovered %v, want http.ErrAbortHandler, passed on", v)
+			}
+		}()
+		getAt(h, "")
+	}()
+	if got := remaining(t, l, "ip:192.0.2.1"); got != 70 {
+		t.Errorf("%d left after a stream its client left, want 70: the 30 reported", got)
+	}
+}

@@ -101,9 +101,28 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if op.Meter != nil { // ChargeAfter: the handler reports its cost through its context
 		a.req = *a.req.WithContext(cost.NewContext(a.req.Context(), op.Meter))
 	}
-	defer h.g.Done(op, http.StatusInternalServerError) // the handler panicked: its slots come back all the same
+	defer h.panicked(op, sw) // its slots come back all the same
 	h.next.ServeHTTP(sw, &a.req)
 	h.g.Done(op, sw.statusCode())
+}
+
+// panicked completes the outcome of a handler that panicked, as a 500 — but for the panic of a
+// handler whose client went away (http.ErrAbortHandler: httputil.ReverseProxy mid-stream),
+// which was served as far as it got, with the status it had answered — and passes the panic
+// on. After Done, it does nothing.
+func (h *limitHandler) panicked(o *Outcome, sw *statusWriter) {
+	if !o.Pending {
+		return
+	}
+	v := recover()
+	status := http.StatusInternalServerError
+	if v == http.ErrAbortHandler && sw.status != 0 {
+		status = sw.status
+	}
+	h.g.Done(o, status)
+	if v != nil {
+		panic(v)
+	}
 }
 
 // admitted is what the middleware hands the handler of a request the limiter admitted (or
