@@ -164,3 +164,34 @@ func TestCostsGuide(t *testing.T) {
 		t.Errorf("after the worker, %d left; want %d", got, 10_000-321)
 	}
 }
+
+// readmeCosts is README's "Costs known after the response" code, as written.
+func readmeCosts(tokens *ratelimit.Limiter, mux *http.ServeMux, complete func(http.ResponseWriter, *http.Request) usage) {
+	mux.Handle("POST /v1/chat/completions", ratelimit.Middleware(tokens,
+		ratelimit.WithCost(func(ratelimit.Request) int64 { return 500 }), // the estimate
+		ratelimit.ChargeAfter(cost.Reported),                             // what the handler reports
+	)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		usage := complete(w, r) // streamed or not
+		cost.Report(r.Context(), usage.TotalTokens)
+	})))
+}
+
+// README's code, as written: each request holds 500 while it runs and is charged its usage.
+func TestReadmeCosts(t *testing.T) {
+	readmetest.Same(t, "README's costs", readmetest.FuncBody(t, "costs_guide_test.go", "readmeCosts"),
+		readmetest.Code(readmetest.Block(t, "README.md", "<!-- readme:costs -->", "go")))
+	tokens := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock())), ratelimit.Policy{Limit: 10_000, Window: time.Minute})
+	mux := http.NewServeMux()
+	var held int64
+	readmeCosts(tokens, mux, func(w http.ResponseWriter, r *http.Request) usage {
+		held = remaining(t, tokens, "ip:192.0.2.1")
+		return usage{TotalTokens: 42}
+	})
+	mux.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil))
+	if held != 9_500 {
+		t.Errorf("%d left while the request ran, want 9500: its estimate held", held)
+	}
+	if got := remaining(t, tokens, "ip:192.0.2.1"); got != 10_000-42 {
+		t.Errorf("%d left after it, want %d: its usage", got, 10_000-42)
+	}
+}
