@@ -88,7 +88,7 @@ func TestFailClosedAdmitsWhatRedisAdmitted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := NewGuard(l, FailClosed(http.StatusServiceUnavailable))
+	g, err := NewGuard(l, WithResponse(Response{FailClosed: http.StatusServiceUnavailable}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestRefundOfARetriedCheckGoesToRedis(t *testing.T) {
 	redis.fails.Store(1) // the lease check fails, the fallback denies k, Redis admits the request
 	d, _ := l.Allow(ctx, "hot")
 	_ = l.Settle(ctx, "hot", d, 0) // CountIf: the response did not count
-	redis.fails.Store(1 << 30)  // Redis down for good
+	redis.fails.Store(1 << 30)     // Redis down for good
 	for range 5 {
 		if d, _ := l.Allow(ctx, "hot"); d.Allowed && d.Source == observe.SourceFallback {
 			fallbackAdmitted++
