@@ -110,7 +110,7 @@ func TestLeaseNotTakenFromTheFallback(t *testing.T) {
 	l := mustNew(t, downStore(t), policy)
 	h := ratelimit.Middleware(l, ratelimit.WithResponse(ratelimit.Response{FailClosed: http.StatusServiceUnavailable}))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	if codes := statuses(h, "GET", 20); codes[http.StatusServiceUnavailable] != 20 {
-		t.Errorf("Redis down, FailClosed(503): responses %v; want 20 × 503", codes)
+		t.Errorf("Redis down, Response{FailClosed: 503}: responses %v; want 20 × 503", codes)
 	}
 
 	open := mustNew(t, downStore(t), policy)
@@ -192,7 +192,7 @@ func TestSlotWaitFailsClosed(t *testing.T) {
 	<-waiting.entered // it waits for the slot
 	proxy.Refuse()
 	if code := <-done; code != http.StatusServiceUnavailable {
-		t.Errorf("FailClosed(503), Redis down during the wait for a slot: answered %d; want 503", code)
+		t.Errorf("Response{FailClosed: 503}, Redis down during the wait for a slot: answered %d; want 503", code)
 	}
 	// The fallback's slot went back: a request on a fail-open limiter over the same store
 	// takes it.
