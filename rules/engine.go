@@ -138,8 +138,8 @@ func WithReporter(r Reporter) Option {
 // NewEngine returns an engine that applies set, over store. The options configure the
 // engine, and are given to Parse for the documents its watchers read. It fails when a rule
 // cannot make a guard (an invalid option of WithGuardOptions, say), or has a tier and the
-// engine no [WithTier], and when WithGuardOptions holds an option that would decide for every
-// rule what each rule decides (see [WithGuardOptions]).
+// engine no [WithTier], and when WithGuardOptions or WithResponse holds an option that would
+// decide for every rule what each rule decides (see [WithGuardOptions], [WithResponse]).
 func NewEngine(store ratelimit.Store, set *Set, opts ...Option) (*Engine, error) {
 	return newEngine(store, set, collect(opts), "NewEngine")
 }
