@@ -43,7 +43,7 @@ func (unreachableStore) Reset(ctx context.Context, key string, policies []rateli
 // When the store fails, a guard fails open by default: the request goes through, undecided,
 // and the error is reported. Fail closed where an unlimited request costs more than a refused
 // one, such as a login.
-func ExampleFailClosed() {
+func ExampleResponse_failClosed() {
 	limiter, err := ratelimit.New(unreachableStore{}, ratelimit.Policy{Limit: 5, Window: time.Minute})
 	if err != nil {
 		panic(err)
@@ -61,7 +61,7 @@ func ExampleFailClosed() {
 	mux := http.NewServeMux()
 	mux.Handle("GET /items", ratelimit.Middleware(limiter, report)(http.HandlerFunc(handler)))
 	mux.Handle("POST /login", ratelimit.Middleware(limiter, report,
-		ratelimit.FailClosed(http.StatusServiceUnavailable))(http.HandlerFunc(handler)))
+		ratelimit.WithResponse(ratelimit.Response{FailClosed: http.StatusServiceUnavailable}))(http.HandlerFunc(handler)))
 
 	for _, r := range []*http.Request{
 		httptest.NewRequest(http.MethodGet, "/items", nil),

@@ -108,9 +108,9 @@ func TestResolverPlanThroughAFallback(t *testing.T) {
 func TestLeaseNotTakenFromTheFallback(t *testing.T) {
 	policy := ratelimit.Policy{Name: "tenant", Limit: 10, Window: time.Hour, Algorithm: algorithms.FixedWindow{}, Lease: time.Minute}
 	l := mustNew(t, downStore(t), policy)
-	h := ratelimit.Middleware(l, ratelimit.FailClosed(http.StatusServiceUnavailable))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	h := ratelimit.Middleware(l, ratelimit.WithResponse(ratelimit.Response{FailClosed: http.StatusServiceUnavailable}))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	if codes := statuses(h, "GET", 20); codes[http.StatusServiceUnavailable] != 20 {
-		t.Errorf("Redis down, FailClosed(503): responses %v; want 20 × 503", codes)
+		t.Errorf("Redis down, Response{FailClosed: 503}: responses %v; want 20 × 503", codes)
 	}
 
 	open := mustNew(t, downStore(t), policy)
@@ -181,7 +181,7 @@ func TestSlotWaitFailsClosed(t *testing.T) {
 	if held := allow(t, l, "ip:192.0.2.1", 1); !held.Allowed {
 		t.Fatal("the first request was refused its slot")
 	}
-	h := ratelimit.Middleware(l, ratelimit.WaitForSlot(time.Minute), ratelimit.FailClosed(http.StatusServiceUnavailable))(
+	h := ratelimit.Middleware(l, ratelimit.WaitForSlot(time.Minute), ratelimit.WithResponse(ratelimit.Response{FailClosed: http.StatusServiceUnavailable}))(
 		http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	done := make(chan int)
 	go func() {
@@ -192,7 +192,7 @@ func TestSlotWaitFailsClosed(t *testing.T) {
 	<-waiting.entered // it waits for the slot
 	proxy.Refuse()
 	if code := <-done; code != http.StatusServiceUnavailable {
-		t.Errorf("FailClosed(503), Redis down during the wait for a slot: answered %d; want 503", code)
+		t.Errorf("Response{FailClosed: 503}, Redis down during the wait for a slot: answered %d; want 503", code)
 	}
 	// The fallback's slot went back: a request on a fail-open limiter over the same store
 	// takes it.

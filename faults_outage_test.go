@@ -180,7 +180,7 @@ func redisOutOfMemory(t *testing.T) {
 		t.Fatalf("a check on a Redis out of memory: %v; want the OOM reply, of kind oom", err)
 	}
 	open := ratelimit.Middleware(l, ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}))(okHandler)
-	closed := ratelimit.Middleware(l, ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}), ratelimit.FailClosed(http.StatusServiceUnavailable))(okHandler)
+	closed := ratelimit.Middleware(l, ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}), ratelimit.WithResponse(ratelimit.Response{FailClosed: http.StatusServiceUnavailable}))(okHandler)
 	if s := serveAll(open, 10); s[http.StatusOK] != 10 {
 		t.Errorf("fail-open route, Redis out of memory: %v; want 10 × 200", s)
 	}

@@ -24,7 +24,7 @@ import (
 //	g.Done(&o, status)
 //
 // A Guard never panics on a request and never answers 500: a failing store fails open (or
-// closed, see [FailClosed]); a malformed request (a key that cannot be read, a negative cost)
+// closed, see [Response.FailClosed]); a malformed request (a key that cannot be read, a negative cost)
 // is answered 400.
 //
 // A Guard is safe for concurrent use.

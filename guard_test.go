@@ -41,7 +41,7 @@ func TestNewGuardOptionErrors(t *testing.T) {
 		{[]ratelimit.Option{ratelimit.WithAccess(ratelimit.Access{MissingKey: 200})}, "WithAccess: MissingKey 200: the status must be a 4xx client error"},
 		{[]ratelimit.Option{ratelimit.WithAccess(ratelimit.Access{MissingKey: 503})}, "WithAccess: MissingKey 503: the status must be a 4xx client error"},
 		{[]ratelimit.Option{ratelimit.WithCost(nil)}, "WithCost(nil): give it a function"},
-		{[]ratelimit.Option{ratelimit.FailClosed(500)}, "FailClosed(500): the status must be 503 or 429"},
+		{[]ratelimit.Option{ratelimit.WithResponse(ratelimit.Response{FailClosed: 500})}, "WithResponse: FailClosed is 500; it must be 503 or 429"},
 		{[]ratelimit.Option{ratelimit.WithTimeout(0)}, "WithTimeout(0s): the timeout must be positive"},
 		{[]ratelimit.Option{ratelimit.WithErrorHandler(nil)}, "WithErrorHandler(nil): give it a function"},
 		{[]ratelimit.Option{ratelimit.WithResponse(ratelimit.Response{IETFDraft: 12})}, "WithResponse: IETFDraft is 12; give 11 (the latest draft), 10, or 0 for none"},
@@ -58,8 +58,8 @@ func TestNewGuardOptionErrors(t *testing.T) {
 		{[]ratelimit.Option{ratelimit.WithPolicies(shaping), ratelimit.CountIf(func(int) bool { return true })},
 			`CountIf cannot be combined with the shaping policy "queue"`},
 		// Every error, in order.
-		{[]ratelimit.Option{ratelimit.WithTimeout(-1), ratelimit.WithResponse(ratelimit.Response{NoXRateLimit: true}), ratelimit.FailClosed(418)},
-			"2 invalid options: WithTimeout(-1ns): the timeout must be positive; FailClosed(418): the status must be 503 or 429"},
+		{[]ratelimit.Option{ratelimit.WithTimeout(-1), ratelimit.WithResponse(ratelimit.Response{NoXRateLimit: true, FailClosed: 418}), ratelimit.IPv6Prefix(0)},
+			"3 invalid options: WithTimeout(-1ns): the timeout must be positive; WithResponse: FailClosed is 418; it must be 503 or 429; IPv6Prefix(0): bits must be between 1 and 128"},
 	} {
 		g, err := ratelimit.NewGuard(l, c.opts...)
 		if want := "ratelimit: NewGuard: " + c.want; err == nil || !strings.HasPrefix(err.Error(), want) {
@@ -180,7 +180,7 @@ func TestCountIfConcurrent(t *testing.T) {
 		l := mustNew(t, store, ratelimit.Policy{Limit: limit, Window: time.Minute})
 		opts := []ratelimit.Option{
 			ratelimit.CountIf(func(s int) bool { return s == http.StatusUnauthorized }),
-			ratelimit.WithTimeout(time.Minute), ratelimit.FailClosed(http.StatusServiceUnavailable),
+			ratelimit.WithTimeout(time.Minute), ratelimit.WithResponse(ratelimit.Response{FailClosed: http.StatusServiceUnavailable}),
 			ratelimit.WithErrorHandler(func(_ ratelimit.Request, err error) { t.Errorf("reported: %v", err) }),
 		}
 		release := make(chan struct{})
@@ -332,7 +332,7 @@ func TestGuardRetryAfterIsTrue(t *testing.T) {
 				t.Run(alg.Name()+"/"+offset.String(), func(t *testing.T) {
 					clock.Set(t0.Add(offset))
 					l := mustNew(t, store, ratelimit.Policy{Name: "p" + strconv.Itoa(int(offset)), Limit: 3, Window: 7 * time.Second, Algorithm: alg})
-					g, err := ratelimit.NewGuard(l, ratelimit.WithKey(keyOfTest(t)), ratelimit.WithTimeout(time.Minute), ratelimit.FailClosed(503))
+					g, err := ratelimit.NewGuard(l, ratelimit.WithKey(keyOfTest(t)), ratelimit.WithTimeout(time.Minute), ratelimit.WithResponse(ratelimit.Response{FailClosed: 503}))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -385,7 +385,7 @@ func TestGuardRedisDown(t *testing.T) {
 		status int // 0: proceed
 	}{
 		{"fail open", nil, 0},
-		{"fail closed", []ratelimit.Option{ratelimit.FailClosed(503)}, 503},
+		{"fail closed", []ratelimit.Option{ratelimit.WithResponse(ratelimit.Response{FailClosed: 503})}, 503},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var reported []error
@@ -417,7 +417,7 @@ func TestGuardStoreTimeout(t *testing.T) {
 			for _, fail := range []struct {
 				opts   []ratelimit.Option
 				status int
-			}{{nil, http.StatusOK}, {[]ratelimit.Option{ratelimit.FailClosed(503)}, http.StatusServiceUnavailable}} {
+			}{{nil, http.StatusOK}, {[]ratelimit.Option{ratelimit.WithResponse(ratelimit.Response{FailClosed: 503})}, http.StatusServiceUnavailable}} {
 				var reported []error
 				h := ratelimit.Middleware(l, append(fail.opts, ratelimit.WithTimeout(20*time.Millisecond),
 					ratelimit.WithErrorHandler(func(_ ratelimit.Request, err error) { reported = append(reported, err) }))...)(okHandler)

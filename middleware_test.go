@@ -133,7 +133,7 @@ func TestMiddlewareClientGone(t *testing.T) {
 		l := mustNew(t, store, fixed(1, time.Minute, "minute"))
 		var reported []error
 		handled := false
-		h := ratelimit.Middleware(l, ratelimit.WithTimeout(time.Minute), ratelimit.FailClosed(503),
+		h := ratelimit.Middleware(l, ratelimit.WithTimeout(time.Minute), ratelimit.WithResponse(ratelimit.Response{FailClosed: 503}),
 			ratelimit.WithErrorHandler(func(_ ratelimit.Request, err error) { reported = append(reported, err) }))(
 			http.HandlerFunc(func(http.ResponseWriter, *http.Request) { handled = true }))
 		ctx, cancel := context.WithCancel(context.Background())
@@ -307,7 +307,7 @@ func TestMiddlewareFallbackKey(t *testing.T) {
 			mux := http.NewServeMux()
 			mux.Handle("GET /items/{id}", okHandler)
 			mux.Handle("GET /other", okHandler)
-			h := ratelimit.Middleware(l, ratelimit.WithKey(ipAndRoute), proxies, ratelimit.WithTimeout(time.Minute), ratelimit.FailClosed(503))(mux)
+			h := ratelimit.Middleware(l, ratelimit.WithKey(ipAndRoute), proxies, ratelimit.WithTimeout(time.Minute), ratelimit.WithResponse(ratelimit.Response{FailClosed: 503}))(mux)
 			for i, c := range perRoute {
 				if got := send(h, c.client, c.path); got != c.want {
 					t.Errorf("request %d, %s from %s: got status %d, want %d", i, c.path, c.client, got, c.want)
@@ -319,7 +319,7 @@ func TestMiddlewareFallbackKey(t *testing.T) {
 			mux := http.NewServeMux()
 			mux.Handle("GET /items/{id}", okHandler)
 			mux.Handle("GET /other", okHandler)
-			h := ratelimit.Middleware(l, ratelimit.WithKey(ipAndRoute), proxies, ratelimit.WithTimeout(time.Minute), ratelimit.FailClosed(503))(http.HandlerFunc(mux.ServeHTTP))
+			h := ratelimit.Middleware(l, ratelimit.WithKey(ipAndRoute), proxies, ratelimit.WithTimeout(time.Minute), ratelimit.WithResponse(ratelimit.Response{FailClosed: 503}))(http.HandlerFunc(mux.ServeHTTP))
 			for i, c := range []struct {
 				client, path string
 				want         int
@@ -335,7 +335,7 @@ func TestMiddlewareFallbackKey(t *testing.T) {
 		})
 		t.Run("on the route", func(t *testing.T) {
 			l := mustNew(t, store, fixed(2, time.Minute, "on-route"))
-			mw := ratelimit.Middleware(l, ratelimit.WithKey(ipAndRoute), proxies, ratelimit.WithTimeout(time.Minute), ratelimit.FailClosed(503))
+			mw := ratelimit.Middleware(l, ratelimit.WithKey(ipAndRoute), proxies, ratelimit.WithTimeout(time.Minute), ratelimit.WithResponse(ratelimit.Response{FailClosed: 503}))
 			mux := http.NewServeMux()
 			mux.Handle("GET /items/{id}", mw(okHandler))
 			mux.Handle("GET /other", mw(okHandler))

@@ -3,7 +3,6 @@ package ratelimit
 import (
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"time"
 
@@ -203,26 +202,8 @@ func WithCost(cost func(Request) int64) Option {
 	}
 }
 
-// FailClosed answers status, 503 Service Unavailable or 429 Too Many Requests, with
-// Retry-After: 1, when the store fails or does not answer in time. By default the guard fails
-// open instead: the request goes through and the error is reported, so an outage of the rate
-// limiter does not become an outage of the service. Fail closed where an unlimited request
-// costs more than a refused one (logins, expensive calls).
-func FailClosed(status int) Option {
-	return func(gc *guardConfig) {
-		if !gc.once("FailClosed", "") {
-			return
-		}
-		if status != http.StatusServiceUnavailable && status != http.StatusTooManyRequests {
-			gc.errorf("FailClosed(%d): the status must be 503 or 429", status)
-			return
-		}
-		gc.failStatus = status
-	}
-}
-
 // WithTimeout bounds every store call (default 100 ms); past it, the call counts as failed,
-// of kind timeout (see [FailClosed]). A store that answers without I/O (the memory store) is
+// of kind timeout (see [Response.FailClosed]). A store that answers without I/O (the memory store) is
 // not timed. The calls of requests whose context cannot end (as a request made without one)
 // share their deadlines, each rounded up to the next 32nd of d (1 ms at most), so that they
 // share timers.

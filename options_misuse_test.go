@@ -33,7 +33,7 @@ func TestOptionMisuseDoesNotCompile(t *testing.T) {
 	cases := []compilecheck.Case{{Name: "fits", Imports: imports, Body: prelude + `
 	ratelimit.NewMemoryStore(ratelimit.WithMaxKeys(10), ratelimit.WithPrefix("app:"), ratelimit.WithLogger(nil), ratelimit.WithClock(nil))
 	ratelimit.NewRedisStore(c, ratelimit.WithFallback(0.5), ratelimit.WithMaxKeys(10), ratelimit.WithBreaker(3, time.Second), ratelimit.WithDenialCache(10), ratelimit.WithPrefix("app:"), ratelimit.WithCallTimeout(time.Second))
-	ratelimit.Middleware(l, ratelimit.WithKey(ratelimit.KeyByIP()), ratelimit.WithTimeout(time.Second), ratelimit.FailClosed(503))
+	ratelimit.Middleware(l, ratelimit.WithKey(ratelimit.KeyByIP()), ratelimit.WithTimeout(time.Second), ratelimit.WithResponse(ratelimit.Response{FailClosed: 503}))
 	var both []ratelimit.StoreOption
 	ratelimit.NewMemoryStore(both[0])
 	ratelimit.NewRedisStore(c, both[0])`}}

@@ -126,7 +126,7 @@ func WithDenialCache(entries int) RedisOption {
 // open breaker): an in-memory limiter under the same policies with each limit and burst scaled
 // by share, this instance's part of the fleet's limits (1.0/n for n instances; at least 1 of
 // each limit). Its decisions carry rate-limit headers and have Source observe.SourceFallback;
-// a guard that fails closed ([FailClosed]) still refuses them.
+// a guard that fails closed ([Response.FailClosed]) still refuses them.
 //
 // Bound on over-admission: during an outage the fleet admits about share × n × Limit per
 // window; the local state starts empty and Redis never learns what it admitted, so with a share

@@ -3,8 +3,9 @@ package ratelimit
 import "net/http"
 
 // Response shapes what a guard writes of its own: the rate-limit headers of every limited
-// response and the refusals (see [WithResponse]). Its zero value is the default: the
-// X-RateLimit headers, Retry-After, and plain-text refusals with status 429.
+// response and the refusals (see [WithResponse]), and what it answers when the store fails
+// ([Response.FailClosed]). Its zero value is the default: the X-RateLimit headers,
+// Retry-After, plain-text refusals with status 429, and failing open.
 //
 //	ratelimit.WithResponse(ratelimit.Response{IETFDraft: 11, ProblemJSON: true})
 type Response struct {
@@ -56,10 +57,17 @@ type Response struct {
 	// refusal by a rate policy stays 429, with the rate's Retry-After, also when no slot was
 	// free either. It needs an in-flight policy on the guard's limiter.
 	InFlightStatus int
+
+	// FailClosed answers this status, 503 Service Unavailable or 429 Too Many Requests, with
+	// Retry-After: 1, when the store fails or does not answer in time (see [WithTimeout]).
+	// 0, the default, fails open instead: the request goes through and the error is reported,
+	// so an outage of the rate limiter does not become an outage of the service. Fail closed
+	// where an unlimited request costs more than a refused one (logins, expensive calls).
+	FailClosed int
 }
 
-// WithResponse shapes the headers and refusals the guard writes (see [Response]); give every
-// field in one WithResponse.
+// WithResponse shapes the headers and refusals the guard writes, and whether it fails closed
+// (see [Response]); give every field in one WithResponse.
 func WithResponse(resp Response) Option {
 	return func(gc *guardConfig) {
 		if !gc.once("WithResponse", "give every field in one Response") {
@@ -88,6 +96,13 @@ func WithResponse(resp Response) Option {
 			gc.errorf("WithResponse: InFlightStatus is %d; it must be 503 or 429", resp.InFlightStatus)
 			return
 		}
+		switch resp.FailClosed {
+		case 0, http.StatusServiceUnavailable, http.StatusTooManyRequests:
+		default:
+			gc.errorf("WithResponse: FailClosed is %d; it must be 503 or 429", resp.FailClosed)
+			return
+		}
 		gc.headers, gc.problem, gc.deny, gc.slotStatus = style, resp.ProblemJSON, resp.Deny, resp.InFlightStatus
+		gc.failStatus = resp.FailClosed
 	}
 }

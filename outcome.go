@@ -15,10 +15,10 @@ type Outcome struct {
 	// Proceed reports whether the request goes on to the next handler.
 	Proceed bool
 	// Status is the status to answer when the request does not proceed: 429 when the limiter
-	// denied it (or the Response.Deny status); the FailClosed status when the store failed;
-	// the Access.MissingKey status when it had no key; 400 when its key could not be read (a
-	// malformed proxy header, say) or its cost is negative; 499 when its client went away
-	// while the guard waited.
+	// denied it (or the Response.Deny status); the Response.FailClosed status when the store
+	// failed; the Access.MissingKey status when it had no key; 400 when its key could not be
+	// read (a malformed proxy header, say) or its cost is negative; 499 when its client went
+	// away while the guard waited.
 	Status int
 	// ContentType is the media type of Body.
 	ContentType string

@@ -88,7 +88,7 @@ func TestFailClosedAdmitsWhatRedisAdmitted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := NewGuard(l, FailClosed(http.StatusServiceUnavailable))
+	g, err := NewGuard(l, WithResponse(Response{FailClosed: http.StatusServiceUnavailable}))
 	if err != nil {
 		t.Fatal(err)
 	}

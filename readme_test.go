@@ -43,7 +43,7 @@ func readmeUseIt(loginHandler http.Handler) http.Handler {
 	mux.Handle("POST /login", ratelimit.Middleware(limiter,
 		ratelimit.WithPolicies(ratelimit.Policy{Name: "login", Limit: 5, Window: time.Minute, Algorithm: algorithms.SlidingLog{}}),
 		ratelimit.WithKey(ratelimit.KeyJoin(ratelimit.KeyByIP(), ratelimit.KeyByRoute())),
-		ratelimit.FailClosed(http.StatusServiceUnavailable),
+		ratelimit.WithResponse(ratelimit.Response{FailClosed: http.StatusServiceUnavailable}),
 	)(loginHandler))
 
 	// Every route, keyed by the client's IP address. Register the routes first:

@@ -481,7 +481,7 @@ func TestFallback(t *testing.T) {
 	f := newFaultyRedis(t, ratelimit.WithFallback(0.5), ratelimit.WithBreaker(1, time.Minute))
 	l := mustNew(t, f.store, ratelimit.Policy{Limit: 10, Window: time.Hour})
 	open := ratelimit.Middleware(l, ratelimit.WithTimeout(200*time.Millisecond))(okHandler)
-	closed := ratelimit.Middleware(l, ratelimit.WithTimeout(200*time.Millisecond), ratelimit.FailClosed(http.StatusServiceUnavailable))(okHandler)
+	closed := ratelimit.Middleware(l, ratelimit.WithTimeout(200*time.Millisecond), ratelimit.WithResponse(ratelimit.Response{FailClosed: http.StatusServiceUnavailable}))(okHandler)
 	serve := func(h http.Handler) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))

@@ -386,7 +386,7 @@ func TestResolverFailureReported(t *testing.T) {
 		opts []ratelimit.Option
 	}{
 		{"fail open", nil},
-		{"fail closed", []ratelimit.Option{ratelimit.FailClosed(http.StatusServiceUnavailable)}},
+		{"fail closed", []ratelimit.Option{ratelimit.WithResponse(ratelimit.Response{FailClosed: http.StatusServiceUnavailable})}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logged syncBuffer

@@ -104,9 +104,9 @@ func TestResults(t *testing.T) {
 		quiet := ratelimit.WithErrorHandler(func(ratelimit.Request, error) {})
 		h := byPath(map[string]func(http.Handler) http.Handler{
 			"/open":           ratelimit.Middleware(l, quiet),
-			"/closed":         ratelimit.Middleware(l, quiet, ratelimit.FailClosed(503)),
+			"/closed":         ratelimit.Middleware(l, quiet, ratelimit.WithResponse(ratelimit.Response{FailClosed: 503})),
 			"/fallback":       ratelimit.Middleware(lf, quiet),
-			"/fallbackclosed": ratelimit.Middleware(lf, quiet, ratelimit.FailClosed(503)),
+			"/fallbackclosed": ratelimit.Middleware(lf, quiet, ratelimit.WithResponse(ratelimit.Response{FailClosed: 503})),
 		})
 		f.proxy.Refuse()
 		fb.proxy.Refuse()

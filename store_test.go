@@ -63,13 +63,13 @@ func TestStoreCapabilities(t *testing.T) {
 	// at once (WithTimeout(1ns)); a local store is called without one, so the check runs.
 	mem := passThrough{passThrough{ratelimit.NewMemoryStore()}}
 	l := mustNew(t, mem, policy)
-	if got := serve(ratelimit.Middleware(l, ratelimit.WithTimeout(time.Nanosecond), ratelimit.FailClosed(503))(okHandler)); got != 200 {
+	if got := serve(ratelimit.Middleware(l, ratelimit.WithTimeout(time.Nanosecond), ratelimit.WithResponse(ratelimit.Response{FailClosed: 503}))(okHandler)); got != 200 {
 		t.Errorf("wrapped memory store: status %d, want 200 (a local store's call has no deadline)", got)
 	}
 
 	// Not local: a wrapper that declares so, around the same store. Its calls get the deadline.
 	blocked := mustNew(t, localWrapper{blockingStore{ratelimit.NewMemoryStore()}}, policy)
-	if got := serve(ratelimit.Middleware(blocked, ratelimit.WithTimeout(time.Millisecond), ratelimit.FailClosed(503))(okHandler)); got != 503 {
+	if got := serve(ratelimit.Middleware(blocked, ratelimit.WithTimeout(time.Millisecond), ratelimit.WithResponse(ratelimit.Response{FailClosed: 503}))(okHandler)); got != 503 {
 		t.Errorf("non-local store that never answers: status %d, want 503 after the deadline", got)
 	}
 

@@ -24,8 +24,9 @@ const (
 	ResultFallbackAllowed
 	// ResultFallbackDenied: the store failed and the local fallback denied the request (429).
 	ResultFallbackDenied
-	// ResultErrorDenied: the store failed and the guard failed closed (ratelimit.FailClosed):
-	// the request was refused with the FailClosed status, whatever a local fallback decided.
+	// ResultErrorDenied: the store failed and the guard failed closed
+	// (ratelimit.Response.FailClosed): the request was refused with that status, whatever a
+	// local fallback decided.
 	ResultErrorDenied
 	// ResultRejected: the request was refused before the guard checked its limits: it carried
 	// no key and the guard rejects such requests (ratelimit.Access's MissingKey), or its key or

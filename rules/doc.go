@@ -167,8 +167,9 @@
 //	handler := ratelimit.FromGuard(e.Guard())(mux)
 //
 // Each rule becomes a guard with the rule's key, cost, fail mode (503 when closed) and
-// policies, and the options of [WithGuardOptions], which may not set them (WithKey, WithCost,
-// WithPolicies, FailClosed, and WithResolver, are refused). A request is matched once against
+// policies, the options of [WithGuardOptions], which may not set them (WithKey, WithCost,
+// WithPolicies, WithResponse, and WithResolver, are refused), and the Response of
+// [WithResponse] with the rule's fail mode as its FailClosed. A request is matched once against
 // one version, so a swap is atomic; a request no rule matches is not limited. A new document
 // that does not parse, or whose rules cannot make a guard, never replaces the rules in use: it
 // is logged ([WithLogger]) and told to the [Reporter] ([WithReporter]), as is every version

@@ -85,14 +85,41 @@ func WithTier(tier func(ratelimit.Request) string) Option {
 }
 
 // WithGuardOptions gives the guard of every rule these ratelimit options: trusted proxies,
-// header style, timeout, error handler and the like. Given twice, it gives them the options
-// of both (each option once: the core refuses one given twice, and [NewEngine] refuses one in
-// two WithGuardOptions, naming it; but TrustProxies for the same header adds up). A rule's key, cost, policies and fail mode are its own, set in the
-// document: [NewEngine] refuses WithKey, WithCost, WithPolicies and FailClosed here, with an
-// error naming the rule's field to set, and WithResolver, which would choose
-// each request's policies in place of its rule's.
+// timeout, error handler and the like. Given twice, it gives them the options of both (each
+// option once: the core refuses one given twice, and [NewEngine] refuses one in two
+// WithGuardOptions, naming it; but TrustProxies for the same header adds up). A rule's key,
+// cost, policies and fail mode are its own, set in the document: [NewEngine] refuses WithKey,
+// WithCost and WithPolicies here, with an error naming the rule's field to set, and
+// WithResolver, which would choose each request's policies in place of its rule's. It
+// refuses ratelimit.WithResponse too, which holds the fail mode (Response.FailClosed): give
+// the Response by [WithResponse].
 func WithGuardOptions(opts ...ratelimit.Option) Option {
 	return engineOption(func(o *options) { o.guard = append(o.guard, opts...) })
+}
+
+// WithResponse gives the guard of every rule this ratelimit.Response (see
+// ratelimit.WithResponse): the headers it writes and its refusals. Its FailClosed is each
+// rule's: 503 for a rule of fail: closed, 0 (fail open) for the others, so [NewEngine]
+// refuses a Response whose FailClosed is set.
+//
+//	rules.WithResponse(ratelimit.Response{IETFDraft: 11, ProblemJSON: true})
+func WithResponse(resp ratelimit.Response) Option {
+	return engineOption(func(o *options) { o.once("WithResponse"); o.response = &resp })
+}
+
+// responseOf returns the ratelimit.WithResponse of a rule's guard: the engine's Response with
+// the rule's fail mode, or nil when both are the defaults.
+func (o *options) responseOf(failClosed bool) ratelimit.Option {
+	var resp ratelimit.Response
+	if o.response != nil {
+		resp = *o.response
+	} else if !failClosed {
+		return nil
+	}
+	if failClosed {
+		resp.FailClosed = http.StatusServiceUnavailable
+	}
+	return ratelimit.WithResponse(resp)
 }
 
 // WithLogger sets where an Engine logs the versions it applies and the documents it refuses
@@ -111,8 +138,8 @@ func WithReporter(r Reporter) Option {
 // NewEngine returns an engine that applies set, over store. The options configure the
 // engine, and are given to Parse for the documents its watchers read. It fails when a rule
 // cannot make a guard (an invalid option of WithGuardOptions, say), or has a tier and the
-// engine no [WithTier], and when WithGuardOptions holds an option that would decide for every
-// rule what each rule decides (see [WithGuardOptions]).
+// engine no [WithTier], and when WithGuardOptions or WithResponse holds an option that would
+// decide for every rule what each rule decides (see [WithGuardOptions], [WithResponse]).
 func NewEngine(store ratelimit.Store, set *Set, opts ...Option) (*Engine, error) {
 	return newEngine(store, set, collect(opts), "NewEngine")
 }
@@ -127,6 +154,9 @@ func newEngine(store ratelimit.Store, set *Set, o options, source string) (*Engi
 	}
 	if err := checkGuardOptions(o.guard); err != nil {
 		return nil, err
+	}
+	if o.response != nil && o.response.FailClosed != 0 {
+		return nil, fmt.Errorf("rules: WithResponse: Response.FailClosed is %d: %w", o.response.FailClosed, errFailModeIsTheRules)
 	}
 	e := &Engine{store: store, opts: o}
 	if e.opts.logger == nil {
@@ -261,7 +291,11 @@ func (e *Engine) unmatchedGuard(set *Set) (*ratelimit.Guard, error) {
 		return nil, nil // clients only: a request no rule matches has no key to compare
 	}
 	a.Skip = func(ratelimit.Request) bool { return true }
-	return ratelimit.NewGuard(l, append(slices.Clip(e.opts.guard), ratelimit.WithAccess(a))...)
+	opts := append(slices.Clip(e.opts.guard), ratelimit.WithAccess(a))
+	if resp := e.opts.responseOf(false); resp != nil {
+		opts = append(opts, resp) // the refusals of the access lists, as the rules' guards write them
+	}
+	return ratelimit.NewGuard(l, opts...)
 }
 
 // guardOf makes the guard of rule r.
@@ -287,10 +321,10 @@ func (e *Engine) guardOf(set *Set, r *Rule) (*ratelimit.Guard, error) {
 			return overridden[key], nil
 		}}))
 	}
-	// The engine's options hold none of these, nor FailClosed (checkGuardOptions): fail: open
-	// needs no option.
-	if r.FailClosed {
-		opts = append(opts, ratelimit.FailClosed(http.StatusServiceUnavailable))
+	// The engine's guard options hold none of these, nor a WithResponse (checkGuardOptions):
+	// the engine's Response, if any, comes here with the rule's fail mode.
+	if resp := e.opts.responseOf(r.FailClosed); resp != nil {
+		opts = append(opts, resp)
 	}
 	return ratelimit.NewGuard(l, opts...)
 }

@@ -11,8 +11,9 @@ import (
 )
 
 // The options of WithGuardOptions come first in the guard of every rule, and the options of
-// the rule's own settings (its key, cost, policies and fail mode) follow. The core refuses an
-// option given twice, so these are refused here, with the rule's field to write instead; and
+// the rule's own settings (its key, cost and policies, then WithResponse: the engine's
+// Response with the rule's fail mode) follow. The core refuses an option given twice, so these
+// are refused here, with the rule's field (or the engine's option) to give instead; and
 // WithResolver, which would choose a request's policies (its tier's or Resolve's) in place of
 // its rule's.
 // checkGuardOptions finds them by what NewGuard refuses: each added once more to the options.
@@ -25,16 +26,19 @@ var (
 		"set the rule's key field in the rules file (key: ip, key: [api_key, route], ...)")
 	errGuardCost = errors.New("rules: WithGuardOptions(ratelimit.WithCost(...)): a rule's cost is its own; " +
 		"set the rule's cost field in the rules file (cost: 5; default 1)")
-	errGuardFailClosed = errors.New("rules: WithGuardOptions(ratelimit.FailClosed(...)): the fail mode is each rule's, and no option " +
-		"opens again a rule of fail: open; write fail: closed in the rules file for the rules that refuse requests while the store is down")
+	// errFailModeIsTheRules says why no option sets Response.FailClosed for every rule.
+	errFailModeIsTheRules = errors.New("the fail mode (Response.FailClosed) is each rule's, and an option for every rule would close " +
+		"the rules of fail: open; write fail: closed in the rules file for the rules that refuse requests while the store is down")
+	errGuardResponse = fmt.Errorf("rules: WithGuardOptions(ratelimit.WithResponse(...)): give the Response by rules.WithResponse, "+
+		"which gives it to each rule's guard with the rule's fail mode; %w", errFailModeIsTheRules)
 	errGuardPoliciesChosen = errors.New("rules: WithGuardOptions(ratelimit.WithResolver(...)): a rule's " +
 		"policies are its own, and a Resolver's (its Tiers' or its Resolve's) would replace them, so the rules file would have no effect; " +
 		"give each tier rules of its own (tier: in the rules file, and rules.WithTier)")
 )
 
 // checkGuardOptions returns an error when opts hold an option that a rule's own settings set
-// (WithPolicies, WithKey, WithCost, FailClosed), one that would choose a request's policies
-// (WithResolver), or options each valid alone that NewGuard refuses together (one
+// (WithPolicies, WithKey, WithCost, WithResponse, which holds the fail mode), one that would
+// choose a request's policies (WithResolver), or options each valid alone that NewGuard refuses together (one
 // given twice, in two WithGuardOptions). It runs none of the functions that opts were given:
 // it only makes guards. Options that are invalid on their own are left to the guard of each
 // rule to report.
@@ -76,7 +80,7 @@ func checkGuardOptions(opts []ratelimit.Option) error {
 		{ratelimit.WithPolicies(policies...), errGuardPolicies},
 		{ratelimit.WithKey(func(ratelimit.Request) (string, error) { return "probe", nil }), errGuardKey},
 		{ratelimit.WithCost(func(ratelimit.Request) int64 { return 1 }), errGuardCost},
-		{ratelimit.FailClosed(503), errGuardFailClosed},
+		{ratelimit.WithResponse(ratelimit.Response{}), errGuardResponse},
 		{ratelimit.WithResolver(ratelimit.Resolver{Tier: func(ratelimit.Request) string { return "" }, Tiers: map[string][]ratelimit.Policy{"probe": policies}}), errGuardPoliciesChosen},
 	} {
 		if refused(c.opt) {

@@ -28,29 +28,42 @@ rules:
 func quiet() Option { return WithLogger(slog.New(slog.DiscardHandler)) }
 
 // TestRuleFailModes: while the store is down, a rule's requests proceed unlimited (fail: open,
-// the default) or are refused 503 (fail: closed), whatever the engine's other guard options.
+// the default) or are refused 503 (fail: closed), whatever the engine's other guard options
+// and with its Response or without: a rule of fail: closed gets the engine's Response with
+// FailClosed set, one Response (the core refuses two).
 func TestRuleFailModes(t *testing.T) {
 	set, err := Parse("limits.yaml", []byte(failModesDoc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := NewEngine(downStore{}, set, quiet(), WithGuardOptions(ratelimit.WithTimeout(time.Second),
-		ratelimit.WithErrorHandler(func(ratelimit.Request, error) {})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code := serve(e, "GET", "/items/1", "", "").Code; code != http.StatusOK {
-		t.Errorf("fail: open, the store down: %d, want 200", code)
-	}
-	if code := serve(e, "GET", "/search/go", "", "").Code; code != http.StatusServiceUnavailable {
-		t.Errorf("fail: closed, the store down: %d, want 503", code)
+	for name, c := range map[string]struct {
+		opts []Option
+		body string // the content type of the 503
+	}{
+		"no Response":           {nil, "text/plain; charset=utf-8"},
+		"Response{ProblemJSON}": {[]Option{WithResponse(ratelimit.Response{ProblemJSON: true, NoXRateLimit: true})}, "application/problem+json"},
+	} {
+		e, err := NewEngine(downStore{}, set, append([]Option{quiet(), WithGuardOptions(ratelimit.WithTimeout(time.Second),
+			ratelimit.WithErrorHandler(func(ratelimit.Request, error) {}))}, c.opts...)...)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if code := serve(e, "GET", "/items/1", "", "").Code; code != http.StatusOK {
+			t.Errorf("%s: fail: open, the store down: %d, want 200", name, code)
+		}
+		w := serve(e, "GET", "/search/go", "", "")
+		if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "1" || w.Header().Get("Content-Type") != c.body {
+			t.Errorf("%s: fail: closed, the store down: %d, Retry-After %q, %q; want 503, 1, %q", name, w.Code,
+				w.Header().Get("Retry-After"), w.Header().Get("Content-Type"), c.body)
+		}
 	}
 }
 
-// TestGuardOptionsFailClosedRefused: the fail mode is each rule's, and no guard option can
-// reopen a rule that says fail: open, so WithGuardOptions(ratelimit.FailClosed(...)) is
-// refused by NewEngine and Open with an error that says where the fail mode goes (issue: it
-// was taken, and the rules of fail: open answered 503 while the store was down).
+// TestGuardOptionsFailClosedRefused: the fail mode is each rule's, and no engine option may
+// close a rule that says fail: open, so ratelimit.WithResponse in WithGuardOptions (whose
+// Response holds FailClosed) and a rules.WithResponse whose FailClosed is set are refused by
+// NewEngine and Open with an error that says where the fail mode goes (issue: FailClosed was
+// taken there, and the rules of fail: open answered 503 while the store was down).
 func TestGuardOptionsFailClosedRefused(t *testing.T) {
 	set, err := Parse("limits.yaml", []byte(failModesDoc))
 	if err != nil {
@@ -66,19 +79,29 @@ func TestGuardOptionsFailClosedRefused(t *testing.T) {
 			t.Errorf("%s: %v; want FailClosed refused, naming fail: closed", what, err)
 		}
 	}
-	for _, status := range []int{http.StatusServiceUnavailable, http.StatusTooManyRequests} {
-		_, err := NewEngine(downStore{}, set, quiet(), WithGuardOptions(ratelimit.WithTimeout(time.Second), ratelimit.FailClosed(status)))
-		check("NewEngine with FailClosed("+http.StatusText(status)+")", err)
+	closed := func(status int) ratelimit.Option {
+		return ratelimit.WithResponse(ratelimit.Response{FailClosed: status})
 	}
-	_, err = NewEngine(downStore{}, none, quiet(), WithGuardOptions(ratelimit.FailClosed(http.StatusServiceUnavailable)))
+	for _, status := range []int{http.StatusServiceUnavailable, http.StatusTooManyRequests} {
+		_, err := NewEngine(downStore{}, set, quiet(), WithGuardOptions(ratelimit.WithTimeout(time.Second), closed(status)))
+		check("NewEngine with WithGuardOptions(WithResponse(Response{FailClosed: "+http.StatusText(status)+"}))", err)
+		_, err = NewEngine(downStore{}, set, quiet(), WithResponse(ratelimit.Response{IETFDraft: 11, FailClosed: status}))
+		check("NewEngine with rules.WithResponse(Response{FailClosed: "+http.StatusText(status)+"})", err)
+	}
+	// Without FailClosed too: the Response goes by rules.WithResponse, merged with each rule's.
+	_, err = NewEngine(downStore{}, set, quiet(), WithGuardOptions(ratelimit.WithResponse(ratelimit.Response{IETFDraft: 11})))
+	if err == nil || !strings.Contains(err.Error(), "rules.WithResponse") {
+		t.Errorf("NewEngine with WithGuardOptions(WithResponse(...)): %v; want it refused, naming rules.WithResponse", err)
+	}
+	_, err = NewEngine(downStore{}, none, quiet(), WithGuardOptions(closed(http.StatusServiceUnavailable)))
 	check("NewEngine of no rules with FailClosed", err)
 	slots, err := Parse("limits.yaml", []byte("rules:\n  - {name: api, key: ip, policies: [{name: slots, algorithm: in_flight, limit: 5, window: 1m}]}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = NewEngine(ratelimit.NewMemoryStore(), slots, quiet(), WithGuardOptions(ratelimit.WaitForSlot(time.Second), ratelimit.FailClosed(http.StatusServiceUnavailable)))
+	_, err = NewEngine(ratelimit.NewMemoryStore(), slots, quiet(), WithGuardOptions(ratelimit.WaitForSlot(time.Second), closed(http.StatusServiceUnavailable)))
 	check("NewEngine of an in-flight rule with WaitForSlot and FailClosed", err)
-	_, err = Open(downStore{}, readmeRulesFile(t), quiet(), byPlan(), WithGuardOptions(ratelimit.FailClosed(http.StatusServiceUnavailable)))
+	_, err = Open(downStore{}, readmeRulesFile(t), quiet(), byPlan(), WithGuardOptions(closed(http.StatusServiceUnavailable)))
 	check("Open of the README's rules with FailClosed", err)
 }
 
@@ -111,7 +134,7 @@ func TestGuardOptionsARuleSetsRefused(t *testing.T) {
 func TestGuardOptionsAddUp(t *testing.T) {
 	e, _ := engineFor(t, []byte("version: v1\nrules:\n  - {name: api, key: ip, policies: [{name: m, limit: 1, window: 1m}]}\n"),
 		WithGuardOptions(ratelimit.TrustProxies("X-Forwarded-For", "10.0.0.0/8")),
-		WithGuardOptions(ratelimit.TrustProxies("X-Forwarded-For", "2001:db8::/32"), ratelimit.WithResponse(ratelimit.Response{NoXRateLimit: true, IETFDraft: 11})))
+		WithGuardOptions(ratelimit.TrustProxies("X-Forwarded-For", "2001:db8::/32")), WithResponse(ratelimit.Response{NoXRateLimit: true, IETFDraft: 11}))
 	h := ratelimit.FromGuard(e.Guard())(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	for _, c := range [][2]string{{"10.0.0.1:1000", "198.51.100.1"}, {"10.0.0.1:1000", "198.51.100.2"},
 		{"[2001:db8::1]:1000", "198.51.100.3"}, {"[2001:db8::1]:1000", "198.51.100.4"}} {
@@ -169,13 +192,12 @@ rules:
 		ratelimit.WithErrorHandler(func(ratelimit.Request, error) { calls("WithErrorHandler") }),
 		ratelimit.WithAccess(ratelimit.Access{Skip: func(ratelimit.Request) bool { calls("Skip"); return false }}),
 		ratelimit.CountIf(func(int) bool { calls("CountIf"); return true }),
-		ratelimit.WithResponse(ratelimit.Response{NoXRateLimit: true, IETFDraft: 11, ProblemJSON: true,
-			InFlightStatus: http.StatusServiceUnavailable,
-			Deny: func(ratelimit.Request, ratelimit.Decision) (int, string, []byte) {
-				calls("Response.Deny")
-				return 429, "", nil
-			}}),
-	))
+	), WithResponse(ratelimit.Response{NoXRateLimit: true, IETFDraft: 11, ProblemJSON: true,
+		InFlightStatus: http.StatusServiceUnavailable,
+		Deny: func(ratelimit.Request, ratelimit.Decision) (int, string, []byte) {
+			calls("Response.Deny")
+			return 429, "", nil
+		}}))
 	if err != nil {
 		t.Errorf("NewEngine with guard options that fit: %v", err)
 	}
@@ -194,7 +216,7 @@ func TestGuardOptionsTwiceAcrossCallsNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defaults := []ratelimit.Option{ratelimit.WithTimeout(100 * time.Millisecond), ratelimit.WithResponse(ratelimit.Response{NoXRateLimit: true, IETFDraft: 11})}
+	defaults := []ratelimit.Option{ratelimit.WithTimeout(100 * time.Millisecond), ratelimit.IPv6Prefix(56)}
 	_, err = NewEngine(ratelimit.NewMemoryStore(), set, quiet(), WithGuardOptions(defaults...), WithGuardOptions(ratelimit.WithTimeout(time.Second)))
 	if err == nil || !strings.Contains(err.Error(), "WithGuardOptions") || !strings.Contains(err.Error(), "WithTimeout given twice") ||
 		strings.Contains(err.Error(), `rule "api"`) {

@@ -32,7 +32,8 @@ func TestOptionMisuseDoesNotCompile(t *testing.T) {
 	rules.Fetch(ctx, c, "k", rules.WithUserKey("user"))
 	rules.NewEngine(store, set, rules.WithUserKey("user"), rules.WithTier(nil), rules.WithLogger(nil), rules.WithReporter(nil),
 		rules.WithGuardOptions(ratelimit.WithTimeout(time.Second)), rules.WithPollInterval(time.Second),
-		rules.WithInstanceName("a"), rules.WithHeartbeat(time.Second), rules.WithLastKnownGood("f"))
+		rules.WithInstanceName("a"), rules.WithHeartbeat(time.Second), rules.WithLastKnownGood("f"),
+		rules.WithResponse(ratelimit.Response{}))
 	rules.Open(store, "r.yaml", rules.WithUserKey("user"), rules.WithPollInterval(time.Second))
 	rules.OpenRedis(ctx, store, c, "k", rules.WithUserKey("user"), rules.WithLogger(nil), rules.WithLastKnownGood("f"),
 		rules.WithDefaultRules("r.yaml", nil), rules.WithStartTimeout(time.Second))`}}

@@ -47,7 +47,8 @@ func TestOptionGivenTwiceRefused(t *testing.T) {
 		"WithHeartbeat":    {WithHeartbeat(time.Second), WithHeartbeat(time.Minute)},
 		"WithLastKnownGood": {WithLastKnownGood(filepath.Join(t.TempDir(), "a")),
 			WithLastKnownGood(filepath.Join(t.TempDir(), "b"))},
-		"WithUserKey": {WithUserKey("user"), WithUserKey("uid")},
+		"WithUserKey":  {WithUserKey("user"), WithUserKey("uid")},
+		"WithResponse": {WithResponse(ratelimit.Response{ProblemJSON: true}), WithResponse(ratelimit.Response{IETFDraft: 11})},
 	} {
 		_, err := NewEngine(store, set, o[0], o[1])
 		check("NewEngine", name, err)

@@ -81,6 +81,7 @@ type options struct {
 	// An Engine's
 	tier      func(ratelimit.Request) string
 	guard     []ratelimit.Option
+	response  *ratelimit.Response // WithResponse; nil: the default
 	logger    *slog.Logger
 	reporter  Reporter
 	poll      time.Duration // how often a watcher reads its source without being told; 0: its default

@@ -57,7 +57,7 @@ func TestSwapUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, err := NewEngine(store, v1, WithLogger(slog.New(slog.DiscardHandler)),
-		WithGuardOptions(ratelimit.WithResponse(ratelimit.Response{NoXRateLimit: true, IETFDraft: 11}), ratelimit.WithTimeout(time.Minute)))
+		WithResponse(ratelimit.Response{NoXRateLimit: true, IETFDraft: 11}), WithGuardOptions(ratelimit.WithTimeout(time.Minute)))
 	if err != nil {
 		t.Fatal(err)
 	}

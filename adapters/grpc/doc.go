@@ -34,8 +34,8 @@
 //
 //	denied by the limiter (HTTP 429)            ResourceExhausted, with RetryInfo and pushback
 //	a cost above a policy's capacity            ResourceExhausted, pushback -1 (do not retry)
-//	store failed, FailClosed(503)               Unavailable, with RetryInfo and pushback (1 s)
-//	store failed, FailClosed(429)               ResourceExhausted, with RetryInfo and pushback (1 s)
+//	store failed, Response{FailClosed: 503}     Unavailable, with RetryInfo and pushback (1 s)
+//	store failed, Response{FailClosed: 429}     ResourceExhausted, with RetryInfo and pushback (1 s)
 //	no key, Access{MissingKey: 401}             Unauthenticated
 //	no key, Access{MissingKey: 403}             PermissionDenied
 //	no key, MissingKey 404 / 409 / 429          NotFound / Aborted / ResourceExhausted (no RetryInfo: no retry brings a key)

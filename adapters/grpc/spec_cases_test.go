@@ -382,7 +382,7 @@ func specCases() []specCase {
 			name:  "fail closed 503: Unavailable with RetryInfo; a negative cost is still a bad request",
 			store: brokenStore{},
 			build: func(e *env) config {
-				return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.FailClosed(503), ratelimit.WithCost(costFromHeader))
+				return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.WithResponse(ratelimit.Response{FailClosed: 503}), ratelimit.WithCost(costFromHeader))
 			},
 			steps: []step{
 				{want: want{code: codes.Unavailable, header: map[string]string{"retry-after": "1"}, retry: time.Second, msg: msgUnavailable, errs: 1,
@@ -396,7 +396,7 @@ func specCases() []specCase {
 			timeout: time.Millisecond,
 			build: func(e *env) config {
 				return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}),
-					ratelimit.FailClosed(429), ratelimit.WithResponse(ratelimit.Response{ProblemJSON: true}))
+					ratelimit.WithResponse(ratelimit.Response{FailClosed: 429, ProblemJSON: true}))
 			},
 			steps: []step{
 				{want: want{code: codes.ResourceExhausted, header: map[string]string{"retry-after": "1"}, retry: time.Second, errs: 1, kind: "timeout",
@@ -407,7 +407,7 @@ func specCases() []specCase {
 			name:  "fail closed 429: store down",
 			store: brokenStore{},
 			build: func(e *env) config {
-				return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.FailClosed(429))
+				return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.WithResponse(ratelimit.Response{FailClosed: 429}))
 			},
 			steps: []step{
 				{want: want{code: codes.ResourceExhausted, header: map[string]string{"retry-after": "1"}, retry: time.Second, msg: msgFailed429, errs: 1}},

@@ -55,7 +55,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	engine, err := rules.Open(store, path,
 		rules.WithTier(planOf),
 		rules.WithLogger(log),
-		rules.WithGuardOptions(ratelimit.WithResponse(ratelimit.Response{IETFDraft: 11})),
+		rules.WithResponse(ratelimit.Response{IETFDraft: 11}),
 	)
 	if err != nil {
 		return err

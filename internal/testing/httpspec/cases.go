@@ -401,7 +401,7 @@ var cases = append([]specCase{
 		name:  "fail closed 503: store down; a negative cost is still a bad request",
 		store: brokenStore{},
 		build: func(e *env) Config {
-			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.FailClosed(503), ratelimit.WithCost(costFromHeader))
+			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.WithResponse(ratelimit.Response{FailClosed: 503}), ratelimit.WithCost(costFromHeader))
 		},
 		steps: []step{
 			{want: want{status: 503, header: denied(nil, "1", plain), body: bodyUnavailable, errs: 1,
@@ -413,7 +413,7 @@ var cases = append([]specCase{
 		name:  "fail closed 503, problem JSON: store down",
 		store: brokenStore{},
 		build: func(e *env) Config {
-			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.FailClosed(503), ratelimit.WithResponse(ratelimit.Response{ProblemJSON: true}))
+			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.WithResponse(ratelimit.Response{FailClosed: 503, ProblemJSON: true}))
 		},
 		steps: []step{
 			{want: want{status: 503, header: denied(nil, "1", problem), errs: 1,
@@ -426,7 +426,7 @@ var cases = append([]specCase{
 		timeout: time.Millisecond,
 		build: func(e *env) Config {
 			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}),
-				ratelimit.FailClosed(429), ratelimit.WithResponse(ratelimit.Response{ProblemJSON: true}))
+				ratelimit.WithResponse(ratelimit.Response{FailClosed: 429, ProblemJSON: true}))
 		},
 		steps: []step{
 			{want: want{status: 429, header: denied(nil, "1", problem), errs: 1, kind: "timeout",
@@ -437,7 +437,7 @@ var cases = append([]specCase{
 		name:  "fail closed 429: store down",
 		store: brokenStore{},
 		build: func(e *env) Config {
-			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.FailClosed(429))
+			return opts(e.limiter(ratelimit.Policy{Limit: 1, Window: time.Second}), ratelimit.WithResponse(ratelimit.Response{FailClosed: 429}))
 		},
 		steps: []step{
 			{want: want{status: 429, header: denied(nil, "1", plain), body: bodyFailed429, errs: 1}},

@@ -44,9 +44,9 @@ func Run(t *testing.T, obs *ratelimit.Observer, counted func(result string) floa
 	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
 	mux := http.NewServeMux()
 	mux.Handle("/open", ratelimit.Middleware(l, quiet)(ok))
-	mux.Handle("/closed", ratelimit.Middleware(l, quiet, ratelimit.FailClosed(http.StatusServiceUnavailable))(ok))
+	mux.Handle("/closed", ratelimit.Middleware(l, quiet, ratelimit.WithResponse(ratelimit.Response{FailClosed: http.StatusServiceUnavailable}))(ok))
 	mux.Handle("/fallback", ratelimit.Middleware(lf, quiet)(ok))
-	mux.Handle("/fallback-closed", ratelimit.Middleware(lf, quiet, ratelimit.FailClosed(http.StatusServiceUnavailable))(ok))
+	mux.Handle("/fallback-closed", ratelimit.Middleware(lf, quiet, ratelimit.WithResponse(ratelimit.Response{FailClosed: http.StatusServiceUnavailable}))(ok))
 
 	statuses := map[int]int{}
 	round := func() {
