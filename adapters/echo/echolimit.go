@@ -79,7 +79,7 @@ func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 			// Completes the outcome when the handler panicked (its slots come back all the
 			// same), and tells the report of one that waits for no status. After a Done below,
 			// it does nothing.
-			defer g.Done(o, http.StatusInternalServerError)
+			defer panicked(g, o, c)
 			if o.Meter != nil { // ChargeAfter: the handler reports its cost through its request's context
 				c.SetRequest(c.Request().WithContext(cost.NewContext(c.Request().Context(), o.Meter)))
 			}
@@ -108,6 +108,29 @@ func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 			}
 			return err
 		}
+	}
+}
+
+// panicked completes the outcome of a handler that panicked, as a 500 — but for the panic of a
+// handler whose client went away (http.ErrAbortHandler: httputil.ReverseProxy mid-stream),
+// which was served as far as it got, with the status it had written — and passes the panic on.
+// After Done, it does nothing (but tell a report that waits for no status).
+func panicked(g *ratelimit.Guard, o *ratelimit.Outcome, c echo.Context) {
+	if !o.Pending {
+		g.Done(o, http.StatusInternalServerError)
+		return
+	}
+	v := recover()
+	s := http.StatusInternalServerError
+	if r := c.Response(); v == http.ErrAbortHandler && r.Committed {
+		s = status(r.Status)
+		if o.Meter != nil {
+			o.Meter.Wrote(r.Size)
+		}
+	}
+	g.Done(o, s)
+	if v != nil {
+		panic(v)
 	}
 }
 

@@ -80,7 +80,7 @@ func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 			// Completes the outcome when the handler panicked (its slots come back all the
 			// same), and tells the report of one that waits for no status. After a Done below,
 			// it does nothing.
-			defer g.Done(o, http.StatusInternalServerError)
+			defer panicked(g, o, c)
 			if !o.Pending {
 				return next(c)
 			}
@@ -183,6 +183,29 @@ func (w *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		w.status = http.StatusSwitchingProtocols
 	}
 	return conn, rw, err
+}
+
+// panicked completes the outcome of a handler that panicked, as a 500 — but for the panic of a
+// handler whose client went away (http.ErrAbortHandler: httputil.ReverseProxy mid-stream),
+// which was served as far as it got, with the status it had written — and passes the panic on.
+// After Done, it does nothing (but tell a report that waits for no status).
+func panicked(g *ratelimit.Guard, o *ratelimit.Outcome, c *echo.Context) {
+	if !o.Pending {
+		g.Done(o, http.StatusInternalServerError)
+		return
+	}
+	v := recover()
+	s := http.StatusInternalServerError
+	if r, err := echo.UnwrapResponse(c.Response()); v == http.ErrAbortHandler && err == nil && r.Committed {
+		s = r.Status
+		if o.Meter != nil {
+			o.Meter.Wrote(r.Size)
+		}
+	}
+	g.Done(o, s)
+	if v != nil {
+		panic(v)
+	}
 }
 
 // hijackWriter records that a handler took the connection over before answering, standing in

@@ -1,0 +1,55 @@
+package echolimit_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/adapters/echo"
+	"github.com/a7d3e0dd/ratelimit/cost"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
+)
+
+// A handler that ends with http.ErrAbortHandler — httputil.ReverseProxy when its client goes
+// away mid-stream — was served as far as it got: it is charged what it reported, not as a
+// failure of the server (nothing); a handler that panics otherwise is charged nothing.
+func TestChargeAfterPanics(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		panic any
+		want  int64 // charged
+	}{
+		{"aborted", http.ErrAbortHandler, 30},
+		{"failed", "the handler failed", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := mustNew(ratelimit.NewMemoryStore(ratelimit.WithClock(fakeclock.New(fakeclock.T0))), ratelimit.Policy{Limit: 100, Window: time.Minute})
+			e := echo.New()
+			e.Use(func(next echo.HandlerFunc) echo.HandlerFunc { // a recovery in front, as Echo's Recover is
+				return func(ctx echo.Context) error {
+					defer func() { recover() }()
+					return next(ctx)
+				}
+			})
+			e.Use(echolimit.New(l, ratelimit.WithCost(func(ratelimit.Request) int64 { return 20 }), ratelimit.ChargeAfter(cost.Reported)))
+			e.GET("/", func(ctx echo.Context) error {
+				io.WriteString(ctx.Response(), "data: token\n\n")
+				cost.Report(ctx.Request().Context(), 30)
+				panic(c.panic)
+			})
+			e.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
+			d, err := l.AllowN(t.Context(), "ip:192.0.2.1", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := 100 - d.Remaining; got != c.want {
+				t.Errorf("charged %d, want %d", got, c.want)
+			}
+		})
+	}
+}
