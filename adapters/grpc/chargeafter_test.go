@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/cost"
@@ -68,4 +69,36 @@ func codeNamed(arg string) codes.Code {
 		}
 	}
 	return codes.OK
+}
+
+// A stream whose client goes away mid-way is charged what it reported until then: the call
+// ends canceled, not as a failure of the server.
+func TestChargeAfterStreamLeft(t *testing.T) {
+	l := mustNew(ratelimit.NewMemoryStore(ratelimit.WithClock(fakeclock.New(fakeclock.T0))), ratelimit.Policy{Limit: 100, Window: time.Minute})
+	reported, ended := make(chan struct{}), make(chan struct{})
+	srv := startServer(t, false, func(ctx context.Context, arg string) error {
+		defer close(ended)
+		cost.Report(ctx, 7) // the tokens streamed so far
+		close(reported)
+		<-ctx.Done() // the client left
+		return ctx.Err()
+	}, interceptors(mustGuard(l, ratelimit.WithCost(func(ratelimit.Request) int64 { return 20 }), ratelimit.ChargeAfter(cost.Reported)))...)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-reported; cancel() }()
+	var r reply
+	_ = callStream(ctx, srv.client(t, "", ""), "/"+service+"/GetStream", &healthpb.HealthCheckRequest{}, &r)
+	<-ended
+	for { // the interceptor settles once the handler has returned
+		d, err := l.AllowN(t.Context(), "ip:127.0.0.1", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Remaining != 80 { // 80: the estimate still held
+			if got := 100 - d.Remaining; got != 7 {
+				t.Errorf("charged %d for a stream its client left, want the 7 it reported", got)
+			}
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
