@@ -184,3 +184,36 @@ func TestEstimateClamped(t *testing.T) {
 		t.Fatalf("an estimate of 0 holds %d, want 1", d.Cost)
 	}
 }
+
+// A reset forgets the identity's holds with its state (on Redis, the list's holds key): a
+// settle of a reservation made before it charges its whole actual, the hold being gone, and
+// the expiry of the holds it forgot gives nothing back that the reset did not.
+func TestResetForgetsHolds(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
+		for _, alg := range holdable {
+			t.Run(alg.Name(), func(t *testing.T) {
+				clock.Set(t0)
+				key := keyOf(t)
+				l := mustNew(t, store, ratelimit.Policy{Name: "tokens", Limit: 100, Window: time.Hour, Algorithm: alg})
+				var before []ratelimit.Decision
+				for range 5 {
+					before = append(before, reserve(t, l, key, 20))
+				}
+				if err := l.Reset(ctx, key); err != nil {
+					t.Fatal(err)
+				}
+				settle(t, l, key, before[0], 30)
+				if got := allow(t, l, key, 0).Remaining; got != 70 {
+					t.Fatalf("a settle of 30 after the reset: Remaining %d, want 70 (the whole actual charged)", got)
+				}
+				// The four others are never settled: their lifetime ends, and a reservation
+				// finds what time gave back (at most 100/h × 5 min, 9), not their estimates.
+				clock.Advance(5*time.Minute + time.Microsecond)
+				settle(t, l, key, reserve(t, l, key, 1), 0)
+				if got := allow(t, l, key, 0).Remaining; got > 70+9 {
+					t.Fatalf("after the forgotten holds' lifetime: Remaining %d, want at most 79: their expiry gave back what the reset forgot", got)
+				}
+			})
+		}
+	})
+}
