@@ -50,18 +50,24 @@ func (s *redisStore) holdArgs(key string, policies []Policy, cost int64, mode in
 	if err != nil {
 		return nil, err
 	}
-	k := len(policies)
-	holds := holdsKeyOf(*args[rediscall.Head].(*string), h.tag)
-	out := make([]any, 0, len(args)+6)
-	out = append(out, args[:rediscall.Head+k]...)
-	out = append(out, &holds)
-	out = append(out, args[rediscall.Head+k:]...)
-	out[2] = k + 1
+	out := withHoldsKey(args, len(policies), h.tag, 6)
 	var channel any = ""
 	if s.compact {
 		channel = s.forgets // compact keys hold no prefix to name the channel by
 	}
 	return append(out, h.id, n, h.keep, channel), nil
+}
+
+// withHoldsKey returns the arguments of a call with the key of the holds of the policy list of
+// tag inserted after its k keys, and counted with them, with room for extra more arguments.
+func withHoldsKey(args []any, k int, tag string, extra int) []any {
+	holds := holdsKeyOf(*args[rediscall.Head].(*string), tag)
+	out := make([]any, 0, len(args)+1+extra)
+	out = append(out, args[:rediscall.Head+k]...)
+	out = append(out, &holds)
+	out = append(out, args[rediscall.Head+k:]...)
+	out[2] = k + 1
+	return out
 }
 
 // holdsKeyOf is the key of the record of the holds of the policy list of tag, for the identity
