@@ -16,7 +16,8 @@ import (
 
 // The holds of Limiter.Reserve that an identity has outstanding, as inspect shows them: the
 // store records the holds of each policy list of an identity in a sorted set of its own,
-// "prefix{identity}:h" and a digest of the list's policy tags, one member per hold,
+// "prefix{identity}:h" and a digest of the list's policy tags (see holdsPattern for compact
+// state), one member per hold,
 // "id:estimate:at:mask:offsets" (see holds.lua in the core), scored by when it expires.
 
 // heldList is what the holds recorded under one holds key take.
@@ -27,20 +28,28 @@ type heldList struct {
 	total int64 // their estimates, charged until each is settled or given back
 }
 
-// holdsPattern is the SCAN pattern of the holds keys of st's identity: what precedes the hash
-// tag's end in its storage keys (first), then ":h*"; and the holds key of the list of the
-// policies of d, a check of them.
+// holdsPattern is the SCAN pattern of the holds keys of st's identity, and the holds key of
+// the list of the policies of d, a check of them: what precedes the end of the hash tag in
+// the identity's storage keys, then ":h" and a digest of the list's policy tags. With compact
+// state, whose hash tag other identities share, a key is the compact key of its list's first
+// policy, then ":h" and the digest, and the pattern matches the lists whose first policy is
+// the inspected list's: the records of the identity's other lists cannot be told from other
+// identities'.
 func (st *state) holdsPattern(d ratelimit.Decision) (pattern, ours string) {
 	results := d.Results()
-	first := ratelimit.StorageKey(st.prefix, st.identity, results[0].Policy, st.compact)
-	head := first[:strings.IndexByte(first, '}')+1]
 	h := fnv.New64a()
 	for _, r := range results {
 		readable := ratelimit.StorageKey("", "-", r.Policy, false) // "{-}:" and the policy's tag
 		h.Write([]byte(readable[len("{-}:"):]))
 		h.Write([]byte{0})
 	}
-	return globEscape(head) + ":h*", head + ":h" + strconv.FormatUint(h.Sum64(), 36)
+	tag := ":h" + strconv.FormatUint(h.Sum64(), 36)
+	first := ratelimit.StorageKey(st.prefix, st.identity, results[0].Policy, st.compact)
+	if st.compact {
+		return globEscape(first) + ":h*", first + tag
+	}
+	head := first[:strings.IndexByte(first, '}')+1]
+	return globEscape(head) + ":h*", head + tag
 }
 
 // globEscape escapes the bytes SCAN's MATCH reads as a pattern.
