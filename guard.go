@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a7d3e0dd/ratelimit/cost"
 	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
@@ -131,13 +132,13 @@ func (g *Guard) check(r Request, o *Outcome) {
 		o.Result = observe.ResultRejected
 		return
 	}
-	cost := int64(1)
+	units := int64(1)
 	if g.cost != nil {
-		cost = g.cost(r)
+		units = g.cost(r)
 	}
-	if cost < 0 {
+	if units < 0 {
 		// A request error, not a store failure: failing open would let it through unlimited.
-		err := &opError{opCost, ErrBadRequest, fmt.Errorf("the cost function returned %d; a cost cannot be negative", cost)}
+		err := &opError{opCost, ErrBadRequest, fmt.Errorf("the cost function returned %d; a cost cannot be negative", units)}
 		g.onError(r, err)
 		g.refuse(o, g.badCost, err)
 		o.Result = observe.ResultRejected
@@ -148,7 +149,11 @@ func (g *Guard) check(r Request, o *Outcome) {
 		l = g.choose(r, key)
 	}
 	ctx, cancel := g.deadline(r.Context())
-	o.Decision, err = l.check(ctx, key, cost, true)
+	if g.after != nil && l.holdable() == nil { // (a Resolver's limiter may not hold: charged plainly)
+		o.Decision, err = l.Reserve(ctx, key, units)
+	} else {
+		o.Decision, err = l.check(ctx, key, units, true)
+	}
 	cancel()
 	if err != nil {
 		g.storeFailed(o, r, err)
@@ -159,7 +164,7 @@ func (g *Guard) check(r Request, o *Outcome) {
 	}
 	if !o.Decision.Allowed && g.slotWait > 0 && waitsForSlots(&o.Decision) {
 		reported := o.Decision.Source == observe.SourceFallback
-		if err := g.waitForSlot(r, l, key, cost, &o.Decision); err != nil {
+		if err := g.waitForSlot(r, l, key, units, &o.Decision); err != nil {
 			*o = Outcome{} // the denial it waited on decides nothing now
 			if r.Context().Err() == nil {
 				g.storeFailed(o, r, err)
@@ -187,8 +192,11 @@ func (g *Guard) check(r Request, o *Outcome) {
 	if fallback {
 		o.Result = observe.ResultFallbackAllowed
 	}
-	if g.countIf != nil || o.Decision.holds() {
+	if g.countIf != nil || g.after != nil || o.Decision.holds() {
 		o.Pending, o.req, o.key, o.guard, o.limiter = true, r, key, g, l
+	}
+	if g.after != nil {
+		o.Meter = new(cost.Meter)
 	}
 	if o.Decision.holds() {
 		o.slots = g.hold(r, l, key, o.Decision)
@@ -337,21 +345,35 @@ func (g *Guard) Done(o *Outcome, status int) {
 		o.slots = nil
 	}
 	refund := g.countIf != nil && !g.countIf(status)
-	if !refund && !d.holds() {
+	if !refund && !d.holds() && g.after == nil {
 		return
 	}
-	// The client may be gone, but the request was served: refund it all the same.
+	// The client may be gone, but the request was served: settle it all the same.
 	ctx, cancel := g.deadline(context.WithoutCancel(o.req.Context()))
 	defer cancel()
-	var err error
-	if refund {
-		err = o.limiter.Settle(ctx, o.key, d, 0)
-	} else {
-		err = o.limiter.Settle(ctx, o.key, d, d.Cost)
+	charge := d.Cost
+	switch {
+	case refund:
+		charge = 0
+	case g.after != nil:
+		charge = g.charged(o, status)
 	}
-	if err != nil {
+	if err := o.limiter.Settle(ctx, o.key, d, charge); err != nil {
 		g.onError(o.req, g.timedOut(err))
 	}
+}
+
+// charged returns what the request of o cost, given the status its client got, as the
+// ChargeAfter function makes it of what the request's meter counted: its estimate when the
+// function returns a negative cost (reported: the function is at fault, not the client).
+func (g *Guard) charged(o *Outcome, status int) int64 {
+	estimate := o.Decision.Cost
+	n := g.after(o.Meter.After(status, estimate))
+	if n < 0 {
+		g.onError(o.req, &opError{opCost, ErrBadRequest, fmt.Errorf("the ChargeAfter function returned %d; a cost cannot be negative, so the estimate %d stays charged", n, estimate)})
+		return estimate
+	}
+	return n
 }
 
 // DoneLater is [Guard.Done] for a response still being sent when its handler returns (a

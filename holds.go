@@ -241,6 +241,7 @@ func (l *Limiter) Reserve(ctx context.Context, key string, estimate int64) (Deci
 	if d.Allowed {
 		d.Cost, h.at, h.mask, h.offs = cost, at, chargedMask(policies, raw), holdOffsets(policies, raw, cost)
 		d.hold = h
+		l.observer.held(observe.HoldEvent{Estimate: cost})
 	}
 	l.observe(start, &d, policies, raw)
 	return d, nil
@@ -284,7 +285,11 @@ func (l *Limiter) Settle(ctx context.Context, key string, d Decision, actual int
 		if !d.hold.settled.CompareAndSwap(false, true) {
 			return errSettledTwice
 		}
-		return l.settleHold(ctx, key, &d, d.hold, actual)
+		held, err := l.settleHold(ctx, key, &d, d.hold, actual)
+		if err == nil {
+			l.observer.held(observe.HoldEvent{Settled: true, Estimate: d.hold.cost, Actual: actual, Expired: !held})
+		}
+		return err
 	}
 	if d.holds() {
 		if actual == 0 && d.held.Equal(d.at) { // slots never renewed: one refund gives back all
@@ -303,37 +308,38 @@ func (l *Limiter) Settle(ctx context.Context, key string, d Decision, actual int
 		}
 		policies := l.policiesOf(&d)
 		h := &hold{id: noRecord, tag: holdsTag(policies), cost: d.Cost, at: d.at, mask: chargedMask(policies, d.Results()), offs: make([]int64, len(policies)), keep: 1}
-		return l.settleHold(ctx, key, &d, h, actual)
+		_, err := l.settleHold(ctx, key, &d, h, actual)
+		return err
 	}
 	return nil
 }
 
 // settleHold settles h, a hold of d (or a charge d made without one: noRecord) at actual, on
-// the store that decided d.
-func (l *Limiter) settleHold(ctx context.Context, key string, d *Decision, h *hold, actual int64) error {
+// the store that decided d, and reports whether the store still held it (see holdStore).
+func (l *Limiter) settleHold(ctx context.Context, key string, d *Decision, h *hold, actual int64) (bool, error) {
 	if d.overflowed() {
 		// Decided on a memory store's overflow quota, which keeps no holds: what the estimate
 		// charged beyond the actual goes back there; the quota is shared by strangers, and an
 		// overdraft is not charged to it.
 		if actual < h.cost {
-			return l.refund(ctx, key, *d, h.cost-actual, false)
+			return true, l.refund(ctx, key, *d, h.cost-actual, false)
 		}
-		return nil
+		return true, nil
 	}
 	store, policies := l.store, l.policiesOf(d)
 	if d.Source == observe.SourceFallback {
 		f, ok := capability[localDecider](l.store)
 		if !ok {
-			return nil
+			return true, nil
 		}
 		if store, policies = f.local(policies); store == nil {
-			return nil
+			return true, nil
 		}
 	}
 	hs, ok := capability[holdStore](store)
 	if !ok {
-		return &opError{"settling", ErrBadRequest, errors.New("the store keeps no holds")}
+		return false, &opError{"settling", ErrBadRequest, errors.New("the store keeps no holds")}
 	}
-	_, err := hs.settle(ctx, key, policies, h, actual)
-	return storeError("store, settling", err)
+	held, err := hs.settle(ctx, key, policies, h, actual)
+	return held, storeError("store, settling", err)
 }

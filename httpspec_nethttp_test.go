@@ -22,7 +22,7 @@ func TestHTTPSpec(t *testing.T) {
 	}
 	httpspec.Run(t, func(t *testing.T, c httpspec.Config) httpspec.Server {
 		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			status, _ := c.Reply(r.URL.RawQuery) // no error path in net/http: write the status
+			status, _ := c.Reply(r.Context(), r.URL.RawQuery) // no error path in net/http: write the status
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.WriteHeader(status)
 			_, _ = w.Write([]byte("ok"))

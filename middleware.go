@@ -5,6 +5,8 @@ import (
 	"context"
 	"net"
 	"net/http"
+
+	"github.com/a7d3e0dd/ratelimit/cost"
 )
 
 // Middleware returns net/http middleware that limits requests with l. Without options it keys
@@ -95,10 +97,32 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, &a.req)
 		return
 	}
-	sw := &statusWriter{ResponseWriter: w}
-	defer h.g.Done(op, http.StatusInternalServerError) // the handler panicked: its slots come back all the same
+	sw := &statusWriter{ResponseWriter: w, meter: op.Meter}
+	if op.Meter != nil { // ChargeAfter: the handler reports its cost through its context
+		a.req = *a.req.WithContext(cost.NewContext(a.req.Context(), op.Meter))
+	}
+	defer h.panicked(op, sw) // its slots come back all the same
 	h.next.ServeHTTP(sw, &a.req)
 	h.g.Done(op, sw.statusCode())
+}
+
+// panicked completes the outcome of a handler that panicked, as a 500 — but for the panic of a
+// handler whose client went away (http.ErrAbortHandler: httputil.ReverseProxy mid-stream),
+// which was served as far as it got, with the status it had answered — and passes the panic
+// on. After Done, it does nothing.
+func (h *limitHandler) panicked(o *Outcome, sw *statusWriter) {
+	if !o.Pending {
+		return
+	}
+	v := recover()
+	status := http.StatusInternalServerError
+	if v == http.ErrAbortHandler && sw.status != 0 {
+		status = sw.status
+	}
+	h.g.Done(o, status)
+	if v != nil {
+		panic(v)
+	}
 }
 
 // admitted is what the middleware hands the handler of a request the limiter admitted (or
@@ -159,11 +183,13 @@ func DecisionFrom(ctx context.Context) (Decision, bool) {
 	return *d, true
 }
 
-// statusWriter records the status a handler answers, for CountIf. It passes Flush and Hijack
-// through, and unwraps for http.ResponseController.
+// statusWriter records the status a handler answers, for CountIf, and with ChargeAfter counts
+// the bytes of the body it writes. It passes Flush and Hijack through, and unwraps for
+// http.ResponseController.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	meter  *cost.Meter // ChargeAfter's; nil: none
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -177,7 +203,11 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	return w.ResponseWriter.Write(b)
+	n, err := w.ResponseWriter.Write(b)
+	if w.meter != nil {
+		w.meter.Wrote(int64(n))
+	}
+	return n, err
 }
 
 func (w *statusWriter) statusCode() int {

@@ -78,6 +78,10 @@ type Observer struct {
 	// slot ([WaitForSlot]) or for its slot under a shaping policy. Its time in the queue is
 	// observe.RequestEvent.Waited.
 	Queued func(entered bool)
+	// Held reports a hold of a request whose cost is known only after it ran
+	// ([Limiter.Reserve], [ChargeAfter]): taken when the request is admitted, and settled
+	// with what it cost (see observe.HoldEvent).
+	Held func(e observe.HoldEvent)
 }
 
 // The calls of the hooks: each is safe on a nil *Observer and skips a nil hook, and is small
@@ -140,6 +144,12 @@ func (o *Observer) slotHeld(acquired bool, held time.Duration) {
 func (o *Observer) queued(entered bool) {
 	if o != nil && o.Queued != nil {
 		o.Queued(entered)
+	}
+}
+
+func (o *Observer) held(e observe.HoldEvent) {
+	if o != nil && o.Held != nil {
+		o.Held(e)
 	}
 }
 

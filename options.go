@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/a7d3e0dd/ratelimit/cost"
 )
 
 // Option configures a guard: [Middleware], [NewGuard], the framework adapters' New, and the
@@ -34,6 +36,7 @@ type guardConfig struct {
 	problem       bool
 	skip          func(Request) bool // Access.Skip
 	countIf       func(status int) bool
+	after         func(cost.After) int64 // ChargeAfter
 	ip            ipConfig
 	slotWait      time.Duration
 	slotStatus    int
@@ -87,6 +90,9 @@ func newGuardConfig(l *Limiter, opts []Option) (*guardConfig, *Limiter, error) {
 	if (gc.slotWait > 0 || gc.slotStatus != 0) && !slots && gc.resolver == nil {
 		gc.errorf("WaitForSlot and Response.InFlightStatus need an in-flight policy (algorithms.InFlight); the limiter's policies have none")
 	}
+	if gc.after != nil && gc.countIf != nil {
+		gc.errorf("ChargeAfter and CountIf: give one; ChargeAfter charges 0 for a status that does not count")
+	}
 	if gc.ip.headerSet && len(gc.ip.trusted) == 0 && !gc.ip.unix {
 		gc.errorf("TrustProxies(%q): name at least one proxy", gc.ip.header)
 	}
@@ -98,8 +104,8 @@ func newGuardConfig(l *Limiter, opts []Option) (*guardConfig, *Limiter, error) {
 
 // fits reports why the guard's options cannot apply to the policies of l, or nil.
 func (gc *guardConfig) fits(l *Limiter) error {
-	if gc.countIf == nil {
-		return nil
+	if err := gc.fitsAfter(l); err != nil || gc.countIf == nil {
+		return err
 	}
 	for _, p := range l.policies {
 		if p.compiled.model.Shapes() {

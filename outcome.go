@@ -3,6 +3,8 @@ package ratelimit
 import (
 	"net/http"
 
+	"github.com/a7d3e0dd/ratelimit/cost"
+
 	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
@@ -43,6 +45,12 @@ type Outcome struct {
 	// Fiber) has the error answered first when Pending is set, so that Done gets the status
 	// the client sees.
 	Pending bool
+
+	// Meter is set when the guard charges the request after its response ([ChargeAfter]):
+	// the handler's context must carry it ([cost.NewContext]) for [cost.Report] to reach
+	// it, and the bytes of the response body are counted with its Wrote. The core's
+	// middleware and the framework adapters do both.
+	Meter *cost.Meter
 
 	style    headerStyle // rate-limit headers to write; none unless the limiter decided
 	resetAt  int64       // X-RateLimit-Reset: Unix seconds

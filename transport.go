@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/a7d3e0dd/ratelimit/cost"
 )
 
 // Transport is an http.RoundTripper that limits the requests an http.Client sends: a client
@@ -29,14 +31,26 @@ import (
 // flight: until the caller closes its response's body (as it must anyway), or at once when
 // the round trip fails. Nothing renews them: choose a Window (a slot's lifetime) longer than
 // a request takes.
+//
+// With ChargeAfter, a request whose cost the response tells — the tokens of a completion an
+// LLM provider reports in its usage — waits for its estimate (Cost) to be held
+// ([Limiter.Reserve]) and is charged what ChargeAfter makes of it when the caller closes the
+// response's body: its status, the bytes of the body read, and what the caller reported on the
+// request's context, which the response carries:
+//
+//	cost.Report(resp.Request.Context(), usage.TotalTokens) // then resp.Body.Close()
 type Transport struct {
 	// Limiter decides each request. Required.
 	Limiter *Limiter
 	// Key returns the identity a request is limited by, and held back by when the server says
 	// to wait. nil: the request's host ("api.example.com:443" as URL.Host writes it).
 	Key func(*http.Request) string
-	// Cost returns the cost of a request. nil: 1.
+	// Cost returns the cost of a request (with ChargeAfter, its estimate). nil: 1.
 	Cost func(*http.Request) int64
+	// ChargeAfter, when set, charges each request what it cost once its response's body is
+	// closed, as [ChargeAfter] does for a guard; nothing when the round trip fails. The
+	// Limiter's policies must be able to hold (see Limiter.Reserve).
+	ChargeAfter func(cost.After) int64
 	// Base sends the requests. nil: http.DefaultTransport.
 	Base http.RoundTripper
 	// MaxServerWait bounds how long a server's answer (Retry-After, or RateLimit fields with
@@ -70,13 +84,27 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
+	var meter *cost.Meter
+	if t.ChargeAfter != nil { // the caller reports the cost on the request's context
+		meter = new(cost.Meter)
+		r = r.WithContext(cost.NewContext(r.Context(), meter))
+	}
 	resp, err := base.RoundTrip(r)
-	if d.holds() { // in flight until its body is closed
-		s := &slots{l: t.Limiter, ctx: context.WithoutCancel(r.Context()), key: key, d: d}
+	if d.holds() || meter != nil { // in flight until its body is closed
+		s := &slots{l: t.Limiter, ctx: context.WithoutCancel(r.Context()), key: key, d: d, charge: d.Cost}
 		if err != nil || resp == nil || resp.Body == nil {
+			if meter != nil {
+				s.charge = 0 // nothing came back: nothing is charged
+				if err == nil && resp != nil {
+					s.charge = t.charged(meter.After(resp.StatusCode, d.Cost))
+				}
+			}
 			_ = s.release() // nothing to report it to: the round trip's own error says more
 		} else {
-			resp.Body = s.wrap(resp.Body)
+			if meter != nil {
+				s.after = func() int64 { return t.charged(meter.After(resp.StatusCode, d.Cost)) }
+			}
+			resp.Body = s.wrap(resp.Body, meter)
 		}
 	}
 	if err == nil {
@@ -101,9 +129,9 @@ func (t *Transport) admit(r *http.Request) (string, Decision, error) {
 	if t.Key != nil {
 		key = t.Key(r)
 	}
-	cost := int64(1)
+	units := int64(1)
 	if t.Cost != nil {
-		cost = t.Cost(r)
+		units = t.Cost(r)
 	}
 	ctx := r.Context()
 	clock := clockOf(t.Limiter.store)
@@ -118,19 +146,33 @@ func (t *Transport) admit(r *http.Request) (string, Decision, error) {
 			}
 		}
 	}
-	d, err := t.Limiter.WaitN(ctx, key, cost)
+	decide := t.Limiter.AllowN
+	if t.ChargeAfter != nil {
+		decide = t.Limiter.Reserve
+	}
+	d, err := t.Limiter.wait(ctx, key, units, decide)
 	return key, d, err
 }
 
-// slots are the in-flight slots of a request the Transport sent, held until its response's
-// body is closed.
+// charged returns what ChargeAfter makes of a, or its estimate when it returns a negative cost.
+func (t *Transport) charged(a cost.After) int64 {
+	if n := t.ChargeAfter(a); n >= 0 {
+		return n
+	}
+	return a.Estimate
+}
+
+// slots are the in-flight slots, or the hold (ChargeAfter), of a request the Transport sent,
+// kept until its response's body is closed.
 type slots struct {
-	l    *Limiter
-	ctx  context.Context
-	key  string
-	d    Decision
-	once sync.Once
-	err  error
+	l      *Limiter
+	ctx    context.Context
+	key    string
+	d      Decision
+	charge int64        // what the request is settled at: its cost, unless after says
+	after  func() int64 // ChargeAfter's charge, asked when the body is closed; nil: charge
+	once   sync.Once
+	err    error
 }
 
 // releaseTimeout bounds the release of a request's slots, which no caller's deadline bounds
@@ -142,15 +184,20 @@ func (s *slots) release() error {
 	s.once.Do(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, releaseTimeout)
 		defer cancel()
-		s.err = s.l.Settle(ctx, s.key, s.d, s.d.Cost)
+		charge := s.charge
+		if s.after != nil {
+			charge = s.after()
+		}
+		s.err = s.l.Settle(ctx, s.key, s.d, charge)
 	})
 	return s.err
 }
 
-// wrap returns body, giving the slots back when it is closed. A body that can be written (a
-// response of 101 Switching Protocols) stays one.
-func (s *slots) wrap(body io.ReadCloser) io.ReadCloser {
-	b := &releasingBody{ReadCloser: body, slots: s}
+// wrap returns body, giving the slots back when it is closed, and counting the bytes read into
+// meter (unless nil). A body that can be written (a response of 101 Switching Protocols) stays
+// one.
+func (s *slots) wrap(body io.ReadCloser, meter *cost.Meter) io.ReadCloser {
+	b := &releasingBody{ReadCloser: body, slots: s, meter: meter}
 	if w, ok := body.(io.ReadWriteCloser); ok {
 		return &releasingConn{releasingBody: b, w: w}
 	}
@@ -161,6 +208,16 @@ func (s *slots) wrap(body io.ReadCloser) io.ReadCloser {
 type releasingBody struct {
 	io.ReadCloser
 	slots *slots
+	meter *cost.Meter // ChargeAfter's: the bytes read; nil: none
+}
+
+// Read reads the body, counting what it read for ChargeAfter.
+func (b *releasingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if b.meter != nil {
+		b.meter.Wrote(int64(n))
+	}
+	return n, err
 }
 
 // Close closes the body and gives the slots back; it returns the body's error, else the

@@ -34,10 +34,16 @@ func (l *Limiter) Wait(ctx context.Context, key string) (Decision, error) {
 // decision WaitN returns then holds its slots, as [Limiter.AllowN]'s does: give them back with
 // [Limiter.Settle] when the work ends ([Transport] does, when a response's body is closed).
 func (l *Limiter) WaitN(ctx context.Context, key string, cost int64) (Decision, error) {
+	return l.wait(ctx, key, cost, l.AllowN)
+}
+
+// wait is WaitN, asking decide for each admission: AllowN, or Reserve for a request whose cost
+// is settled after it ran (a Transport with ChargeAfter).
+func (l *Limiter) wait(ctx context.Context, key string, cost int64, decide func(context.Context, string, int64) (Decision, error)) (Decision, error) {
 	clock := clockOf(l.store)
 	step := slotPollFirst
 	for {
-		d, err := l.AllowN(ctx, key, cost)
+		d, err := decide(ctx, key, cost)
 		if err != nil {
 			return d, err
 		}

@@ -34,6 +34,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/cost"
 )
 
 // decisionKey is the c.Set key of the decision the middleware hands its handler, and
@@ -79,6 +80,9 @@ func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 			// same), and tells the report of one that waits for no status. After a Done below,
 			// it does nothing.
 			defer g.Done(o, http.StatusInternalServerError)
+			if o.Meter != nil { // ChargeAfter: the handler reports its cost through its request's context
+				c.SetRequest(c.Request().WithContext(cost.NewContext(c.Request().Context(), o.Meter)))
+			}
 			var hw *hijackWriter
 			if o.Pending {
 				r := c.Response()
@@ -96,6 +100,9 @@ func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 				s := c.Response().Status
 				if hw.hijacked {
 					s = http.StatusSwitchingProtocols
+				}
+				if o.Meter != nil {
+					o.Meter.Wrote(c.Response().Size)
 				}
 				g.Done(o, status(s))
 			}

@@ -20,7 +20,7 @@ import (
 func TestHTTPSpec(t *testing.T) {
 	httpspec.Run(t, func(t *testing.T, c httpspec.Config) httpspec.Server {
 		h := func(ctx echo.Context) error {
-			status, asError := c.Reply(ctx.QueryString())
+			status, asError := c.Reply(ctx.Request().Context(), ctx.QueryString())
 			if asError {
 				return echo.NewHTTPError(status)
 			}

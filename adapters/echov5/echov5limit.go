@@ -35,6 +35,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/cost"
 )
 
 // decisionKey is the c.Set key of the decision the middleware hands its handler, and
@@ -83,6 +84,9 @@ func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 			if !o.Pending {
 				return next(c)
 			}
+			if o.Meter != nil { // ChargeAfter: the handler reports its cost through its request's context
+				c.SetRequest(c.Request().WithContext(cost.NewContext(c.Request().Context(), o.Meter)))
+			}
 			// A writer in front of Echo's Response may pass the status on to it only after the
 			// route's handler and middleware return (Echo's HEAD for a GET route, with
 			// RouterConfig.AutoHandleHEAD): then the status is recorded on its way in.
@@ -119,6 +123,9 @@ func FromGuard(g *ratelimit.Guard) echo.MiddlewareFunc {
 					e.HTTPErrorHandler(c, err)
 					unanswered = nil
 				}
+			}
+			if r, uerr := echo.UnwrapResponse(c.Response()); uerr == nil && o.Meter != nil {
+				o.Meter.Wrote(r.Size)
 			}
 			g.Done(o, status(c, rec, unanswered))
 			return err

@@ -27,7 +27,7 @@ const remoteAddrHeader = "X-Test-Remote-Addr"
 func TestHTTPSpec(t *testing.T) {
 	httpspec.Run(t, func(t *testing.T, c httpspec.Config) httpspec.Server {
 		h := func(ctx *fiber.Ctx) error {
-			status, asError := c.Reply(string(ctx.Request().URI().QueryString()))
+			status, asError := c.Reply(ctx.UserContext(), string(ctx.Request().URI().QueryString()))
 			if asError {
 				return fiber.NewError(status)
 			}

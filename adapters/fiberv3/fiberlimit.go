@@ -34,8 +34,10 @@ import (
 	"sync"
 
 	"github.com/gofiber/fiber/v3"
+	"github.com/valyala/fasthttp"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/cost"
 )
 
 type decisionKey struct{} // the c.Locals key of the decision the middleware hands its handler
@@ -84,6 +86,9 @@ func FromGuard(g *ratelimit.Guard) fiber.Handler {
 		// Completes the outcome when a handler panicked (its slots come back all the same), and
 		// tells the report of one that waits for no status. After a Done below, it does nothing.
 		defer g.Done(o, fiber.StatusInternalServerError)
+		if o.Meter != nil { // ChargeAfter: the handler reports its cost through its context
+			c.SetContext(cost.NewContext(c.Context(), o.Meter))
+		}
 		err := c.Next()
 		if !o.Pending {
 			return err
@@ -91,6 +96,9 @@ func FromGuard(g *ratelimit.Guard) fiber.Handler {
 		// Answer an error now, as Fiber's logger does, so the status counted is the one sent.
 		if err != nil && c.App().ErrorHandler(c, err) != nil {
 			_ = c.SendStatus(fiber.StatusInternalServerError)
+		}
+		if o.Meter != nil {
+			o.Meter.Wrote(written(c.Response()))
 		}
 		if c.Response().IsBodyStream() { // sent after this returns: its slots go back when it is
 			if later := g.DoneLater(o); later != nil {
@@ -104,6 +112,16 @@ func FromGuard(g *ratelimit.Guard) fiber.Handler {
 		g.Done(o, c.Response().StatusCode())
 		return nil
 	}
+}
+
+// written returns the bytes of the body of resp, for ChargeAfter: of a body stream, its
+// declared length, or 0 when it has none (fasthttp writes the stream, and does not say how
+// much; a handler reports such a cost with cost.Report).
+func written(resp *fasthttp.Response) int64 {
+	if resp.IsBodyStream() {
+		return int64(max(resp.Header.ContentLength(), 0))
+	}
+	return int64(len(resp.Body()))
 }
 
 // sentKey is the request user value that completes a streamed response: fasthttp writes a body

@@ -31,7 +31,7 @@ var noTimeout = fiber.TestConfig{Timeout: 0}
 func TestHTTPSpec(t *testing.T) {
 	httpspec.Run(t, func(t *testing.T, c httpspec.Config) httpspec.Server {
 		h := func(ctx fiber.Ctx) error {
-			status, asError := c.Reply(string(ctx.Request().URI().QueryString()))
+			status, asError := c.Reply(ctx.Context(), string(ctx.Request().URI().QueryString()))
 			if asError {
 				return fiber.NewError(status)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit"
 	fiberv3limit "github.com/a7d3e0dd/ratelimit/adapters/fiberv3"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/cost"
 )
 
 // TestInFlightHeldWhileTheBodyStreams: an in-flight slot is held for the request's whole life,
@@ -102,6 +103,47 @@ func TestInFlightOfTwoGuardsComeBackAfterTheBodyStreams(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("export %d: %d; want 200 (the slots of the one before came back)", i+1, resp.StatusCode)
+		}
+	}
+}
+
+// TestChargeAfterTheBodyStreams: a streamed response (server-sent events, say) is charged what
+// its handler reports while it streams, once the stream has been sent: the report reaches the
+// request's meter through the context the handler had (c.Context()).
+func TestChargeAfterTheBodyStreams(t *testing.T) {
+	l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1000, Window: time.Minute})
+	app := fiber.New()
+	app.Use(fiberv3limit.New(l, ratelimit.WithCost(func(ratelimit.Request) int64 { return 100 }), ratelimit.ChargeAfter(cost.Reported)))
+	app.Get("/events", func(c fiber.Ctx) error {
+		ctx := c.Context() // the stream is written after the handler returns: keep the context
+		c.RequestCtx().SetBodyStreamWriter(func(w *bufio.Writer) {
+			for range 3 {
+				w.WriteString("data: token\n\n")
+				w.Flush()
+				cost.Report(ctx, 7)
+			}
+		})
+		return nil
+	})
+	resp, err := app.Test(httptest.NewRequest(http.MethodGet, "/events", nil), noTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if got := resp.Header.Get("X-RateLimit-Remaining"); got != "900" {
+		t.Errorf("X-RateLimit-Remaining %q while the stream's estimate is held, want 900", got)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		d, err := l.Peek(t.Context(), "ip:0.0.0.0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Remaining == 1000-21 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("20 s after the stream was sent, %d remain; want %d: its 21 reported tokens settled", d.Remaining, 1000-21)
 		}
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/cost"
 )
 
 // decisionKey is the c.Set key of the decision the middleware hands its handler, and
@@ -72,7 +73,10 @@ func FromGuard(g *ratelimit.Guard) gin.HandlerFunc {
 		}
 		// A handler that panicked: the request's slots come back and its report is told all
 		// the same. (After the Done below, this one does nothing.)
-		defer g.Done(o, http.StatusInternalServerError)
+		defer panicked(g, o, c)
+		if o.Meter != nil { // ChargeAfter: the handler reports its cost through its request's context
+			c.Request = c.Request.WithContext(cost.NewContext(c.Request.Context(), o.Meter))
+		}
 		var hw *hijackWriter
 		if o.Pending {
 			hw = &hijackWriter{ResponseWriter: c.Writer}
@@ -83,7 +87,33 @@ func FromGuard(g *ratelimit.Guard) gin.HandlerFunc {
 		if hw != nil && hw.hijacked {
 			s = http.StatusSwitchingProtocols
 		}
+		if o.Meter != nil {
+			o.Meter.Wrote(int64(c.Writer.Size())) // -1, nothing written, counts nothing
+		}
 		g.Done(o, status(s))
+	}
+}
+
+// panicked completes the outcome of a handler that panicked, as a 500 — but for the panic of a
+// handler whose client went away (http.ErrAbortHandler: httputil.ReverseProxy mid-stream),
+// which was served as far as it got, with the status it had written — and passes the panic on.
+// After Done, it does nothing.
+func panicked(g *ratelimit.Guard, o *ratelimit.Outcome, c *gin.Context) {
+	if !o.Pending {
+		g.Done(o, http.StatusInternalServerError) // tells a report that waits for no status
+		return
+	}
+	v := recover()
+	s := http.StatusInternalServerError
+	if v == http.ErrAbortHandler && c.Writer.Written() {
+		s = status(c.Writer.Status())
+		if o.Meter != nil {
+			o.Meter.Wrote(int64(c.Writer.Size()))
+		}
+	}
+	g.Done(o, s)
+	if v != nil {
+		panic(v)
 	}
 }
 

@@ -22,7 +22,7 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 func TestHTTPSpec(t *testing.T) {
 	httpspec.Run(t, func(t *testing.T, c httpspec.Config) httpspec.Server {
 		h := func(ctx *gin.Context) {
-			status, _ := c.Reply(ctx.Request.URL.RawQuery) // no error path in Gin: write the status
+			status, _ := c.Reply(ctx.Request.Context(), ctx.Request.URL.RawQuery) // no error path in Gin: write the status
 			ctx.Data(status, "text/plain; charset=utf-8", []byte("ok"))
 		}
 		r := gin.New()

@@ -6,8 +6,10 @@ import (
 	"strings"
 
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/cost"
 )
 
 // UnaryServerInterceptor returns a unary server interceptor that limits calls with l,
@@ -79,7 +81,16 @@ func unary(g *ratelimit.Guard) grpc.UnaryServerInterceptor {
 		if !op.Pending {
 			return handler(dc, req)
 		}
-		resp, err := handler(dc, req)
+		if op.Meter == nil {
+			resp, err := handler(dc, req)
+			g.Done(op, HTTPStatus(codeOf(err)))
+			return resp, err
+		}
+		// ChargeAfter: the handler reports its cost through its context; the reply's bytes count.
+		resp, err := handler(cost.NewContext(dc, op.Meter), req)
+		if err == nil {
+			op.Meter.Wrote(sizeOf(resp))
+		}
 		g.Done(op, HTTPStatus(codeOf(err)))
 		return resp, err
 	}
@@ -106,7 +117,11 @@ func stream(g *ratelimit.Guard) grpc.StreamServerInterceptor {
 		dc := &decisionContext{Context: ctx, o: o}
 		op := &dc.o
 		defer done(g, op)
-		ss = &decidedStream{ServerStream: ss, ctx: dc}
+		if op.Meter != nil { // ChargeAfter: reports through the stream's context, the messages' bytes
+			ss = &meteredStream{decidedStream{ServerStream: ss, ctx: cost.NewContext(dc, op.Meter)}, op.Meter}
+		} else {
+			ss = &decidedStream{ServerStream: ss, ctx: dc}
+		}
 		if !op.Pending {
 			return handler(srv, ss)
 		}
@@ -132,3 +147,28 @@ type decidedStream struct {
 
 // Context returns the stream's context, with the decision (see [Decision]).
 func (s *decidedStream) Context() context.Context { return s.ctx }
+
+// meteredStream is the stream of a call charged after it ends (ratelimit.ChargeAfter): it
+// counts the bytes of the messages sent. A stream its client left is charged what was sent.
+type meteredStream struct {
+	decidedStream
+	meter *cost.Meter
+}
+
+// SendMsg sends m, and counts its bytes once sent.
+func (s *meteredStream) SendMsg(m any) error {
+	err := s.ServerStream.SendMsg(m)
+	if err == nil {
+		s.meter.Wrote(sizeOf(m))
+	}
+	return err
+}
+
+// sizeOf returns the bytes of a message in the wire format: of a protocol buffer, its encoded
+// size; of anything else (a message of another codec), 0.
+func sizeOf(m any) int64 {
+	if pm, ok := m.(proto.Message); ok {
+		return int64(proto.Size(pm))
+	}
+	return 0
+}

@@ -29,7 +29,8 @@
 -- (or been reset): then the whole actual is charged; the time}.
 
 -- max_release bounds the expired holds one call gives back; the rest go with the next calls.
-local max_release = 64
+-- A string: Redis formats each number a script passes it (Redis 7.0 measurably so).
+local max_release = '64'
 
 -- hold_codes are the algorithms whose charges a hold may make: not the in-flight slots (their
 -- charges are holds already) nor a shaping bucket (a charge that waits cannot be settled).
@@ -102,7 +103,7 @@ end
 -- expired returns the members of holds key h that expired by now, at most max_release, but
 -- skip (a settle's own hold, which it settles).
 local function expired(h, now, skip)
-  local gone = redis.call('ZRANGEBYSCORE', h, '-inf', int(now), 'LIMIT', 0, max_release)
+  local gone = redis.call('ZRANGEBYSCORE', h, '-inf', int(now), 'LIMIT', '0', max_release)
   if skip then
     for i = #gone, 1, -1 do
       if gone[i] == skip then table.remove(gone, i) end
@@ -156,7 +157,13 @@ local function hold_channel(ARGV, n)
   return channel
 end
 
--- keep_holds makes the holds key h live ms milliseconds, never shorter than it does.
+-- keep_holds makes the holds key h live ms milliseconds, never shorter than it does: on Redis
+-- 7.0 and later in one call when the key is new (NX: it has no expiry yet), else lengthened
+-- by GT; before, its time to live is asked first.
 local function keep_holds(h, ms)
-  if redis.call('PTTL', h) < tonumber(ms) then redis.call('PEXPIRE', h, ms) end
+  if expire_gt then
+    if redis.call('PEXPIRE', h, ms, 'NX') == 0 then redis.call('PEXPIRE', h, ms, 'GT') end
+  elseif redis.call('PTTL', h) < tonumber(ms) then
+    redis.call('PEXPIRE', h, ms)
+  end
 end

@@ -6,12 +6,14 @@
 //	make bench                                   # go run ./tools/benchtable -out docs/results.md
 //	go run ./tools/benchtable -rounds 5 -d 2s -v
 //	go run ./tools/benchtable -only calendar -out docs/results.md   # issue 36's target alone
+//	go run ./tools/benchtable -only holds -out docs/results.md      # issue 35's (Reserve, Settle)
 //
 // With -out it also writes its section of the results file, docs/results.md under make bench
 // (loadgen.WriteSection): the date, the machine, Go, Redis and go-redis, the load, and every
 // figure with its key, floor and ratio. Issue 36's target (a calendar policy beside a fixed
 // window of the same count, calendar.go) has a section of its own there, "calendar", which
-// every run writes and `-only calendar` writes alone, measuring nothing else.
+// every run writes and `-only calendar` writes alone, measuring nothing else; so has issue 35's
+// (Reserve and Settle beside a check, holds.go), "bench-holds", with `-only holds`.
 // The documents take their measured figures from that file, and a test of the root module
 // (TestDocFiguresAreInResults) fails when one they mark is not in it.
 //
@@ -29,6 +31,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -49,11 +52,14 @@ type settings struct {
 	verbose    bool          // also print where Redis spends its time per check
 	out        string        // the results file to write, "" for none
 	note       string        // what the results file says of the machine's load
-	only       string        // "" for every figure, onlyCalendar for calendarTable's alone
+	only       string        // "" for every figure, or the name of a table apart for its alone
 }
 
-// onlyCalendar is the value of -only that takes issue 36's figures alone (calendarTable).
-const onlyCalendar = "calendar"
+// The values of -only: the names of the tables apart (see apart), each taking its figures alone.
+const (
+	onlyCalendar = "calendar" // issue 36's (calendarTable)
+	onlyHolds    = "holds"    // issue 35's (holdsTable)
+)
 
 func main() {
 	// testing.Benchmark reads the test.* flags of flag.CommandLine; they stay out of -h.
@@ -72,10 +78,10 @@ func main() {
 	fs.BoolVar(&s.verbose, "v", false, "also print the Redis commands of one check and their time")
 	fs.StringVar(&s.out, "out", "", "also write the results file (Markdown) here, e.g. docs/results.md")
 	fs.StringVar(&s.note, "note", "", "what the results file says of the machine's load, beside its load average")
-	fs.StringVar(&s.only, "only", "", `"calendar": take and write only issue 36's figures (a calendar policy beside a fixed window)`)
+	fs.StringVar(&s.only, "only", "", `"calendar" or "holds": take and write only issue 36's figures (a calendar policy beside a fixed window) or issue 35's (Reserve and Settle beside a check)`)
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
-	if s.only != "" && s.only != onlyCalendar {
-		fmt.Fprintf(os.Stderr, "benchtable: -only %q: want %q (or nothing, for every figure)\n", s.only, onlyCalendar)
+	if s.only != "" && !slices.ContainsFunc(apart, func(a apartTable) bool { return a.name == s.only }) {
+		fmt.Fprintf(os.Stderr, "benchtable: -only %q: want %q or %q (or nothing, for every figure)\n", s.only, onlyCalendar, onlyHolds)
 		os.Exit(2)
 	}
 	if s.rounds < 1 || s.keys < 1 || s.goroutines < 1 || s.identities < 1 {
@@ -87,6 +93,10 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// takes reports whether the run takes the figures of the table apart of that name (see apart):
+// every run but one -only another.
+func (s settings) takes(name string) bool { return s.only == "" || s.only == name }
 
 // run starts Redis, measures every figure and prints the table.
 func run(s settings) error {
@@ -145,19 +155,31 @@ func run(s settings) error {
 	}
 	fmt.Println(info.Machine)
 	fmt.Printf("%s\n%s\n\n", info.How, info.Load)
-	if s.only == "" {
+	printed := s.only == ""
+	if printed {
 		printTable(os.Stdout, table, med)
-		fmt.Println()
 	}
-	printTable(os.Stdout, calendarTable, med)
+	for _, a := range apart {
+		if s.takes(a.name) {
+			if printed {
+				fmt.Println()
+			}
+			printTable(os.Stdout, a.table, med)
+			printed = true
+		}
+	}
 	if s.out != "" {
 		if s.only == "" {
 			if err := writeResults(s.out, info, med); err != nil {
 				return err
 			}
 		}
-		if err := writeCalendarResults(s.out, info, med); err != nil {
-			return err
+		for _, a := range apart {
+			if s.takes(a.name) {
+				if err := writeApartResults(s.out, a, info, med); err != nil {
+					return err
+				}
+			}
 		}
 		fmt.Fprintln(os.Stderr, "benchtable: wrote", s.out)
 	}

@@ -20,11 +20,26 @@ func writeResults(path string, run loadgen.Run, f figures) error {
 	return loadgen.WriteSection(path, "bench", "make bench (tools/benchtable)", run, body)
 }
 
-// writeCalendarResults writes the section of issue 36's target (calendarTable) to the
-// results file at path, apart from the rest, so that `-only calendar` replaces it alone.
-func writeCalendarResults(path string, run loadgen.Run, f figures) error {
-	return loadgen.WriteSection(path, "calendar", "make bench (tools/benchtable): a calendar policy beside a fixed window (issue 36)",
-		run, markdown(calendarTable, f))
+// apartTable is a table with a section of its own in the results file, which every run
+// writes and `-only` with its name takes and writes alone, measuring nothing else.
+type apartTable struct {
+	name    string // of -only
+	section string // of the results file
+	heading string // of that section
+	table   []section
+}
+
+// apart are those tables: issue 36's target (calendarTable) and issue 35's (holdsTable), whose
+// section is not "holds": that one is TestHoldsResults's, the holds picture's figures.
+var apart = []apartTable{
+	{onlyCalendar, "calendar", "make bench (tools/benchtable): a calendar policy beside a fixed window (issue 36)", calendarTable},
+	{onlyHolds, "bench-holds", "make bench (tools/benchtable): Reserve and Settle beside a check (issue 35)", holdsTable},
+}
+
+// writeApartResults writes the section of a to the results file at path, apart from the rest,
+// so that `-only` with its name replaces it alone.
+func writeApartResults(path string, a apartTable, run loadgen.Run, f figures) error {
+	return loadgen.WriteSection(path, a.section, a.heading, run, markdown(a.table, f))
 }
 
 // markdown is the sections t of the table of the figures f as Markdown tables.

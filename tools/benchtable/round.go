@@ -26,13 +26,20 @@ type subject struct {
 }
 
 // round takes every timed figure once, each floor right before what it is the floor of; with
-// -only calendar, those of calendarTable alone.
+// -only, those of that table alone (see apart).
 func (e *env) round(ctx context.Context, r int) (figures, error) {
 	f := figures{}
-	if err := e.calendarFigures(ctx, r, f); err != nil {
-		return nil, fmt.Errorf("calendar: %w", err)
+	if e.s.takes(onlyCalendar) {
+		if err := e.calendarFigures(ctx, r, f); err != nil {
+			return nil, fmt.Errorf("calendar: %w", err)
+		}
 	}
-	if e.s.only == onlyCalendar {
+	if e.s.takes(onlyHolds) {
+		if err := e.holdsFigures(ctx, r, f); err != nil {
+			return nil, fmt.Errorf("holds: %w", err)
+		}
+	}
+	if e.s.only != "" {
 		return f, nil
 	}
 	if err := e.redisFigures(ctx, r, f); err != nil {

@@ -43,7 +43,7 @@ func (g goal) met(x float64) bool {
 type row struct {
 	label string
 	key   string // its figure
-	unit  string // how to print it: "µs", "/s", "allocs", "B", "ns", "%", "×"
+	unit  string // how to print it: "µs", "/s", "allocs", "B", "ns", "%", "×", "calls"
 	floor string // the figure its ratio is taken to; "" for none
 	goal  *goal
 }
@@ -288,6 +288,8 @@ func format(v float64, unit string) string {
 		return fmt.Sprintf("%.0f %%", v)
 	case "×":
 		return fmt.Sprintf("%.2f×", v)
+	case "calls":
+		return fmt.Sprintf("%.2f calls", v)
 	}
 	return fmt.Sprintf("%g", v)
 }
@@ -296,7 +298,7 @@ func format(v float64, unit string) string {
 // call and their time, from the INFO commandstats of the last round.
 func printBreakdown(out io.Writer, stats map[string]commandStats) {
 	fmt.Fprintln(out, "Redis time per call from one goroutine, last round (INFO commandstats): the call, and the commands it ran")
-	for _, name := range []string{"evalsha", "gcra1", "gcra3", "fw1", "cal1"} {
+	for _, name := range append([]string{"evalsha", "gcra1", "gcra3", "fw1", "cal1"}, holdNames...) {
 		s := stats[name]
 		call := "fcall"
 		if s[call].Calls == 0 {

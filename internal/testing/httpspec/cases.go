@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a7d3e0dd/ratelimit/cost"
+
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
 )
@@ -670,6 +672,41 @@ var cases = append([]specCase{
 			{target: "/items/1?error=500", want: want{status: 500, handled: true, header: xrl(2, 0, epoch(90))}},
 			{target: "/items/1?error=401", want: want{status: 401, handled: true, header: xrl(2, 0, epoch(90))}},
 			{target: "/items/1?status=200", want: want{status: 429, header: denied(xrl(2, 0, epoch(90)), "30", plain), body: retryIn(30)}},
+		},
+	},
+	{
+		// Charged after the response: each request holds its estimate of 20 while it runs
+		// (X-RateLimit-Remaining counts it), then what its handler reported replaces it; the
+		// estimate when it reported nothing, nothing for a server error, an error returned
+		// included. A report above what is left is an overdraft: the next request waits for
+		// the window's end.
+		name: "charge after the response",
+		build: func(e *env) Config {
+			return opts(e.limiter(fixed("tokens", 100, time.Minute)),
+				ratelimit.WithCost(func(ratelimit.Request) int64 { return 20 }), ratelimit.ChargeAfter(cost.Reported))
+		},
+		steps: []step{
+			{target: "/items/1?report=30", want: want{status: 200, handled: true, header: xrl(100, 80, epoch(60))}},
+			{target: "/items/1?report=5", want: want{status: 200, handled: true, header: xrl(100, 50, epoch(60))}},
+			{target: "/items/1", want: want{status: 200, handled: true, header: xrl(100, 45, epoch(60))}},
+			{target: "/items/1?report=40&status=503", want: want{status: 503, handled: true, header: xrl(100, 25, epoch(60))}},
+			{target: "/items/1?report=40&error=500", want: want{status: 500, handled: true, header: xrl(100, 25, epoch(60))}},
+			{target: "/items/1?report=200", want: want{status: 200, handled: true, header: xrl(100, 25, epoch(60))}},
+			{target: "/items/1", want: want{status: 429, header: denied(xrl(100, 0, epoch(60)), "60", plain), body: retryIn(60)}},
+			{advance: time.Minute, target: "/items/1", want: want{status: 200, handled: true, header: xrl(100, 80, epoch(120))}},
+		},
+	},
+	{
+		// Charged the bytes of the body: "ok" is 2.
+		name: "charge the bytes written",
+		build: func(e *env) Config {
+			return opts(e.limiter(fixed("bytes", 100, time.Minute)),
+				ratelimit.WithCost(func(ratelimit.Request) int64 { return 20 }), ratelimit.ChargeAfter(cost.Written))
+		},
+		steps: []step{
+			{want: want{status: 200, handled: true, header: xrl(100, 80, epoch(60))}},
+			{want: want{status: 200, handled: true, header: xrl(100, 78, epoch(60))}},
+			{want: want{status: 200, handled: true, header: xrl(100, 76, epoch(60))}},
 		},
 	},
 	{

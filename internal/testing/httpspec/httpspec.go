@@ -15,7 +15,8 @@
 //	POST /login        Config.Options, then, when Config.Login is not nil, a per-route limit
 //	                   with the options Config.Login, in the framework's per-route idiom
 //
-// Every route's handler calls [Config.Reply] with the request's raw query string and answers
+// Every route's handler calls [Config.Reply] with its context and the request's raw query
+// string (report=N reports a cost of N with cost.Report) and answers
 // the status it returns, with Content-Type "text/plain; charset=utf-8" and the body "ok".
 // When Reply reports asError, a framework whose handlers return errors (Echo, Fiber) answers
 // by returning its HTTP error of that status instead; the others write the status.
@@ -39,6 +40,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a7d3e0dd/ratelimit/cost"
+
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
 	"github.com/a7d3e0dd/ratelimit/observe"
@@ -52,8 +55,10 @@ type Config struct {
 	Options []ratelimit.Option
 	// Login, when not nil, configures a second middleware on POST /login only.
 	Login []ratelimit.Option
-	// Reply is the application handler: call it with the request's raw query string.
-	Reply func(rawQuery string) (status int, asError bool)
+	// Reply is the application handler: call it with the context the framework hands a
+	// handler (its request's: where cost.Report finds the request's meter) and the request's
+	// raw query string.
+	Reply func(ctx context.Context, rawQuery string) (status int, asError bool)
 	// Auth, when set, asks for an authentication middleware in front of the limiter, as a
 	// typical application has: when the request has an X-User header, it stores the header's
 	// value under [UserKey] the framework's way — Gin's and Echo's c.Set, Fiber's c.Locals,
@@ -203,9 +208,14 @@ func (e *env) wait(ctx context.Context, d time.Duration) error {
 
 // reply is the application handler: ?status=N answers N, ?error=N answers N through the
 // framework's error path; the default is 200.
-func (e *env) reply(rawQuery string) (int, bool) {
+func (e *env) reply(ctx context.Context, rawQuery string) (int, bool) {
 	e.calls.Add(1)
 	q, _ := url.ParseQuery(rawQuery)
+	for _, v := range q["report"] { // the handler reports what the request cost (ChargeAfter)
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && !cost.Report(ctx, n) {
+			panic("httpspec: cost.Report found no meter in the handler's context")
+		}
+	}
 	if s, err := strconv.Atoi(q.Get("error")); err == nil {
 		return s, true
 	}

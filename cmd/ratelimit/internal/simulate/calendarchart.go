@@ -243,9 +243,12 @@ func (ch *calChart) legend(x, y float64) float64 {
 	return c.legendItems(items, x, y)
 }
 
-// durationWords writes a bucket as a person does: "hour", "day", or the duration.
+// durationWords writes a bucket or a window as a person does: "minute", "hour", "day", or
+// the duration.
 func durationWords(d time.Duration) string {
 	switch d {
+	case time.Minute:
+		return "minute"
 	case time.Hour:
 		return "hour"
 	case 24 * time.Hour:

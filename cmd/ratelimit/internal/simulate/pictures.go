@@ -21,11 +21,13 @@ type Picture struct {
 	Traces []Trace
 	// Calendar is the run a calendar picture draws, nil for the others.
 	Calendar *CalendarTrace
+	// Holds are the runs the holds picture draws, one per [HoldsMode].
+	Holds []HoldsTrace
 }
 
 // Pictures runs every scenario through every algorithm over stores from newStore and draws
 // one chart per scenario, in the order of [Scenarios], then every calendar scenario through
-// its policy, in the order of [CalendarScenarios].
+// its policy, in the order of [CalendarScenarios], then the [Holds] scenario.
 func Pictures(ctx context.Context, newStore NewStore) ([]Picture, error) {
 	var pics []Picture
 	for _, sc := range Scenarios() {
@@ -46,7 +48,24 @@ func Pictures(ctx context.Context, newStore NewStore) ([]Picture, error) {
 		}
 		pics = append(pics, Picture{File: sc.Name + ".svg", SVG: CalendarChart(sc, tr), Calendar: &tr})
 	}
-	return pics, nil
+	holds, err := HoldsPicture(ctx, Holds(), newStore)
+	if err != nil {
+		return nil, err
+	}
+	return append(pics, holds), nil
+}
+
+// HoldsPicture runs sc in every [HoldsMode], each over a store of its own, and draws them.
+func HoldsPicture(ctx context.Context, sc HoldsScenario, newStore NewStore) (Picture, error) {
+	var traces []HoldsTrace
+	for _, mode := range []HoldsMode{ChargedAfter, Held} {
+		tr, err := RunHolds(ctx, sc, mode, newStore)
+		if err != nil {
+			return Picture{}, err
+		}
+		traces = append(traces, tr)
+	}
+	return Picture{File: sc.Name + ".svg", SVG: HoldsChart(sc, traces), Holds: traces}, nil
 }
 
 // Write writes every picture into dir, which it makes if need be.
@@ -65,7 +84,8 @@ func Write(dir string, pics []Picture) error {
 // Summary writes the figures of every picture as a table: per scenario and algorithm, the
 // requests admitted and refused, and the most admitted (and, when shaping, released) in any
 // Window; then, for each calendar picture, the requests admitted and refused and how many
-// were admitted in each period.
+// were admitted in each period; then the comparison of the holds picture's runs
+// ([HoldsResults]).
 func Summary(w io.Writer, pics []Picture) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "picture\talgorithm\tadmitted\trefused\tmost admitted in any %s\tmost released in any %[1]s\n", duration(Window))
@@ -94,5 +114,13 @@ func Summary(w io.Writer, pics []Picture) error {
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", p.File, p.Calendar.Admitted(), p.Calendar.Refused(), strings.Join(per, ", "))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, p := range pics {
+		if p.Holds != nil {
+			fmt.Fprintf(w, "\n%s: %s", p.File, HoldsResults(Holds(), p.Holds))
+		}
+	}
+	return nil
 }

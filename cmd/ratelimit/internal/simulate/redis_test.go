@@ -98,3 +98,40 @@ func TestRedisDrawsTheSameCalendarPictures(t *testing.T) {
 		})
 	}
 }
+
+// TestRedisDrawsTheSameHoldsPicture runs the holds scenario through the Redis store on the same
+// fake clock: the same decisions, states and picture as the memory store's (holds.lua keeps
+// the holds there).
+func TestRedisDrawsTheSameHoldsPicture(t *testing.T) {
+	client := redistest.Standalone(t)
+	onRedis := func(clock ratelimit.Clock) ratelimit.Store {
+		return ratelimit.NewRedisStore(client, ratelimit.WithClock(clock), ratelimit.WithPrefix(redistest.Prefix(t)))
+	}
+	mem, err := simulate.HoldsPicture(context.Background(), simulate.Holds(), simulate.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	red, err := simulate.HoldsPicture(context.Background(), simulate.Holds(), onRedis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range mem.Holds {
+		m, r := mem.Holds[i], red.Holds[i]
+		for k := range min(len(m.Attempts), len(r.Attempts)) {
+			if m.Attempts[k] != r.Attempts[k] {
+				t.Fatalf("%v, try %d: memory %+v, Redis %+v", m.Mode, k, m.Attempts[k], r.Attempts[k])
+			}
+		}
+		for k := range min(len(m.Samples), len(r.Samples)) {
+			if m.Samples[k] != r.Samples[k] {
+				t.Fatalf("%v, state at %v: memory %+v, Redis %+v", m.Mode, m.Samples[k].At, m.Samples[k], r.Samples[k])
+			}
+		}
+		if !reflect.DeepEqual(m, r) {
+			t.Fatalf("%v: the traces differ", m.Mode)
+		}
+	}
+	if !bytes.Equal(mem.SVG, red.SVG) {
+		t.Error("the pictures differ")
+	}
+}

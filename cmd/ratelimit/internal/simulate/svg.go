@@ -39,6 +39,11 @@ func (c *canvas) frame(x, y, w, h float64, stroke string) {
 	fmt.Fprintf(&c.b, `<rect x="%s" y="%s" width="%s" height="%s" fill="none" stroke="%s"/>`+"\n", num(x), num(y), num(w), num(h), stroke)
 }
 
+// circle fills a circle of radius r about (x, y).
+func (c *canvas) circle(x, y, r float64, fill string) {
+	fmt.Fprintf(&c.b, `<circle cx="%s" cy="%s" r="%s" fill="%s"/>`+"\n", num(x), num(y), num(r), fill)
+}
+
 // line draws a straight line; dash is a stroke-dasharray, or "" for a solid line.
 func (c *canvas) line(x1, y1, x2, y2 float64, stroke string, width float64, dash string) {
 	fmt.Fprintf(&c.b, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="%s"%s/>`+"\n",
@@ -55,6 +60,11 @@ func (c *canvas) path(d *pathData, stroke string, width float64) {
 		fmt.Fprintf(&c.b, `<path d="%s" fill="none" stroke="%s" stroke-width="%s" stroke-linejoin="round"/>`+"\n",
 			d.b.String(), pass.stroke, num(pass.width))
 	}
+}
+
+// area fills the closed outline d.
+func (c *canvas) area(d *pathData, fill string) {
+	fmt.Fprintf(&c.b, `<path d="%sZ" fill="%s"/>`+"\n", d.b.String(), fill)
 }
 
 // textStyle is how a text is set.
