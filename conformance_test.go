@@ -169,6 +169,17 @@ var conformance = []conformanceCase{
 // TestConformance runs the table on every engine, and on the Redis store wrapped by a store
 // written outside package ratelimit, which must not change a result.
 func TestConformance(t *testing.T) {
+	for _, e := range conformanceEngines() {
+		t.Run(e.name, func(t *testing.T) {
+			clock := newFakeClock()
+			conform(t, e.store(t, ratelimit.WithClock(clock)), clock)
+		})
+	}
+}
+
+// conformanceEngines are the engines the tables run on: every engine, and the Redis store
+// wrapped by a store written outside package ratelimit.
+func conformanceEngines() []engine {
 	wrapped := engine{"redis wrapped outside the package", func(t *testing.T, opts ...ratelimit.StoreOption) ratelimit.Store {
 		c := &callCounter{next: redisStore(t, redistest.Standalone(t), optionsOf[ratelimit.RedisOption](opts)...)}
 		t.Cleanup(func() {
@@ -178,12 +189,7 @@ func TestConformance(t *testing.T) {
 		})
 		return c
 	}}
-	for _, e := range append(engines[:len(engines):len(engines)], wrapped) {
-		t.Run(e.name, func(t *testing.T) {
-			clock := newFakeClock()
-			conform(t, e.store(t, ratelimit.WithClock(clock)), clock)
-		})
-	}
+	return append(engines[:len(engines):len(engines)], wrapped)
 }
 
 // conform runs the conformance table on store.

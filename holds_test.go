@@ -2,12 +2,14 @@ package ratelimit_test
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/internal/algo"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
 
 // holdable are the algorithms a reservation can hold: every one but the in-flight slots and
@@ -182,5 +184,74 @@ func TestEstimateClamped(t *testing.T) {
 	}
 	if d := reserve(t, l, "k", 0); d.Cost != 1 {
 		t.Fatalf("an estimate of 0 holds %d, want 1", d.Cost)
+	}
+}
+
+// A reset forgets the identity's holds with its state (on Redis, the list's holds key): a
+// settle of a reservation made before it charges its whole actual, the hold being gone, and
+// the expiry of the holds it forgot gives nothing back that the reset did not.
+func TestResetForgetsHolds(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
+		for _, alg := range holdable {
+			t.Run(alg.Name(), func(t *testing.T) {
+				clock.Set(t0)
+				key := keyOf(t)
+				l := mustNew(t, store, ratelimit.Policy{Name: "tokens", Limit: 100, Window: time.Hour, Algorithm: alg})
+				var before []ratelimit.Decision
+				for range 5 {
+					before = append(before, reserve(t, l, key, 20))
+				}
+				if err := l.Reset(ctx, key); err != nil {
+					t.Fatal(err)
+				}
+				settle(t, l, key, before[0], 30)
+				if got := allow(t, l, key, 0).Remaining; got != 70 {
+					t.Fatalf("a settle of 30 after the reset: Remaining %d, want 70 (the whole actual charged)", got)
+				}
+				// The four others are never settled: their lifetime ends, and a reservation
+				// finds what time gave back (at most 100/h × 5 min, 9), not their estimates.
+				clock.Advance(5*time.Minute + time.Microsecond)
+				settle(t, l, key, reserve(t, l, key, 1), 0)
+				if got := allow(t, l, key, 0).Remaining; got > 70+9 {
+					t.Fatalf("after the forgotten holds' lifetime: Remaining %d, want at most 79: their expiry gave back what the reset forgot", got)
+				}
+			})
+		}
+	})
+}
+
+// With compact state, an identity's hash tag is four characters of a digest, which other
+// identities share (two of a few thousand, found here): the record of one's
+// holds is not the other's, so that a call of one never gives back the other's expired holds
+// to its own policies (which would leave the other charged for a hold that expired).
+func TestCompactHoldsKeepIdentitiesApart(t *testing.T) {
+	for _, hash := range []bool{false, true} {
+		t.Run("hash="+strconv.FormatBool(hash), func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			p := ratelimit.Policy{Name: "tokens", Limit: 100, Window: time.Hour, Algorithm: algorithms.FixedWindow{}}
+			seen := map[string]string{}
+			var a, b string
+			for i := 0; a == ""; i++ {
+				id := "user" + strconv.Itoa(i)
+				tag := ratelimit.StorageKey(prefix, id, p, true)[:6] // "{" + 4 characters + "}"
+				a, b = seen[tag], id
+				seen[tag] = id
+			}
+			clock := newFakeClock()
+			opts := []ratelimit.RedisOption{ratelimit.WithPrefix(prefix), ratelimit.WithCompactState(), ratelimit.WithClock(clock)}
+			if hash {
+				opts = append(opts, ratelimit.WithHashState())
+			}
+			client := redistest.Standalone(t)
+			t.Cleanup(func() { assertAllKeysExpire(t, client, prefix) })
+			l := mustNew(t, ratelimit.NewRedisStore(client, opts...), p)
+			reserve(t, l, a, 20)
+			clock.Advance(5*time.Minute + time.Microsecond) // a's hold expired
+			settle(t, l, b, reserve(t, l, b, 1), 0)
+			settle(t, l, a, reserve(t, l, a, 1), 0) // gives back a's hold
+			if got := allow(t, l, a, 0).Remaining; got != 100 {
+				t.Fatalf("%s after its expired hold was given back, with %s sharing its hash tag: Remaining %d, want 100", a, b, got)
+			}
+		})
 	}
 }

@@ -3,7 +3,6 @@ package ratelimit
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit/internal/rediscall"
@@ -50,13 +49,7 @@ func (s *redisStore) holdArgs(key string, policies []Policy, cost int64, mode in
 	if err != nil {
 		return nil, err
 	}
-	k := len(policies)
-	holds := holdsKeyOf(*args[rediscall.Head].(*string), h.tag)
-	out := make([]any, 0, len(args)+6)
-	out = append(out, args[:rediscall.Head+k]...)
-	out = append(out, &holds)
-	out = append(out, args[rediscall.Head+k:]...)
-	out[2] = k + 1
+	out := withHoldsKey(args, len(policies), s.holdsKey(key, policies, h.tag), 6)
 	var channel any = ""
 	if s.compact {
 		channel = s.forgets // compact keys hold no prefix to name the channel by
@@ -64,10 +57,31 @@ func (s *redisStore) holdArgs(key string, policies []Policy, cost int64, mode in
 	return append(out, h.id, n, h.keep, channel), nil
 }
 
-// holdsKeyOf is the key of the record of the holds of the policy list of tag, for the identity
-// of the state key first: its prefix and identity, in braces (the Cluster hash tag of every key
-// of the identity), then ":h" and the tag: "rl:{user:42}:h1x2y3z".
-func holdsKeyOf(first, tag string) string {
-	end := strings.IndexByte(first, '}')
-	return first[:end+1] + ":h" + tag
+// withHoldsKey returns the arguments of a call with the key holds inserted after its k keys,
+// and counted with them, with room for extra more arguments.
+func withHoldsKey(args []any, k int, holds string, extra int) []any {
+	out := make([]any, 0, len(args)+1+extra)
+	out = append(out, args[:rediscall.Head+k]...)
+	out = append(out, &holds)
+	out = append(out, args[rediscall.Head+k:]...)
+	out[2] = k + 1
+	return out
+}
+
+// holdsKey is the key of the record of the holds of policies (tag: their holdsTag) for
+// identity: its prefix and identity in braces, the Cluster hash tag of every key of the
+// identity, then ":h" and the tag: "rl:{user:42}:h1x2y3z". With compact state, whose hash tag
+// is four characters of a digest that other identities share, it is the compact key of the
+// list's first policy (the hash tag and a digest of the identity) followed by ":h" and the tag:
+// no other identity's record.
+func (s *redisStore) holdsKey(identity string, policies []Policy, tag string) string {
+	if s.compact {
+		return StorageKey(s.prefix, identity, policies[0], true) + ":h" + tag
+	}
+	var buf [160]byte
+	b := append(buf[:0], s.prefix...)
+	b = append(b, '{')
+	b = appendStoredIdentity(b, identity)
+	b = append(b, "}:h"...)
+	return string(append(b, tag...))
 }

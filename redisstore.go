@@ -653,6 +653,7 @@ func (s *redisStore) Reset(ctx context.Context, key string, policies []Policy) e
 		return err
 	}
 	args := s.leaseKeys(s.newCall(key, policies, 1+len(policies)), policies)
+	args = withHoldsKey(args, 2*len(policies), s.holdsKey(key, policies, holdsTag(policies)), 1+len(policies))
 	switch {
 	case s.compact:
 		args = append(args, s.forgets) // compact keys hold no prefix to name the channel by

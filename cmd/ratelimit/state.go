@@ -61,7 +61,8 @@ type state struct {
 	compact  bool // -compact
 	hash     bool // -hash
 	limiter  *ratelimit.Limiter
-	at       time.Time // when the command read the state: the calendar policies' periods hold it
+	client   redis.UniversalClient // of -redis: inspect reads the holds keys
+	at       time.Time             // when the command read the state: the calendar policies' periods hold it
 	// limits is what the rule's guard does with the identity: an override's policies, or
 	// none at all (the access lists), and why (rules.Set.ClientLimits).
 	limits rules.ClientLimits
@@ -135,7 +136,7 @@ func stateCmd(name, about string, args []string, stdout, stderr io.Writer, f fun
 	if err != nil {
 		return fs.fail(s.redis.failed(err))
 	}
-	st := &state{source: source, prefix: s.prefix, compact: s.compact, hash: s.hash}
+	st := &state{source: source, prefix: s.prefix, compact: s.compact, hash: s.hash, client: client}
 	if st.rule, err = find(set, s.rule); err != nil {
 		return fs.fail(err)
 	}
@@ -265,7 +266,9 @@ as the application's limiter sees it: the policies (of the rules in Redis, of -f
 -policy) over the Redis store with the application's -prefix. For each policy: its limit,
 what remains now, when it is whole again, and whether a next request of cost 1 would be
 allowed (Limiter.Peek), with its storage key; for a rule whose requests cost more, whether
-one of that cost would be allowed now. Nothing is charged. For an identity that has used
+one of that cost would be allowed now. Then, if the identity has reservations outstanding
+(Limiter.Reserve), how many each policy list holds and their estimates' total. Nothing is
+charged. For an identity that has used
 nothing at those keys it says so on standard error, as reset does (its state, if the
 application refuses it, is elsewhere).
 `, args, stdout, stderr, func(ctx context.Context, st *state, now ratelimit.Decision) error {
@@ -297,7 +300,14 @@ application refuses it, is elsewhere).
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		return st.periods(stdout, now)
+		if err := st.periods(stdout, now); err != nil {
+			return err
+		}
+		held, err := st.holds(ctx, st.client, now)
+		if err != nil {
+			return err
+		}
+		return writeHolds(stdout, held)
 	})
 }
 

@@ -4,7 +4,9 @@
 -- ":lease"; for a field of the identity's hash, the hash again), declared so that a Cluster
 -- node whose slot is moving answers TRYAGAIN when the two are split between the nodes, rather
 -- than the reset reading no count on the one and forgetting what the leases hold (a script may
--- read a key it did not declare only where it is). ARGV[1]: the channel
+-- read a key it did not declare only where it is), then the key of the policy list's holds (see
+-- holds.lua; the identity's hash tag), deleted with the state: a hold the reset forgot gives
+-- nothing back when it expires, and its settle charges the whole actual. ARGV[1]: the channel
 -- of announcements, for compact keys (see announce in check.lua); none, or "", for readable
 -- keys. ARGV[1+i], for a store with hash state: the field of KEYS[i], the identity's hash,
 -- that holds policy i's state, or "" for a policy with a key of its own.
@@ -30,7 +32,8 @@ end
 -- it did not hand out. Units that a lease hands out after the reset, before its instance hears
 -- of it (or never: a missed announcement), are so counted in the new window's count, and no
 -- lease's refund gives back units that the reset forgot.
-local n, nk = 0, #KEYS / 2
+local n, nk = 0, (#KEYS - 1) / 2
+redis.call('DEL', KEYS[#KEYS]) -- the holds: not a state, not counted
 for i = 1, nk do
   local field = ARGV[1 + i]
   local leased
