@@ -44,19 +44,19 @@ var windowHoldSteps = []holdStep{
 // meterHoldSteps is the reservations' table of GCRA, the token bucket and the policing leaky
 // bucket at 10 per 10 s (a unit a second): the TAT after each row is in its comment.
 var meterHoldSteps = []holdStep{
-	{opReserve, 0, step{0, 4, true, 6, 0, 4 * time.Second, 0}},
-	{opReserve, 0, step{0, 4, true, 2, 0, 8 * time.Second, 0}},
-	{opReserve, 0, step{0, 4, false, 2, 2 * time.Second, 8 * time.Second, 0}},
-	{opAllow, 0, step{0, 1, true, 1, 0, 9 * time.Second, 0}},
-	// A second on, row 0 settles at 1: of the 3 it gives back, the second that passed
-	// since its charge is taken off (a refund's rule: what time gave back is not given
-	// back twice, see Refund in algorithms/tat.go), so 2 come back: the TAT is 7 s.
-	{opSettle, 0, step{time.Second, 1, true, 4, 0, 6 * time.Second, 0}},
-	{opSettle, 1, step{0, 7, true, 1, 0, 9 * time.Second, 0}},                 // 3 more: 10 s
-	{opReserve, 0, step{0, 9, false, 1, 4 * time.Second, 9 * time.Second, 0}}, // holds 5: 15 s
-	{opReserve, 0, step{4 * time.Second, 5, true, 0, 0, 10 * time.Second, 0}},
-	{opSettle, 7, step{0, 15, true, 0, 0, 20 * time.Second, 0}}, // 10 more: an overdraft
-	{opAllow, 0, step{0, 1, false, 0, 11 * time.Second, 20 * time.Second, 0}},
+	{opReserve, 0, step{0, 4, true, 6, 0, 4 * time.Second, 0}},                // 4 s
+	{opReserve, 0, step{0, 4, true, 2, 0, 8 * time.Second, 0}},                // 8 s
+	{opReserve, 0, step{0, 4, false, 2, 2 * time.Second, 8 * time.Second, 0}}, // does not fit
+	{opAllow, 0, step{0, 1, true, 1, 0, 9 * time.Second, 0}},                  // 9 s
+	// A second on, row 0 settles at 1: the 3 it gives back are the tail of its charge, from
+	// 1 s to 4 s, which time has not used yet (it used the second the actual took): all 3
+	// come back, as a window gives them back, and the TAT is 6 s.
+	{opSettle, 0, step{time.Second, 1, true, 5, 0, 5 * time.Second, 0}},
+	{opSettle, 1, step{0, 7, true, 2, 0, 8 * time.Second, 0}},                 // 3 more: 9 s
+	{opReserve, 0, step{0, 9, false, 2, 3 * time.Second, 8 * time.Second, 0}}, // holds 5: does not fit
+	{opReserve, 0, step{4 * time.Second, 5, true, 1, 0, 9 * time.Second, 0}},  // at 5 s: 14 s
+	{opSettle, 7, step{0, 15, true, 0, 0, 19 * time.Second, 0}},               // 10 more, an overdraft: 24 s
+	{opAllow, 0, step{0, 1, false, 0, 10 * time.Second, 19 * time.Second, 0}},
 }
 
 // holdConformance are the tables of Reserve and Settle, every policy at 10 per 10 s: what

@@ -167,6 +167,22 @@ func holdOffsets(policies []Policy, out []PolicyResult, cost int64) []int64 {
 	return offs
 }
 
+// settleOffsets returns the offsets of the refund of a hold settled at actual, less than its
+// estimate: for a TAT, at the end of the actual's part of the charge (holds.lua's
+// settle_offsets), since what is given back is the charge's tail, which time uses last.
+func settleOffsets(policies []Policy, offs []int64, actual int64) []int64 {
+	out := make([]int64, len(policies))
+	for i := range policies {
+		if i < len(offs) {
+			out[i] = offs[i]
+		}
+		if c := policies[i].compiled; c.model.UsesBurst() {
+			out[i] += actual * c.params.Num / c.params.Den
+		}
+	}
+	return out
+}
+
 // offsetsText is offs as holds.lua writes them: "o1,o2,...".
 func offsetsText(offs []int64) string {
 	b := make([]byte, 0, 8*len(offs))

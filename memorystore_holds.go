@@ -105,7 +105,7 @@ func (s *memoryStore) settle(ctx context.Context, key string, policies []Policy,
 	}
 	switch {
 	case delta < 0:
-		sh.refund(id, policies, h.mask, h.offs, -delta, h.at.UnixMicro(), now)
+		sh.refund(id, policies, h.mask, settleOffsets(policies, h.offs, actual), -delta, h.at.UnixMicro(), now)
 	case delta > 0:
 		sh.overdraw(id, policies, h.mask, delta, now)
 	}

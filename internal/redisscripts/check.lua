@@ -239,6 +239,7 @@ local function holds_call(KEYS, ARGV, now, mode)
   if held and ARGV[5 + n] ~= '-' then redis.call('ZREM', h, member) end
   if delta < 0 then
     parse_offsets(ARGV[10 + n], n)
+    settle_offsets(hold_ps, n, tonumber(ARGV[2]))
     refund_masked(KEYS, hold_ps, n, now, -delta, at, mask)
   elseif delta > 0 then
     overdraw(KEYS, hold_ps, n, now, delta, mask)

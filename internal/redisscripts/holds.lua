@@ -76,6 +76,16 @@ local function parse_offsets(s, n)
   for j = i + 1, n do offs[j] = 0 end
 end
 
+-- settle_offsets moves the offsets (offs) of a hold settled at actual, less than its estimate,
+-- to the end of the actual's part of its charge in a TAT: what is given back is the charge's
+-- tail, beyond the actual, which time has used only once it is past that point.
+local function settle_offsets(ps, n, actual)
+  for i = 1, n do
+    local p = ps[i]
+    if tat_codes[p[6]] then offs[i] = offs[i] + tat_span(p[2], p[3], p[4], actual) end
+  end
+end
+
 -- refund_masked gives back cost charged at at to the policies of mask, each at at and its
 -- offset (offs).
 local function refund_masked(KEYS, ps, n, now, cost, at, mask)
