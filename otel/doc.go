@@ -33,6 +33,11 @@
 //	ratelimit.active_request_leases        Int64UpDownCounter      {request}     (none; deprecated: use ratelimit.inflight_slot.holders)
 //	ratelimit.request_lease.duration       Float64Histogram        s             (none; deprecated: use ratelimit.inflight_slot.hold.duration)
 //	ratelimit.queued_requests              Int64UpDownCounter      {request}     (none)
+//	ratelimit.hold.outstanding             Int64UpDownCounter      {hold}        (none)
+//	ratelimit.hold.units                   Int64UpDownCounter      {unit}        (none)
+//	ratelimit.hold.settles                 Int64Counter            {settle}      ratelimit.hold.expired (bool)
+//	ratelimit.hold.settled_units           Int64Counter            {unit}        (none)
+//	ratelimit.hold.estimate_error          Int64Histogram          {unit}        ratelimit.hold.error_direction (over, under)
 //	ratelimit.request.time_in_queue        Float64Histogram        s             ratelimit.result
 //	ratelimit.memory_store.full            Int64Counter            {identity}    ratelimit.memory_store.action (evicted, overflow)
 //	ratelimit.key.fallbacks                Int64Counter            {request}     ratelimit.key.fallback_reason (no_header, no_user, no_route, no_key, no_proxy_header, resolver_failed)
@@ -65,6 +70,19 @@
 // them, in buckets from 1 ms to 5 minutes. Their names before, ratelimit.active_request_leases
 // and ratelimit.request_lease.duration, are recorded too, with the same values, for one
 // release: they are deprecated, and go in the next.
+//
+// The ratelimit.hold.* instruments record the holds of requests whose cost is known only after
+// they ran (ratelimit.ChargeAfter, ratelimit.Limiter.Reserve; see docs/costs.md), in the units
+// of their limits (tokens, bytes). ratelimit.hold.outstanding is the number of holds taken on
+// this instance and not yet settled, and ratelimit.hold.units the estimates they hold (a hold
+// that expired counts until its request settles). ratelimit.hold.settles counts the settles,
+// ratelimit.hold.expired true for a hold that had outlived its lifetime and been given back
+// (its whole actual charged); ratelimit.hold.settled_units what they charged. The estimate
+// error, actual − estimate, is negative for a request that cost less than its estimate: as a
+// histogram's values are to be non-negative (the SDK reports their sum, which a mix of signs
+// would cancel), ratelimit.hold.estimate_error records its distance, by
+// ratelimit.hold.error_direction: over (an overdraft) or under (the estimate or less; an exact
+// one in the bucket of 0). Its instrument advises buckets from 0 to 10 million in steps of about 3.
 //
 // ratelimit.decision.duration is how long the limiter took to decide, the store call
 // included, on every store (the memory store's too). Its instrument advises buckets from
@@ -136,6 +154,12 @@
 //	ratelimit.active_request_leases (deprecated)     ratelimit_active_request_leases (deprecated)
 //	ratelimit.request_lease.duration (deprecated)    ratelimit_request_lease_duration_seconds (deprecated)
 //	ratelimit.queued_requests                        ratelimit_queued_requests
+//	ratelimit.hold.outstanding                       ratelimit_holds_outstanding
+//	ratelimit.hold.units                             ratelimit_held_units
+//	ratelimit.hold.settles {ratelimit.hold.expired}  ratelimit_hold_settles_total {expired}
+//	ratelimit.hold.settled_units                     ratelimit_settled_units_total
+//	ratelimit.hold.estimate_error {ratelimit.hold.error_direction}
+//	                                                 ratelimit_hold_estimate_error {direction}
 //	ratelimit.request.time_in_queue {ratelimit.result}
 //	                                                 ratelimit_request_time_in_queue_seconds {result}
 //	ratelimit.memory_store.full {ratelimit.memory_store.action}

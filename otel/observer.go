@@ -50,6 +50,7 @@ type Observer struct {
 	rulesVersion metric.Int64ObservableGauge
 	rulesLoads   metric.Int64Counter
 	rulesEmpty   metric.Int64ObservableGauge
+	holds        holdInstruments // of the holds of requests charged after they ran
 
 	// The options of every measurement, built once: an attribute set wrapped in an option
 	// allocates when it is built, not when it is used.
@@ -90,7 +91,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	o := &Observer{}
 	o.policies.New = func(policy string) *policyCounts { return newCounts(policy, false) } // before the callback is registered
 	o.shadows.New = func(policy string) *policyCounts { return newCounts(policy, true) }
-	var errs [21]error
+	var errs [22]error
 	o.decisions, errs[0] = m.Int64ObservableCounter("ratelimit.policy.decisions", metric.WithUnit("{decision}"),
 		metric.WithDescription("Verdicts of each rate-limit policy, by outcome, by what decided (store, denial_cache, fallback, lease), and whether the policy is a shadow (its denials refused no client)."),
 		metric.WithInt64Callback(o.observe))
@@ -145,6 +146,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 			obs.Observe(o.empty.Load())
 			return nil
 		}))
+	o.holds, errs[21] = newHoldInstruments(m)
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -184,7 +186,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	o.hooks = &ratelimit.Observer{Decided: o.decided, Answered: o.answered, StoreFailed: o.storeFailed,
 		BreakerChanged: o.breakerChanged, MemoryStoreFull: o.memoryStoreFull, KeyFellBack: o.keyFellBack,
 		RedisEvictionPolicy: o.redisEvictionPolicy, DenialCacheDeaf: o.denialCacheDeaf,
-		StoreDegraded: o.storeDegraded, SlotHeld: o.slotHeld, Queued: o.queuedHook}
+		StoreDegraded: o.storeDegraded, SlotHeld: o.slotHeld, Queued: o.queuedHook, Held: o.holds.held}
 	return o, nil
 }
 

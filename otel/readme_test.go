@@ -196,6 +196,8 @@ func registered(t *testing.T) (map[string]instrument, map[string][]string) {
 	m.Hooks().SlotHeld(true, 0)
 	m.Hooks().SlotHeld(false, time.Millisecond)
 	m.Hooks().Queued(true)
+	m.Hooks().Held(observe.HoldEvent{Estimate: 20})
+	m.Hooks().Held(observe.HoldEvent{Settled: true, Estimate: 20, Actual: 35})
 	m.Hooks().MemoryStoreFull(true)
 	m.Hooks().KeyFellBack(observe.KeyFallbackReasons()[0])
 	m.Hooks().RedisEvictionPolicy("allkeys-lru", true)
@@ -225,6 +227,10 @@ func registered(t *testing.T) (map[string]instrument, map[string][]string) {
 					add(dp.Attributes)
 				}
 			case metricdata.Histogram[float64]:
+				for _, dp := range d.DataPoints {
+					add(dp.Attributes)
+				}
+			case metricdata.Histogram[int64]:
 				for _, dp := range d.DataPoints {
 					add(dp.Attributes)
 				}
@@ -277,7 +283,7 @@ func TestReadmeMetricsTable(t *testing.T) {
 	table, _, _ = strings.Cut(table, "\n\n")
 	kinds := map[string][]string{
 		"counter":                 {"Int64Counter", "Int64ObservableCounter"},
-		"histogram":               {"Float64Histogram"},
+		"histogram":               {"Float64Histogram", "Int64Histogram"},
 		"gauge (up-down counter)": {"Int64UpDownCounter"},
 		"gauge":                   {"Int64ObservableGauge"},
 	}

@@ -26,6 +26,11 @@
 //	ratelimit_request_lease_duration_seconds       histogram  (none; deprecated: use ratelimit_inflight_slot_hold_duration_seconds)
 //	ratelimit_queued_requests                      gauge      (none)
 //	ratelimit_request_time_in_queue_seconds        histogram  result
+//	ratelimit_holds_outstanding                    gauge      (none)
+//	ratelimit_held_units                           gauge      (none)
+//	ratelimit_hold_settles_total                   counter    expired (true, false)
+//	ratelimit_settled_units_total                  counter    (none)
+//	ratelimit_hold_estimate_error                  histogram  direction (over, under)
 //	ratelimit_memory_store_full_total              counter    how (evicted, overflow)
 //	ratelimit_key_fallbacks_total                  counter    reason (no_header, no_user, no_route, no_key, no_proxy_header, resolver_failed)
 //	ratelimit_redis_evictable                      gauge      policy (the maxmemory-policy, or unknown)
@@ -57,6 +62,19 @@
 // held them, in buckets from 1 ms to 5 minutes. Their names before,
 // ratelimit_active_request_leases and ratelimit_request_lease_duration_seconds, are exported
 // too, with the same values, for one release: they are deprecated, and go in the next.
+//
+// The ratelimit_hold* metrics count the holds of requests whose cost is known only after they
+// ran (ratelimit.ChargeAfter, ratelimit.Limiter.Reserve; see docs/costs.md), in the units of
+// their limits (tokens, bytes). ratelimit_holds_outstanding is the number of holds taken on this
+// instance and not yet settled, and ratelimit_held_units the estimates they hold (a hold that
+// expired counts until its request settles). ratelimit_hold_settles_total counts the settles,
+// expired="true" for a hold that had outlived its lifetime and been given back (its whole
+// actual charged); ratelimit_settled_units_total what they charged. The estimate error,
+// actual − estimate, is negative for a request that cost less than its estimate: so that its
+// _sum does not cancel overdrafts against give-backs, and as the OpenTelemetry module's
+// histograms take no negative values, ratelimit_hold_estimate_error observes its distance, by
+// direction: over (an overdraft) or under (the estimate or less; an exact one in le="0"), in
+// buckets from 0 to 10 million in steps of about 3.
 //
 // ratelimit_decision_duration_seconds is how long the limiter took to decide, the store call
 // included, in buckets from 10 µs to 1 s (see [WithBuckets]).

@@ -45,6 +45,7 @@ type Observer struct {
 	rulesVersion *prometheus.Desc
 	rulesLoads   *prometheus.CounterVec
 	rulesEmpty   prometheus.Gauge
+	holds        holdMetrics // of the holds of requests charged after they ran
 
 	results []prometheus.Counter          // by observe.Result
 	waited  []prometheus.Observer         // time in queue, by observe.Result
@@ -181,6 +182,7 @@ func New(opts ...Option) *Observer {
 			Name: "ratelimit_rules_empty",
 			Help: "1 while the rate-limit rules last applied are none (a document of allow_empty: true): no request is limited by them.",
 		}),
+		holds: newHoldMetrics(),
 	}
 	for _, s := range observe.Sources() {
 		o.latency = append(o.latency, o.duration.WithLabelValues(s.String()))
@@ -213,7 +215,7 @@ func New(opts ...Option) *Observer {
 	o.hooks = &ratelimit.Observer{Decided: o.decided, Answered: o.answered, StoreFailed: o.storeFailed,
 		BreakerChanged: o.breakerChanged, MemoryStoreFull: o.memoryStoreFull, KeyFellBack: o.keyFellBack,
 		RedisEvictionPolicy: o.redisEvictionPolicy, DenialCacheDeaf: o.denialCacheDeaf,
-		StoreDegraded: o.storeDegraded, SlotHeld: o.slotHeld, Queued: o.queuedHook}
+		StoreDegraded: o.storeDegraded, SlotHeld: o.slotHeld, Queued: o.queuedHook, Held: o.holds.held}
 	return o
 }
 
@@ -244,6 +246,9 @@ func (o *Observer) Describe(ch chan<- *prometheus.Desc) {
 	ch <- o.rulesVersion
 	o.rulesLoads.Describe(ch)
 	o.rulesEmpty.Describe(ch)
+	for _, c := range o.holds.collectors() {
+		c.Describe(ch)
+	}
 }
 
 // Collect implements [prometheus.Collector].
@@ -272,6 +277,9 @@ func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 	}
 	o.rulesLoads.Collect(ch)
 	o.rulesEmpty.Collect(ch)
+	for _, c := range o.holds.collectors() {
+		c.Collect(ch)
+	}
 }
 
 // decided is the Decided hook: it observes the decision's latency and counts each

@@ -275,7 +275,7 @@ func (c *checker) overrides(n *yaml.Node, rules []Rule) []override {
 		case present(v):
 			r := Rule{}
 			if c.policies(&r, v, path+".policies") {
-				c.coreRule(&r, v, nil, path)
+				c.coreRule(&r, v, nil, nil, path)
 				o.policies = r.Policies
 			}
 		case !o.unlimited:
@@ -287,6 +287,7 @@ func (c *checker) overrides(n *yaml.Node, rules []Rule) []override {
 		if c.appliesTo(o, rules, where, path) == 0 {
 			continue
 		}
+		c.overrideSettles(o, rules, f["policies"], path+".policies")
 		id := [3]string{o.client.part, o.client.value, o.rule}
 		if first, dup := seen[id]; dup {
 			on := "every rule"

@@ -27,7 +27,7 @@ func (c Change) String() string {
 }
 
 // Diff returns what changes, rule by rule, when the rules of from are replaced by those of
-// to: the rules added, removed and changed (match, tier, key, cost, fail mode, and each
+// to: the rules added, removed and changed (match, tier, key, cost, estimate and settle, fail mode, and each
 // policy's limit, window, burst, algorithm and shadow), in the order of to and then of from.
 // A key written otherwise that reads the same parts in the same order (api_key and
 // header:x-api-key) is no change: the identities it makes are the same.
@@ -218,7 +218,10 @@ func (n *namer) describeRule(r *Rule) string {
 		match += ", tier " + r.Tier
 	}
 	key := "key " + strings.Join(r.Key, "+")
-	if r.Cost != 1 {
+	switch {
+	case r.Settle != "":
+		key += fmt.Sprintf(", estimate %d, settle %s", r.Estimate, r.Settle)
+	case r.Cost != 1:
 		key += fmt.Sprintf(", cost %d", r.Cost)
 	}
 	if r.FailClosed {
@@ -260,7 +263,13 @@ func (n *namer) ruleDiff(a, b *Rule) []string {
 	if !slices.Equal(keyParts(a.Key), keyParts(b.Key)) { // the same parts written otherwise change nothing
 		field("key", strings.Join(a.Key, "+"), strings.Join(b.Key, "+"))
 	}
-	field("cost", a.Cost, b.Cost)
+	if a.Settle == "" && b.Settle == "" {
+		field("cost", a.Cost, b.Cost)
+	} else { // charged after the response: what is held, and how it is settled
+		field("cost", costOf(a), costOf(b))
+		field("estimate", estimateOf(a), estimateOf(b))
+		field("settle", quoted(a.Settle), quoted(b.Settle))
+	}
 	field("fail", failMode(a.FailClosed), failMode(b.FailClosed))
 	aNames, bNames := n.names(a), n.names(b)
 	used := map[string]bool{}
@@ -331,6 +340,23 @@ func keyParts(key []string) []string {
 		parts[i] = partID(spec)
 	}
 	return parts
+}
+
+// costOf is a rule's cost for a diff: "(none)" for a rule with settle, which holds its
+// estimate instead.
+func costOf(r *Rule) string {
+	if r.Settle != "" {
+		return "(none)"
+	}
+	return fmt.Sprint(r.Cost)
+}
+
+// estimateOf is a rule's estimate for a diff: "(none)" for a rule without settle.
+func estimateOf(r *Rule) string {
+	if r.Settle == "" {
+		return "(none)"
+	}
+	return fmt.Sprint(r.Estimate)
 }
 
 func quoted(s string) string {

@@ -1,7 +1,7 @@
 // Package rules reads rate limits from a rules document, a file in YAML or JSON, instead of Go
 // code. [Parse] reads and validates the whole document into a [Set]; [Set.Match] picks the
-// [Rule] of a request, whose Policies, [Rule.KeyFunc], Cost and FailClosed configure a
-// ratelimit limiter and guard.
+// [Rule] of a request, whose Policies, [Rule.KeyFunc], Cost (or Estimate and
+// [Rule.SettleFunc]) and FailClosed configure a ratelimit limiter and guard.
 //
 // It is a module of its own, so that only its users download its YAML parser
 // (go.yaml.in/yaml/v3, the maintained successor of gopkg.in/yaml.v3); JSON is read with the
@@ -18,6 +18,10 @@
 //	    key: [api_key]               # required: one part, or a list of parts joined
 //	    tier: free                   # optional: only for requests of this tier
 //	    cost: 1                      # optional: what each request costs, 0 or more (default 1)
+//	    estimate: 500                # with settle, in place of cost: what each request holds while it runs, 0 or more
+//	    settle: reported             # with estimate: what a request is charged once its response is sent:
+//	                                 # reported (cost.Reported: what the handler reported with cost.Report,
+//	                                 # the estimate if nothing) or written (cost.Written: the body's bytes)
 //	    fail: open                   # optional: open (default) or closed
 //	    policies:                    # required: 1 to 32
 //	      - name: per-second         # optional: ratelimit.New names it from its parameters
@@ -41,6 +45,16 @@
 //	    rule: search-free            # optional: on this rule only; absent: every rule keyed by that part alone
 //	    policies: [{rate: 600/min}]  # its policies, or
 //	    unlimited: true              # never limited
+//
+// A rule with estimate and settle is for requests whose cost is known only once they ran (the
+// tokens of a completion, the bytes of a download; see the core's docs/costs.md): its guard
+// admits each request against the estimate (ratelimit.WithCost) and holds it while the request
+// runs, then charges what settle says in its place (ratelimit.ChargeAfter with
+// [Rule.SettleFunc]): less gives the difference back, more is an overdraft that the next
+// requests wait for. The handler reports with cost.Report(r.Context(), n). Such a rule's
+// policies, and those of the overrides that apply to it, must be able to hold an estimate: an
+// in_flight or a leaky_bucket_shaping policy cannot, which Parse refuses with the core's
+// message at the rule's settle. Shadow policies are held and settled like the others.
 //
 // The access lists and the overrides are ratelimit.WithAccess and the policies of each client
 // on the guard of every rule. The networks are matched against the client IP the guard
@@ -91,7 +105,8 @@
 // leading zero, such as 010, which YAML's parser reads as octal (8). Each policy is validated by
 // ratelimit.New itself, and the policies of a rule together, so a limit the core refuses is
 // refused here with the core's own message, at the field it names; so is a cost above what an
-// enforced policy can ever admit. Rules must have names apart, the policies of a rule too (the
+// enforced policy can ever admit. Estimate and settle go together, and not beside cost; settle
+// is reported or written, an estimate 0 or more. Rules must have names apart, the policies of a rule too (the
 // names New makes up included), and no two rules may share a pattern and a tier. Patterns are
 // registered on an http.ServeMux, which refuses what is not a pattern and two patterns of which
 // neither is more specific (such as "/a/{x}" and "/{y}/b"). A pattern that matches no
@@ -166,7 +181,8 @@
 //	go e.WatchFile(ctx, "limits.yaml")
 //	handler := ratelimit.FromGuard(e.Guard())(mux)
 //
-// Each rule becomes a guard with the rule's key, cost, fail mode (503 when closed) and
+// Each rule becomes a guard with the rule's key, cost (or estimate and settle: WithCost and
+// ChargeAfter), fail mode (503 when closed) and
 // policies, the options of [WithGuardOptions], which may not set them (WithKey, WithCost,
 // WithPolicies, WithResponse, and WithResolver, are refused), and the Response of
 // [WithResponse] with the rule's fail mode as its FailClosed. A request is matched once against

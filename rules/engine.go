@@ -305,8 +305,14 @@ func (e *Engine) guardOf(set *Set, r *Rule) (*ratelimit.Guard, error) {
 		return nil, err
 	}
 	cost := r.Cost
+	if r.Settle != "" {
+		cost = r.Estimate // held while the request runs, then replaced by what it cost
+	}
 	opts := append(slices.Clip(e.opts.guard), ratelimit.WithPolicies(r.Policies...), ratelimit.WithKey(r.key),
 		ratelimit.WithCost(func(ratelimit.Request) int64 { return cost }))
+	if charge := r.SettleFunc(); charge != nil {
+		opts = append(opts, ratelimit.ChargeAfter(charge))
+	}
 	access, overridden, err := set.ruleAccess(r)
 	if err != nil {
 		return nil, err

@@ -40,7 +40,7 @@ func TestBadDocuments(t *testing.T) {
 		// Unknown and repeated fields, at every level.
 		{name: "unknown fields", doc: "versions: 1\nrules:\n  - name: a\n    keys: ip\n    key: ip\n    match: {pattern: /a, method: GET}\n    policies:\n      - {limit: 1, window: 1s, windw: 1m}\n", want: []string{
 			"limits.yaml:1: versions: unknown field; want version, allow_empty, access, rules, overrides",
-			"limits.yaml:4: rules[0].keys: unknown field; want name, match, key, tier, cost, fail, policies",
+			"limits.yaml:4: rules[0].keys: unknown field; want name, match, key, tier, cost, estimate, settle, fail, policies",
 			"limits.yaml:6: rules[0].match.method: unknown field; want pattern",
 			"limits.yaml:8: rules[0].policies[0].windw: unknown field; want name, algorithm, rate, limit, window, period, burst, shadow",
 		}},
@@ -193,6 +193,26 @@ func TestBadDocuments(t *testing.T) {
 			`limits.yaml:9: rules[1].tier: "a\tb" holds a control character`,
 			`limits.yaml:13: rules[2].tier: 129 bytes; at most 128 are allowed`,
 		}},
+
+		// Charged after the response: estimate and settle.
+		{name: "settle without estimate", doc: "rules:\n  - name: a\n    key: ip\n    settle: reported\n    policies: [{limit: 100, window: 1m}]\n", want: []string{
+			"limits.yaml:4: rules[0].settle: settle needs an estimate: what each request holds while it runs"}},
+		{name: "estimate without settle", doc: "rules:\n  - name: a\n    key: ip\n    estimate: 20\n    policies: [{limit: 100, window: 1m}]\n", want: []string{
+			"limits.yaml:4: rules[0].estimate: an estimate without settle; give settle: reported or written, or write cost:"}},
+		{name: "cost beside estimate", doc: "rules:\n  - name: a\n    key: ip\n    cost: 5\n    estimate: 20\n    settle: written\n    policies: [{limit: 100, window: 1m}]\n", want: []string{
+			"limits.yaml:4: rules[0].cost: cost beside estimate and settle; a rule charged after the response holds its estimate while it runs: remove cost"}},
+		{name: "unknown settle", doc: "rules:\n  - name: a\n    key: ip\n    estimate: 20\n    settle: tokens\n    policies: [{limit: 100, window: 1m}]\n", want: []string{
+			`limits.yaml:5: rules[0].settle: "tokens" is not a settle source; want reported (what the handler reported with cost.Report) or written (the bytes of the response body)`}},
+		{name: "bad estimate and settle", doc: "rules:\n  - name: a\n    key: ip\n    estimate: -1\n    settle: 5\n    policies: [{limit: 100, window: 1m}]\n  - name: b\n    key: ip\n    tier: t\n    estimate: x\n    settle: reported\n    policies: [{limit: 100, window: 1m}]\n", want: []string{
+			"limits.yaml:4: rules[0].estimate: -1 is negative; an estimate is 0 or more",
+			"limits.yaml:5: rules[0].settle: want text, got 5",
+			`limits.yaml:10: rules[1].estimate: want an integer, got "x"`}},
+		{name: "settle of an in-flight policy", doc: "rules:\n  - name: a\n    key: ip\n    estimate: 20\n    settle: reported\n    policies:\n      - {limit: 100, window: 1m}\n      - {algorithm: in_flight, limit: 2, window: 30s}\n", want: []string{
+			`limits.yaml:5: rules[0].settle: ratelimit: NewGuard: ChargeAfter: ratelimit: invalid policy "in-flight-2": an in-flight policy takes no estimate to settle`}},
+		{name: "settle of a shaping policy", doc: "rules:\n  - name: a\n    key: ip\n    estimate: 20\n    settle: written\n    policies: [{algorithm: leaky_bucket_shaping, limit: 10, window: 1s}]\n", want: []string{
+			`limits.yaml:5: rules[0].settle: ratelimit: NewGuard: ChargeAfter: ratelimit: invalid policy "leaky-bucket-shaping-10-per-1s": a shaping policy takes no estimate to settle`}},
+		{name: "override of a settled rule that cannot hold", doc: "rules:\n  - name: a\n    key: api_key\n    estimate: 20\n    settle: reported\n    policies: [{limit: 100, window: 1m}]\n  - name: b\n    match: {pattern: /b}\n    key: api_key\n    policies: [{limit: 100, window: 1m}]\noverrides:\n  - client: {api_key: acme}\n    policies: [{algorithm: in_flight, limit: 2, window: 30s}]\n", want: []string{
+			`limits.yaml:13: overrides[0].policies: rule "a" has settle: reported, so these policies hold its estimate: ratelimit: NewGuard: ChargeAfter: ratelimit: invalid policy "in-flight-2"`}},
 
 		// Bounds.
 		{name: "too large", doc: "rules: []\n" + strings.Repeat("#", MaxFileSize), want: []string{

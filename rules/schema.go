@@ -17,7 +17,7 @@ import (
 // The fields of each mapping of the schema; any other field is an error.
 var (
 	documentFields = []string{"version", "allow_empty", "access", "rules", "overrides"}
-	ruleFields     = []string{"name", "match", "key", "tier", "cost", "fail", "policies"}
+	ruleFields     = []string{"name", "match", "key", "tier", "cost", "estimate", "settle", "fail", "policies"}
 	matchFields    = []string{"pattern"}
 	policyFields   = []string{"name", "algorithm", "rate", "limit", "window", "period", "burst", "shadow"}
 )
@@ -140,6 +140,7 @@ func (c *checker) rule(n *yaml.Node, path string) (Rule, written) {
 			r.Cost = cost
 		}
 	}
+	settles := c.settle(&r, f, path)
 	if v := f["fail"]; present(v) {
 		switch mode, ok := c.text(v, path+".fail"); {
 		case !ok:
@@ -150,8 +151,8 @@ func (c *checker) rule(n *yaml.Node, path string) (Rule, written) {
 		}
 	}
 	if v := f["policies"]; present(v) {
-		if c.policies(&r, v, path+".policies") && r.Cost >= 0 {
-			c.coreRule(&r, v, f["cost"], path)
+		if c.policies(&r, v, path+".policies") && r.Cost >= 0 && settles {
+			c.coreRule(&r, v, f["cost"], f["settle"], path)
 		}
 	} else {
 		c.missing(n, v, path+".policies")

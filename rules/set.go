@@ -43,8 +43,17 @@ type Rule struct {
 	Tier string
 	// Key is the rule's key as written, such as [api_key] or [ip route].
 	Key []string
-	// Cost is what each request costs (default 1).
+	// Cost is what each request costs (default 1); 0 for a rule with Settle.
 	Cost int64
+	// Estimate is, for a rule with Settle, what each request is admitted against and holds
+	// while it runs (ratelimit.WithCost of its guard; the core clamps it to half the least
+	// capacity of an enforced policy, and to at least 1).
+	Estimate int64
+	// Settle is, for a rule whose requests cost what is known only once their response has
+	// been sent, what they are charged then ([Rule.SettleFunc], ratelimit.ChargeAfter):
+	// "reported" (what the handler reported with cost.Report) or "written" (the bytes of the
+	// response body). "" for a rule that charges Cost when it admits a request.
+	Settle string
 	// FailClosed is true for fail: closed: refuse requests while the store is unavailable.
 	// False (the default, fail: open) lets them through.
 	FailClosed bool
@@ -118,6 +127,8 @@ func contentVersion(rules []Rule, a *accessLists, overrides []override) string {
 		Name, Pattern, Tier string
 		Key                 []string
 		Cost                int64
+		Estimate            int64  `json:",omitempty"` // absent without settle: the versions of other documents stay
+		Settle              string `json:",omitempty"`
 		FailClosed          bool
 		Policies            []policy
 	}
@@ -135,7 +146,7 @@ func contentVersion(rules []Rule, a *accessLists, overrides []override) string {
 	}
 	canonical.Rules = make([]rule, len(rules))
 	for i, r := range rules {
-		canonical.Rules[i] = rule{Name: r.Name, Pattern: r.Pattern, Tier: r.Tier, Key: r.Key, Cost: r.Cost, FailClosed: r.FailClosed, Policies: policiesOf(r.Policies)}
+		canonical.Rules[i] = rule{Name: r.Name, Pattern: r.Pattern, Tier: r.Tier, Key: r.Key, Cost: r.Cost, Estimate: r.Estimate, Settle: r.Settle, FailClosed: r.FailClosed, Policies: policiesOf(r.Policies)}
 	}
 	for _, n := range a.allow {
 		canonical.Allow = append(canonical.Allow, n.prefix.String())

@@ -52,13 +52,15 @@ func (c *checker) corePolicy(p ratelimit.Policy, n *yaml.Node, fields map[string
 // coreRule has ratelimit.New validate the rule's policies together (at least one enforced, no
 // two of the same name, default names included), and refuses a cost that no request could
 // ever pay: one above the capacity of an enforced policy, which the limiter denies for ever.
-// policies and cost are the nodes of those fields; cost is nil when absent.
-func (c *checker) coreRule(r *Rule, policies, cost *yaml.Node, path string) {
+// A rule with settle must have policies that can hold its estimate (see coreSettle).
+// policies, cost and settle are the nodes of those fields; cost and settle are nil when absent.
+func (c *checker) coreRule(r *Rule, policies, cost, settle *yaml.Node, path string) {
 	l, err := ratelimit.New(c.memoryStore(), r.Policies...)
 	if err != nil {
 		c.add(deref(policies), path+".policies", "%v", err)
 		return
 	}
+	c.coreSettle(l, r, settle, path+".settle")
 	if r.Cost <= 1 {
 		return // every policy admits at least 1
 	}

@@ -266,9 +266,9 @@ as the application's limiter sees it: the policies (of the rules in Redis, of -f
 -policy) over the Redis store with the application's -prefix. For each policy: its limit,
 what remains now, when it is whole again, and whether a next request of cost 1 would be
 allowed (Limiter.Peek), with its storage key; for a rule whose requests cost more, whether
-one of that cost would be allowed now. Then, if the identity has reservations outstanding
-(Limiter.Reserve), how many each policy list holds and their estimates' total. Nothing is
-charged. For an identity that has used
+one of that cost would be allowed now (for a rule with settle, one that holds its estimate).
+Then, if the identity has reservations outstanding (Limiter.Reserve), how many each policy
+list holds and their estimates' total. Nothing is charged. For an identity that has used
 nothing at those keys it says so on standard error, as reset does (its state, if the
 application refuses it, is elsewhere).
 `, args, stdout, stderr, func(ctx context.Context, st *state, now ratelimit.Decision) error {
@@ -280,10 +280,17 @@ application refuses it, is elsewhere).
 			st.warnIfNothing(stderr, "inspect", now, "so every policy shows whole")
 		}
 		st.header(stdout)
-		fmt.Fprintf(stdout, "cost      %d a request\n", st.rule.Cost)
+		cost, what := st.rule.Cost, "cost"
+		if st.rule.Settle != "" {
+			cost, what = held(st.rule.Estimate, now), "estimate"
+			fmt.Fprintf(stdout, "cost      what each request cost, charged once its response is sent (settle: %s); it holds %d while it runs (estimate: %d)\n",
+				st.rule.Settle, cost, st.rule.Estimate)
+		} else {
+			fmt.Fprintf(stdout, "cost      %d a request\n", cost)
+		}
 		fmt.Fprintf(stdout, "next      %s (a request of cost 1)\n", verdict(next.Allowed, next.RetryAfter))
-		if st.rule.Cost > 1 {
-			fmt.Fprintf(stdout, "          %s\n", costVerdict(now, st.rule.Cost))
+		if cost > 1 {
+			fmt.Fprintf(stdout, "          %s\n", costVerdict(now, cost, what))
 		}
 		fmt.Fprintln(stdout)
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -378,6 +385,19 @@ func limit(p ratelimit.Policy) string {
 }
 
 // capacity is what a policy admits at once when whole: its burst, else its limit.
+// held is what a request of a rule with settle holds while it runs: its estimate, at least 1
+// and at most half the least capacity of an enforced policy of now (a check of cost 0 under
+// the identity's policies), as the core clamps it (ratelimit.Limiter.Reserve).
+func held(estimate int64, now ratelimit.Decision) int64 {
+	most := int64(0)
+	for _, r := range now.Results() {
+		if half := capacity(r.Policy) / 2; !r.Policy.Shadow && (most == 0 || half < most) {
+			most = half
+		}
+	}
+	return min(max(estimate, 1), max(most, 1))
+}
+
 func capacity(p ratelimit.Policy) int64 {
 	if p.Burst != 0 {
 		return p.Burst
@@ -413,14 +433,16 @@ func span(d time.Duration) string {
 // policy has left (now, a check of cost 0): a policy admits a request of cost c when it has c
 // left. When one would not, it names the one with least left (how long until it has enough
 // is not known from what it has left).
-func costVerdict(now ratelimit.Decision, cost int64) string {
+//
+// what is what cost is of the rule's: its "cost", or the "estimate" a request holds.
+func costVerdict(now ratelimit.Decision, cost int64, what string) string {
 	var least *ratelimit.PolicyResult
 	for _, r := range now.Results() {
 		if !r.Policy.Shadow && r.Remaining < cost && (least == nil || r.Remaining < least.Remaining) {
 			least = &r
 		}
 	}
-	what := fmt.Sprintf("a request of the rule's cost, %d", cost)
+	what = fmt.Sprintf("a request of the rule's %s, %d", what, cost)
 	switch {
 	case least == nil:
 		return "allowed (" + what + ")"

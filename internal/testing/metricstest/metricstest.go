@@ -30,6 +30,7 @@ func NopObserver() *ratelimit.Observer {
 		StoreDegraded:       func(string, bool) {},
 		SlotHeld:            func(bool, time.Duration) {},
 		Queued:              func(bool) {},
+		Held:                func(observe.HoldEvent) {},
 	}
 }
 
