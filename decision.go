@@ -18,6 +18,10 @@ import (
 type Decision struct {
 	// Allowed reports whether every policy admitted the request. It was charged only then.
 	Allowed bool
+	// Source is what decided: the store, or while it was unavailable the local fallback, or
+	// for an identity the store had denied, the denial cache, or for a hot identity a quota
+	// lease this instance holds (Policy.Lease).
+	Source observe.Source
 	// Limit is the binding policy's capacity: its Burst for the bucket algorithms, else its
 	// Limit.
 	Limit int64
@@ -36,10 +40,6 @@ type Decision struct {
 	EffectiveWindow time.Duration
 	// Policy is the binding policy.
 	Policy Policy
-	// Source is what decided: the store, or while it was unavailable the local fallback, or
-	// for an identity the store had denied, the denial cache, or for a hot identity a quota
-	// lease this instance holds (Policy.Lease).
-	Source observe.Source
 	// Cost is what the request was charged: its cost, or for [Limiter.Reserve] the estimate
 	// held; 0 when nothing was (denied, a peek).
 	Cost int64

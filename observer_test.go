@@ -102,6 +102,16 @@ func everyEvent(t *testing.T, o *ratelimit.Observer, counts hookCounts, want map
 		hs.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
 	}
 
+	// A worker's reservation, settled (Held: taken, then settled).
+	tokens := mustNew(t, mem, ratelimit.Policy{Name: "tokens", Limit: 100, Window: time.Minute})
+	d, err := tokens.Reserve(ctx, "worker", 20)
+	if err != nil || !d.Allowed {
+		t.Fatalf("Reserve: %v, %v", d.Allowed, err)
+	}
+	if err := tokens.Settle(ctx, "worker", d, 30); err != nil {
+		t.Fatal(err)
+	}
+
 	// An outage: a Redis that refuses connections, behind a breaker that opens at the first
 	// refusal, with a local fallback deciding meanwhile (StoreFailed, BreakerChanged).
 	refused := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1})
@@ -143,10 +153,10 @@ func everyEvent(t *testing.T, o *ratelimit.Observer, counts hookCounts, want map
 // overflow); two requests without their key, the inner one waiting for the outer's slot; eight
 // requests answered (two of the slot's guard, two shaped, four in the outage), two waits (the
 // slot's, the second shaped request's) each entered and left; the outage's four failures, the
-// breaker opening once; one denial cache deaf then hearing; two maxmemory-policies read (the
+// breaker opening once; one denial cache deaf then hearing; a worker's hold taken and settled; two maxmemory-policies read (the
 // refused store's read is retried later, on its clock, which stands still); a Ring degraded.
 func TestObserverOfOneHook(t *testing.T) {
-	script := map[string]int64{"Answered": 8, "BreakerChanged": 1, "DenialCacheDeaf": 2, "KeyFellBack": 2,
+	script := map[string]int64{"Answered": 8, "BreakerChanged": 1, "DenialCacheDeaf": 2, "Held": 2, "KeyFellBack": 2,
 		"MemoryStoreFull": 64*40 - 64, "Queued": 4, "RedisEvictionPolicy": 2, "SlotHeld": 2, "StoreDegraded": 1, "StoreFailed": 4}
 	all, counts := counting()
 	everyEvent(t, all, counts, script)

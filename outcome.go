@@ -46,18 +46,24 @@ type Outcome struct {
 	// the client sees.
 	Pending bool
 
+	style headerStyle // rate-limit headers to write; none unless the limiter decided
+	// report is 1 while the report of a request that proceeded waits for the next guard or
+	// Done (event, observer: see nested.go), and is taken with an atomic swap: the guards of
+	// requests a handler serves on goroutines of its own with its request's context find it
+	// too. (Beside Pending and style: the three take one word.)
+	report uint32
+
 	// Meter is set when the guard charges the request after its response ([ChargeAfter]):
 	// the handler's context must carry it ([cost.NewContext]) for [cost.Report] to reach
 	// it, and the bytes of the response body are counted with its Wrote. The core's
 	// middleware and the framework adapters do both.
 	Meter *cost.Meter
 
-	style    headerStyle // rate-limit headers to write; none unless the limiter decided
-	resetAt  int64       // X-RateLimit-Reset: Unix seconds
-	resetIn  int64       // RateLimit t: seconds
-	retry    int64       // Retry-After seconds; 0 for none
-	policies string      // RateLimit-Policy
-	shadow   string      // X-RateLimit-Shadow: the shadow policies that denied
+	resetAt  int64  // X-RateLimit-Reset: Unix seconds
+	resetIn  int64  // RateLimit t: seconds
+	retry    int64  // Retry-After seconds; 0 for none
+	policies string // RateLimit-Policy
+	shadow   string // X-RateLimit-Shadow: the shadow policies that denied
 
 	// What Guard.Done needs to refund the charge or release the slots.
 	req     Request
@@ -66,10 +72,7 @@ type Outcome struct {
 	limiter *Limiter  // whose policies decided
 	slots   *slotHold // renews the slots the request holds; nil: none
 
-	// The report of a request that proceeded, left for the next guard or Done (see nested.go).
-	// report is 1 while it waits, and is taken with an atomic swap: the guards of requests a
-	// handler serves on goroutines of its own with its request's context find it too.
-	report   uint32
+	// The report that waits (see report).
 	event    observe.RequestEvent
 	observer *Observer
 }
