@@ -42,10 +42,10 @@ var holdsTable = []section{
 	}},
 	{"35 100 holds on one identity, none settled (a policy of 6000/min): Redis server time per call, one goroutine, in alternate slices", []row{
 		{"GCRA check, no holds (floor)", "srvh.c0", "µs", "", nil},
-		{"GCRA check, 100 holds", "srvh.c100", "µs", "srvh.c0", nil},
+		{"GCRA check, 100 holds", "srvh.c100", "µs", "srvh.c0", ratioAtMost(2)},
 		{"Reserve, no holds", "srvh.r0", "µs", "srvh.c0", nil},
-		{"Reserve, 100 holds", "srvh.r100", "µs", "srvh.c0", ratioAtMost(2)},
-		{"Reserve, 100 holds, beside Reserve with none", "srvh.r100", "µs", "srvh.r0", nil},
+		{"Reserve, 100 holds", "srvh.r100", "µs", "srvh.c0", nil},
+		{"Reserve, 100 holds, beside Reserve with none", "srvh.r100", "µs", "srvh.r0", ratioAtMost(2)},
 	}},
 }
 
