@@ -103,18 +103,25 @@ func holdable(policies []Policy) error {
 	return nil
 }
 
-// holdBounds returns the largest estimate a hold of policies takes (half the least capacity
-// of an enforced policy, at least 1) and its lifetime: maxHold, or the shortest enforced
-// window if shorter (a calendar period's: to its end).
-func holdBounds(policies []Policy, at time.Time) (maxEstimate int64, life time.Duration) {
-	maxEstimate, life = 0, maxHold
+// maxHolds bounds the holds of one identity's list that its admissions let stand at once
+// (each a record the store keeps): an estimate holds at least a maxHolds-th of the least
+// capacity, so that no more fit (twice as many across a window's end, whose holds outlive
+// their window's charges until they expire).
+const maxHolds = 1024
+
+// holdBounds returns the least and the largest estimate a hold of policies takes (a maxHolds-th
+// and half of the least capacity of an enforced policy, each at least 1) and its lifetime:
+// maxHold, or the shortest enforced window if shorter (a calendar period's: to its end).
+func holdBounds(policies []Policy, at time.Time) (minEstimate, maxEstimate int64, life time.Duration) {
+	var least int64
+	life = maxHold
 	for i := range policies {
 		p := &policies[i]
 		if p.Shadow {
 			continue
 		}
-		if half := p.capacity() / 2; maxEstimate == 0 || half < maxEstimate {
-			maxEstimate = half
+		if c := p.capacity(); least == 0 || c < least {
+			least = c
 		}
 		w := p.Window
 		if p.Period != nil {
@@ -122,7 +129,7 @@ func holdBounds(policies []Policy, at time.Time) (maxEstimate int64, life time.D
 		}
 		life = min(life, w)
 	}
-	return max(maxEstimate, 1), max(life, time.Millisecond)
+	return max(least/maxHolds, 1), max(least/2, 1), max(life, time.Millisecond)
 }
 
 // keepFor is how long the record of holds of policies lives after a reserve: the longest a
@@ -209,7 +216,8 @@ var errSettledTwice = &opError{"settling", ErrBadRequest, errors.New("the reserv
 // instances over one Redis, the holds of all are counted in each admission.
 //
 // An estimate above half the least capacity of the enforced policies holds that half (a
-// request cannot take the whole quota before it ran), and below 1 holds 1. A hold lasts until
+// request cannot take the whole quota before it ran), and below a 1,024th of it (or 1) holds
+// that: no identity can make the store keep more than 1,024 holds of its list at once. A hold lasts until
 // settled, at most until the shortest window's length (a calendar period's end) or 5 minutes:
 // a hold that outlives it — its instance died, its request was never settled — is given back by
 // the next Reserve or Settle of the identity, and charges nothing. A request still running is
@@ -237,8 +245,8 @@ func (l *Limiter) Reserve(ctx context.Context, key string, estimate int64) (Deci
 		now = clockOf(l.store).Now()
 	}
 	policies := l.policiesAt(now)
-	most, life := holdBounds(policies, now)
-	cost := min(max(estimate, 1), most)
+	least, most, life := holdBounds(policies, now)
+	cost := min(max(estimate, least), most)
 	h := &hold{id: newHoldID(), tag: holdsTag(policies), cost: cost, life: life.Microseconds(), keep: keepFor(policies, life)}
 	var start time.Time
 	if l.timed {
