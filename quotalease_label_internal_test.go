@@ -125,7 +125,7 @@ func TestRefundOfARetriedCheckGoesToRedis(t *testing.T) {
 	redis.fails.Store(1) // the lease check fails, the fallback denies k, Redis admits the request
 	d, _ := l.Allow(ctx, "hot")
 	_ = l.Settle(ctx, "hot", d, 0) // CountIf: the response did not count
-	redis.fails.Store(1 << 30)  // Redis down for good
+	redis.fails.Store(1 << 30)     // Redis down for good
 	for range 5 {
 		if d, _ := l.Allow(ctx, "hot"); d.Allowed && d.Source == observe.SourceFallback {
 			fallbackAdmitted++
