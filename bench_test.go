@@ -147,7 +147,10 @@ redis.call('SET', KEYS[1], string.format('%d', t + 1), 'PX', 60000) return {1, 0
 // tables of 8-byte buckets, 50-100% full). Run with -v to see the figures; it fails only when
 // an identity costs more than 256 bytes.
 func TestRedisMemoryPerKey(t *testing.T) {
-	_ = redistest.Standalone(t) // starts the server
+	// A server of its own, whose used_memory only this test moves: it runs beside the other
+	// parallel tests, its wait for the rehash (below) theirs too.
+	t.Parallel()
+	addr := redistest.Private(t)
 	type row struct {
 		name   string
 		policy ratelimit.Policy
@@ -163,10 +166,10 @@ func TestRedisMemoryPerKey(t *testing.T) {
 		row{"gcra, compact state", ratelimit.Policy{Limit: 100, Window: time.Minute}, []ratelimit.RedisOption{ratelimit.WithCompactState()}})
 	const n = 4000 // 10 rows of it, with 70,000 keys first: no hash table doubling in a row
 	// One connection, used in turn: a pool opening connections would be measured too.
-	one := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), PoolSize: 1})
+	one := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1})
 	defer one.Close()
 	warm := redistest.Prefix(t)
-	warmer := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), PoolSize: 1})
+	warmer := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1})
 	pipe := warmer.Pipeline()
 	for i := 0; i < 70_000; i++ {
 		pipe.Set(ctx, warm+strconv.Itoa(i), "x", time.Minute)

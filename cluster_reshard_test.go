@@ -30,6 +30,7 @@ var twoKeys = []ratelimit.Policy{
 // from four goroutines, every check is decided by Redis, and the spare ends up running the
 // checks as the library's function.
 func TestClusterReshardToFreshMaster(t *testing.T) {
+	t.Parallel() // a cluster of its own, mostly waited for
 	c := redistest.ClusterWithSpare(t)
 	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { client.Close() })
@@ -152,6 +153,7 @@ func splitSlot(t *testing.T, opts ...ratelimit.RedisOption) (*redistest.SpareClu
 // ran nothing) is sent again until the slot has moved, within its deadline (issue 34: it
 // failed at once, of kind unavailable).
 func TestClusterTryAgainSentAgain(t *testing.T) {
+	t.Parallel() // a cluster of its own (splitSlot)
 	c, slot, l, hook := splitSlot(t)
 	done := make(chan error, 1)
 	go func() {
@@ -178,6 +180,7 @@ func TestClusterTryAgainSentAgain(t *testing.T) {
 // A call still answered TRYAGAIN at its deadline fails, of kind unavailable, saying how many
 // times it was sent, and the store says so in its log.
 func TestClusterTryAgainUntilTheDeadline(t *testing.T) {
+	t.Parallel() // a cluster of its own (splitSlot)
 	var buf syncBuffer
 	_, _, l, hook := splitSlot(t, ratelimit.WithLogger(slog.New(slog.NewTextHandler(&buf, nil))), ratelimit.WithBreaker(0, 0))
 	c, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)

@@ -36,9 +36,10 @@ func (f *fullCounter) observer() *ratelimit.Observer {
 	return o
 }
 
-// A flood of a million fresh identities at the bound neither resets an exhausted identity nor
-// locks out a newcomer; an identity that used more than half its limit keeps its count; the
-// store says once that it is full, and counts what it forgot.
+// A flood of a million fresh identities at the bound (a hundred thousand under the race
+// detector: a hundred times the bound) neither resets an exhausted identity nor locks out a
+// newcomer; an identity that used more than half its limit keeps its count; the store says
+// once that it is full, and counts what it forgot.
 func TestMemoryStoreFlood(t *testing.T) {
 	clock := newFakeClock()
 	var logged syncBuffer
@@ -52,7 +53,7 @@ func TestMemoryStoreFlood(t *testing.T) {
 	for range 3 {
 		allow(t, l, "regular", 1) // 3 of 5: more than half, kept
 	}
-	const flood = 1_000_000
+	const flood = 1_000_000 / raceShrink
 	for i := range flood {
 		if !allow(t, l, "flood-"+strconv.Itoa(i), 1).Allowed {
 			t.Fatalf("flood identity %d refused: the full store locks newcomers out", i+1)

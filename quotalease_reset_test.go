@@ -324,6 +324,7 @@ func TestLeaseResetChild(t *testing.T) {
 // fleet admitted them on top of the limit. The leasing instance never hears the reset here
 // (no denial cache), as one whose subscription was down.
 func TestResetWhileTheSlotMoves(t *testing.T) {
+	t.Parallel() // a cluster of its own, mostly waited for
 	c := redistest.ClusterWithSpare(t)
 	prefix := redistest.Prefix(t)
 	clock := newFakeClock()
@@ -411,6 +412,7 @@ func admittedAfterReset(t *testing.T, leasing, plain *ratelimit.Limiter, clock *
 // held one: the move then failed (MIGRATE: BUSYKEY, the count already on the new node), as
 // redis-cli's reshard does, and one of the two counts was lost.
 func TestLeaseWhileTheSlotMoves(t *testing.T) {
+	t.Parallel() // a cluster of its own, mostly waited for
 	c := redistest.ClusterWithSpare(t)
 	prefix := redistest.Prefix(t)
 	clock := newFakeClock()

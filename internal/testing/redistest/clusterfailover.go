@@ -29,7 +29,7 @@ func ClusterWithReplica(t testing.TB) *FailoverCluster {
 	args := func(dir string, port int) []string {
 		return append(clusterArgs(dir, port), "--cluster-node-timeout", "500", "--repl-diskless-sync-delay", "0")
 	}
-	c := &FailoverCluster{nodes: clusterPlusOne(t, "a cluster with a replica", "failover-cluster", args)}
+	c := &FailoverCluster{nodes: clusterPlusOne(t, "a cluster with a replica", "failover-cluster", args, args)}
 	for _, s := range c.nodes {
 		c.Addrs = append(c.Addrs, s.addr())
 	}
@@ -40,15 +40,20 @@ func ClusterWithReplica(t testing.TB) *FailoverCluster {
 }
 
 // clusterPlusOne starts a 3-master cluster of the test's own (what names it, in a skip or a
-// failure), and one more node, not yet in it; they are stopped when the test ends.
-func clusterPlusOne(t testing.TB, what, name string, args func(dir string, port int) []string) []*server {
+// failure), its nodes with the arguments of args, and one more node, with those of oneArgs,
+// not yet in it; they are stopped when the test ends.
+func clusterPlusOne(t testing.TB, what, name string, args, oneArgs func(dir string, port int) []string) []*server {
 	t.Helper()
 	if _, err := lookPath(); err != nil {
 		failUnavailable(t, what, err)
 	}
 	var nodes []*server
 	for i := range clusterNodes + 1 {
-		s, err := startServer(fmt.Sprintf("%s-%d", name, i), args)
+		a := args
+		if i == clusterNodes {
+			a = oneArgs
+		}
+		s, err := startServer(fmt.Sprintf("%s-%d", name, i), a)
 		if err != nil {
 			t.Fatalf("redistest: %v", err)
 		}

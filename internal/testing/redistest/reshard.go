@@ -26,7 +26,7 @@ type SpareCluster struct {
 // [Standalone] does.
 func ClusterWithSpare(t testing.TB) *SpareCluster {
 	t.Helper()
-	c := &SpareCluster{nodes: clusterPlusOne(t, "a cluster with a spare master", "spare-cluster", clusterArgs)}
+	c := &SpareCluster{nodes: clusterPlusOne(t, "a cluster with a spare master", "spare-cluster", clusterArgs, spareArgs)}
 	for _, s := range c.nodes[:clusterNodes] {
 		c.Addrs = append(c.Addrs, s.addr())
 	}
@@ -35,6 +35,18 @@ func ClusterWithSpare(t testing.TB) *SpareCluster {
 		t.Fatalf("redistest: adding the spare master: %v", err)
 	}
 	return c
+}
+
+// spareNodeTimeout is the spare's cluster node timeout (the masters keep Redis' 15 s). A master
+// that saw no majority of the slots' masters, as the spare before it meets them, waits its
+// node timeout (5 s at most) before it calls the cluster ok: 5 s of every ClusterWithSpare by
+// default. Its failure reports alone never mark a master failed (that takes two masters'), and
+// it counts a master unreachable only after 2 s without an answer.
+const spareNodeTimeout = "2000"
+
+// spareArgs returns the extra redis-server arguments of the spare master.
+func spareArgs(dir string, port int) []string {
+	return append(clusterArgs(dir, port), "--cluster-node-timeout", spareNodeTimeout)
 }
 
 // join has the spare meet every master, and waits until each knows it and it sees the
