@@ -40,7 +40,9 @@ type Observer interface {
 // Call it once per observer and give the result to every store of it: guards over stores
 // that share the one pointer count a request they both check once.
 //
-// Hooks(nil) is nil, which ratelimit.WithObserver refuses.
+// Hooks(nil) is nil, which ratelimit.WithObserver refuses. The hooks added after the old
+// interface (Held, of the holds of ratelimit.Limiter.Reserve) are left nil: it has no
+// method for them.
 //
 // Deprecated: set the hooks of a ratelimit.Observer instead; this function goes away in the
 // next release.

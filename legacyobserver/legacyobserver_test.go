@@ -70,17 +70,22 @@ func TestHooksForwardEachEvent(t *testing.T) {
 	}
 }
 
+// unlearned are the hooks ratelimit.Observer gained after the old interface, which Hooks
+// documents as left nil.
+var unlearned = map[string]bool{"Held": true}
+
 // Hooks sets every hook ratelimit.Observer has: a hook added to it must be forwarded here too,
-// or documented as one the old interface does not learn.
+// or documented as one the old interface does not learn (unlearned).
 func TestHooksSetsEveryHook(t *testing.T) {
 	v := reflect.ValueOf(legacyobserver.Hooks(&calls{})).Elem()
 	for i := range v.NumField() {
-		if v.Field(i).IsNil() {
-			t.Errorf("Hooks leaves %s nil", v.Type().Field(i).Name)
+		name := v.Type().Field(i).Name
+		if v.Field(i).IsNil() != unlearned[name] {
+			t.Errorf("Hooks leaves %s nil: %v, want %v", name, v.Field(i).IsNil(), unlearned[name])
 		}
 	}
-	if v.NumField() != 11 {
-		t.Errorf("ratelimit.Observer has %d hooks; the old interface had 11 events", v.NumField())
+	if v.NumField()-len(unlearned) != 11 {
+		t.Errorf("ratelimit.Observer has %d hooks the old interface learns; it had 11 events", v.NumField()-len(unlearned))
 	}
 	if legacyobserver.Hooks(nil) != nil {
 		t.Error("Hooks(nil) is not nil: WithObserver would take an observer that panics")
