@@ -92,6 +92,9 @@ var holdConformance = []struct {
 // TestConformanceHolds runs the reservations' tables on every engine of the conformance table.
 func TestConformanceHolds(t *testing.T) {
 	for _, e := range conformanceEngines() {
+		if e.name == "redis wrapped outside the package" {
+			continue // a wrapper keeps no holds, and Reserve refuses it (TestReserveOverAWrapperStore)
+		}
 		t.Run(e.name, func(t *testing.T) {
 			clock := newFakeClock()
 			store := e.store(t, ratelimit.WithClock(clock))

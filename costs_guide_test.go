@@ -57,10 +57,10 @@ func costsWorker(ctx context.Context, tokens *ratelimit.Limiter, model model, pr
 	}
 	usage, err := model.Complete(ctx, prompt)
 	if err != nil {
-		_ = tokens.Settle(ctx, "tenant:acme", d, 0) // nothing was used: the hold goes back
+		_ = tokens.Settle(context.WithoutCancel(ctx), "tenant:acme", d, 0) // nothing was used: the hold goes back
 		return err
 	}
-	return tokens.Settle(ctx, "tenant:acme", d, usage.TotalTokens)
+	return tokens.Settle(context.WithoutCancel(ctx), "tenant:acme", d, usage.TotalTokens) // even if ctx ended meanwhile
 }
 
 // costsTransport is docs/costs.md's outgoing client, as written.

@@ -42,6 +42,31 @@ type holdStore interface {
 	settle(ctx context.Context, key string, policies []Policy, h *hold, actual int64) (held bool, err error)
 }
 
+// holdsThrough is the capability of a store of this package that wraps another and passes
+// holds through to it untouched (the quota leases: a list with Lease takes no holds). A
+// wrapper written elsewhere cannot have it: holds do not pass over a wrapper whose Check
+// they would skip (its metrics, its cache, its breaker).
+type holdsThrough interface{ passesHolds() }
+
+// holdsOf returns the store of s that keeps holds: s itself, or the one a wrapper of this
+// package passes them to.
+func holdsOf(s Store) (holdStore, bool) {
+	for s != nil {
+		if hs, ok := s.(holdStore); ok {
+			return hs, true
+		}
+		w, ok := s.(wrapperStore)
+		if _, passes := s.(holdsThrough); !ok || !passes {
+			break
+		}
+		s = w.Unwrap()
+	}
+	return nil, false
+}
+
+// errNoHolds is the error of a reservation over a store that keeps no holds.
+var errNoHolds = &opError{opCheck, ErrBadRequest, errors.New("the store keeps no holds: use NewMemoryStore or NewRedisStore, unwrapped (a wrapper's Check would be skipped)")}
+
 // noRecord is the id of a settle without a hold: a charge made by a plain check, settled at
 // more than it charged (the overdraft is charged, nothing is looked up).
 const noRecord = "-"
@@ -73,14 +98,17 @@ func newHoldID() string {
 	return holdPrefix + strconv.FormatUint(binary.BigEndian.Uint64(b[:]), 36)
 }
 
-// holdsTag names a policy list's holds: a digest of its policies' tags, so that two lists of
-// one identity keep their holds apart (an expired hold is given back to the policies that
-// charged it).
+// holdsTag names a policy list's holds: a digest of its policies' tags, limits and bursts, so
+// that two lists of one identity keep their holds apart — two tiers whose policies differ in
+// their limits alone share their state, not their holds: an expired hold is given back at the
+// rate of the policies that charged it. (cmd/ratelimit's inspect computes the same.)
 func holdsTag(policies []Policy) string {
 	h := fnv.New64a()
+	var b [48]byte
 	for i := range policies {
 		h.Write([]byte(policies[i].tag()))
-		h.Write([]byte{0})
+		n := append(append(append(append(b[:0], 0), strconv.FormatInt(policies[i].Limit, 10)...), 0), strconv.FormatInt(policies[i].Burst, 10)...)
+		h.Write(append(n, 0))
 	}
 	return strconv.FormatUint(h.Sum64(), 36)
 }
@@ -174,6 +202,30 @@ func holdOffsets(policies []Policy, out []PolicyResult, cost int64) []int64 {
 	return offs
 }
 
+// overdraftTimes bounds an overdraft: at most this many times a policy's capacity is charged
+// beyond what a settle's decision charged — enough to refuse for as many windows — and, for a
+// TAT, no more than its exact arithmetic holds (maxOverdraft). A usage a broken upstream
+// reports as 2^62 refuses the identity; it does not wrap its count to free.
+const overdraftTimes = 16
+
+// maxOverdraft returns the most a settle charges beyond its decision's charge on the policies
+// of mask: overdraftTimes their least capacity, and for a TAT what keeps its products below
+// 2^53 with room for the state it adds to (its span then stays below 2^51µs).
+func maxOverdraft(policies []Policy, mask uint64) int64 {
+	most := int64(algo.Exact)
+	for i := range policies {
+		if i < 64 && mask&(1<<i) == 0 {
+			continue
+		}
+		c := policies[i].compiled
+		most = min(most, overdraftTimes*c.params.Capacity())
+		if c.model.UsesBurst() {
+			most = min(most, (algo.Exact-c.params.Den)/(4*c.params.Num)) // a span of 2^51µs at most
+		}
+	}
+	return max(most, 1)
+}
+
 // settleOffsets returns the offsets of the refund of a hold settled at actual, less than its
 // estimate: for a TAT, at the end of the actual's part of the charge (holds.lua's
 // settle_offsets), since what is given back is the charge's tail, which time uses last.
@@ -236,9 +288,9 @@ func (l *Limiter) Reserve(ctx context.Context, key string, estimate int64) (Deci
 	if err := l.holdable(); err != nil {
 		return Decision{}, err
 	}
-	hs, ok := capability[holdStore](l.store)
+	hs, ok := holdsOf(l.store)
 	if !ok {
-		return Decision{}, &opError{opCheck, ErrBadRequest, errors.New("the store keeps no holds; use NewMemoryStore or NewRedisStore")}
+		return Decision{}, errNoHolds
 	}
 	now := l.now()
 	if now.IsZero() {
@@ -290,7 +342,10 @@ func (l *Limiter) holdable() error {
 // denied decision settles nothing.
 //
 // A decision of [Limiter.Reserve] is settled once: a second Settle is refused (ErrBadRequest)
-// and charges nothing. A hold that expired before its Settle was given back: its whole actual
+// and charges nothing. A Settle whose context had ended asks nothing of the store and may be
+// made again; settle on context.WithoutCancel(ctx) when the work's own context may have ended
+// with it (a store call that fails on the way cannot be told from one that was made, and is
+// not made again: the hold then gives itself back when its lifetime ends). A hold that expired before its Settle was given back: its whole actual
 // is charged then. A negative actual is refused and changes nothing. Over a window or a
 // calendar period that has ended, nothing is given back (time did), and what the request cost
 // beyond its estimate is charged to the current window — or stays in the period, which has a
@@ -305,7 +360,13 @@ func (l *Limiter) Settle(ctx context.Context, key string, d Decision, actual int
 	if !d.Allowed {
 		return nil
 	}
+	if policies := l.policiesOf(&d); actual > d.Cost {
+		actual = d.Cost + min(actual-d.Cost, maxOverdraft(policies, chargedMask(policies, d.Results())))
+	}
 	if d.hold != nil {
+		if err := ctx.Err(); err != nil { // the store was not asked: the settle may be tried again
+			return &opError{"settling", nil, err}
+		}
 		if !d.hold.settled.CompareAndSwap(false, true) {
 			return errSettledTwice
 		}
@@ -360,7 +421,7 @@ func (l *Limiter) settleHold(ctx context.Context, key string, d *Decision, h *ho
 			return true, nil
 		}
 	}
-	hs, ok := capability[holdStore](store)
+	hs, ok := holdsOf(store)
 	if !ok {
 		return false, &opError{"settling", ErrBadRequest, errors.New("the store keeps no holds")}
 	}

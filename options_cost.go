@@ -48,5 +48,8 @@ func (gc *guardConfig) fitsAfter(l *Limiter) error {
 	if err := l.holdable(); err != nil {
 		return fmt.Errorf("ChargeAfter: %w", err)
 	}
+	if _, ok := holdsOf(l.store); !ok {
+		return fmt.Errorf("ChargeAfter: %w", errNoHolds)
+	}
 	return nil
 }

@@ -2,21 +2,17 @@ package ratelimit
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit/observe"
 )
-
-// errNoHolds is the error of a reservation on a store that keeps no holds.
-var errNoHolds = &opError{opCheck, ErrBadRequest, errors.New("the store keeps no holds; use NewMemoryStore or NewRedisStore")}
 
 // reserve declares that the store keeps holds when the wrapped store does: through the
 // breaker, and on the local fallback while the store fails, as a check. The denial cache
 // neither answers it (the holds that expired give back what a cached denial does not know of)
 // nor remembers its denials.
 func (s *resilientStore) reserve(ctx context.Context, key string, policies []Policy, h *hold, out []PolicyResult) (time.Time, error) {
-	hs, ok := capability[holdStore](s.next)
+	hs, ok := holdsOf(s.next)
 	if !ok {
 		return time.Time{}, errNoHolds
 	}
@@ -45,7 +41,7 @@ func (s *resilientStore) reserve(ctx context.Context, key string, policies []Pol
 // settle declares that the store keeps holds when the wrapped store does: through the breaker,
 // forgetting the identity's cached denials as a refund does.
 func (s *resilientStore) settle(ctx context.Context, key string, policies []Policy, h *hold, actual int64) (held bool, err error) {
-	hs, ok := capability[holdStore](s.next)
+	hs, ok := holdsOf(s.next)
 	if !ok {
 		return false, errNoHolds
 	}
@@ -62,7 +58,7 @@ func (f *fallback) reserve(ctx context.Context, key string, policies []Policy, h
 	if err != nil {
 		return time.Time{}, err
 	}
-	hs, ok := capability[holdStore](f.store)
+	hs, ok := holdsOf(f.store)
 	if !ok {
 		return time.Time{}, errNoHolds
 	}

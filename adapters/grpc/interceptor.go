@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/a7d3e0dd/ratelimit"
@@ -83,7 +84,7 @@ func unary(g *ratelimit.Guard) grpc.UnaryServerInterceptor {
 		}
 		if op.Meter == nil {
 			resp, err := handler(dc, req)
-			g.Done(op, HTTPStatus(codeOf(err)))
+			g.Done(op, doneStatus(ctx, err))
 			return resp, err
 		}
 		// ChargeAfter: the handler reports its cost through its context; the reply's bytes count.
@@ -91,7 +92,7 @@ func unary(g *ratelimit.Guard) grpc.UnaryServerInterceptor {
 		if err == nil {
 			op.Meter.Wrote(sizeOf(resp))
 		}
-		g.Done(op, HTTPStatus(codeOf(err)))
+		g.Done(op, doneStatus(ctx, err))
 		return resp, err
 	}
 }
@@ -126,9 +127,22 @@ func stream(g *ratelimit.Guard) grpc.StreamServerInterceptor {
 			return handler(srv, ss)
 		}
 		err := handler(srv, ss)
-		g.Done(op, HTTPStatus(codeOf(err)))
+		g.Done(op, doneStatus(ctx, err))
 		return err
 	}
+}
+
+// doneStatus returns the status the interceptors tell the guard of a call that ended with err
+// on the incoming context ctx: its HTTPStatus — but a DeadlineExceeded of a call whose client
+// set a deadline is the client ending it, 499 as Canceled is, not a server's 504: a client
+// that chooses its deadline to cut each call short does not get it as a server error, which
+// ChargeAfter's usual charges (cost.Reported, cost.Written) charge nothing.
+func doneStatus(ctx context.Context, err error) int {
+	c := codeOf(err)
+	if _, set := ctx.Deadline(); set && c == codes.DeadlineExceeded {
+		c = codes.Canceled
+	}
+	return HTTPStatus(c)
 }
 
 // done completes an outcome after its handler returned: the handler panicked (a recovering

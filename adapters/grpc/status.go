@@ -161,7 +161,8 @@ func retryDelay(o *ratelimit.Outcome, retryAfter string) (time.Duration, bool) {
 // 400, Unauthenticated 401, PermissionDenied 403, NotFound 404, AlreadyExists and Aborted 409,
 // ResourceExhausted 429, Unimplemented 501, Unavailable 503, DeadlineExceeded 504, and 500 for
 // the rest (Unknown, Internal, DataLoss). It is the status the interceptors give
-// [ratelimit.Guard.Done], so it is what a [ratelimit.CountIf] function sees:
+// [ratelimit.Guard.Done] (but DeadlineExceeded, when the client set the call's deadline: 499,
+// as Canceled), so it is what a [ratelimit.CountIf] function sees:
 //
 //	ratelimit.CountIf(func(s int) bool { return s == grpclimit.HTTPStatus(codes.Unauthenticated) })
 func HTTPStatus(c codes.Code) int {

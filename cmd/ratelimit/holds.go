@@ -30,7 +30,8 @@ type heldList struct {
 
 // holdsPattern is the SCAN pattern of the holds keys of st's identity, and the holds key of
 // the list of the policies of d, a check of them: what precedes the end of the hash tag in
-// the identity's storage keys, then ":h" and a digest of the list's policy tags. With compact
+// the identity's storage keys, then ":h" and a digest of the list's policy tags, limits and
+// bursts (as the library's holdsTag). With compact
 // state, whose hash tag other identities share, a key is the compact key of its list's first
 // policy, then ":h" and the digest, and the pattern matches the lists whose first policy is
 // the inspected list's: the records of the identity's other lists cannot be told from other
@@ -41,7 +42,7 @@ func (st *state) holdsPattern(d ratelimit.Decision) (pattern, ours string) {
 	for _, r := range results {
 		readable := ratelimit.StorageKey("", "-", r.Policy, false) // "{-}:" and the policy's tag
 		h.Write([]byte(readable[len("{-}:"):]))
-		h.Write([]byte{0})
+		fmt.Fprintf(h, "\x00%d\x00%d\x00", r.Policy.Limit, r.Policy.Burst)
 	}
 	tag := ":h" + strconv.FormatUint(h.Sum64(), 36)
 	first := ratelimit.StorageKey(st.prefix, st.identity, results[0].Policy, st.compact)
