@@ -67,6 +67,12 @@ func holdsOf(s Store) (holdStore, bool) {
 // errNoHolds is the error of a reservation over a store that keeps no holds.
 var errNoHolds = &opError{opCheck, ErrBadRequest, errors.New("the store keeps no holds: use NewMemoryStore or NewRedisStore, unwrapped (a wrapper's Check would be skipped)")}
 
+// overdrawer is the capability of the memory store's overflow quota: a settle above its
+// estimate of a decision made there charges the difference there.
+type overdrawer interface {
+	overdraw(ctx context.Context, key string, policies []Policy, mask uint64, cost int64) error
+}
+
 // noRecord is the id of a settle without a hold: a charge made by a plain check, settled at
 // more than it charged (the overdraft is charged, nothing is looked up).
 const noRecord = "-"
@@ -404,10 +410,15 @@ func (l *Limiter) Settle(ctx context.Context, key string, d Decision, actual int
 func (l *Limiter) settleHold(ctx context.Context, key string, d *Decision, h *hold, actual int64) (bool, error) {
 	if d.overflowed() {
 		// Decided on a memory store's overflow quota, which keeps no holds: what the estimate
-		// charged beyond the actual goes back there; the quota is shared by strangers, and an
-		// overdraft is not charged to it.
-		if actual < h.cost {
+		// charged beyond the actual goes back there, and an overdraft is charged there (a
+		// client that filled the store gets no free usage on it).
+		switch {
+		case actual < h.cost:
 			return true, l.refund(ctx, key, *d, h.cost-actual, false)
+		case actual > h.cost:
+			if o, ok := onOverflow(l.store, d).(overdrawer); ok {
+				return true, o.overdraw(ctx, key, l.policiesOf(d), h.mask, actual-h.cost)
+			}
 		}
 		return true, nil
 	}

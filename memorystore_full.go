@@ -196,6 +196,23 @@ func (q overflowQuota) Check(ctx context.Context, key string, policies []Policy,
 	return t, nil
 }
 
+// overdraw charges cost on the overflow quota of key's shard to the policies of mask beyond
+// their capacity: a settle above its estimate of a decision made there (see Limiter.Settle).
+func (q overflowQuota) overdraw(ctx context.Context, key string, policies []Policy, mask uint64, cost int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := compiledAll(policies); err != nil {
+		return err
+	}
+	sh := q.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	var buf [len(overflowIdentity) + 16]byte
+	sh.overdraw(append(buf[:0], overflowIdentity...), policies, mask, cost, q.clock.Now().UnixMicro())
+	return nil
+}
+
 func (q overflowQuota) Refund(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) error {
 	return q.refund(ctx, key, []byte(overflowIdentity), policies, cost, at)
 }

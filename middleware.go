@@ -106,17 +106,17 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.g.Done(op, sw.statusCode())
 }
 
-// panicked completes the outcome of a handler that panicked, as a 500 — but for the panic of a
-// handler whose client went away (http.ErrAbortHandler: httputil.ReverseProxy mid-stream),
-// which was served as far as it got, with the status it had answered — and passes the panic
-// on. After Done, it does nothing.
+// panicked completes the outcome of a handler that panicked, as a 500 when it had answered
+// nothing, else with the status its client got (its client left mid-stream, so that
+// httputil.ReverseProxy panics with http.ErrAbortHandler; a cleanup failed after the answer):
+// it was served as far as it got. It passes the panic on. After Done, it does nothing.
 func (h *limitHandler) panicked(o *Outcome, sw *statusWriter) {
 	if !o.Pending {
 		return
 	}
 	v := recover()
 	status := http.StatusInternalServerError
-	if v == http.ErrAbortHandler && sw.status != 0 {
+	if sw.status != 0 { // it had answered: its client got that status
 		status = sw.status
 	}
 	h.g.Done(o, status)

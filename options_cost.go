@@ -21,7 +21,8 @@ import (
 // quota free. When it ends its charge becomes what charge returns ([Limiter.Settle]): less
 // gives the difference back, more is an overdraft that refuses the next requests until time
 // repays it. A streamed response settles when it ends, also when its client goes away
-// mid-stream (what was written is charged); a handler that panics is told as a 500. A
+// mid-stream (what was written is charged); a handler that panics before answering is told
+// as a 500 (after answering, with the status its client got). A
 // negative charge is reported to the error handler and the estimate stays charged.
 //
 // The guard's policies must be able to hold (no in-flight, shaping or leasing policy: see

@@ -87,7 +87,7 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	var meter *cost.Meter
 	if t.ChargeAfter != nil { // the caller reports the cost on the request's context
 		meter = new(cost.Meter)
-		r = r.WithContext(cost.NewContext(r.Context(), meter))
+		r = r.WithContext(cost.NewContext(cost.Detach(r.Context()), meter)) // its own: not an incoming request's
 	}
 	resp, err := base.RoundTrip(r)
 	if d.holds() || meter != nil { // in flight until its body is closed

@@ -2,6 +2,7 @@ package cost
 
 import (
 	"context"
+	"math"
 	"sync/atomic"
 )
 
@@ -27,6 +28,17 @@ func NewContext(parent context.Context, m *Meter) context.Context {
 		m.outer = outer
 	}
 	return context.WithValue(parent, meterKey{}, m)
+}
+
+// Detach returns a copy of ctx that carries no meter: a report on it, or on a context made from
+// it with NewContext, reaches none of ctx's. A client's own meter (ratelimit.Transport's, of a
+// call a handler makes) is made under it, so that what the call reports of its usage is not
+// charged to the incoming request too.
+func Detach(ctx context.Context) context.Context {
+	if FromContext(ctx) == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, meterKey{}, (*Meter)(nil))
 }
 
 // FromContext returns the meter ctx carries, or nil.
@@ -64,15 +76,30 @@ func (m *Meter) Report(n int64) {
 		return
 	}
 	for ; m != nil; m = m.outer {
-		m.reported.Add(n)
+		addCapped(&m.reported, n)
 		m.reports.Add(1)
+	}
+}
+
+// addCapped adds n, not negative, to v, stopping at the largest int64 rather than wrapping to
+// a negative sum.
+func addCapped(v *atomic.Int64, n int64) {
+	for {
+		old := v.Load()
+		sum := old + n
+		if sum < old {
+			sum = math.MaxInt64
+		}
+		if v.CompareAndSwap(old, sum) {
+			return
+		}
 	}
 }
 
 // Wrote adds n to the bytes the request's response wrote (its body; the headers not).
 func (m *Meter) Wrote(n int64) {
 	if n > 0 {
-		m.written.Add(n)
+		addCapped(&m.written, n)
 	}
 }
 

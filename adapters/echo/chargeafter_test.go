@@ -15,17 +15,20 @@ import (
 	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
 )
 
-// A handler that ends with http.ErrAbortHandler — httputil.ReverseProxy when its client goes
-// away mid-stream — was served as far as it got: it is charged what it reported, not as a
-// failure of the server (nothing); a handler that panics otherwise is charged nothing.
+// A handler that panics after answering — with http.ErrAbortHandler, as httputil.ReverseProxy
+// does when its client goes away mid-stream, or a cleanup failing — was served as far as it
+// got: it is charged what it reported, not as a failure of the server; a handler that panics
+// before answering is a 500, charged nothing.
 func TestChargeAfterPanics(t *testing.T) {
 	for _, c := range []struct {
-		name  string
-		panic any
-		want  int64 // charged
+		name   string
+		panic  any
+		answer bool  // the handler writes its answer before it panics
+		want   int64 // charged
 	}{
-		{"aborted", http.ErrAbortHandler, 30},
-		{"failed", "the handler failed", 0},
+		{"aborted", http.ErrAbortHandler, true, 30},
+		{"failed after answering", "a cleanup failed", true, 30},
+		{"failed before answering", "the handler failed", false, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			l := mustNew(ratelimit.NewMemoryStore(ratelimit.WithClock(fakeclock.New(fakeclock.T0))), ratelimit.Policy{Limit: 100, Window: time.Minute})
@@ -38,7 +41,9 @@ func TestChargeAfterPanics(t *testing.T) {
 			})
 			e.Use(echolimit.New(l, ratelimit.WithCost(func(ratelimit.Request) int64 { return 20 }), ratelimit.ChargeAfter(cost.Reported)))
 			e.GET("/", func(ctx echo.Context) error {
-				io.WriteString(ctx.Response(), "data: token\n\n")
+				if c.answer {
+					io.WriteString(ctx.Response(), "data: token\n\n")
+				}
 				cost.Report(ctx.Request().Context(), 30)
 				panic(c.panic)
 			})

@@ -185,9 +185,10 @@ func (w *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return conn, rw, err
 }
 
-// panicked completes the outcome of a handler that panicked, as a 500 — but for the panic of a
-// handler whose client went away (http.ErrAbortHandler: httputil.ReverseProxy mid-stream),
-// which was served as far as it got, with the status it had written — and passes the panic on.
+// panicked completes the outcome of a handler that panicked, as a 500 when it had answered
+// nothing, else with the status its client got (its client left mid-stream, so that
+// httputil.ReverseProxy panics with http.ErrAbortHandler; a cleanup failed after the answer):
+// it was served as far as it got. It passes the panic on.
 // After Done, it does nothing (but tell a report that waits for no status).
 func panicked(g *ratelimit.Guard, o *ratelimit.Outcome, c *echo.Context) {
 	if !o.Pending {
@@ -196,7 +197,7 @@ func panicked(g *ratelimit.Guard, o *ratelimit.Outcome, c *echo.Context) {
 	}
 	v := recover()
 	s := http.StatusInternalServerError
-	if r, err := echo.UnwrapResponse(c.Response()); v == http.ErrAbortHandler && err == nil && r.Committed {
+	if r, err := echo.UnwrapResponse(c.Response()); err == nil && r.Committed { // it had answered: its client got that status
 		s = r.Status
 		if o.Meter != nil {
 			o.Meter.Wrote(r.Size)

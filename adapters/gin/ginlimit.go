@@ -94,9 +94,10 @@ func FromGuard(g *ratelimit.Guard) gin.HandlerFunc {
 	}
 }
 
-// panicked completes the outcome of a handler that panicked, as a 500 — but for the panic of a
-// handler whose client went away (http.ErrAbortHandler: httputil.ReverseProxy mid-stream),
-// which was served as far as it got, with the status it had written — and passes the panic on.
+// panicked completes the outcome of a handler that panicked, as a 500 when it had answered
+// nothing, else with the status its client got (its client left mid-stream, so that
+// httputil.ReverseProxy panics with http.ErrAbortHandler; a cleanup failed after the answer):
+// it was served as far as it got. It passes the panic on.
 // After Done, it does nothing.
 func panicked(g *ratelimit.Guard, o *ratelimit.Outcome, c *gin.Context) {
 	if !o.Pending {
@@ -105,7 +106,7 @@ func panicked(g *ratelimit.Guard, o *ratelimit.Outcome, c *gin.Context) {
 	}
 	v := recover()
 	s := http.StatusInternalServerError
-	if v == http.ErrAbortHandler && c.Writer.Written() {
+	if c.Writer.Written() { // it had answered: its client got that status
 		s = status(c.Writer.Status())
 		if o.Meter != nil {
 			o.Meter.Wrote(int64(c.Writer.Size()))
