@@ -42,11 +42,11 @@ type holdStore interface {
 	settle(ctx context.Context, key string, policies []Policy, h *hold, actual int64) (held bool, err error)
 }
 
-// holdsThrough is the capability of a store of this package that wraps another and passes
-// holds through to it untouched (the quota leases: a list with Lease takes no holds). A
-// wrapper written elsewhere cannot have it: holds do not pass over a wrapper whose Check
-// they would skip (its metrics, its cache, its breaker).
-type holdsThrough interface{ passesHolds() }
+// holdsThrough is the capability of a wrapper store that lets holds pass to the store it
+// wraps (see [Store]: PassesHolds): the quota leases (a list with Lease takes no holds), or a
+// wrapper of yours that only adds to the store (an observer, a name). Holds do not pass over
+// a wrapper that does not say so: its Check, which they skip, may count or cache what it sees.
+type holdsThrough interface{ PassesHolds() bool }
 
 // holdsOf returns the store of s that keeps holds: s itself, or the one a wrapper of this
 // package passes them to.
@@ -56,7 +56,7 @@ func holdsOf(s Store) (holdStore, bool) {
 			return hs, true
 		}
 		w, ok := s.(wrapperStore)
-		if _, passes := s.(holdsThrough); !ok || !passes {
+		if p, passes := s.(holdsThrough); !ok || !passes || !p.PassesHolds() {
 			break
 		}
 		s = w.Unwrap()
@@ -65,7 +65,7 @@ func holdsOf(s Store) (holdStore, bool) {
 }
 
 // errNoHolds is the error of a reservation over a store that keeps no holds.
-var errNoHolds = &opError{opCheck, ErrBadRequest, errors.New("the store keeps no holds: use NewMemoryStore or NewRedisStore, unwrapped (a wrapper's Check would be skipped)")}
+var errNoHolds = &opError{opCheck, ErrBadRequest, errors.New("the store keeps no holds: use NewMemoryStore or NewRedisStore (a wrapper of one passes them only when it declares PassesHolds: its Check would be skipped)")}
 
 // overdrawer is the capability of the memory store's overflow quota: a settle above its
 // estimate of a decision made there charges the difference there.

@@ -73,9 +73,9 @@ type unwrappingStore struct{ *countingStore }
 
 func (s unwrappingStore) Unwrap() ratelimit.Store { return s.countingStore.Store }
 
-// A wrapper that declares Unwrap, as the Store documentation asks, is not passed over by a
-// reservation, which would skip its Check (its metrics, its breaker, its cache): the holds of
-// the store it wraps are not reached through it. Reserve refuses it (ErrBadRequest), and so
+// A wrapper that declares Unwrap, as the Store documentation asks, but not PassesHolds, is not
+// passed over by a reservation, which would skip its Check (its metrics, its breaker, its
+// cache): the holds of the store it wraps are not reached through it. Reserve refuses it (ErrBadRequest), and so
 // does NewGuard with ChargeAfter, naming why.
 func TestReserveOverAWrapperStore(t *testing.T) {
 	inner := &countingStore{Store: ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()))}
@@ -88,6 +88,22 @@ func TestReserveOverAWrapperStore(t *testing.T) {
 	}
 	if n := inner.checks.Load(); n != 0 {
 		t.Errorf("the wrapper's Check ran %d times", n)
+	}
+}
+
+// passingStore is a wrapper that only adds to the store it wraps, and says so: PassesHolds.
+type passingStore struct{ unwrappingStore }
+
+func (passingStore) PassesHolds() bool { return true }
+
+// A wrapper that declares PassesHolds lets reservations pass to the store it wraps.
+func TestReserveOverAWrapperThatPassesHolds(t *testing.T) {
+	inner := &countingStore{Store: ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()))}
+	l := mustNew(t, passingStore{unwrappingStore{inner}}, ratelimit.Policy{Name: "tokens", Limit: 100, Window: time.Minute})
+	d := reserve(t, l, "k", 20)
+	settle(t, l, "k", d, 30)
+	if got := remaining(t, l, "k"); got != 70 {
+		t.Errorf("%d left after a settle of 30 through the wrapper, want 70", got)
 	}
 }
 

@@ -138,9 +138,9 @@ func leasing(s Store, c *storeConfig, bg *background) *leasingStore {
 // Unwrap declares the store below: every capability is its.
 func (s *leasingStore) Unwrap() Store { return s.next }
 
-// passesHolds declares that reservations pass straight through (see holdsOf): a list with
+// PassesHolds declares that reservations pass straight through (see holdsOf): a list with
 // Lease takes no holds.
-func (s *leasingStore) passesHolds() {}
+func (s *leasingStore) PassesHolds() bool { return true }
 
 // leaseOf returns the lease time of a list: its policies all set Lease (New sees to it), and
 // the shortest is the list's. 0: the list does not lease.

@@ -35,6 +35,10 @@ import (
 //	                // slots Check charged at time at to now, so that their lifetimes start again,
 //	                // and returns the time it did. New refuses an in-flight policy on a store
 //	                // without it. Check charges a slot and Refund gives it back
+//	PassesHolds() bool // with Unwrap: true when the reservations of Limiter.Reserve (and
+//	                // ChargeAfter) may go past this wrapper to the store it wraps, which keeps
+//	                // them. A wrapper without it, or false, is refused for them: they do not
+//	                // run through its Check (its metrics, its cache would not see them)
 type Store interface {
 	// Check evaluates a request of cost units from identity key against every policy, all or
 	// nothing: when charge is set and every policy allows the request, it is charged to all of

@@ -160,6 +160,7 @@ type observedStore struct {
 }
 
 func (s observedStore) Unwrap() ratelimit.Store       { return s.Store }
+func (s observedStore) PassesHolds() bool             { return true } // it adds an observer alone
 func (s observedStore) Observer() *ratelimit.Observer { return s.o }
 
 // specClock is the case's clock as the store sees it: the fake clock, whose shaping waits the
