@@ -287,15 +287,15 @@ func (m *Metrics) counted(fm FailModes, domain string, checks []check, resp *rls
 func (m *Metrics) count(s *statSeries, ch *check) {
 	limit := uint64(ch.limit.RequestsPerUnit)
 	var before, after uint64
-	switch rem := uint64(max(ch.d.Remaining, 0)); {
+	switch rem := uint64(max(ch.d.remaining, 0)); {
 	case ch.limiter == nil: // a limit of 0: nothing counted, every hit over
-	case ch.d.Allowed:
+	case ch.d.allowed:
 		after = limit - min(rem, limit)
 		before = after - min(ch.hits, after)
 	default:
 		before = limit - min(rem, limit)
 	}
-	if !ch.d.Allowed || ch.limiter == nil {
+	if !ch.d.allowed || ch.limiter == nil {
 		after = before + min(ch.hits, math.MaxUint64-before)
 	}
 	near := uint64(math.Floor(float64(float32(limit) * m.nearRatio)))

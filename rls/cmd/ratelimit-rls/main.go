@@ -206,6 +206,11 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	return s, nil
 }
 
+// streamWorkers are the goroutines that serve the gRPC calls, kept between calls (beyond
+// them, a call gets one of its own): a goroutine made for each call grows its stack to the
+// depth of a store call every time, a good part of a call's CPU.
+const streamWorkers = 128
+
 // redisOptions reads a Redis URL, or a plain host:port as envoyproxy/ratelimit's REDIS_URL is.
 func redisOptions(u string) (*redis.Options, error) {
 	if !strings.Contains(u, "://") {
@@ -294,7 +299,7 @@ func serve(ctx context.Context, s *settings, log *slog.Logger, ready func(grpcAd
 		_ = grpcLn.Close()
 		return err
 	}
-	g := grpc.NewServer()
+	g := grpc.NewServer(grpc.NumStreamWorkers(streamWorkers))
 	srv.Register(g)
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(g, hs)
