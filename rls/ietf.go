@@ -103,11 +103,11 @@ func (s *Server) ietfHeaders(statuses []*rlsv3.RateLimitResponse_DescriptorStatu
 	st, ch := statuses[i], &checks[i]
 	name := s.ietfName(ch)
 	if ch.windows != nil && ch.err == nil {
-		name = windowPolicyName(name, bindingWindow(&ch.d))
+		name = windowPolicyName(name, ch.d.binding)
 	}
 	t := st.DurationUntilReset.GetSeconds()
 	if s.ietf == 10 && ch.err == nil && (ch.limiter != nil || ch.ref) {
-		t = int64(ceilSecond(ch.d.ResetAfter) / time.Second)
+		t = int64(ceilSecond(ch.d.resetAfter) / time.Second)
 	}
 	rl := sfString(name) + ";r=" + strconv.FormatUint(uint64(st.LimitRemaining), 10)
 	if t > 0 || s.ietf == 10 {

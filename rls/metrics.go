@@ -49,6 +49,9 @@ type Metrics struct {
 	// This server's.
 	calls, statuses, storeFailures, failAnswers *prometheus.CounterVec
 	breakerDesc, servingDesc                    *prometheus.Desc
+	// The series of calls and statuses answered OK and OVER_LIMIT, by the code's number: no
+	// lookup of their labels on every call.
+	callsByCode, statusesByCode [3]prometheus.Counter
 }
 
 // statSeries are the counts of one series of the reference's per-descriptor metrics.
@@ -138,8 +141,10 @@ func NewMetrics(opts ...MetricsOption) (*Metrics, error) {
 	for _, code := range []string{"OK", "OVER_LIMIT", codes.InvalidArgument.String(), codes.Unavailable.String()} {
 		m.calls.WithLabelValues(code) // the usual answers' series, from the start
 	}
-	m.statuses.WithLabelValues("OK")
-	m.statuses.WithLabelValues("OVER_LIMIT")
+	for _, code := range []rlsv3.RateLimitResponse_Code{rlsv3.RateLimitResponse_OK, rlsv3.RateLimitResponse_OVER_LIMIT} {
+		m.callsByCode[code] = m.calls.WithLabelValues(code.String())
+		m.statusesByCode[code] = m.statuses.WithLabelValues(code.String())
+	}
 	for _, k := range observe.ErrorKinds() {
 		m.storeFailures.WithLabelValues(k)
 	}
@@ -241,9 +246,9 @@ func (m *Metrics) counted(fm FailModes, domain string, checks []check, resp *rls
 	code := status.Code(err)
 	switch {
 	case err == nil:
-		m.calls.WithLabelValues(resp.OverallCode.String()).Inc()
+		byCode(&m.callsByCode, m.calls, resp.OverallCode).Inc()
 		for _, st := range resp.Statuses {
-			m.statuses.WithLabelValues(st.Code.String()).Inc()
+			byCode(&m.statusesByCode, m.statuses, st.Code).Inc()
 		}
 		if shadowed {
 			m.globalShadow.Inc()
@@ -280,6 +285,14 @@ func (m *Metrics) counted(fm FailModes, domain string, checks []check, resp *rls
 	}
 }
 
+// byCode is the series of code in vec, from counters when it is one of theirs.
+func byCode(counters *[3]prometheus.Counter, vec *prometheus.CounterVec, code rlsv3.RateLimitResponse_Code) prometheus.Counter {
+	if code >= 0 && int(code) < len(counters) && counters[code] != nil {
+		return counters[code]
+	}
+	return vec.WithLabelValues(code.String())
+}
+
 // count adds a check the store decided (or a limit of 0) to the over, near, within and
 // shadow counts as envoyproxy/ratelimit's base_limiter.go does, from the count before the
 // hits and after them: the count the store reports, and, for hits refused (which this server
@@ -287,15 +300,15 @@ func (m *Metrics) counted(fm FailModes, domain string, checks []check, resp *rls
 func (m *Metrics) count(s *statSeries, ch *check) {
 	limit := uint64(ch.limit.RequestsPerUnit)
 	var before, after uint64
-	switch rem := uint64(max(ch.d.Remaining, 0)); {
+	switch rem := uint64(max(ch.d.remaining, 0)); {
 	case ch.limiter == nil: // a limit of 0: nothing counted, every hit over
-	case ch.d.Allowed:
+	case ch.d.allowed:
 		after = limit - min(rem, limit)
 		before = after - min(ch.hits, after)
 	default:
 		before = limit - min(rem, limit)
 	}
-	if !ch.d.Allowed || ch.limiter == nil {
+	if !ch.d.allowed || ch.limiter == nil {
 		after = before + min(ch.hits, math.MaxUint64-before)
 	}
 	near := uint64(math.Floor(float64(float32(limit) * m.nearRatio)))

@@ -401,3 +401,37 @@ func TestStatSeriesBounded(t *testing.T) {
 		`ratelimit_service_rate_limit_total_hits{domain="d",key1="k_0"}`:    1,
 	})
 }
+
+// sanitizeStatName skips its IPv4 expression where no three dots sit between digits: every
+// string of up to 6 bytes of the characters that matter is sanitized as by the expression and
+// the replacer alone, and so are the statLabels of each, as by a split.
+func TestSanitizeStatNameShortcut(t *testing.T) {
+	full := func(s string) string {
+		return ipv4.ReplaceAllStringFunc(statNameReplacer.Replace(s), func(ip string) string { return strings.ReplaceAll(ip, ".", "_") })
+	}
+	split := func(key string) [4]string {
+		p := append(strings.SplitN(key, ".", 4), "", "", "")
+		deep := fmt.Sprint(strings.Count(key, ".") >= 2)
+		return [4]string{p[0], p[1], p[2], deep}
+	}
+	const alphabet = "19.:|a"
+	var walk func(s string, n int)
+	walk = func(s string, n int) {
+		if got, want := sanitizeStatName(s), full(s); got != want {
+			t.Fatalf("sanitizeStatName(%q) = %q, want %q", s, got, want)
+		}
+		d, k1, k2, deep := statLabels(s)
+		if got, want := [4]string{d, k1, k2, fmt.Sprint(deep)}, split(s); got != want {
+			t.Fatalf("statLabels(%q) = %q, want %q", s, got, want)
+		}
+		for i := 0; n > 0 && i < len(alphabet); i++ {
+			walk(s+alphabet[i:i+1], n-1)
+		}
+	}
+	walk("", 6)
+	for _, s := range []string{"edge.remote_address_10.0.0.1", "d.k_1.2.3.4.x", "d.k_1.2.3", "d.k_127.0.0.1:80|x"} {
+		if got, want := sanitizeStatName(s), full(s); got != want {
+			t.Errorf("sanitizeStatName(%q) = %q, want %q", s, got, want)
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/a7d3e0dd/ratelimit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -94,9 +93,9 @@ func (rc *refCounter) run(ctx context.Context, checks []check, now time.Time) {
 		after := uint64(p.count.Val())
 		limit := uint64(p.ch.limit.RequestsPerUnit)
 		reset := time.Duration(p.reset) * time.Second
-		p.ch.d = ratelimit.Decision{Allowed: after <= limit, Limit: int64(limit), ResetAfter: reset, EffectiveWindow: reset}
+		p.ch.d = decided{allowed: after <= limit, resetAfter: reset, effectiveWindow: reset}
 		if after <= limit {
-			p.ch.d.Remaining = int64(limit - after)
+			p.ch.d.remaining = int64(limit - after)
 		}
 	}
 }

@@ -149,6 +149,8 @@ type Server struct {
 	lastFailLog atomic.Int64
 	failures    atomic.Int64
 
+	checkers checkers // the goroutines of a call's checks but its last
+
 	overridesMu sync.Mutex
 	overrides   map[overrideKey]*ratelimit.Limiter
 
@@ -207,7 +209,7 @@ func NewServer(store ratelimit.Store, cfg *Config, opts ...Option) (*Server, err
 		return nil, errors.New("rls: NewServer needs a configuration (ParseConfig() with no file is an empty one)")
 	}
 	s := &Server{store: store, timeout: DefaultTimeout, clock: systemClock{}, log: slog.Default(),
-		overrides: map[overrideKey]*ratelimit.Limiter{}, configured: make(chan struct{}, 1)}
+		overrides: map[overrideKey]*ratelimit.Limiter{}, configured: make(chan struct{}, 1), checkers: newCheckers()}
 	if l, ok := store.(interface{ Local() bool }); ok {
 		s.local = l.Local()
 	}
@@ -351,8 +353,29 @@ type check struct {
 	refKey    string   // that key without its window's start
 	rulePath  string   // the rule's path in the file; "": a request-supplied limit
 
-	d   ratelimit.Decision
+	d   decided
 	err error
+}
+
+// decided is what the server reads of a check's decision: a ratelimit.Decision holds its
+// policies and results too, several hundred bytes that each descriptor of every call would
+// allocate and clear.
+type decided struct {
+	allowed         bool
+	binding         int // the window that bound it, of a rule with several (bindingWindow)
+	remaining       int64
+	resetAfter      time.Duration
+	effectiveWindow time.Duration
+}
+
+// decidedOf is what the server reads of d, a decision of a check with windows (nil: its
+// limit's alone).
+func decidedOf(d *ratelimit.Decision, windows []window) decided {
+	r := decided{allowed: d.Allowed, remaining: d.Remaining, resetAfter: d.ResetAfter, effectiveWindow: d.EffectiveWindow}
+	if windows != nil {
+		r.binding = bindingWindow(d)
+	}
+	return r
 }
 
 // ShouldRateLimit implements the RateLimitService: see the package README for its semantics.
@@ -514,27 +537,43 @@ func (s *Server) run(ctx context.Context, checks []check) {
 	if n == 1 || s.local {
 		for i := range checks {
 			if ch := &checks[i]; ch.limiter != nil && !ch.ref {
-				ch.d, ch.err = allow(ctx, ch)
+				allow(ctx, ch)
 			}
 		}
 		return
 	}
-	var wg sync.WaitGroup
+	// The last check runs on this goroutine, the others on the server's checkers.
+	var (
+		wg   sync.WaitGroup
+		last *check
+	)
 	for i := range checks {
-		if ch := &checks[i]; ch.limiter != nil && !ch.ref {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ch.d, ch.err = allow(ctx, ch)
-			}()
+		ch := &checks[i]
+		if ch.limiter == nil || ch.ref {
+			continue
 		}
+		if last != nil {
+			wg.Add(1)
+			prev := last
+			s.checkers.do(func() {
+				defer wg.Done()
+				allow(ctx, prev)
+			})
+		}
+		last = ch
 	}
+	allow(ctx, last)
 	wg.Wait()
 }
 
-func allow(ctx context.Context, ch *check) (ratelimit.Decision, error) {
-	cost := int64(min(ch.hits, math.MaxInt64))
-	return ch.limiter.AllowN(ctx, ch.key, cost)
+// allow asks the store for ch, and records its decision or its error in ch.
+func allow(ctx context.Context, ch *check) {
+	d, err := ch.limiter.AllowN(ctx, ch.key, int64(min(ch.hits, math.MaxInt64)))
+	if err != nil {
+		ch.err = err
+		return
+	}
+	ch.d = decidedOf(&d, ch.windows)
 }
 
 // respond builds the response of the checks, in the request's order, and reports whether the
@@ -559,7 +598,7 @@ func (s *Server) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.Ra
 		if ch.windows != nil {
 			w := ch.windows[0] // the store could not decide: the rule's own window
 			if ch.err == nil {
-				w = ch.windows[bindingWindow(&ch.d)] // the window closest to its limit
+				w = ch.windows[ch.d.binding] // the window closest to its limit
 				ch.limit = &rlsv3.RateLimitResponse_RateLimit{Name: ch.limit.Name, RequestsPerUnit: w.perUnit, Unit: w.unit}
 			}
 			period = w.period
@@ -584,10 +623,10 @@ func (s *Server) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.Ra
 				st.DurationUntilReset = s.resetOf(period, window)
 			}
 		default:
-			over = !ch.d.Allowed
-			st.LimitRemaining = uint32(min(max(ch.d.Remaining, 0), math.MaxUint32))
-			st.DurationUntilReset = durationpb.New(ceilSecond(ch.d.EffectiveWindow))
-			if ch.d.EffectiveWindow <= 0 {
+			over = !ch.d.allowed
+			st.LimitRemaining = uint32(min(max(ch.d.remaining, 0), math.MaxUint32))
+			st.DurationUntilReset = durationpb.New(ceilSecond(ch.d.effectiveWindow))
+			if ch.d.effectiveWindow <= 0 {
 				st.DurationUntilReset = s.resetOf(period, window)
 			}
 		}

@@ -18,8 +18,10 @@ func (c *Config) statKey(domain string, entries []entry, r *rule) string {
 	enhanced.WriteString(domain)
 	shared := map[int]string{} // share_threshold patterns, by entry
 	for i, e := range entries {
-		detailed.WriteString(".")
-		detailed.WriteString(e.key + "_" + e.value)
+		if r.detailed {
+			detailed.WriteString(".")
+			detailed.WriteString(e.key + "_" + e.value)
+		}
 		var nd *node
 		wildcard := ""
 		if lv != nil {
@@ -110,21 +112,42 @@ var (
 // sanitizeStatName is the reference's utils.SanitizeStatName: ':' and '|' become '_', and so
 // do the dots of what looks like an IPv4 address.
 func sanitizeStatName(s string) string {
+	if !mayHoldIPv4(s) {
+		return statNameReplacer.Replace(s)
+	}
 	return ipv4.ReplaceAllStringFunc(statNameReplacer.Replace(s), func(ip string) string {
 		return strings.ReplaceAll(ip, ".", "_")
 	})
 }
 
+// mayHoldIPv4 reports whether s has three dots each between two digits, as anything ipv4
+// matches has: without them, the regular expression need not run.
+func mayHoldIPv4(s string) bool {
+	n := 0
+	for i := 1; i+1 < len(s); i++ {
+		if s[i] == '.' && isDigit(s[i-1]) && isDigit(s[i+1]) {
+			if n++; n == 3 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
 // statLabels are the labels the reference's Prometheus mapping (src/stats/prom/
 // default_mapper.yaml) gives a stat of key: the domain and first key for a key of two parts,
 // the domain and first two keys for a longer one (deeper keys add to the same series).
 func statLabels(key string) (domain, key1, key2 string, deep bool) {
-	parts := strings.SplitN(key, ".", 4)
-	switch len(parts) {
-	case 1:
-		return parts[0], "", "", false
-	case 2:
-		return parts[0], parts[1], "", false
+	domain, rest, ok := strings.Cut(key, ".")
+	if !ok {
+		return domain, "", "", false
 	}
-	return parts[0], parts[1], parts[2], true
+	key1, rest, ok = strings.Cut(rest, ".")
+	if !ok {
+		return domain, key1, "", false
+	}
+	key2, _, _ = strings.Cut(rest, ".")
+	return domain, key1, key2, true
 }
