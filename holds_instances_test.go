@@ -29,6 +29,20 @@ func TestReserveAcrossInstances(t *testing.T) {
 	addr, prefix := redistest.Addr(t), redistest.Prefix(t)
 	checker := redistest.Standalone(t)
 	t.Cleanup(func() { assertAllKeysExpire(t, checker, prefix) })
+	reserveAcrossInstances(t, prefix, func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: addr, PoolSize: 10}) })
+}
+
+// The same through Sentinel: each instance's client finds the primary through the Sentinel.
+func TestReserveAcrossInstancesSentinel(t *testing.T) {
+	g := redistest.Sentinel(t)
+	reserveAcrossInstances(t, redistest.Prefix(t), func() redis.UniversalClient {
+		return redis.NewFailoverClient(&redis.FailoverOptions{MasterName: g.MasterName, SentinelAddrs: g.SentinelAddrs, PoolSize: 10})
+	})
+}
+
+// reserveAcrossInstances runs the case on two instances, each with a client of its own
+// that newClient makes, keys under prefix.
+func reserveAcrossInstances(t *testing.T, prefix string, newClient func() redis.UniversalClient) {
 	clock := newFakeClock()
 	const limit, estimate, actual, requests = 100, 20, 30, 10
 	for _, alg := range holdable {
@@ -37,7 +51,7 @@ func TestReserveAcrossInstances(t *testing.T) {
 			policy := ratelimit.Policy{Name: "tokens", Limit: limit, Window: time.Minute, Algorithm: alg}
 			var instances [2]*ratelimit.Limiter
 			for i := range instances {
-				client := redis.NewClient(&redis.Options{Addr: addr, PoolSize: requests})
+				client := newClient()
 				t.Cleanup(func() { client.Close() })
 				instances[i] = mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithClock(clock)), policy)
 			}
