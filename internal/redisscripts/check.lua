@@ -209,7 +209,20 @@ local function holds_call(KEYS, ARGV, now, mode)
     delta = actual
     if held then delta = actual - est end
   end
-  local gone = expired(h, now, member)
+  local gone, fresh
+  if mode == '6' then
+    -- A reserve reads the earliest hold first: most find nothing expired, and an empty answer
+    -- says the record is new (its expiry is then set in one call, see keep_holds).
+    local first = redis.call('ZRANGE', h, '0', '0', 'WITHSCORES')
+    fresh = #first == 0
+    if fresh or tonumber(first[2]) > now then
+      gone = none
+    else
+      gone, fresh = expired(h, now, nil), nil -- giving them back may empty it: the key may be new
+    end
+  else
+    gone = expired(h, now, member)
+  end
   if #gone > 0 or (delta and delta < 0) then announce(KEYS[1], channel) end
   release(h, gone, KEYS, hold_ps, n, now)
   if mode == '6' then
@@ -229,9 +242,10 @@ local function holds_call(KEYS, ARGV, now, mode)
     end
     local cost = tonumber(ARGV[2])
     if all and cost > 0 then
-      redis.call('ZADD', h, int(now + tonumber(ARGV[6 + n])), ARGV[5 + n] .. ':' .. int(cost) .. ':' ..
+      -- ARGV[2] is the estimate's digits, as the member has them (Go formats it so).
+      redis.call('ZADD', h, int(now + tonumber(ARGV[6 + n])), ARGV[5 + n] .. ':' .. ARGV[2] .. ':' ..
         int(now) .. ':' .. int(mask) .. ':' .. hold_offsets(hold_ps, n, reply, cost))
-      keep_holds(h, ARGV[7 + n])
+      keep_holds(h, ARGV[7 + n], fresh)
     end
     return reply
   end

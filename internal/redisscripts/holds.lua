@@ -100,14 +100,20 @@ end
 
 -- hold_offsets returns the offsets of the refunds of a reservation of cost at now whose check
 -- replied reply (see above).
+local offset_parts = {}
 local function hold_offsets(ps, n, reply, cost)
-  local parts = {}
-  for i = 1, n do
-    local p, o = ps[i], 0
-    if tat_codes[p[6]] then o = reply[6 * (i - 1) + 3] - tat_span(p[2], p[3], p[4], cost) end
-    parts[i] = int(o)
+  if n == 1 then
+    local p = ps[1]
+    if not tat_codes[p[6]] then return '0' end
+    return int(reply[3] - tat_span(p[2], p[3], p[4], cost))
   end
-  return table.concat(parts, ',')
+  for i = 1, n do
+    local p, o = ps[i], '0'
+    if tat_codes[p[6]] then o = int(reply[6 * (i - 1) + 3] - tat_span(p[2], p[3], p[4], cost)) end
+    offset_parts[i] = o
+  end
+  for i = n + 1, #offset_parts do offset_parts[i] = nil end
+  return table.concat(offset_parts, ',')
 end
 
 -- expired returns the members of holds key h that expired by now, at most max_release, but
@@ -167,12 +173,22 @@ local function hold_channel(ARGV, n)
   return channel
 end
 
--- keep_holds makes the holds key h live ms milliseconds, never shorter than it does: on Redis
--- 7.0 and later in one call when the key is new (NX: it has no expiry yet), else lengthened
--- by GT; before, its time to live is asked first.
-local function keep_holds(h, ms)
-  if expire_gt then
-    if redis.call('PEXPIRE', h, ms, 'NX') == 0 then redis.call('PEXPIRE', h, ms, 'GT') end
+-- none is the empty list of the holds a call gives back (never written to).
+local none = {}
+
+-- keep_holds makes the holds key h live ms milliseconds, never shorter than it does: a key
+-- new in this call (fresh true) gets it; an older one (false) is lengthened by GT on Redis 7.0
+-- and later; one that may be either (nil: its holds given back may have emptied it) in one
+-- call when it is new (NX: no expiry yet), else by GT. Before 7.0, its time to live is asked.
+local function keep_holds(h, ms, fresh)
+  if fresh then
+    redis.call('PEXPIRE', h, ms)
+  elseif expire_gt then
+    if fresh == false then
+      redis.call('PEXPIRE', h, ms, 'GT')
+    elseif redis.call('PEXPIRE', h, ms, 'NX') == 0 then
+      redis.call('PEXPIRE', h, ms, 'GT')
+    end
   elseif redis.call('PTTL', h) < tonumber(ms) then
     redis.call('PEXPIRE', h, ms)
   end
