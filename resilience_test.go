@@ -253,7 +253,10 @@ func TestBreakerOpensAtOnceWhenRefused(t *testing.T) {
 			return a
 		}}))
 	f := newFaultyRedis(t, ratelimit.WithLogger(logger), ratelimit.WithDenialCache(0))
-	l := mustNew(t, f.store, ratelimit.Policy{Limit: 100, Window: time.Hour})
+	// A window under an hour: a longer one has the store read the servers' persistence after
+	// its first check, in a goroutine whose dial, refused, may open the breaker before the
+	// first refused check does (it failed so once, on a loaded machine).
+	l := mustNew(t, f.store, ratelimit.Policy{Limit: 100, Window: 30 * time.Minute})
 	if _, err := l.Allow(ctx, "k"); err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +310,10 @@ func TestBreakerClosedCountsFailedProbes(t *testing.T) {
 	var buf syncBuffer
 	logger := slog.New(slog.NewTextHandler(&buf, nil))
 	f := newFaultyRedis(t, ratelimit.WithLogger(logger), ratelimit.WithDenialCache(0))
-	l := mustNew(t, f.store, ratelimit.Policy{Limit: 100, Window: time.Hour})
+	// A window under an hour: a longer one has the store read the servers' persistence after
+	// its first check, in a goroutine whose dial, refused, may open the breaker before the
+	// first refused check does (it failed so once, on a loaded machine).
+	l := mustNew(t, f.store, ratelimit.Policy{Limit: 100, Window: 30 * time.Minute})
 	if _, err := l.Allow(ctx, "k"); err != nil {
 		t.Fatal(err)
 	}
