@@ -14,6 +14,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/cost"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/httpspec"
 	"github.com/a7d3e0dd/ratelimit/observe"
 )
 
@@ -314,25 +315,39 @@ func TestChargeAfterShadow(t *testing.T) {
 	}
 }
 
-// A handler that ends with http.ErrAbortHandler — httputil.ReverseProxy when its client goes
-// away mid-stream — was served as far as it got: it is charged like a stream its client left
-// (what it wrote, reported), not as a failure of the server, which charges nothing.
-func TestChargeAfterAbortedHandler(t *testing.T) {
-	l, _ := tokensLimiter(t, nil)
-	h := ratelimit.Middleware(l, estimate20, ratelimit.ChargeAfter(cost.Reported))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "data: token\n\n")
-		cost.Report(r.Context(), 30)
-		panic(http.ErrAbortHandler)
-	}))
-	func() {
-		defer func() {
-			if v := recover(); v != http.ErrAbortHandler {
-				t.Fatalf("recovered %v, want http.ErrAbortHandler, passed on", v)
-			}
-		}()
-		getAt(h, "")
-	}()
+// A handler that panics, charged after the response: what it served is charged, a failure
+// before answering is not (httpspec.Panics, as every adapter meets it).
+func TestChargeAfterPanics(t *testing.T) {
+	httpspec.Panics(t, func(l *ratelimit.Limiter, opts []ratelimit.Option, handle httpspec.Handle) http.Handler {
+		limited := ratelimit.Middleware(l, opts...)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handle(r.Context(), w) }))
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { // a recovery in front, as net/http's server is
+			defer func() { recover() }()
+			limited.ServeHTTP(w, r)
+		})
+	})
+}
+
+// A Resolver's policies that cannot hold (an in-flight limit) are not used by a guard that
+// charges after the response: the request is limited by the guard's own policies, held as
+// any other, and the fallback is told (KeyFellBack "resolver_failed") and reported.
+func TestChargeAfterResolverThatCannotHold(t *testing.T) {
+	clock := newFakeClock()
+	var fellBack []string
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(clock), ratelimit.WithObserver(&ratelimit.Observer{KeyFellBack: func(r string) { fellBack = append(fellBack, r) }}))
+	l := mustNew(t, store, ratelimit.Policy{Name: "tokens", Limit: 100, Window: time.Minute})
+	var reported error
+	h := ratelimit.Middleware(l, estimate20, ratelimit.ChargeAfter(cost.Reported),
+		ratelimit.WithErrorHandler(func(_ ratelimit.Request, err error) { reported = err }),
+		ratelimit.WithResolver(ratelimit.Resolver{Resolve: func(ratelimit.Request, string) ([]ratelimit.Policy, error) {
+			return []ratelimit.Policy{inFlight(2)}, nil
+		}}))(http.HandlerFunc(reply))
+	if w := getAt(h, "report=30"); w.Code != http.StatusOK || w.Header().Get("X-RateLimit-Limit") != "100" {
+		t.Fatalf("answered %d, X-RateLimit-Limit %q; want 200 under the guard's own policy of 100", w.Code, w.Header().Get("X-RateLimit-Limit"))
+	}
 	if got := remaining(t, l, "ip:192.0.2.1"); got != 70 {
-		t.Errorf("%d left after a stream its client left, want 70: the 30 reported", got)
+		t.Errorf("%d left of the guard's own policy, want 70: the 30 reported", got)
+	}
+	if len(fellBack) != 1 || fellBack[0] != "resolver_failed" || reported == nil || !strings.Contains(reported.Error(), "ChargeAfter") {
+		t.Errorf("told %v, reported %v; want resolver_failed, and an error naming ChargeAfter", fellBack, reported)
 	}
 }

@@ -149,7 +149,7 @@ func (g *Guard) check(r Request, o *Outcome) {
 		l = g.choose(r, key)
 	}
 	ctx, cancel := g.deadline(r.Context())
-	if g.after != nil && l.holdable() == nil { // (a Resolver's limiter may not hold: charged plainly)
+	if g.after != nil { // every limiter of the guard holds: NewGuard and the Resolver's fit check it
 		o.Decision, err = l.Reserve(ctx, key, units)
 	} else {
 		o.Decision, err = l.check(ctx, key, units, true)

@@ -1,9 +1,7 @@
 package ratelimit_test
 
 import (
-	"bufio"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -130,19 +128,8 @@ func concurrently(t *testing.T, n int, f func(i int) error) {
 // it). The child is this test binary, in TestReserveChildDies; both run on fake clocks at t0
 // (the script is given the time), so the lifetime ends when this test says.
 func TestReserveKilledInstance(t *testing.T) {
-	addr, prefix := redistest.Addr(t), redistest.Prefix(t)
-	t.Cleanup(func() { assertAllKeysExpire(t, redistest.Standalone(t), prefix) })
-	cmd := exec.Command(os.Args[0], "-test.run=^TestReserveChildDies$", "-test.v")
-	cmd.Env = append(os.Environ(), "RATELIMIT_CHILD_REDIS="+addr, "RATELIMIT_CHILD_PREFIX="+prefix, "REDIS_ADDR="+addr)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	lines := bufio.NewScanner(out)
+	cmd, lines, prefix := startChild(t, "TestReserveChildDies")
+	var err error
 	held := int64(-1)
 	for held < 0 && lines.Scan() {
 		if n, ok := strings.CutPrefix(lines.Text(), "reserved "); ok {
@@ -159,7 +146,7 @@ func TestReserveKilledInstance(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	clock := fakeclock.New(fakeclock.T0)
-	client := redis.NewClient(&redis.Options{Addr: addr})
+	client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
 	t.Cleanup(func() { client.Close() })
 	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithClock(clock)), killedPolicies...)
 	remaining := func() (minute, hour int64) {

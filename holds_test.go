@@ -24,6 +24,19 @@ var holdable = func() []algorithms.Algorithm {
 	return out
 }()
 
+// forEachHoldable runs f on every engine and every algorithm that holds, with a limiter of one
+// policy, "tokens", of 100 a window, a key of its own and the clock at t0.
+func forEachHoldable(t *testing.T, window time.Duration, f func(t *testing.T, l *ratelimit.Limiter, key string, clock *fakeClock, alg algorithms.Algorithm)) {
+	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
+		for _, alg := range holdable {
+			t.Run(alg.Name(), func(t *testing.T) {
+				clock.Set(t0)
+				f(t, mustNew(t, store, ratelimit.Policy{Name: "tokens", Limit: 100, Window: window, Algorithm: alg}), keyOf(t), clock, alg)
+			})
+		}
+	})
+}
+
 func reserve(t testing.TB, l *ratelimit.Limiter, key string, estimate int64) ratelimit.Decision {
 	t.Helper()
 	d, err := l.Reserve(ctx, key, estimate)
@@ -46,49 +59,42 @@ func settle(t testing.TB, l *ratelimit.Limiter, key string, d ratelimit.Decision
 // says when. Charged after the fact instead (a check of nothing, then the actual), all ten
 // are admitted and 300 charged: the overshoot the holds prevent.
 func TestReserveBoundsConcurrentRequests(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
-		for _, alg := range holdable {
-			t.Run(alg.Name(), func(t *testing.T) {
-				clock.Set(t0)
-				key := keyOf(t)
-				l := mustNew(t, store, ratelimit.Policy{Name: "tokens", Limit: 100, Window: time.Minute, Algorithm: alg})
-				var admitted []ratelimit.Decision
-				for range 10 {
-					if d := reserve(t, l, key, 20); d.Allowed {
-						if d.Cost != 20 {
-							t.Fatalf("an admitted reservation holds %d, want 20", d.Cost)
-						}
-						admitted = append(admitted, d)
-					}
+	forEachHoldable(t, time.Minute, func(t *testing.T, l *ratelimit.Limiter, key string, clock *fakeClock, alg algorithms.Algorithm) {
+		var admitted []ratelimit.Decision
+		for range 10 {
+			if d := reserve(t, l, key, 20); d.Allowed {
+				if d.Cost != 20 {
+					t.Fatalf("an admitted reservation holds %d, want 20", d.Cost)
 				}
-				if len(admitted) != 5 {
-					t.Fatalf("%d of 10 reservations of 20 admitted against 100, want 5", len(admitted))
-				}
-				clock.Advance(time.Second)
-				for _, d := range admitted {
-					settle(t, l, key, d, 30)
-				}
-				d := allow(t, l, key, 1)
-				if d.Allowed {
-					t.Fatal("a request after an overdraft of 50 admitted")
-				}
-				// 150 charged of 100: the window refuses until it ends; a rate until 51 units
-				// came back (0.6 s each), the one asked included.
-				want := time.Minute - time.Second
-				if m := algo.Of(alg); m.UsesBurst() {
-					want = 51*600*time.Millisecond - time.Second
-				}
-				if algo.Of(alg).Code() == "sc" {
-					want = d.RetryAfter // its estimate weighs the previous window: checked below
-				}
-				if d.RetryAfter <= 0 || d.RetryAfter > want {
-					t.Fatalf("after the overdraft: RetryAfter %v, want %v", d.RetryAfter, want)
-				}
-				clock.Advance(d.RetryAfter)
-				if !allow(t, l, key, 1).Allowed {
-					t.Fatalf("a request at its Retry-After (%v) denied", d.RetryAfter)
-				}
-			})
+				admitted = append(admitted, d)
+			}
+		}
+		if len(admitted) != 5 {
+			t.Fatalf("%d of 10 reservations of 20 admitted against 100, want 5", len(admitted))
+		}
+		clock.Advance(time.Second)
+		for _, d := range admitted {
+			settle(t, l, key, d, 30)
+		}
+		d := allow(t, l, key, 1)
+		if d.Allowed {
+			t.Fatal("a request after an overdraft of 50 admitted")
+		}
+		// 150 charged of 100: the window refuses until it ends; a rate until 51 units
+		// came back (0.6 s each), the one asked included.
+		want := time.Minute - time.Second
+		if m := algo.Of(alg); m.UsesBurst() {
+			want = 51*600*time.Millisecond - time.Second
+		}
+		if algo.Of(alg).Code() == "sc" {
+			want = d.RetryAfter // its estimate weighs the previous window: checked below
+		}
+		if d.RetryAfter <= 0 || d.RetryAfter > want {
+			t.Fatalf("after the overdraft: RetryAfter %v, want %v", d.RetryAfter, want)
+		}
+		clock.Advance(d.RetryAfter)
+		if !allow(t, l, key, 1).Allowed {
+			t.Fatalf("a request at its Retry-After (%v) denied", d.RetryAfter)
 		}
 	})
 }
@@ -119,35 +125,28 @@ func TestChargedAfterOvershoots(t *testing.T) {
 // A hold that outlives its lifetime (its request never settled: its instance died) is given
 // back by the next reservation: the capacity is back and nothing was charged.
 func TestHoldExpires(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
-		for _, alg := range holdable {
-			t.Run(alg.Name(), func(t *testing.T) {
-				clock.Set(t0)
-				key := keyOf(t)
-				l := mustNew(t, store, ratelimit.Policy{Name: "tokens", Limit: 100, Window: time.Hour, Algorithm: alg})
-				for range 5 {
-					if !reserve(t, l, key, 20).Allowed {
-						t.Fatal("a reservation within the limit denied")
-					}
-				}
-				if reserve(t, l, key, 20).Allowed {
-					t.Fatal("a sixth reservation of 20 admitted against 100")
-				}
-				clock.Advance(5*time.Minute - time.Microsecond)
-				if reserve(t, l, key, 20).Allowed {
-					t.Fatal("a reservation admitted before the holds expired")
-				}
-				clock.Advance(2 * time.Microsecond)
-				n := 0
-				for range 10 {
-					if reserve(t, l, key, 20).Allowed {
-						n++
-					}
-				}
-				if n != 5 {
-					t.Fatalf("after the holds expired, %d reservations of 20 admitted, want 5: the expired holds charged something", n)
-				}
-			})
+	forEachHoldable(t, time.Hour, func(t *testing.T, l *ratelimit.Limiter, key string, clock *fakeClock, alg algorithms.Algorithm) {
+		for range 5 {
+			if !reserve(t, l, key, 20).Allowed {
+				t.Fatal("a reservation within the limit denied")
+			}
+		}
+		if reserve(t, l, key, 20).Allowed {
+			t.Fatal("a sixth reservation of 20 admitted against 100")
+		}
+		clock.Advance(5*time.Minute - time.Microsecond)
+		if reserve(t, l, key, 20).Allowed {
+			t.Fatal("a reservation admitted before the holds expired")
+		}
+		clock.Advance(2 * time.Microsecond)
+		n := 0
+		for range 10 {
+			if reserve(t, l, key, 20).Allowed {
+				n++
+			}
+		}
+		if n != 5 {
+			t.Fatalf("after the holds expired, %d reservations of 20 admitted, want 5: the expired holds charged something", n)
 		}
 	})
 }
@@ -205,31 +204,24 @@ func TestEstimateClamped(t *testing.T) {
 // settle of a reservation made before it charges its whole actual, the hold being gone, and
 // the expiry of the holds it forgot gives nothing back that the reset did not.
 func TestResetForgetsHolds(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, store ratelimit.Store, clock *fakeClock) {
-		for _, alg := range holdable {
-			t.Run(alg.Name(), func(t *testing.T) {
-				clock.Set(t0)
-				key := keyOf(t)
-				l := mustNew(t, store, ratelimit.Policy{Name: "tokens", Limit: 100, Window: time.Hour, Algorithm: alg})
-				var before []ratelimit.Decision
-				for range 5 {
-					before = append(before, reserve(t, l, key, 20))
-				}
-				if err := l.Reset(ctx, key); err != nil {
-					t.Fatal(err)
-				}
-				settle(t, l, key, before[0], 30)
-				if got := allow(t, l, key, 0).Remaining; got != 70 {
-					t.Fatalf("a settle of 30 after the reset: Remaining %d, want 70 (the whole actual charged)", got)
-				}
-				// The four others are never settled: their lifetime ends, and a reservation
-				// finds what time gave back (at most 100/h × 5 min, 9), not their estimates.
-				clock.Advance(5*time.Minute + time.Microsecond)
-				settle(t, l, key, reserve(t, l, key, 1), 0)
-				if got := allow(t, l, key, 0).Remaining; got > 70+9 {
-					t.Fatalf("after the forgotten holds' lifetime: Remaining %d, want at most 79: their expiry gave back what the reset forgot", got)
-				}
-			})
+	forEachHoldable(t, time.Hour, func(t *testing.T, l *ratelimit.Limiter, key string, clock *fakeClock, alg algorithms.Algorithm) {
+		var before []ratelimit.Decision
+		for range 5 {
+			before = append(before, reserve(t, l, key, 20))
+		}
+		if err := l.Reset(ctx, key); err != nil {
+			t.Fatal(err)
+		}
+		settle(t, l, key, before[0], 30)
+		if got := allow(t, l, key, 0).Remaining; got != 70 {
+			t.Fatalf("a settle of 30 after the reset: Remaining %d, want 70 (the whole actual charged)", got)
+		}
+		// The four others are never settled: their lifetime ends, and a reservation
+		// finds what time gave back (at most 100/h × 5 min, 9), not their estimates.
+		clock.Advance(5*time.Minute + time.Microsecond)
+		settle(t, l, key, reserve(t, l, key, 1), 0)
+		if got := allow(t, l, key, 0).Remaining; got > 70+9 {
+			t.Fatalf("after the forgotten holds' lifetime: Remaining %d, want at most 79: their expiry gave back what the reset forgot", got)
 		}
 	})
 }

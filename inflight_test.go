@@ -1,13 +1,11 @@
 package ratelimit_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -293,27 +291,14 @@ func TestInFlightResponse(t *testing.T) {
 // TestInFlightChildHoldsSlots; both run on a fake clock at t0, so the lifetime ends when this
 // test says.
 func TestInFlightKilledInstance(t *testing.T) {
-	addr := redistest.Addr(t)
-	prefix := redistest.Prefix(t)
-	t.Cleanup(func() { assertAllKeysExpire(t, redistest.Standalone(t), prefix) })
-	cmd := exec.Command(os.Args[0], "-test.run=^TestInFlightChildHoldsSlots$", "-test.v")
-	cmd.Env = append(os.Environ(), "RATELIMIT_CHILD_REDIS="+addr, "RATELIMIT_CHILD_PREFIX="+prefix, "REDIS_ADDR="+addr)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	lines := bufio.NewScanner(out)
+	cmd, lines, prefix := startChild(t, "TestInFlightChildHoldsSlots")
 	for lines.Scan() && !strings.Contains(lines.Text(), "holding 3 slots") {
 	}
 	if lines.Err() != nil {
 		t.Fatal(lines.Err())
 	}
 	clock := fakeclock.New(fakeclock.T0)
-	client := redis.NewClient(&redis.Options{Addr: addr})
+	client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
 	t.Cleanup(func() { client.Close() })
 	l := mustNew(t, ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithClock(clock)), inFlight(5))
 	if n := freeSlots(t, l, "victim"); n != 2 {
