@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,7 +33,7 @@ var twoKeys = []ratelimit.Policy{
 func TestClusterReshardToFreshMaster(t *testing.T) {
 	t.Parallel() // a cluster of its own, mostly waited for
 	c := redistest.ClusterWithSpare(t)
-	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs, ContextTimeoutEnabled: true})
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: slices.Clone(c.Addrs), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { client.Close() })
 	obs := newRecorder()
 	prefix := redistest.Prefix(t)
@@ -135,7 +136,7 @@ func (h *tryAgains) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // neither: a check of both is answered TRYAGAIN until the slot has moved.
 func splitSlot(t *testing.T, opts ...ratelimit.RedisOption) (*redistest.SpareCluster, int, *ratelimit.Limiter, *tryAgains) {
 	c := redistest.ClusterWithSpare(t)
-	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs, ContextTimeoutEnabled: true})
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: slices.Clone(c.Addrs), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { client.Close() })
 	hook := newTryAgains()
 	client.AddHook(hook)

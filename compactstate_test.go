@@ -301,7 +301,7 @@ func TestCompactStateFleetExact(t *testing.T) {
 			return redis.NewClient(&redis.Options{Addr: redistest.Addr(t), PoolSize: 16})
 		}},
 		{"cluster", func(t *testing.T) redis.UniversalClient {
-			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.Cluster(t).Options().Addrs, PoolSize: 16})
+			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: slices.Clone(redistest.Cluster(t).Options().Addrs), PoolSize: 16})
 		}},
 	} {
 		t.Run(e.name, func(t *testing.T) {

@@ -175,7 +175,7 @@ func TestDenialCacheHearsTheFleet(t *testing.T) {
 			return redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
 		}},
 		{"cluster", func(t *testing.T) redis.UniversalClient {
-			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.Cluster(t).Options().Addrs})
+			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: slices.Clone(redistest.Cluster(t).Options().Addrs)})
 		}},
 	} {
 		for _, form := range []string{"plain", "digest", "compact"} {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -260,7 +261,7 @@ func TestClusterFailover(t *testing.T) {
 	base := runtime.NumGoroutine()
 	t.Run("traffic", func(t *testing.T) {
 		c := redistest.ClusterWithReplica(t)
-		client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs, ContextTimeoutEnabled: true, DialTimeout: 200 * time.Millisecond})
+		client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: slices.Clone(c.Addrs), ContextTimeoutEnabled: true, DialTimeout: 200 * time.Millisecond})
 		t.Cleanup(func() { client.Close() })
 		failoverUnderTraffic(t, client, "b", func() { c.KillMaster(t) }) // hash tag {b}: slot 3300, the first master's
 	})

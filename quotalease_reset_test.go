@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -329,7 +330,7 @@ func TestResetWhileTheSlotMoves(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	clock := newFakeClock()
 	store := func(extra ...ratelimit.RedisOption) ratelimit.RedisStore {
-		client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs, ContextTimeoutEnabled: true})
+		client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: slices.Clone(c.Addrs), ContextTimeoutEnabled: true})
 		t.Cleanup(func() { client.Close() })
 		s := ratelimit.NewRedisStore(client, append([]ratelimit.RedisOption{ratelimit.WithClock(clock), ratelimit.WithPrefix(prefix)}, extra...)...)
 		t.Cleanup(func() { _ = s.Close() })
@@ -416,7 +417,7 @@ func TestLeaseWhileTheSlotMoves(t *testing.T) {
 	c := redistest.ClusterWithSpare(t)
 	prefix := redistest.Prefix(t)
 	clock := newFakeClock()
-	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs, ContextTimeoutEnabled: true})
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: slices.Clone(c.Addrs), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { client.Close() })
 	store := func(extra ...ratelimit.RedisOption) ratelimit.RedisStore {
 		s := ratelimit.NewRedisStore(client, append([]ratelimit.RedisOption{ratelimit.WithClock(clock), ratelimit.WithPrefix(prefix)}, extra...)...)

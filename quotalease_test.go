@@ -65,7 +65,7 @@ func TestLeasesKeepTheFleetExact(t *testing.T) {
 			return redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
 		}},
 		{"cluster", func(t *testing.T) redis.UniversalClient {
-			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.Cluster(t).Options().Addrs})
+			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: slices.Clone(redistest.Cluster(t).Options().Addrs)})
 		}},
 	} {
 		t.Run(e.name, func(t *testing.T) {

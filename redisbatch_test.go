@@ -56,7 +56,7 @@ func (h *wireCounter) count(cmds []redis.Cmder, send func() error) error {
 // than a batcher sends at once, calls to another master go on being answered.
 func TestRedisClusterSlowNode(t *testing.T) {
 	shared := redistest.Cluster(t)
-	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: shared.Options().Addrs, ContextTimeoutEnabled: true})
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: slices.Clone(shared.Options().Addrs), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { cluster.Close() })
 	policy := ratelimit.Policy{Limit: 1000, Window: time.Hour}
 	prefix := redistest.Prefix(t)

@@ -212,7 +212,7 @@ func instanceClient(t *testing.T, client redis.UniversalClient) redis.UniversalC
 	case *redis.Client:
 		c = redis.NewClient(&redis.Options{Addr: cc.Options().Addr, PoolSize: 2})
 	case *redis.ClusterClient:
-		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cc.Options().Addrs, PoolSize: 2})
+		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: slices.Clone(cc.Options().Addrs), PoolSize: 2})
 	default:
 		t.Fatalf("unknown client %T", client)
 	}

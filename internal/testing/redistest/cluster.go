@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -177,7 +178,7 @@ func clusterHealthy(ctx context.Context, nodes []*redis.Client) error {
 func clusterRoutes(ctx context.Context, addrs []string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: slices.Clone(addrs)})
 	defer c.Close()
 	for _, k := range readyKeys {
 		if err := c.Set(ctx, k, "1", time.Minute).Err(); err != nil {

@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -144,7 +145,11 @@ func Cluster(t testing.TB) *redis.ClusterClient {
 	if cluster.err != nil {
 		failUnavailable(t, "redis cluster", cluster.err)
 	}
-	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.addrs})
+	// Every cluster client of the tests gets addresses of its own: go-redis keeps the slice it is
+	// given and appends a node it meets to it (appendIfNotExist), so clients made from one
+	// slice — another client's Options().Addrs — wrote to one array under two locks (a data
+	// race the detector found in CI while slots moved).
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: slices.Clone(cluster.addrs)})
 	t.Cleanup(func() { _ = client.Close() })
 	return client
 }
@@ -206,7 +211,7 @@ func pingExternal(addr string) error {
 func pingExternalCluster(addrs []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRetries: -1})
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: slices.Clone(addrs), MaxRetries: -1})
 	defer c.Close()
 	err := c.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error {
 		return n.Ping(ctx).Err()
