@@ -37,6 +37,8 @@ type tally struct {
 	latencies []time.Duration
 	elapsed   time.Duration // the load's time, from its start to the end of its last call
 	cpu       time.Duration // the server's CPU time meanwhile, user and system
+	redisCPU  time.Duration // Redis's CPU time meanwhile (INFO cpu), user and system
+	loadCPU   time.Duration // the load generator's (this process's) CPU time meanwhile
 	ok        int           // answered OK overall
 	over      int           // answered OVER_LIMIT overall
 	errs      int           // failed (a gRPC error, the caller's timeout included)
@@ -49,6 +51,8 @@ func (t *tally) add(o tally) {
 	t.latencies = append(t.latencies, o.latencies...)
 	t.elapsed += o.elapsed
 	t.cpu += o.cpu
+	t.redisCPU += o.redisCPU
+	t.loadCPU += o.loadCPU
 	t.ok, t.over, t.errs, t.timeouts = t.ok+o.ok, t.over+o.over, t.errs+o.errs, t.timeouts+o.timeouts
 	if o.lastErr != nil {
 		t.lastErr = o.lastErr
@@ -61,11 +65,14 @@ func (t *tally) calls() int { return len(t.latencies) }
 func (t *tally) rate() float64 { return float64(t.calls()) / t.elapsed.Seconds() }
 
 // cpuPerCall is the server's CPU time per call.
-func (t *tally) cpuPerCall() time.Duration {
+func (t *tally) cpuPerCall() time.Duration { return t.perCall(t.cpu) }
+
+// perCall is d per call answered.
+func (t *tally) perCall(d time.Duration) time.Duration {
 	if t.calls() == 0 {
 		return 0
 	}
-	return t.cpu / time.Duration(t.calls())
+	return d / time.Duration(t.calls())
 }
 
 // quantile is the latency below which the share q of the calls' are; it sorts them.

@@ -43,6 +43,15 @@ func benchMarkdown(s benchSettings, ref, ours, compat, ours10, compat10 *benchSe
 			}
 			oc, rc := o.cpuPerCall(), r.cpuPerCall()
 			benchRow(&b, "server CPU time per call, "+what, key+".cpu", dur(oc), dur(rc), float64(oc)/float64(rc), "", true)
+			orc, rrc := o.perCall(o.redisCPU), r.perCall(r.redisCPU)
+			benchRow(&b, "Redis CPU time per call, "+what, key+".redis", dur(orc), dur(rrc), float64(orc)/float64(rrc), "", true)
+			// Where the server and Redis have cores of their own (not this machine's two,
+			// which the load generator shares), their CPU per call is what bounds the rate.
+			osum, rsum := oc+orc, rc+rrc
+			benchRow(&b, "calls per CPU-second of the server and Redis together, "+what, key+".cpurate",
+				rate(float64(time.Second)/float64(osum)), rate(float64(time.Second)/float64(rsum)), float64(rsum)/float64(osum), "", true)
+			olc, rlc := o.perCall(o.loadCPU), r.perCall(r.loadCPU)
+			benchRow(&b, "the load generator's CPU time per call (this machine's cores are shared with it), "+what, key+".loadcpu", dur(olc), dur(rlc), float64(olc)/float64(rlc), "", true)
 			if srv.s == ours {
 				d := ours10.load[n]
 				fmt.Fprintf(&b, "| at its defaults (-timeout 10ms), the same load: calls per second, p99, calls failed, %s | `rls.ours10.d%d` | %s, %s, %s | | | | |\n",

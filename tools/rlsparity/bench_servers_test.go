@@ -11,10 +11,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/a7d3e0dd/ratelimit/internal/testing/loadgen"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/redis/go-redis/v9"
 )
 
 // The benchmark's runtime (testdata/bench/runtime/config/bench.yaml), which both servers read.
@@ -112,6 +115,33 @@ func cpuTime(pid int) time.Duration {
 		return 0
 	}
 	return time.Duration(utime+stime) * time.Second / userHZ
+}
+
+// redisCPUTime is the CPU time of the Redis server of rdb so far (INFO cpu: used_cpu_user and
+// used_cpu_sys), 0 when it does not answer (it is down in the outage slices).
+func redisCPUTime(ctx context.Context, rdb *redis.Client) time.Duration {
+	info, err := rdb.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0
+	}
+	var sum float64
+	for _, f := range []string{"used_cpu_user", "used_cpu_sys"} {
+		v, err := strconv.ParseFloat(loadgen.InfoField(info, f), 64)
+		if err != nil {
+			return 0
+		}
+		sum += v
+	}
+	return time.Duration(sum * float64(time.Second))
+}
+
+// selfCPUTime is this process's CPU time so far, user and system: the load generator's.
+func selfCPUTime() time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
 // loopback reports whether addr is a loopback address: the load goes nowhere else.

@@ -14,6 +14,7 @@ import (
 	"github.com/a7d3e0dd/ratelimit/internal/testing/loadgen"
 	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/redis/go-redis/v9"
 )
 
 // benchSettings are the benchmark's, from the environment (RLSBENCH_*).
@@ -67,8 +68,9 @@ func benchSettingsFrom(t *testing.T, getenv func(string) string) benchSettings {
 
 // benchServer is a server under load: its gRPC clients and what it answered, by case.
 type benchServer struct {
-	name     string // its key in the results: ref, ours, compat, ours10, compat10
-	pid      int    // its process
+	name     string        // its key in the results: ref, ours, compat, ours10, compat10
+	pid      int           // its process
+	redis    *redis.Client // the Redis it runs on, for its CPU time
 	clients  []rlsv3.RateLimitServiceClient
 	tolerant bool           // its calls may fail under load (a bound of 10 ms on a busy machine)
 	load     map[int]*tally // by descriptors per call
@@ -100,8 +102,8 @@ func TestBench(t *testing.T) {
 	if !loopback(redisAddr) {
 		t.Fatalf("Redis at %s: the benchmark loads loopback servers only", redisAddr)
 	}
-	redisVersion := "?"
-	if info, err := redistest.Standalone(t).Info(t.Context(), "server").Result(); err == nil {
+	redisVersion, rdb := "?", redistest.Standalone(t)
+	if info, err := rdb.Info(t.Context(), "server").Result(); err == nil {
 		redisVersion = loadgen.InfoField(info, "redis_version")
 	}
 	server := func(name string, p proc) *benchServer {
@@ -109,7 +111,7 @@ func TestBench(t *testing.T) {
 		if !loopback(p.addr) {
 			t.Fatalf("server at %s: the benchmark loads loopback servers only", p.addr)
 		}
-		srv := &benchServer{name: name, pid: p.pid, clients: make([]rlsv3.RateLimitServiceClient, s.conns), load: map[int]*tally{}}
+		srv := &benchServer{name: name, pid: p.pid, redis: rdb, clients: make([]rlsv3.RateLimitServiceClient, s.conns), load: map[int]*tally{}}
 		for i := range srv.clients {
 			srv.clients[i] = client(t, p.addr)
 		}
@@ -151,8 +153,8 @@ func TestBench(t *testing.T) {
 		}
 		for _, srv := range loaded {
 			r := srv.load[n]
-			t.Logf("%-8s %d descriptors: %8.0f calls/s  p50 %v  p99 %v  CPU %v a call (%d calls, %d failed)",
-				srv.name, n, r.rate(), r.quantile(0.5), r.quantile(0.99), r.cpuPerCall(), r.calls(), r.errs)
+			t.Logf("%-8s %d descriptors: %8.0f calls/s  p50 %v  p99 %v  CPU %v a call, Redis %v, load %v (%d calls, %d failed)",
+				srv.name, n, r.rate(), r.quantile(0.5), r.quantile(0.99), r.cpuPerCall(), r.perCall(r.redisCPU), r.perCall(r.loadCPU), r.calls(), r.errs)
 		}
 	}
 	// compat10 has taken no load: its connections to Redis are made before Redis goes.
@@ -193,9 +195,11 @@ func TestBench(t *testing.T) {
 
 // drive puts the load on srv (see drive), with the CPU time it used meanwhile.
 func (srv *benchServer) drive(ctx context.Context, callers, n int, d, callTimeout time.Duration) tally {
-	cpu := cpuTime(srv.pid)
+	cpu, redisCPU, loadCPU := cpuTime(srv.pid), redisCPUTime(ctx, srv.redis), selfCPUTime()
 	r := drive(ctx, srv.clients, callers, n, d, callTimeout)
 	r.cpu = cpuTime(srv.pid) - cpu
+	r.redisCPU = redisCPUTime(ctx, srv.redis) - redisCPU
+	r.loadCPU = selfCPUTime() - loadCPU
 	return r
 }
 
