@@ -68,6 +68,9 @@ type denial struct {
 	// refreshing is set while one request asks the store again, its denial over: the others
 	// are still answered from the cache meanwhile, so a flood sends one request at a time.
 	refreshing bool
+	// spent is set for the denial an admission of cost 1 foretold (see spent): it answers
+	// requests of cost 1 alone, whose Retry-After it knows.
+	spent bool
 }
 
 // defaultDenialCache is the Redis store's denial cache unless WithDenialCache says otherwise.
@@ -96,26 +99,37 @@ func (sh *denialShard) find(id, who string, policies []Policy) (*denial, int) {
 	return nil, -1
 }
 
-// answer fills out with the cached denial of a request of cost from who (filed under id), as the store would
-// answer it at now, and reports whether it did. When the denial is over, the first request
-// to come goes to the store (refresh: settle must follow its answer) and the others are still
-// denied from the cache until it has. On a miss it returns the shard's epoch, for remember or
-// settle.
-func (c *denialCache) answer(id, who string, policies []Policy, cost int64, now time.Time, out []PolicyResult) (hit, refresh bool, epoch uint64) {
-	sh := c.shard(id)
+// asked is a request the denial cache is asked about: of cost from who (filed under id), under
+// policies, at time at (read before the store is asked, so no later than the store's time),
+// charged or only looked at (Peek), in the shard's epoch that answer read.
+type asked struct {
+	id, who  string
+	policies []Policy
+	cost     int64
+	at       time.Time
+	charge   bool
+	epoch    uint64
+}
+
+// answer fills out with the cached denial of q, as the store would answer it at q.at, and
+// reports whether it did. When the denial is over, the first request to come goes to the
+// store (refresh: settle must follow its answer) and the others are still denied from the
+// cache until it has. It sets q.epoch to the shard's, for remember or settle.
+func (c *denialCache) answer(q *asked, out []PolicyResult) (hit, refresh bool) {
+	sh := c.shard(q.id)
 	sh.mu.Lock()
-	epoch = sh.epoch
+	q.epoch = sh.epoch
 	// In whole µs, as the store computes: with the store's clock, the answer is the store's.
-	us := now.UnixMicro()
-	d, _ := sh.find(id, who, policies)
-	if d == nil || cost < d.cost || us < d.at { // an injected clock went back: ask the store
+	us := q.at.UnixMicro()
+	d, _ := sh.find(q.id, q.who, q.policies)
+	if d == nil || q.cost < d.cost || d.spent && q.cost != 1 || us < d.at { // us < d.at: an injected clock went back
 		sh.mu.Unlock()
-		return false, false, epoch
+		return false, false
 	}
 	if us >= d.until && !d.refreshing {
 		d.refreshing = true
 		sh.mu.Unlock()
-		return false, true, epoch
+		return false, true
 	}
 	elapsed := time.Duration(us-d.at) * time.Microsecond
 	for i, r := range d.results {
@@ -130,29 +144,29 @@ func (c *denialCache) answer(id, who string, policies []Policy, cost int64, now 
 		out[i] = r
 	}
 	sh.mu.Unlock()
-	return true, false, epoch
+	return true, false
 }
 
-// settle records the store's answer to a request that refreshed a denial (see answer), asked
-// at time at in epoch, or err when the store failed: a new denial replaces the old; an
-// admission that left nothing keeps the entry, so that the next request alone asks the store
-// again; otherwise the denial is forgotten.
-func (c *denialCache) settle(id, who string, policies []Policy, cost int64, at time.Time, epoch uint64, out []PolicyResult, err error) {
-	if err == nil && c.remember(id, who, policies, cost, at, epoch, out) {
+// settle records the store's answer to q, a request that refreshed a denial (see answer), or
+// err when the store failed: a new denial replaces the old; an admission that left nothing
+// keeps the entry, so that the next request alone asks the store again; otherwise the denial
+// is forgotten.
+func (c *denialCache) settle(q *asked, out []PolicyResult, err error) {
+	if err == nil && c.remember(q, out) {
 		return
 	}
-	sh := c.shard(id)
+	sh := c.shard(q.id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	d, i := sh.find(id, who, policies)
+	d, i := sh.find(q.id, q.who, q.policies)
 	if d == nil {
 		return
 	}
-	if err == nil && exhausted(policies, out) {
-		d.refreshing, d.at, d.until = false, at.UnixMicro(), at.UnixMicro()
+	if err == nil && exhausted(q.policies, out) {
+		d.refreshing, d.at, d.until = false, q.at.UnixMicro(), q.at.UnixMicro()
 		return
 	}
-	sh.drop(id, i)
+	sh.drop(q.id, i)
 }
 
 // exhausted reports whether an admitted request left an enforced policy nothing.
@@ -165,14 +179,15 @@ func exhausted(policies []Policy, out []PolicyResult) bool {
 	return false
 }
 
-// remember records the store's answer to a request of cost from who (filed under id), asked at time at in the
-// shard's epoch (see answer), when it is a denial the cache may answer (see denialCache) and
-// no refund or reset of the identity began since, and reports whether it did. An admission
-// costs a loop over its results and nothing more.
-func (c *denialCache) remember(id, who string, policies []Policy, cost int64, at time.Time, epoch uint64, out []PolicyResult) bool {
+// remember records the store's answer out to q, when it is a denial the cache may answer (see
+// denialCache) or a charged admission that foretells one (see spent), and no refund or reset
+// of the identity began since q.epoch, and reports whether it did. An admission that
+// foretells nothing costs a loop over its results and nothing more.
+func (c *denialCache) remember(q *asked, out []PolicyResult) bool {
 	if !c.live.Load() {
 		return false // a refund or a reset elsewhere could go unheard
 	}
+	policies := q.policies
 	var wait time.Duration
 	for i := range out {
 		p := &policies[i]
@@ -184,36 +199,77 @@ func (c *denialCache) remember(id, who string, policies []Policy, cost int64, at
 		}
 		wait = max(wait, out[i].RetryAfter)
 	}
-	if wait <= 0 {
-		return false
+	var results []PolicyResult
+	foretold := wait <= 0 // an admission: the denial it foretells, if any
+	if foretold {
+		if !q.charge || q.cost != 1 || !allAdmitted(policies, out) {
+			return false // a look (Peek) leaves the state as it was: it foretells nothing
+		}
+		if wait, results = spent(policies, out); wait <= 0 {
+			return false
+		}
+	} else {
+		results = append([]PolicyResult(nil), out...)
 	}
 	of := make([]*compiledPolicy, len(policies))
 	for i := range policies {
 		of[i] = policies[i].compiled
 	}
-	us := at.UnixMicro()
-	d := &denial{who: who, of: of, at: us, until: us + wait.Microseconds(), cost: cost, results: append([]PolicyResult(nil), out...)}
-	sh := c.shard(id)
+	us := q.at.UnixMicro()
+	d := &denial{who: q.who, of: of, at: us, until: us + wait.Microseconds(), cost: q.cost, results: results, spent: foretold}
+	sh := c.shard(q.id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.epoch != epoch {
+	if sh.epoch != q.epoch {
 		return false // a refund or a reset began while the store was asked
 	}
-	if old, i := sh.find(id, who, policies); old != nil {
-		sh.entries[id][i] = d
+	if old, i := sh.find(q.id, q.who, policies); old != nil {
+		sh.entries[q.id][i] = d
 		return true
 	}
 	if sh.n >= c.max {
 		sh.makeRoom(us)
 	}
-	list := sh.entries[id]
+	list := sh.entries[q.id]
 	if len(list) >= maxListsPerIdentity {
-		sh.drop(id, 0) // the oldest list
-		list = sh.entries[id]
+		sh.drop(q.id, 0) // the oldest list
+		list = sh.entries[q.id]
 	}
-	sh.entries[id] = append(list, d)
+	sh.entries[q.id] = append(list, d)
 	sh.n++
 	return true
+}
+
+// spent returns, for a request of cost 1 that every enforced policy admitted, how long the
+// store will deny the next request of cost 1, and the results it will answer meanwhile: a
+// policy whose model says its wait is exact and that the request left nothing admits nothing
+// for its EffectiveWindow, the time until one unit more fits. The denial lasts the longest of
+// those; each such policy's result is a denial whose Retry-After is its EffectiveWindow, the
+// others' are as the admission left them. It returns 0 when the request left every such
+// policy something, or left nothing to a policy whose wait is not exact (which may admit
+// sooner: nothing is foretold).
+func spent(policies []Policy, out []PolicyResult) (time.Duration, []PolicyResult) {
+	var wait time.Duration
+	for i := range out {
+		p := &policies[i]
+		if p.Shadow || out[i].Remaining > 0 {
+			continue
+		}
+		if !p.compiled.cached || out[i].EffectiveWindow <= 0 {
+			return 0, nil
+		}
+		wait = max(wait, out[i].EffectiveWindow)
+	}
+	if wait <= 0 {
+		return 0, nil
+	}
+	results := append([]PolicyResult(nil), out...)
+	for i := range results {
+		if r := &results[i]; !policies[i].Shadow && r.Remaining <= 0 {
+			r.Allowed, r.RetryAfter = false, r.EffectiveWindow
+		}
+	}
+	return wait, results
 }
 
 // allAdmitted reports whether every enforced policy admitted a request.

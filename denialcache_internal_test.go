@@ -24,18 +24,21 @@ func TestDenialCacheAnswersItsOwnList(t *testing.T) {
 	cache := newDenialCache(64)
 	cache.live.Store(true) // as when the store hears refunds and resets
 	denied := []PolicyResult{{Policy: a, RetryAfter: 30 * time.Second}, {Policy: b, Allowed: true, Remaining: 9}}
-	if !cache.remember("k", "k", []Policy{a, b}, 1, clock.now, 0, denied) {
+	ask := func(who string, policies ...Policy) *asked {
+		return &asked{id: "k", who: who, policies: policies, cost: 1, at: clock.now, charge: true}
+	}
+	if !cache.remember(ask("k", a, b), denied) {
 		t.Fatal("a denial with a Retry-After was not remembered")
 	}
 	out := make([]PolicyResult, 2)
-	if hit, _, _ := cache.answer("k", "k", []Policy{a, b}, 1, clock.now, out); !hit || out[0].Policy.Name != "a" {
+	if hit, _ := cache.answer(ask("k", a, b), out); !hit || out[0].Policy.Name != "a" {
 		t.Fatalf("the same list: hit %v, %+v; want the cached denial", hit, out)
 	}
-	if hit, _, _ := cache.answer("k", "k", []Policy{a, c}, 1, clock.now, out); hit {
+	if hit, _ := cache.answer(ask("k", a, c), out); hit {
 		t.Fatalf("another list starting alike was answered from the cache: %+v", out)
 	}
 	// Compact keys file identities under a short digest, which another may share.
-	if hit, _, _ := cache.answer("k", "another identity", []Policy{a, b}, 1, clock.now, out); hit {
+	if hit, _ := cache.answer(ask("another identity", a, b), out); hit {
 		t.Fatalf("another identity filed alike was answered from the cache: %+v", out)
 	}
 }

@@ -213,8 +213,9 @@ func readmeResilience(rdb redis.UniversalClient, metrics *ratelimit.Observer) ra
 	return store // README: what the caller uses
 }
 
-// What the guide's store options do: checks go to Redis and are reported; a denial is then
-// answered by the denial cache; with Redis refusing, the local fallback decides.
+// What the guide's store options do: checks go to Redis and are reported; the denial that the
+// admission spending the quota foretold is then answered by the denial cache; with Redis
+// refusing, the local fallback decides.
 func TestReadmeResilience(t *testing.T) {
 	proxy := faultproxy.Start(t, redistest.Addr(t))
 	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true, DialTimeout: time.Second})
@@ -224,7 +225,7 @@ func TestReadmeResilience(t *testing.T) {
 	waitHearing(t, store)
 	l := mustNew(t, store, ratelimit.Policy{Limit: 1, Window: time.Hour})
 	key := redistest.Prefix(t) + "k" // the store has the guide's default prefix: a key of the test's own
-	for i, want := range []observe.Source{observe.SourceStore, observe.SourceStore, observe.SourceDenialCache} {
+	for i, want := range []observe.Source{observe.SourceStore, observe.SourceDenialCache, observe.SourceDenialCache} {
 		d, err := l.Allow(ctx, key)
 		if err != nil || d.Source != want || d.Allowed != (i == 0) {
 			t.Fatalf("request %d: %+v, %v; want allowed %v by %v", i+1, d, err, i == 0, want)
@@ -241,8 +242,8 @@ func TestReadmeResilience(t *testing.T) {
 			break
 		}
 	}
-	if sources, _, breaker := obs.snapshot(); sources[observe.SourceStore] != 2 || sources[observe.SourceDenialCache] != 1 || len(breaker) == 0 {
-		t.Errorf("reported: %v, breaker %v; want 2 decisions by the store, 1 by the denial cache, the breaker opening", sources, breaker)
+	if sources, _, breaker := obs.snapshot(); sources[observe.SourceStore] != 1 || sources[observe.SourceDenialCache] != 2 || len(breaker) == 0 {
+		t.Errorf("reported: %v, breaker %v; want 1 decision by the store, 2 by the denial cache, the breaker opening", sources, breaker)
 	}
 }
 

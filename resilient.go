@@ -67,17 +67,12 @@ func (s *resilientStore) Check(ctx context.Context, key string, policies []Polic
 // check is Check, or with lease, chargeLease (see leasecount.go).
 func (s *resilientStore) check(ctx context.Context, key string, policies []Policy, cost int64, charge, lease bool, out []PolicyResult) (time.Time, error) {
 	refresh := false
-	var (
-		asked time.Time // when the store was asked, for the denial cache: no later than the store's time
-		epoch uint64
-	)
-	id := key // the denial cache's name of the identity: the one announcements give
+	q := asked{who: key, policies: policies, cost: cost, charge: charge}
 	if s.denials != nil && cost > 0 {
-		id = s.stored(key)
-		asked = s.clock.Now()
+		q.id, q.at = s.stored(key), s.clock.Now()
 		var hit bool
-		if hit, refresh, epoch = s.denials.answer(id, key, policies, cost, asked, out); hit {
-			return asked, nil
+		if hit, refresh = s.denials.answer(&q, out); hit {
+			return q.at, nil
 		}
 	}
 	var at time.Time
@@ -99,12 +94,15 @@ func (s *resilientStore) check(ctx context.Context, key string, policies []Polic
 	}
 	switch {
 	case refresh:
-		s.denials.settle(id, key, policies, cost, asked, epoch, out, err)
+		s.denials.settle(&q, out, err)
 	case err != nil || s.denials == nil || cost == 0:
 	case charge && allAdmitted(policies, out):
-		s.denials.charged(id)
+		s.denials.charged(q.id)
+		if cost == 1 { // one that left nothing foretells a denial: see spent
+			s.denials.remember(&q, out)
+		}
 	default:
-		s.denials.remember(id, key, policies, cost, asked, epoch, out)
+		s.denials.remember(&q, out)
 	}
 	if err != nil {
 		if !s.report(ctx, err) || s.fallback == nil {

@@ -1,6 +1,7 @@
 package ratelimitprom_test
 
 import (
+	"context"
 	"os"
 	"testing"
 	"time"
@@ -29,13 +30,17 @@ func TestRedis(t *testing.T) {
 	seen, hearing := outagespec.Hearing(obs.Hooks())
 	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithClock(clock),
 		ratelimit.WithBreaker(1, time.Second), ratelimit.WithDenialCache(100), ratelimit.WithObserver(seen))
-	l := mustNew(t, store, ratelimit.Policy{Name: "one", Limit: 1, Window: time.Hour})
+	l := mustNew(t, store, ratelimit.Policy{Name: "one", Limit: 2, Window: time.Hour})
 	hearing(t) // the cache caches denials once it hears refunds
 	for i, want := range []struct {
 		allowed bool
 		source  observe.Source
 	}{{true, observe.SourceStore}, {false, observe.SourceStore}, {false, observe.SourceDenialCache}} {
-		d, err := allow(l, "k")
+		cost := int64(1)
+		if i == 0 {
+			cost = 2 // spends the quota at a cost of 2: foretells no denial (a cost of 1 would)
+		}
+		d, err := l.AllowN(context.Background(), "k", cost)
 		if err != nil || d.Allowed != want.allowed || d.Source != want.source {
 			t.Fatalf("request %d: allowed %v from the %v (%v); want %v from the %v", i+1, d.Allowed, d.Source, err, want.allowed, want.source)
 		}
