@@ -7,13 +7,16 @@
 //	go run ./tools/benchtable -rounds 5 -d 2s -v
 //	go run ./tools/benchtable -only calendar -out docs/results.md   # issue 36's target alone
 //	go run ./tools/benchtable -only holds -out docs/results.md      # issue 35's (Reserve, Settle)
+//	go run ./tools/benchtable -only tail -out docs/results.md       # issue 39's (HTTP tail, hot key)
 //
 // With -out it also writes its section of the results file, docs/results.md under make bench
 // (loadgen.WriteSection): the date, the machine, Go, Redis and go-redis, the load, and every
 // figure with its key, floor and ratio. Issue 36's target (a calendar policy beside a fixed
 // window of the same count, calendar.go) has a section of its own there, "calendar", which
 // every run writes and `-only calendar` writes alone, measuring nothing else; so has issue 35's
-// (Reserve and Settle beside a check, holds.go), "bench-holds", with `-only holds`.
+// (Reserve and Settle beside a check, holds.go), "bench-holds", with `-only holds`; and so
+// has issue 39's (the HTTP runs' p50, p99 and p99.9, http.go, and one hot identity, hotkey.go),
+// "bench-tail", with `-only tail`.
 // The documents take their measured figures from that file, and a test of the root module
 // (TestDocFiguresAreInResults) fails when one they mark is not in it.
 //
@@ -59,6 +62,7 @@ type settings struct {
 const (
 	onlyCalendar = "calendar" // issue 36's (calendarTable)
 	onlyHolds    = "holds"    // issue 35's (holdsTable)
+	onlyTail     = "tail"     // issue 39's tail and hot key (tailTable)
 )
 
 func main() {
@@ -78,10 +82,10 @@ func main() {
 	fs.BoolVar(&s.verbose, "v", false, "also print the Redis commands of one check and their time")
 	fs.StringVar(&s.out, "out", "", "also write the results file (Markdown) here, e.g. docs/results.md")
 	fs.StringVar(&s.note, "note", "", "what the results file says of the machine's load, beside its load average")
-	fs.StringVar(&s.only, "only", "", `"calendar" or "holds": take and write only issue 36's figures (a calendar policy beside a fixed window) or issue 35's (Reserve and Settle beside a check)`)
+	fs.StringVar(&s.only, "only", "", `"calendar", "holds" or "tail": take and write only issue 36's figures (a calendar policy beside a fixed window), issue 35's (Reserve and Settle beside a check) or issue 39's (the HTTP tail and one hot identity)`)
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
 	if s.only != "" && !slices.ContainsFunc(apart, func(a apartTable) bool { return a.name == s.only }) {
-		fmt.Fprintf(os.Stderr, "benchtable: -only %q: want %q or %q (or nothing, for every figure)\n", s.only, onlyCalendar, onlyHolds)
+		fmt.Fprintf(os.Stderr, "benchtable: -only %q: want %q, %q or %q (or nothing, for every figure)\n", s.only, onlyCalendar, onlyHolds, onlyTail)
 		os.Exit(2)
 	}
 	if s.rounds < 1 || s.keys < 1 || s.goroutines < 1 || s.identities < 1 {
@@ -135,6 +139,7 @@ func run(s settings) error {
 		rounds = append(rounds, f)
 	}
 	med := medians(rounds)
+	worstOf(rounds, med)
 	for k, v := range mem {
 		med[k] = v
 	}

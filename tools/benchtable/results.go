@@ -29,11 +29,13 @@ type apartTable struct {
 	table   []section
 }
 
-// apart are those tables: issue 36's target (calendarTable) and issue 35's (holdsTable), whose
+// apart are those tables: issue 36's target (calendarTable), issue 39's tail and hot key
+// (tailTable) and issue 35's (holdsTable), whose
 // section is not "holds": that one is TestHoldsResults's, the holds picture's figures.
 var apart = []apartTable{
 	{onlyCalendar, "calendar", "make bench (tools/benchtable): a calendar policy beside a fixed window (issue 36)", calendarTable},
 	{onlyHolds, "bench-holds", "make bench (tools/benchtable): Reserve and Settle beside a check (issue 35)", holdsTable},
+	{onlyTail, "bench-tail", "make bench (tools/benchtable): the HTTP tail and one hot identity (issue 39)", tailTable},
 }
 
 // writeApartResults writes the section of a to the results file at path, apart from the rest,

@@ -39,14 +39,19 @@ func (e *env) round(ctx context.Context, r int) (figures, error) {
 			return nil, fmt.Errorf("holds: %w", err)
 		}
 	}
+	if e.s.takes(onlyTail) {
+		if err := e.httpFigures(ctx, r, f); err != nil {
+			return nil, fmt.Errorf("net/http: %w", err)
+		}
+		if err := e.hotFigures(ctx, r, f); err != nil {
+			return nil, fmt.Errorf("hot key: %w", err)
+		}
+	}
 	if e.s.only != "" {
 		return f, nil
 	}
 	if err := e.redisFigures(ctx, r, f); err != nil {
 		return nil, err
-	}
-	if err := e.httpFigures(ctx, r, f); err != nil {
-		return nil, fmt.Errorf("net/http: %w", err)
 	}
 	if err := memoryStoreFigures(f, e.keys); err != nil {
 		return nil, fmt.Errorf("memory store: %w", err)

@@ -43,7 +43,7 @@ func (g goal) met(x float64) bool {
 type row struct {
 	label string
 	key   string // its figure
-	unit  string // how to print it: "µs", "/s", "allocs", "B", "ns", "%", "×", "calls"
+	unit  string // how to print it: "µs", "/s", "allocs", "B", "ns", "%", "×", "calls", "req" (requests)
 	floor string // the figure its ratio is taken to; "" for none
 	goal  *goal
 }
@@ -132,6 +132,32 @@ var table = []section{
 		{"bare handler, no Redis", "http.bare", "/s", "", nil},
 		{"trivial EVALSHA, then the handler (floor)", "http.evalsha", "/s", "", nil},
 		{"Middleware, 1 policy, then the handler", "http.ours", "/s", "http.evalsha", nil},
+	}},
+}
+
+// tailTable is issue 39's targets of the tail and of exactness at full speed, with a section
+// of its own in the results file ("bench-tail"; -only tail takes it alone).
+var tailTable = []section{
+	// Issue 39: the tail of the same runs, at most 1.1× the trivial script's.
+	{"39 net/http end to end on loopback, 64 connections, one client address (the runs of 7): latency of a request at p50, p99 and p99.9", []row{
+		{"p50: bare handler", "http.p50.bare", "µs", "", nil},
+		{"p50: trivial EVALSHA, then the handler (floor)", "http.p50.evalsha", "µs", "", nil},
+		{"p50: Middleware, 1 policy", "http.p50.ours", "µs", "http.p50.evalsha", nil},
+		{"p99: bare handler", "http.p99.bare", "µs", "", nil},
+		{"p99: trivial EVALSHA, then the handler (floor)", "http.p99.evalsha", "µs", "", nil},
+		{"p99: Middleware, 1 policy", "http.p99.ours", "µs", "http.p99.evalsha", ratioAtMost(1.1)},
+		{"p99: Middleware, against the bare handler", "http.p99.ours", "µs", "http.p99.bare", nil},
+		{"p99.9: bare handler", "http.p999.bare", "µs", "", nil},
+		{"p99.9: trivial EVALSHA, then the handler (floor)", "http.p999.evalsha", "µs", "", nil},
+		{"p99.9: Middleware, 1 policy", "http.p999.ours", "µs", "http.p999.evalsha", ratioAtMost(1.1)},
+	}},
+	// Issue 39: exact at full speed, 198 of 200 (0.99×) in every run, none over.
+	{"39 one hot identity, 64 goroutines, one second from a second boundary: GCRA 100/s, burst 100", []row{
+		{"what GCRA admits in that second (floor)", "hot.allows", "req", "", nil},
+		{"admitted, default options (denial cache on)", "hot.gcra", "req", "hot.allows", ratioAtLeast(0.99)},
+		{"admitted, default options: the worst round", "hot.worst", "req", "hot.allows", ratioAtLeast(0.99)},
+		{"admitted above the floor: the most of any round", "hot.over", "req", "", &goal{"≤", 0, false}},
+		{"admitted, WithDenialCache(0): every request asks Redis", "hot.nocache", "req", "hot.allows", nil},
 	}},
 }
 
@@ -290,6 +316,8 @@ func format(v float64, unit string) string {
 		return fmt.Sprintf("%.2f×", v)
 	case "calls":
 		return fmt.Sprintf("%.2f calls", v)
+	case "req":
+		return fmt.Sprintf("%.0f", v)
 	}
 	return fmt.Sprintf("%g", v)
 }
