@@ -71,6 +71,7 @@ fuzz:
 BENCHNOTE ?=
 bench:
 	$(GO) run ./tools/benchtable -out docs/results.md -note "$(BENCHNOTE)" $(BENCHFLAGS)
+	cd tools/adapterbench && $(GO) run . -out ../../docs/results.md -note "$(BENCHNOTE)"
 	cd tools/peerbench && $(GO) run . -out ../../docs/results.md -note "$(BENCHNOTE)"
 
 # Every go test benchmark of the root module.

@@ -54,14 +54,14 @@ type Decision struct {
 
 // overflowed reports whether d was decided on a memory store's overflow quota.
 func (d *Decision) overflowed() bool {
-	r := d.Results()
+	r := d.policyResults()
 	return len(r) > 0 && r[0].overflow
 }
 
 // holds reports whether the decision holds in-flight slots ([algorithms.InFlight]): the request
 // was admitted by a limiter with an in-flight policy, and its slots are taken until
 // [Limiter.Settle] (the [Guard] settles when the handler returns).
-func (d Decision) holds() bool { return !d.held.IsZero() }
+func (d *Decision) holds() bool { return !d.held.IsZero() }
 
 // PolicyResult is one policy's own verdict on a request.
 type PolicyResult struct {
@@ -91,7 +91,11 @@ type PolicyResult struct {
 }
 
 // Results returns every policy's result, in the limiter's policy order.
-func (d Decision) Results() []PolicyResult {
+func (d Decision) Results() []PolicyResult { return d.policyResults() }
+
+// policyResults is Results without copying the Decision, which Results' value receiver
+// does: the library's own calls take it, on the path of every request (see reserveInto).
+func (d *Decision) policyResults() []PolicyResult {
 	if d.more != nil {
 		return d.more
 	}

@@ -79,14 +79,12 @@ func NewGuard(l *Limiter, opts ...Option) (*Guard, error) {
 // request that proceeds and carries them (the core's and the adapters' requests do), when
 // [Guard.Done] is called, or merged into the report of the next guard the request passes, so
 // that a request checked by two guards is counted once (see [Request]).
-func (g *Guard) Check(r Request) Outcome {
+func (g *Guard) Check(r Request) (o Outcome) {
 	if g.pick != nil {
-		return g.dispatch(r)
+		g.dispatch(r, &o)
+		return o
 	}
-	var (
-		o     Outcome
-		start time.Time
-	)
+	var start time.Time
 	if g.observer != nil && g.waits() {
 		start = g.clock.Now()
 	}
@@ -150,9 +148,9 @@ func (g *Guard) check(r Request, o *Outcome) {
 	}
 	ctx, cancel := g.deadline(r.Context())
 	if g.after != nil { // every limiter of the guard holds: NewGuard and the Resolver's fit check it
-		o.Decision, err = l.Reserve(ctx, key, units)
+		err = reserveInto(ctx, l, key, units, &o.Decision)
 	} else {
-		o.Decision, err = l.check(ctx, key, units, true)
+		err = l.checkInto(ctx, &o.Decision, key, units, true)
 	}
 	cancel()
 	if err != nil {
@@ -199,7 +197,7 @@ func (g *Guard) check(r Request, o *Outcome) {
 		o.Meter = new(cost.Meter)
 	}
 	if o.Decision.holds() {
-		o.slots = g.hold(r, l, key, o.Decision)
+		o.slots = g.hold(r, l, key, &o.Decision)
 	}
 	if d := o.Decision.Delay; d > 0 {
 		if g.observer != nil {
@@ -216,6 +214,18 @@ func (g *Guard) check(r Request, o *Outcome) {
 			o.Result = observe.ResultCanceled
 		}
 	}
+}
+
+// reserveInto is l.Reserve of key at an estimate of units, into d. A function of its own,
+// never inlined, so that the Decision that Reserve returns takes room on the stack only on
+// the way to a reservation: every check runs Guard.check, often on a goroutine of its own
+// (a gRPC call's, an HTTP/2 stream's), whose stack grows, a copy at each doubling, when the
+// frames it runs through are large.
+//
+//go:noinline
+func reserveInto(ctx context.Context, l *Limiter, key string, units int64, d *Decision) (err error) {
+	*d, err = l.Reserve(ctx, key, units)
+	return err
 }
 
 // abandon gives back everything an admitted request took when its client leaves before the
@@ -240,9 +250,12 @@ func (g *Guard) abandon(o *Outcome, r Request, l *Limiter, key string) {
 // not open the route), giving back what the fallback charged for it. It reports whether it
 // refused.
 func (g *Guard) failedClosed(o *Outcome, r Request, l *Limiter, key string, report bool) bool {
-	if o.Decision.Source != observe.SourceFallback {
-		return false
-	}
+	return o.Decision.Source == observe.SourceFallback && g.fallbackDecided(o, r, l, key, report)
+}
+
+// fallbackDecided is failedClosed of a decision of the local fallback: a function of its own,
+// so that the Decision it settles takes room on the stack only then (see reserveInto).
+func (g *Guard) fallbackDecided(o *Outcome, r Request, l *Limiter, key string, report bool) bool {
 	cause := fallbackError(l.store)
 	if report {
 		g.onError(r, cause)

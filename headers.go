@@ -62,7 +62,7 @@ func rateDenial(d *Decision) (time.Duration, bool) {
 		wait   time.Duration
 		denied bool
 	)
-	for _, r := range d.Results() {
+	for _, r := range d.policyResults() {
 		if !r.Allowed && !r.Policy.Shadow && !r.Policy.holds() {
 			if !denied || longer(r.RetryAfter, wait) {
 				wait = r.RetryAfter
@@ -76,7 +76,7 @@ func rateDenial(d *Decision) (time.Duration, bool) {
 // shadowDenials lists the shadow policies that denied d's request, or returns "". A single
 // name is returned as it is: only a list of several is built.
 func shadowDenials(d *Decision) string {
-	results := d.Results()
+	results := d.policyResults()
 	n, first := 0, ""
 	for _, r := range results {
 		if r.Policy.Shadow && !r.Allowed {

@@ -367,7 +367,7 @@ func (l *Limiter) Settle(ctx context.Context, key string, d Decision, actual int
 		return nil
 	}
 	if policies := l.policiesOf(&d); actual > d.Cost {
-		actual = d.Cost + min(actual-d.Cost, maxOverdraft(policies, chargedMask(policies, d.Results())))
+		actual = d.Cost + min(actual-d.Cost, maxOverdraft(policies, chargedMask(policies, d.policyResults())))
 	}
 	if d.hold != nil {
 		if err := ctx.Err(); err != nil { // the store was not asked: the settle may be tried again
@@ -398,7 +398,7 @@ func (l *Limiter) Settle(ctx context.Context, key string, d Decision, actual int
 			return err
 		}
 		policies := l.policiesOf(&d)
-		h := &hold{id: noRecord, tag: holdsTag(policies), cost: d.Cost, at: d.at, mask: chargedMask(policies, d.Results()), offs: make([]int64, len(policies)), keep: 1}
+		h := &hold{id: noRecord, tag: holdsTag(policies), cost: d.Cost, at: d.at, mask: chargedMask(policies, d.policyResults()), offs: make([]int64, len(policies)), keep: 1}
 		_, err := l.settleHold(ctx, key, &d, h, actual)
 		return err
 	}

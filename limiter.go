@@ -111,7 +111,7 @@ func (l *Limiter) policiesOf(d *Decision) []Policy {
 	if l.periods == nil {
 		return l.policies
 	}
-	results := d.Results()
+	results := d.policyResults()
 	out := make([]Policy, len(results))
 	for i := range results {
 		out[i] = results[i].Policy
@@ -271,12 +271,18 @@ var results = sync.Pool{New: func() any { return new([8]PolicyResult) }}
 // check is Allow, AllowN and Peek. It hands the decision up by pointer: a Decision is several
 // hundred bytes, and returned by value through each layer it would be copied at every one.
 func (l *Limiter) check(ctx context.Context, key string, cost int64, charge bool) (d Decision, err error) {
+	err = l.checkInto(ctx, &d, key, cost, charge)
+	return d, err
+}
+
+// checkInto is check, writing to d, which must be the zero Decision: a guard decides into its
+// outcome's, with no Decision on its stack (see reserveInto).
+func (l *Limiter) checkInto(ctx context.Context, d *Decision, key string, cost int64, charge bool) error {
 	var start time.Time
 	if l.timed {
 		start = time.Now()
 	}
-	err = l.decide(ctx, &d, key, cost, charge, start)
-	return d, err
+	return l.decide(ctx, d, key, cost, charge, start)
 }
 
 // observe reports a decision to the observer's Decided hook, if there is one. raw are its
@@ -430,7 +436,7 @@ func (l *Limiter) decideWithout(ctx context.Context, d *Decision, key string, co
 // charged returns the policies a decision charged: every enforced one, and the shadow policies
 // that admitted the request (a shadow policy's state counts what it would have admitted).
 func charged(policies []Policy, d *Decision) []Policy {
-	results := d.Results()
+	results := d.policyResults()
 	for i := range policies {
 		if policies[i].Shadow && !results[i].Allowed {
 			out := make([]Policy, 0, len(policies))

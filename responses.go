@@ -124,7 +124,7 @@ func denyBody(d *Decision, retry int64, problem bool) (string, []byte) {
 	// The members' names and punctuation take 71 bytes, each policy's name (a token: nothing
 	// to escape) its length and 3. Were the estimate short, append would grow b all the same.
 	size := 100 + len(quotaExceeded) + len(title) + len(detail)
-	for _, r := range d.Results() {
+	for _, r := range d.policyResults() {
 		size += len(r.Policy.Name) + 3
 	}
 	b := appendProblemHead(make([]byte, 0, size), quotaExceeded, title, http.StatusTooManyRequests)
@@ -132,7 +132,7 @@ func denyBody(d *Decision, retry int64, problem bool) (string, []byte) {
 	b = append(append(append(b, '"'), detail...), '"')
 	b = append(b, `,"violated-policies":[`...)
 	first := true
-	for _, r := range d.Results() {
+	for _, r := range d.policyResults() {
 		if r.Allowed || r.Policy.Shadow { // a shadow policy never shows in a response
 			continue
 		}

@@ -29,8 +29,8 @@ type slotHold struct {
 }
 
 // hold starts renewing the slots that d holds for key.
-func (g *Guard) hold(r Request, lim *Limiter, key string, d Decision) *slotHold {
-	l := &slotHold{g: g, l: lim, req: r, key: key, d: d, every: lim.shortestSlotLife() / 3}
+func (g *Guard) hold(r Request, lim *Limiter, key string, d *Decision) *slotHold {
+	l := &slotHold{g: g, l: lim, req: r, key: key, d: *d, every: lim.shortestSlotLife() / 3}
 	if g.observer.wantsSlotHeld() {
 		l.since = g.clock.Now()
 		g.observer.slotHeld(true, 0)
@@ -86,7 +86,7 @@ func (l *Limiter) shortestSlotLife() time.Duration {
 // waitsForSlots reports whether d was refused only for want of in-flight slots, which a wait
 // may bring: every enforced policy that denied it holds slots and would admit it in time.
 func waitsForSlots(d *Decision) bool {
-	for _, r := range d.Results() {
+	for _, r := range d.policyResults() {
 		if !r.Allowed && !r.Policy.Shadow && (!r.Policy.holds() || r.RetryAfter == algorithms.Never) {
 			return false
 		}

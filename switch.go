@@ -27,11 +27,16 @@ func Switch(pick func(Request) *Guard) *Guard {
 	return &Guard{pick: pick}
 }
 
-// dispatch checks r with the guard that the switch picks for it.
-func (g *Guard) dispatch(r Request) Outcome {
+// dispatch checks r with the guard that the switch picks for it, into o (the zero Outcome): a
+// function of its own, so that the Outcome it is handed takes room on the stack of a switch's
+// check only (see reserveInto).
+//
+//go:noinline
+func (g *Guard) dispatch(r Request, o *Outcome) {
 	h := g.pick(r)
 	if h == nil {
-		return Outcome{Proceed: true, Result: observe.ResultSkipped}
+		o.Proceed, o.Result = true, observe.ResultSkipped
+		return
 	}
-	return h.Check(r)
+	*o = h.Check(r)
 }

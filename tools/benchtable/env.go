@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -56,7 +55,6 @@ func newEnv(ctx context.Context, addr string, s settings) (*env, error) {
 		exact3: redis.NewScript("local t = redis.call('TIME') for i = 1, #KEYS do redis.call('GET', KEYS[i]) " +
 			"redis.call('SET', KEYS[i], t[1] * 1000000 + t[2], 'PX', 10000) end return 1"),
 		keys:      loadgen.Identities(s.keys),
-		loadName:  "Go load generator (wrk not installed)",
 		breakdown: map[string]commandStats{},
 	}
 	for _, floor := range []*redis.Script{e.trivial, e.exact, e.exact3} {
@@ -65,9 +63,7 @@ func newEnv(ctx context.Context, addr string, s settings) (*env, error) {
 			return nil, fmt.Errorf("loading a floor script: %w", err)
 		}
 	}
-	if path, err := exec.LookPath("wrk"); err == nil {
-		e.wrk, e.loadName = path, "wrk"
-	}
+	e.wrk, e.loadName = loadgen.Wrk()
 	return e, nil
 }
 

@@ -1,5 +1,6 @@
-// Package loadgen drives the calls of the measuring programs (tools/benchtable and
-// tools/rueidisbench): many goroutines for throughput, one for latency.
+// Package loadgen drives the calls of the measuring programs (tools/benchtable,
+// tools/adapterbench and tools/rueidisbench): many goroutines for throughput, one for
+// latency, and HTTP load through wrk or a Go generator (http.go).
 package loadgen
 
 import (

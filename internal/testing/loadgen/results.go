@@ -10,7 +10,8 @@ import (
 )
 
 // The results file (docs/results.md) holds one section per measuring program: make bench's
-// (tools/benchtable's three: bench, calendar and bench-holds; tools/peerbench's),
+// (tools/benchtable's four: bench, calendar, bench-holds and bench-tail; tools/adapterbench's
+// bench-adapters; tools/peerbench's),
 // TestMeasureChooser's and TestHoldsResults's. Each program rewrites its own section and keeps the others, so every figure the documents cite is in one
 // file, dated by the run that made it.
 
@@ -18,7 +19,7 @@ import (
 const resultsHead = `# Performance results
 
 Written by the measuring programs, each in a section of its own: ` + "`make bench`" + ` (tools/benchtable,
-then tools/peerbench), ` + "`RATELIMIT_MEASURE=1 go test -run 'TestMeasureChooser|TestHoldsResults' ./cmd/ratelimit/internal/simulate`" + `,
+tools/adapterbench, then tools/peerbench), ` + "`RATELIMIT_MEASURE=1 go test -run 'TestMeasureChooser|TestHoldsResults' ./cmd/ratelimit/internal/simulate`" + `,
 and, in the prometheus and otel modules, ` + "`RATELIMIT_MEASURE=1 go test -run TestMeasureObserverCost .`" + `.
 Do not edit it: run them again. README.md, the guides under docs/, ARCHITECTURE.md and CHANGELOG.md
 take their measured figures from here, and ` + "`TestDocFiguresAreInResults`" + ` fails when a figure they mark is not in this file.
