@@ -13,7 +13,7 @@ local function cw_to_end(start, length, now)
 end
 
 local function write_cw(key, start, after, to_end)
-  set_ints(key, {start, after}, to_end + calendar_grace)
+  set_pair(key, start, after, to_end + calendar_grace)
 end
 
 -- The verdict's lines are algorithms.fw's (countUntil in Go, shared there): written out in
@@ -25,8 +25,8 @@ algorithms.cw = function(key, now, limit, length, start, cost)
     return error('ratelimit: the calendar period of this check ended more than a minute ago on the Redis server\'s clock: the instance\'s clock is behind; set it right (NTP)')
   end
   local used = 0
-  local s = get_ints(key, 2)
-  if s and s[1] == start then used = s[2] end
+  local ps, pu = get_pair(key)
+  if ps == start then used = pu end
   local to_end = cw_to_end(start, length, now)
   local allowed = cost == 0 or used + cost <= limit -- cost 0 reads, even over a lowered limit
   local after, retry, reset = used, 0, 0

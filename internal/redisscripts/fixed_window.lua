@@ -1,15 +1,17 @@
 -- fixed_window.lua: algorithms.fw, the Lua form of algorithms.FixedWindow.
 -- State: string "window index:cost admitted in it".
-local function write_fw(key, k, after, to_end)
-  set_ints(key, {k, after}, to_end)
+-- write_fw writes the state; same says the key holds state of the same window, whose expiry
+-- (the window's end) it keeps.
+local function write_fw(key, k, after, to_end, same)
+  set_pair(key, k, after, to_end, same)
 end
 
 algorithms.fw = function(key, now, limit, window, burst, cost)
   local k = floor(now / window)
-  local used = 0
-  local s = get_ints(key, 2)
-  if s and s[1] > k then k = s[1] end -- the clock went back: stay in the state's window
-  if s and s[1] == k then used = s[2] end
+  local used, same = 0, false
+  local sk, su = get_pair(key)
+  if sk and sk > k then k = sk end -- the clock went back: stay in the state's window
+  if sk == k then used, same = su, true end
   local to_end = (k + 1) * window - now
   local allowed = cost == 0 or used + cost <= limit -- cost 0 reads, even over a lowered limit
   local after, retry, reset = used, 0, 0
@@ -21,7 +23,7 @@ algorithms.fw = function(key, now, limit, window, burst, cost)
     retry = to_end
   end
   if after > 0 then reset = to_end end
-  return allowed and 1 or 0, math.max(limit - after, 0), reset, retry, 0, to_end, write_fw, k, after, to_end
+  return allowed and 1 or 0, math.max(limit - after, 0), reset, retry, 0, to_end, write_fw, k, after, to_end, same
 end
 
 -- A fixed window that leases (Policy.Lease) also keeps, beside its state, the units that the

@@ -180,6 +180,31 @@ local function get_ints(key, count)
   return parse_ints(key, v, count)
 end
 
+-- get_pair reads the state of key that holds two integers, "a:b" (see parse_ints), and
+-- returns them, or nothing when it is absent: get_ints(key, 2) without a table, on the path of
+-- every check of a fixed window.
+local function get_pair(key)
+  local v = sget(key)
+  if not v then return nil end
+  local a, b = string.match(v, '^(%-?%d+):(%-?%d+)$')
+  if a then return tonumber(a), tonumber(b) end
+  local s = parse_ints(key, v, 2) -- a malformed state: its error (or a form it takes, "+1:2")
+  return s[1], s[2]
+end
+
+-- set_pair writes the state "a:b" of key. Unless it is a field of a hash, keep says that the
+-- key holds state whose expiry is the one this write needs (a window's end, which the key
+-- took when the window began): the key keeps it (KEEPTTL, Redis 6.0 and later; expire_gt
+-- stands for 7.0), which spares formatting it and moving the key's entry in Redis' table of
+-- expiries.
+local function set_pair(key, a, b, ttl_us, keep)
+  if keep and expire_gt and not hkey then
+    redis.call('SET', key, int(a) .. ':' .. int(b), 'KEEPTTL')
+    return
+  end
+  sset(key, int(a) .. ':' .. int(b), ttl_ms(ttl_us))
+end
+
 -- set_ints writes a state string of integers with its expiry.
 local function set_ints(key, values, ttl_us)
   local parts = {}

@@ -49,12 +49,16 @@ func variants() []variant {
 		vs = append(vs,
 			variant{name: "A old, 1 policy", src: old, keys: k1, args: packed(a1)},
 			variant{name: "A old, 3 policies", src: old, keys: k3, args: packed(a3)},
-			variant{name: "A old, 1 policy, injected", src: old, keys: ki, args: packed(ai)})
+			variant{name: "A old, 1 policy, injected", src: old, keys: ki, args: packed(ai)},
+			variant{name: "A old, fixed window, 1 policy", src: old, keys: k1, args: code("fw", packed(a1))},
+			variant{name: "A old, fixed window, 3 policies", src: old, keys: k3, args: code("fw", packed(a3))})
 	}
 	vs = append(vs, []variant{
 		{name: "A new, 1 policy", src: lib, keys: k1, args: packed(a1)},
 		{name: "A new, 3 policies", src: lib, keys: k3, args: packed(a3)},
 		{name: "A new, 1 policy, injected", src: lib, keys: ki, args: packed(ai)},
+		{name: "A new, fixed window, 1 policy", src: lib, keys: k1, args: code("fw", packed(a1))},
+		{name: "A new, fixed window, 3 policies", src: lib, keys: k3, args: code("fw", packed(a3))},
 		{name: "A floor TIME+GET+SET PX", src: tgs, keys: k1, args: a1},
 		{name: "A return 1", src: ret1, keys: k1, args: packed(a1)},
 		{name: "return 1 (1 key, 9 args)", src: ret1, keys: k1, args: a1},
@@ -81,6 +85,11 @@ func variants() []variant {
 		loop("L SET num PX num, ms varied", "local x = 1.7e15", "redis.call('SET', K[1], x + i, 'PX', 100000 + i % 7)", N),
 		loop("L fmt + PSETEX str cached", "local x = 1.7e15; local f = string.format; local c = {}", "local ms = 100000 + (i % 100); local m = c[ms]; if not m then m = f('%d', ms); c[ms] = m end; redis.call('PSETEX', K[1], m, f('%d', x + i))", N),
 		loop("L SET num PX num (current)", "local x = 1.7e15", "redis.call('SET', K[1], x + i, 'PX', 100000 + (i % 100))", N),
+		loop("L fmt + SET str KEEPTTL", "local x = 1.7e15; local f = string.format; redis.call('SET', K[1], '1', 'PX', 100000)", "redis.call('SET', K[1], f('%d', x + i), 'KEEPTTL')", N),
+		loop("L fixed window state: parse with gmatch into a table", "local v = '28333333:17'", "local out = {}; for part in string.gmatch(v, '[^:]+') do out[#out + 1] = tonumber(part) end", N),
+		loop("L fixed window state: parse with match", "local v = '28333333:17'", "local a, b = string.match(v, '^(%-?%d+):(%-?%d+)$'); a, b = tonumber(a), tonumber(b)", N),
+		loop("L fixed window state: format through a table", "local x = 28333333; local f = string.format", "local p = {}; p[1], p[2] = f('%d', x), f('%d', i); local s = table.concat(p, ':')", N),
+		loop("L fixed window state: format by ..", "local x = 28333333; local f = string.format", "local s = f('%d', x) .. ':' .. f('%d', i)", N),
 		loop("L table {0x7}", "", "local t = {0, 0, 0, 0, 0, 0, 0}", N),
 		loop("L tonumber(A[i]) x9", "", "for j = 1, 9 do local n = tonumber(A[j]) end", N),
 		loop("L math.floor x10", "local floor = math.floor; local x = 1.5", "for j = 1, 10 do x = floor(x + 0.5) end", N),
@@ -139,4 +148,16 @@ func partLoops(n int) []variant {
 		l("HSET 1 field", "local x = 1700000000000000", "redis.call('HSET', K[1], 'gcAAAAA0', x + i)", hash),
 		l("PEXPIRE", "redis.call('HSET', K[1], 'a', 1)", "redis.call('PEXPIRE', K[1], 100000 + (i % 100))", hash),
 	}
+}
+
+// code returns packed check arguments (see packed) whose GCRA policies are of the algorithm
+// code instead ("fw": the fixed window).
+func code(c string, args []any) []any {
+	out := append([]any(nil), args...)
+	for i := 4; i < len(out); i++ {
+		if p, ok := out[i].(string); ok && strings.HasPrefix(p, "gc:") {
+			out[i] = c + p[2:]
+		}
+	}
+	return out
 }
