@@ -158,6 +158,9 @@ var tailTable = []section{
 		{"admitted, default options: the worst round", "hot.worst", "req", "hot.allows", ratioAtLeast(0.99)},
 		{"admitted above the floor: the most of any round", "hot.over", "req", "", &goal{"≤", 0, false}},
 		{"admitted, WithDenialCache(0): every request asks Redis", "hot.nocache", "req", "hot.allows", nil},
+		{"admitted, WithDenialCache(0): the worst round", "hot.nocache.worst", "req", "hot.allows", nil},
+		{"what GCRA admits over the span of the worst round's load, from its first request to its end (floor)", "hot.worst.spanfloor", "req", "", nil},
+		{"admitted, default options, against what GCRA admits over its load's span: the worst round", "hot.worst.span", "req", "hot.worst.spanfloor", ratioAtLeast(0.99)},
 	}},
 }
 
