@@ -61,10 +61,15 @@ type target interface {
 	close()
 }
 
-// measure takes the figures of one round of fw into f: the three routes in turn, the
-// adapter over a limiter of its own (keys of the round and the framework).
+// measure takes the figures of round r of fw into f: the three routes in turn, in an order
+// that moves by one each round (so that each route comes first, second and last in three
+// rounds), each after a short load that is not measured (connections made, the store's first
+// calls done); the adapter over a store and a limiter of their own (keys of the round and the
+// framework).
 func (e *env) measure(ctx context.Context, fw framework, r int, f figures) error {
-	l, err := ratelimit.New(ratelimit.NewRedisStore(e.client, ratelimit.WithPrefix(fmt.Sprintf("ab%d:%s:", r, fw.name))), neverDenies)
+	store := ratelimit.NewRedisStore(e.client, ratelimit.WithPrefix(fmt.Sprintf("ab%d:%s:", r, fw.name)))
+	defer store.Close()
+	l, err := ratelimit.New(store, neverDenies)
 	if err != nil {
 		return err
 	}
@@ -73,7 +78,12 @@ func (e *env) measure(ctx context.Context, fw framework, r int, f figures) error
 		return err
 	}
 	defer t.close()
-	for _, route := range routes {
+	warm := min(time.Second, e.s.d/5)
+	for i := range routes {
+		route := routes[(i+r)%len(routes)]
+		if res, err := t.load(ctx, route, warm); err != nil || res.Bad > 0 {
+			return fmt.Errorf("warming %s up: %v (%d failed or not OK)", route, err, res.Bad)
+		}
 		res, err := t.load(ctx, route, e.s.d)
 		if err != nil {
 			return err

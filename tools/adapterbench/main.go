@@ -11,8 +11,9 @@
 // Each framework serves the three routes on one loopback listener; the HTTP load is wrk's
 // when it is installed (else a Go generator: see loadgen.HTTP), gRPC's a Go generator over a
 // few connections, every call timed. Every figure is a median of -rounds rounds, each round
-// taking the bare handler, the floor and the adapter in turn, so that a load that moves on
-// the machine weighs on the three alike. With -out it writes the section "bench-adapters" of
+// taking the bare handler, the floor and the adapter in turn, each after a short unmeasured
+// load, in an order that moves by one each round, so that a load that moves on the machine
+// weighs on the three alike. With -out it writes the section "bench-adapters" of
 // the results file. It starts a redis-server of its own on a loopback port (through
 // internal/testing/redistest) and stops it when it ends. A measure, not a test: it fails only
 // when it cannot measure (a request that fails or is denied, a server that does not start).
@@ -114,9 +115,9 @@ func run(s settings) error {
 	}
 	info := loadgen.Run{
 		When: start,
-		Machine: fmt.Sprintf("machine: %d cores (GOMAXPROCS %d), %s %s/%s, redis %s, go-redis %s, HTTP load: %s, gRPC load: Go generator over %d connections",
-			runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, redisVersion, redis.Version(), e.loadName, grpcConns),
-		How: fmt.Sprintf("medians of %d rounds, each taking the bare handler, the floor and the adapter in turn for %s each; %d connections (gRPC: callers); Redis on loopback; run took %s",
+		Machine: fmt.Sprintf("machine: %d cores (GOMAXPROCS %d), %s %s/%s, redis %s, go-redis %s, %s; HTTP load: %s, gRPC load: Go generator over %d connections",
+			runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, redisVersion, redis.Version(), versions(), e.loadName, grpcConns),
+		How: fmt.Sprintf("medians of %d rounds, each taking the bare handler, the floor and the adapter in turn (the order moving by one each round) for %s each, after an unmeasured load of a fifth of that (at most 1 s); %d connections (gRPC: callers); Redis on loopback; run took %s",
 			s.rounds, s.d, s.conns, time.Since(start).Round(time.Second)),
 		Load: fmt.Sprintf("1-minute load average %s at the start, %s at the end", loadStart, loadgen.LoadAverage()),
 	}
@@ -132,6 +133,19 @@ func run(s settings) error {
 		fmt.Fprintln(os.Stderr, "adapterbench: wrote", s.out)
 	}
 	return nil
+}
+
+// frameworkModules are the frameworks' modules, whose versions the results name.
+var frameworkModules = []string{"github.com/gin-gonic/gin", "github.com/labstack/echo/v4", "github.com/labstack/echo/v5",
+	"github.com/gofiber/fiber/v2", "github.com/gofiber/fiber/v3", "google.golang.org/grpc"}
+
+// versions names the frameworks' releases built in.
+func versions() string {
+	var out []string
+	for _, m := range frameworkModules {
+		out = append(out, strings.TrimPrefix(m, "github.com/")+" "+loadgen.ModuleVersion(m))
+	}
+	return strings.Join(out, ", ")
 }
 
 // figures are one round's measurements, by key (see key).

@@ -28,7 +28,9 @@ func TestEveryFrameworkServesItsRoutes(t *testing.T) {
 	defer e.client.Close()
 	for _, fw := range frameworks {
 		t.Run(fw.name, func(t *testing.T) {
-			l, err := ratelimit.New(ratelimit.NewRedisStore(e.client, ratelimit.WithPrefix("abtest:"+fw.name+":")), neverDenies)
+			store := ratelimit.NewRedisStore(e.client, ratelimit.WithPrefix("abtest:"+fw.name+":"))
+			defer store.Close()
+			l, err := ratelimit.New(store, neverDenies)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -85,7 +87,9 @@ func TestLoadTimesEveryCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.client.Close()
-	l, err := ratelimit.New(ratelimit.NewRedisStore(e.client, ratelimit.WithPrefix("abtest:load:")), neverDenies)
+	store := ratelimit.NewRedisStore(e.client, ratelimit.WithPrefix("abtest:load:"))
+	defer store.Close()
+	l, err := ratelimit.New(store, neverDenies)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,8 @@ import (
 	"strings"
 )
 
-// targetRatio is issue 39's: the adapter's p99 and p99.9 at most 1.1× the floor's of the same run.
+// targetRatio is issue 39's: the adapter's p99 and p99.9 at most 1.1× the floor's, their medians
+// over the same rounds.
 const targetRatio = 1.1
 
 // markdown is the table of every framework measured (only: one alone), in the results file's

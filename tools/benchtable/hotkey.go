@@ -99,7 +99,8 @@ func hammer(ctx context.Context, l *ratelimit.Limiter, goroutines int, end time.
 
 // worstOf are the figures whose worst round is a figure too, the target being on every run:
 // the fewest admitted of the hot key (hot.worst; hot.nocache.worst without the denial cache),
-// the most over-admitted (hot.over, what passed above hotAllows), and the round that admitted
+// the most over-admitted (hot.over, what passed above what GCRA admits over the round's span:
+// at most hotAllows), and the round that admitted
 // the least of what GCRA admits over its load's span (hot.worst.span, beside that span's
 // floor, hot.worst.spanfloor).
 func worstOf(rounds []figures, med figures) {
@@ -110,7 +111,7 @@ func worstOf(rounds []figures, med figures) {
 	span, spanFloor := rounds[0]["hot.gcra"], rounds[0]["hot.gcra.span"]
 	for _, f := range rounds {
 		worst, nocache = min(worst, f["hot.gcra"]), min(nocache, f["hot.nocache"])
-		over = max(over, f["hot.gcra"]-hotAllows)
+		over = max(over, f["hot.gcra"]-f["hot.gcra.span"]) // the span's floor rounds up: above it is over
 		if f["hot.gcra"]*spanFloor < span*f["hot.gcra.span"] { // a lower ratio
 			span, spanFloor = f["hot.gcra"], f["hot.gcra.span"]
 		}

@@ -156,7 +156,7 @@ var tailTable = []section{
 		{"what GCRA admits in that second (floor)", "hot.allows", "req", "", nil},
 		{"admitted, default options (denial cache on)", "hot.gcra", "req", "hot.allows", ratioAtLeast(0.99)},
 		{"admitted, default options: the worst round", "hot.worst", "req", "hot.allows", ratioAtLeast(0.99)},
-		{"admitted above the floor: the most of any round", "hot.over", "req", "", &goal{"≤", 0, false}},
+		{"admitted above what GCRA admits over the round's span: the most of any round", "hot.over", "req", "", &goal{"≤", 0, false}},
 		{"admitted, WithDenialCache(0): every request asks Redis", "hot.nocache", "req", "hot.allows", nil},
 		{"admitted, WithDenialCache(0): the worst round", "hot.nocache.worst", "req", "hot.allows", nil},
 		{"what GCRA admits over the span of the worst round's load, from its first request to its end (floor)", "hot.worst.spanfloor", "req", "", nil},

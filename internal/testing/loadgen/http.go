@@ -160,7 +160,7 @@ func Timed(n int, d time.Duration, call func(g int) error) (HTTPResult, error) {
 	res := HTTPResult{RPS: float64(done.Load()) / time.Since(start).Seconds(), Bad: bad.Load()}
 	all := slices.Concat(took...)
 	if len(all) == 0 {
-		return HTTPResult{}, errors.New("no call was answered")
+		return HTTPResult{}, errors.New("no call was made")
 	}
 	slices.Sort(all)
 	at := func(q float64) time.Duration { return all[min(len(all)-1, int(q*float64(len(all))))] }
