@@ -111,7 +111,7 @@ func worstOf(rounds []figures, med figures) {
 	span, spanFloor := rounds[0]["hot.gcra"], rounds[0]["hot.gcra.span"]
 	for _, f := range rounds {
 		worst, nocache = min(worst, f["hot.gcra"]), min(nocache, f["hot.nocache"])
-		over = max(over, f["hot.gcra"]-f["hot.gcra.span"]) // the span's floor rounds up: above it is over
+		over = max(over, f["hot.gcra"]-f["hot.gcra.span"])     // the span's floor rounds up: above it is over
 		if f["hot.gcra"]*spanFloor < span*f["hot.gcra.span"] { // a lower ratio
 			span, spanFloor = f["hot.gcra"], f["hot.gcra.span"]
 		}
