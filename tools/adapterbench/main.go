@@ -107,7 +107,7 @@ func run(s settings) error {
 		}
 		rounds = append(rounds, f)
 	}
-	med := medians(rounds)
+	med := loadgen.Medians(rounds)
 
 	redisVersion := "?"
 	if info, err := e.client.Info(ctx, "server").Result(); err == nil {
@@ -149,20 +149,4 @@ func versions() string {
 }
 
 // figures are one round's measurements, by key (see key).
-type figures map[string]float64
-
-// medians returns, for each key, the median of the rounds' figures.
-func medians(rounds []figures) figures {
-	all := map[string][]float64{}
-	for _, f := range rounds {
-		for k, v := range f {
-			all[k] = append(all[k], v)
-		}
-	}
-	out := figures{}
-	for k, vs := range all {
-		slices.Sort(vs)
-		out[k] = vs[len(vs)/2]
-	}
-	return out
-}
+type figures = loadgen.Figures

@@ -138,7 +138,7 @@ func run(s settings) error {
 		}
 		rounds = append(rounds, f)
 	}
-	med := medians(rounds)
+	med := loadgen.Medians(rounds)
 	worstOf(rounds, med)
 	for k, v := range mem {
 		med[k] = v

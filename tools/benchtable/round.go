@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/loadgen"
 )
 
 // figures maps a figure's name ("lat.gcra1", "srv.evalsha") to its value.
-type figures map[string]float64
+type figures = loadgen.Figures
 
 const (
 	allocRuns = 1000                   // calls averaged by each allocation figure

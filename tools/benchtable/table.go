@@ -222,24 +222,6 @@ func redisRows(figure, unit string, g, perPolicy, g3 *goal) []row {
 	return rows
 }
 
-// medians returns the median of each figure over the rounds.
-func medians(rounds []figures) figures {
-	med := figures{}
-	for k := range rounds[0] {
-		var vs []float64
-		for _, f := range rounds {
-			vs = append(vs, f[k])
-		}
-		slices.Sort(vs)
-		if n := len(vs); n%2 == 1 {
-			med[k] = vs[n/2]
-		} else {
-			med[k] = (vs[n/2-1] + vs[n/2]) / 2
-		}
-	}
-	return med
-}
-
 // cells are what a row shows: the figure, its floor, their ratio, the target and whether it
 // is met, each formatted ("" where the row has none).
 type cells struct{ measured, floor, ratio, target, result string }
