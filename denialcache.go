@@ -65,12 +65,27 @@ type denial struct {
 	until   int64             // at plus the Retry-After of the policies the cache may answer for
 	cost    int64
 	results []PolicyResult
-	// refreshing is set while one request asks the store again, its denial over: the others
-	// are still answered from the cache meanwhile, so a flood sends one request at a time.
-	refreshing bool
+	// refreshing is when (Unix µs, on the cache's clock) a request last went to ask the store
+	// again, its denial over, and 0 when none is asking: the others are still answered from the
+	// cache meanwhile, so a flood sends one request at a time, and one more each
+	// refreshPatience while none has answered (see answer).
+	refreshing int64
 	// spent is set for the denial an admission of cost 1 foretold (see spent): it answers
 	// requests of cost 1 alone, whose Retry-After it knows.
 	spent bool
+}
+
+// refreshPatience bounds how long the cache goes on denying an identity whose denial is over
+// while the one request that asks the store again has no answer: a request that comes later
+// asks too. So an ended denial outlives its Retry-After by at most that much, however long a
+// call takes (a slow Redis, a call's goroutine that waits for a core, one whose answer never
+// comes back to the cache): at 100 requests a second, a tenth of one.
+const refreshPatience = time.Millisecond
+
+// asking reports whether, at us, a request still asks the store again for d (see refreshing):
+// it went less than refreshPatience ago (on a clock that went back, it is taken for gone).
+func (d *denial) asking(us int64) bool {
+	return d.refreshing != 0 && us >= d.refreshing && us-d.refreshing < refreshPatience.Microseconds()
 }
 
 // defaultDenialCache is the Redis store's denial cache unless WithDenialCache says otherwise.
@@ -114,7 +129,8 @@ type asked struct {
 // answer fills out with the cached denial of q, as the store would answer it at q.at, and
 // reports whether it did. When the denial is over, the first request to come goes to the
 // store (refresh: settle must follow its answer) and the others are still denied from the
-// cache until it has. It sets q.epoch to the shard's, for remember or settle.
+// cache until it has, or until refreshPatience has passed since it went: the next request then
+// goes too. It sets q.epoch to the shard's, for remember or settle.
 func (c *denialCache) answer(q *asked, out []PolicyResult) (hit, refresh bool) {
 	sh := c.shard(q.id)
 	sh.mu.Lock()
@@ -126,8 +142,8 @@ func (c *denialCache) answer(q *asked, out []PolicyResult) (hit, refresh bool) {
 		sh.mu.Unlock()
 		return false, false
 	}
-	if us >= d.until && !d.refreshing {
-		d.refreshing = true
+	if us >= d.until && !d.asking(us) {
+		d.refreshing = max(us, 1) // 0 says none
 		sh.mu.Unlock()
 		return false, true
 	}
@@ -163,7 +179,7 @@ func (c *denialCache) settle(q *asked, out []PolicyResult, err error) {
 		return
 	}
 	if err == nil && exhausted(q.policies, out) {
-		d.refreshing, d.at, d.until = false, q.at.UnixMicro(), q.at.UnixMicro()
+		d.refreshing, d.at, d.until = 0, q.at.UnixMicro(), q.at.UnixMicro()
 		return
 	}
 	sh.drop(q.id, i)
@@ -292,7 +308,7 @@ func (c *denialCache) charged(id string) {
 	defer sh.mu.Unlock()
 	list := sh.entries[id]
 	for i := len(list) - 1; i >= 0; i-- {
-		if !list[i].refreshing {
+		if list[i].refreshing == 0 {
 			sh.drop(id, i)
 			list = sh.entries[id]
 		}
@@ -347,7 +363,7 @@ func (sh *denialShard) makeRoom(now int64) {
 	var victim string
 	for id, list := range sh.entries { // map iteration starts at a random entry
 		for i := len(list) - 1; i >= 0; i-- {
-			if now >= list[i].until && !list[i].refreshing {
+			if now >= list[i].until && !list[i].asking(now) {
 				sh.drop(id, i)
 				list = sh.entries[id]
 				freed = true

@@ -95,7 +95,9 @@ func WithCallTimeout(d time.Duration) RedisOption {
 // counter (its Retry-After is an upper bound) nor by a policy with [Policy.NoDenialCache],
 // and never for a list with an in-flight limit (slots come back when requests end). A hot denied identity then
 // costs Redis nothing until its Retry-After, and then one call (one request at a time asks
-// again while the others are still answered from the cache); the answers keep their headers,
+// again while the others are still answered from the cache, and one more each millisecond
+// while none has answered, so a stalled call keeps it denied at most a millisecond past its
+// Retry-After); the answers keep their headers,
 // Retry-After counting down, and have Source observe.SourceDenialCache. A denial answers only
 // the policy list it was denied under and a request of the same cost or more (a larger cost
 // is denied at least as long). It never admits, so it never admits what Redis would deny.
