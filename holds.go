@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -138,24 +139,30 @@ func holdable(policies []Policy) error {
 }
 
 // maxHolds bounds the holds of one identity's list that its admissions let stand at once
-// (each a record the store keeps): an estimate holds at least a maxHolds-th of the least
-// capacity, so that no more fit (twice as many across a window's end, whose holds outlive
-// their window's charges until they expire).
+// (each a record the store keeps): an estimate holds at least a maxHolds-th of what the
+// tightest enforced policy admits while a hold lives, so that no more fit (twice as many
+// across a window's end, whose holds outlive their window's charges until they expire, and
+// for a bucket, which admits its capacity and then its refill meanwhile).
 const maxHolds = 1024
 
-// holdBounds returns the least and the largest estimate a hold of policies takes (a maxHolds-th
-// and half of the least capacity of an enforced policy, each at least 1) and its lifetime:
-// maxHold, or the shortest enforced window if shorter (a calendar period's: to its end).
+// holdBounds returns the least and the largest estimate a hold of policies takes and its
+// lifetime. The largest is half the least capacity of an enforced policy (at least 1). The
+// lifetime is maxHold, or the shortest enforced window if shorter (a calendar period's: to its
+// end). The least is a maxHolds-th, rounded up, of what the tightest enforced policy admits
+// over the lifetime: its capacity, or for a bucket whose refill over it is more, that refill.
+// Where that least would exceed the largest (a bucket whose small burst refills many times
+// over while a hold lives), holds live shorter instead: as long as the refill takes to admit
+// maxHolds of the largest.
 func holdBounds(policies []Policy, at time.Time) (minEstimate, maxEstimate int64, life time.Duration) {
-	var least int64
+	var tightest *Policy // the enforced policy of the least capacity
 	life = maxHold
 	for i := range policies {
 		p := &policies[i]
 		if p.Shadow {
 			continue
 		}
-		if c := p.capacity(); least == 0 || c < least {
-			least = c
+		if tightest == nil || p.capacity() < tightest.capacity() {
+			tightest = p
 		}
 		w := p.Window
 		if p.Period != nil {
@@ -163,20 +170,65 @@ func holdBounds(policies []Policy, at time.Time) (minEstimate, maxEstimate int64
 		}
 		life = min(life, w)
 	}
-	return max(least/maxHolds, 1), max(least/2, 1), max(life, time.Millisecond)
+	life = max(life, time.Millisecond)
+	if tightest == nil { // shadow policies alone: nothing is enforced
+		return 1, 1, life
+	}
+	maxEstimate = max(tightest.capacity()/2, 1)
+	span := admitsOver(tightest, life) // what the policies admit over life, at most; a bound
+	for i := range policies {
+		if !policies[i].Shadow {
+			span = min(span, admitsOver(&policies[i], life))
+		}
+	}
+	if most := float64(maxEstimate) * maxHolds; span > most {
+		// Only a bucket admits more than its capacity, and only the tightest policy's capacity
+		// is under most: it is a bucket, whose refill admits most in this long.
+		us := most * float64(tightest.compiled.params.Window) / float64(tightest.compiled.params.Limit)
+		return maxEstimate, maxEstimate, max(time.Duration(us)*time.Microsecond, time.Millisecond)
+	}
+	return max(int64(math.Ceil(span/maxHolds)), 1), maxEstimate, life
+}
+
+// admitsOver returns how much p admits over d, within a factor of two: its capacity, or for a
+// bucket, which refills at its rate meanwhile, that refill if it is more.
+func admitsOver(p *Policy, d time.Duration) float64 {
+	c := p.compiled
+	s := float64(c.params.Capacity())
+	if c.model.UsesBurst() {
+		s = max(s, float64(c.params.Limit)*float64(d.Microseconds())/float64(c.params.Window))
+	}
+	return s
 }
 
 // keepFor is how long the record of holds of policies lives after a reserve: the longest a
-// hold lasts, the longest window, and a grace.
+// hold lasts, the longest a charge weighs on a policy's state (weighs), and a grace.
 func keepFor(policies []Policy, life time.Duration) int64 {
 	longest := life
 	for i := range policies {
-		longest = max(longest, policies[i].Window)
-		if policies[i].Period != nil {
-			longest = max(longest, time.Duration(policies[i].compiled.params.Window)*time.Microsecond)
-		}
+		longest = max(longest, weighs(&policies[i]))
 	}
 	return (longest + holdGrace).Milliseconds()
+}
+
+// weighs returns the longest a charge admitted under p weighs on its state: how long the
+// state that a charge of its whole capacity leaves on a fresh one matters, as the model says
+// (a window's; two, for a sliding counter; a bucket's capacity span, which is more than its
+// window when its burst is more than its limit). A log's does not depend on the cost: one unit
+// is charged.
+func weighs(p *Policy) time.Duration {
+	c := p.compiled
+	params := c.params
+	cost := params.Capacity()
+	if algo.KeepsLog(c.model) {
+		cost = 1
+	}
+	var (
+		s algo.State
+		r algo.Result
+	)
+	c.model.Check(&params, &s, params.Start, cost, &r)
+	return time.Duration(c.model.Charge(&params, &s, params.Start, cost)) * time.Microsecond
 }
 
 // chargedMask returns the policies a check charged: every enforced one, and each shadow policy
@@ -274,12 +326,15 @@ var errSettledTwice = &opError{"settling", ErrBadRequest, errors.New("the reserv
 // instances over one Redis, the holds of all are counted in each admission.
 //
 // An estimate above half the least capacity of the enforced policies holds that half (a
-// request cannot take the whole quota before it ran), and below a 1,024th of it (or 1) holds
-// that: no identity can make the store keep more than 1,024 holds of its list at once. A hold lasts until
-// settled, at most until the shortest window's length (a calendar period's end) or 5 minutes:
-// a hold that outlives it — its instance died, its request was never settled — is given back by
-// the next Reserve or Settle of the identity, and charges nothing. A request still running is
-// charged its actual cost when it settles.
+// request cannot take the whole quota before it ran), and below a 1,024th (rounded up, or 1)
+// of what the tightest of them admits while a hold lives holds that: no identity can make the
+// store keep more than 1,024 holds of its list at once (twice as many across a window's end
+// or while a bucket refills). A hold lasts until settled, at most until the shortest window's
+// length (a calendar period's end) or 5 minutes (shorter for a bucket whose burst refills
+// over a thousand times over meanwhile): a hold that outlives it — its instance died, its
+// request was never settled — is given back by the next Reserve or Settle of the identity,
+// with every other that expired, and charges nothing. A request still running is charged its
+// actual cost when it settles.
 //
 // Reserve refuses a limiter with an in-flight, a shaping or a leasing policy (ErrBadRequest).
 // docs/costs.md gives the worst case: what the limit admits beyond itself is at most what the
@@ -321,7 +376,10 @@ func (l *Limiter) Reserve(ctx context.Context, key string, estimate int64) (Deci
 	}
 	d.decide(policies, raw, at)
 	if d.Allowed {
-		d.Cost, h.at, h.mask, h.offs = cost, at, chargedMask(policies, raw), holdOffsets(policies, raw, cost)
+		d.Cost, h.at, h.mask = cost, at, chargedMask(policies, raw)
+		if h.offs == nil { // the store decided it under policies (the fallback sets its own)
+			h.offs = holdOffsets(policies, raw, cost)
+		}
 		d.hold = h
 		l.observer.held(observe.HoldEvent{Estimate: cost})
 	}

@@ -185,11 +185,12 @@ func TestEstimateClamped(t *testing.T) {
 		t.Fatalf("an estimate of 0 holds %d, want 1", d.Cost)
 	}
 	// A client cannot make the store keep more than 1,024 holds of one identity's list at
-	// once (each one a record): below a 1,024th of the least capacity, an estimate holds that.
+	// once (each one a record): below a 1,024th of the least capacity (rounded up), an estimate
+	// holds that.
 	big := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock())),
 		ratelimit.Policy{Limit: 1_000_000, Window: time.Minute}, ratelimit.Policy{Limit: 10_240_000, Window: time.Hour})
-	if d := reserve(t, big, "k", 1); d.Cost != 976 {
-		t.Fatalf("an estimate of 1 against a million holds %d, want 976 (1,000,000 / 1,024)", d.Cost)
+	if d := reserve(t, big, "k", 1); d.Cost != 977 {
+		t.Fatalf("an estimate of 1 against a million holds %d, want 977 (1,000,000 / 1,024, rounded up)", d.Cost)
 	}
 	admitted := 1
 	for reserve(t, big, "k", 1).Allowed {

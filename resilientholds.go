@@ -66,5 +66,8 @@ func (f *fallback) reserve(ctx context.Context, key string, policies []Policy, h
 	for i := range out {
 		out[i].source = observe.SourceFallback
 	}
+	if err == nil {
+		h.offs = holdOffsets(scaled, out, h.cost) // where its settle gives back: under scaled
+	}
 	return at, err
 }

@@ -28,9 +28,12 @@
 -- Reply of "6": check's. Reply of "7": {1 when the hold was still held, 0 when it had expired
 -- (or been reset): then the whole actual is charged; the time}.
 
--- max_release bounds the expired holds one call gives back; the rest go with the next calls.
+-- max_release bounds the expired holds one call gives back: twice what the estimates' bounds
+-- let stand at once (maxHolds in holds.go: 1,024, twice as many across a window's end or a
+-- bucket's refill), and twice that again, so that every call gives back every hold that
+-- expired, as the memory store does, and no call of a list's holds takes longer than that.
 -- A string: Redis formats each number a script passes it (Redis 7.0 measurably so).
-local max_release = '64'
+local max_release = '4096'
 
 -- hold_codes are the algorithms whose charges a hold may make: not the in-flight slots (their
 -- charges are holds already) nor a shaping bucket (a charge that waits cannot be settled).
@@ -116,8 +119,8 @@ local function hold_offsets(ps, n, reply, cost)
   return table.concat(offset_parts, ',')
 end
 
--- expired returns the members of holds key h that expired by now, at most max_release, but
--- skip (a settle's own hold, which it settles).
+-- expired returns the members of holds key h that expired by now (all of them: see
+-- max_release), but skip (a settle's own hold, which it settles).
 local function expired(h, now, skip)
   local gone = redis.call('ZRANGEBYSCORE', h, '-inf', int(now), 'LIMIT', '0', max_release)
   if skip then
