@@ -195,6 +195,25 @@ func exhausted(policies []Policy, out []PolicyResult) bool {
 	return false
 }
 
+// exactWait returns the longest Retry-After of the policies that deny out and whose denial may
+// be answered until it: their model says the wait is exact, NoDenialCache is unset, and it
+// ends (not Never); 0 when none does. ok is false for a list with an in-flight limit, whose
+// slots come back when requests end: no answer of it may be kept. The denial cache and the
+// quota leases answer denials by it.
+func exactWait(policies []Policy, out []PolicyResult) (wait time.Duration, ok bool) {
+	for i := range out {
+		p := &policies[i]
+		if p.holds() {
+			return 0, false
+		}
+		if out[i].Allowed || p.Shadow || !p.compiled.cached || out[i].RetryAfter == algorithms.Never {
+			continue // it decides nothing, or its denial may end before its Retry-After
+		}
+		wait = max(wait, out[i].RetryAfter)
+	}
+	return wait, true
+}
+
 // remember records the store's answer out to q, when it is a denial the cache may answer (see
 // denialCache) or a charged admission that foretells one (see spent), and no refund or reset
 // of the identity began since q.epoch, and reports whether it did. An admission that
@@ -204,16 +223,9 @@ func (c *denialCache) remember(q *asked, out []PolicyResult) bool {
 		return false // a refund or a reset elsewhere could go unheard
 	}
 	policies := q.policies
-	var wait time.Duration
-	for i := range out {
-		p := &policies[i]
-		if p.holds() {
-			return false // its slots come back when requests end: its result would go stale
-		}
-		if out[i].Allowed || p.Shadow || !p.compiled.cached || out[i].RetryAfter == algorithms.Never {
-			continue // it decides nothing, or its denial may end before its Retry-After
-		}
-		wait = max(wait, out[i].RetryAfter)
+	wait, ok := exactWait(policies, out)
+	if !ok {
+		return false
 	}
 	var results []PolicyResult
 	foretold := wait <= 0 // an admission: the denial it foretells, if any

@@ -69,7 +69,8 @@ type Policy struct {
 	// even if its Limit changes too.
 	Shadow bool
 	// NoDenialCache keeps the policy's denials out of the Redis store's denial cache (see
-	// [WithDenialCache]): a request it denies asks Redis every time. The cache needs it only
+	// [WithDenialCache]) and out of the denials its quota leases answer (see Lease): a request
+	// it denies asks Redis every time. The cache needs it only
 	// when something other than this library gives back what the policy counts (a script of
 	// your own that writes its keys): refunds and resets made by any instance, or by the
 	// ratelimit command, end cached denials everywhere. A request that another policy of the

@@ -46,6 +46,7 @@ type leasingStore struct {
 
 	mu      sync.Mutex
 	entries map[leaseKey]*leaseEntry
+	byKey   map[string][]*leaseEntry // the entries of each identity (see forgetKey)
 	// full is set while the layer tracks as many identities as it may, and new ones go to the
 	// store without a lease: told to observer (quota_leases) and logged, when it starts and
 	// when it ends, a minute after the last identity turned away (one reclaimed entry is no
@@ -131,7 +132,7 @@ var _ Store = (*leasingStore)(nil)
 // leasing wraps s in the leasing layer.
 func leasing(s Store, c *storeConfig, bg *background) *leasingStore {
 	counts, _ := capability[leaseCounter](s)
-	return &leasingStore{next: s, clock: clockOf(s), log: logs{c.logger}, entries: map[leaseKey]*leaseEntry{}, stored: c.stored,
+	return &leasingStore{next: s, clock: clockOf(s), log: logs{c.logger}, entries: map[leaseKey]*leaseEntry{}, byKey: map[string][]*leaseEntry{}, stored: c.stored,
 		observer: c.res.observer, bg: bg, counts: counts}
 }
 
@@ -278,9 +279,11 @@ func (s *leasingStore) take(ctx context.Context, e *leaseEntry, key string, poli
 	defer e.mu.Unlock()
 	e.remaining = leastRemaining(out)
 	if !allAllowed(out) {
-		if s.heard != nil && s.heard() && e.forgets == forgets {
+		// Answered here as the denial cache would be: only until an exact Retry-After of a
+		// policy that allows it (not one with NoDenialCache).
+		if wait, ok := exactWait(policies, out); ok && wait > 0 && s.heard != nil && s.heard() && e.forgets == forgets {
 			e.deniedAt, e.deniedCost = asked, cost
-			e.deniedUntil = asked.Add(longestWait(out))
+			e.deniedUntil = asked.Add(wait)
 			e.denial = append(e.denial[:0], out...)
 		}
 		return at, nil
@@ -488,6 +491,7 @@ func (s *leasingStore) entry(key string, policies []Policy, lease time.Duration)
 		e.of[i] = policies[i].compiled
 	}
 	s.entries[k] = e
+	s.byKey[key] = append(s.byKey[key], e)
 	return e
 }
 
@@ -529,13 +533,43 @@ func (s *leasingStore) sweep() {
 		e.mu.Unlock()
 		if idle {
 			delete(s.entries, k)
+			s.untrack(e)
 		}
 	}
 }
 
+// untrack removes e from the entries of its identity. The caller holds s.mu.
+func (s *leasingStore) untrack(e *leaseEntry) {
+	list := s.byKey[e.key]
+	for i := range list {
+		if list[i] == e {
+			list = append(list[:i:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(s.byKey, e.key)
+	} else {
+		s.byKey[e.key] = list
+	}
+}
+
+// forgetKey ends the denials answered here of the identity key, under every policy list: a
+// refund or a reset made here under one list may admit another that shares its policies (the
+// store's announcement of it comes a message later).
+func (s *leasingStore) forgetKey(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.byKey[key] {
+		e.mu.Lock()
+		e.forgetDenial()
+		e.mu.Unlock()
+	}
+}
+
 // Refund implements [Store]: a refund of a decision served from the lease that is still
-// active goes back into it; any other goes to the store, and ends the identity's denial here
-// at once (the store's announcement of it comes a message later).
+// active goes back into it; any other goes to the store, and ends the identity's denials here
+// at once, under every list (see forgetKey).
 func (s *leasingStore) Refund(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) error {
 	if err := s.open(); err != nil {
 		return err
@@ -548,10 +582,10 @@ func (s *leasingStore) Refund(ctx context.Context, key string, policies []Policy
 				e.mu.Unlock()
 				return nil
 			}
-			e.forgetDenial()
 			e.mu.Unlock()
 		}
 	}
+	s.forgetKey(key)
 	return s.next.Refund(ctx, key, policies, cost, at)
 }
 
@@ -572,6 +606,7 @@ func (s *leasingStore) Reset(ctx context.Context, key string, policies []Policy)
 			refund()
 		}
 	}
+	s.forgetKey(key) // and under the identity's other lists
 	return s.next.Reset(ctx, key, policies)
 }
 
@@ -658,15 +693,4 @@ func leastRemaining(out []PolicyResult) int64 {
 		r = min(r, out[i+1].Remaining)
 	}
 	return r
-}
-
-// longestWait is the longest RetryAfter of the denying results (a fixed window's is exact).
-func longestWait(out []PolicyResult) time.Duration {
-	var d time.Duration
-	for i := range out {
-		if !out[i].Allowed {
-			d = max(d, out[i].RetryAfter)
-		}
-	}
-	return d
 }
