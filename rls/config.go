@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -279,17 +280,114 @@ func (p *parser) boolean(n *yaml.Node, what string) bool {
 	return b
 }
 
+// maxExpandedNodes bounds what a file's aliases may expand to (a "billion laughs" of nested
+// aliases would otherwise take the parser's time and memory).
+const maxExpandedNodes = 1 << 20
+
+// expansion is the state of one file's expand: the nodes it may still make, the nodes on the
+// path to the one it expands (an alias to one of them would expand for ever), and why it
+// stopped, "" while it goes on.
+type expansion struct {
+	budget int
+	path   map[*yaml.Node]bool
+	failed string
+}
+
+// expand returns n with its aliases replaced by the nodes they name and its merge keys ("<<",
+// a mapping or a list of them) merged into their mappings, a key given beside one winning over
+// the merged, as the reference's YAML parser (gopkg.in/yaml.v2) reads a file; nil when it
+// cannot (x.failed says why). Nodes keep their lines, for errors.
+func expand(n *yaml.Node, x *expansion) *yaml.Node {
+	if x.budget--; x.budget < 0 {
+		x.failed = fmt.Sprintf("the file's aliases expand to more than %d nodes", maxExpandedNodes)
+		return nil
+	}
+	if x.path[n] {
+		x.failed = "an alias names a node it is in"
+		return nil
+	}
+	x.path[n] = true
+	defer delete(x.path, n)
+	switch n.Kind {
+	case yaml.AliasNode:
+		if n.Alias == nil {
+			return n
+		}
+		return expand(n.Alias, x)
+	case yaml.SequenceNode:
+		out := *n
+		out.Content = make([]*yaml.Node, len(n.Content))
+		for i, c := range n.Content {
+			if out.Content[i] = expand(c, x); out.Content[i] == nil {
+				return nil
+			}
+		}
+		return &out
+	case yaml.MappingNode:
+		out := *n
+		out.Content = nil
+		var merged []*yaml.Node // the pairs of the merge keys' mappings, in order
+		given := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], expand(n.Content[i+1], x)
+			if v == nil {
+				return nil
+			}
+			if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
+				from := []*yaml.Node{v}
+				if v.Kind == yaml.SequenceNode {
+					from = v.Content
+				}
+				for _, m := range from {
+					if m.Kind != yaml.MappingNode {
+						out.Content = append(out.Content, k, v) // refused as an unknown field
+						break
+					}
+					merged = append(merged, m.Content...)
+				}
+				continue
+			}
+			given[k.Value] = true
+			out.Content = append(out.Content, k, v)
+		}
+		for i := 0; i+1 < len(merged); i += 2 {
+			if k := merged[i]; !given[k.Value] {
+				given[k.Value] = true
+				out.Content = append(out.Content, k, merged[i+1])
+			}
+		}
+		return &out
+	}
+	return n
+}
+
 // parseFile parses one file and returns its domain, the line of its domain field and its
 // descriptor tree; lv is nil when the file has a problem that leaves no domain.
 func (p *parser) parseFile(data []byte) (domain string, line int, lv *level) {
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil && err != io.EOF {
 		p.errorf(yamlErrorLine(err), "invalid YAML: %s", yamlErrorText(err))
+		return "", 0, nil
+	}
+	// The reference reads a file's first document alone: a second one's domain would be
+	// dropped without a word, so a file of several is refused.
+	var next yaml.Node
+	if err := dec.Decode(&next); err != io.EOF {
+		line := next.Line
+		if err != nil {
+			line = yamlErrorLine(err)
+		}
+		p.errorf(line, "a second YAML document (after ---): a file holds one domain's configuration; put each in a file of its own")
 		return "", 0, nil
 	}
 	root := &doc
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
-		root = doc.Content[0]
+		x := &expansion{budget: maxExpandedNodes, path: map[*yaml.Node]bool{}}
+		if root = expand(doc.Content[0], x); root == nil {
+			p.errorf(doc.Content[0].Line, "%s", x.failed)
+			return "", 0, nil
+		}
 	}
 	if doc.Kind == 0 || isNull(root) {
 		p.errorf(0, "config file cannot have empty domain: the file is empty")

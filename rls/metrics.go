@@ -2,8 +2,11 @@ package rls
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -212,9 +215,25 @@ func WithMetrics(m *Metrics) Option {
 	}, "WithMetrics")
 }
 
+// maxStatLabelBytes bounds a label value of the per-descriptor metrics: a longer one (a
+// request's value of up to MaxEntryBytes, with detailed_metric, value_to_metric or a supplied
+// limit) keeps its first bytes and a digest of the whole, so that MaxStatSeries series stay
+// small, and two values stay two series.
+const maxStatLabelBytes = 256
+
+// boundLabel returns v within maxStatLabelBytes (see there).
+func boundLabel(v string) string {
+	if len(v) <= maxStatLabelBytes {
+		return v
+	}
+	sum := sha256.Sum256([]byte(v))
+	return strings.ToValidUTF8(v[:maxStatLabelBytes-17], "") + "~" + hex.EncodeToString(sum[:8])
+}
+
 // seriesOf returns the series of a stat key, made on first use.
 func (m *Metrics) seriesOf(key string) *statSeries {
 	domain, key1, key2, deep := statLabels(key)
+	domain, key1, key2 = boundLabel(domain), boundLabel(key1), boundLabel(key2)
 	id := [3]string{domain, key1, "\x00"}
 	if deep {
 		id[2] = key2

@@ -1,6 +1,7 @@
 package rls
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -59,13 +60,16 @@ func (rc *refCounter) resolve(ch *check, domain string, entries []entry) {
 	ch.ref, ch.refKey, ch.limiter = true, b.String(), nil
 }
 
-// run counts every check marked ref at now, in one pipeline, and sets their decisions (or
-// their error, the same for all when the pipeline fails).
+// run counts every check marked ref at now, in one pipeline, and sets their decisions, or
+// each its own error: the same for all when the pipeline fails, that of its own commands when
+// one fails alone (an INCRBY that would overflow a count a huge hits_addend left) and the
+// others are counted.
 func (rc *refCounter) run(ctx context.Context, checks []check, now time.Time) {
 	type pending struct {
-		ch    *check
-		count *redis.IntCmd
-		reset int64 // seconds to the end of the window
+		ch     *check
+		count  *redis.IntCmd
+		expire *redis.BoolCmd
+		reset  int64 // seconds to the end of the window
 	}
 	var (
 		todo []pending
@@ -81,21 +85,32 @@ func (rc *refCounter) run(ctx context.Context, checks []check, now time.Time) {
 		div := int64(w / time.Second)
 		key := ch.refKey + strconv.FormatInt(sec/div*div, 10)
 		incr := pipe.IncrBy(ctx, key, int64(min(ch.hits, math.MaxInt64)))
-		pipe.Expire(ctx, key, w)
-		todo = append(todo, pending{ch, incr, div - sec%div})
+		expire := pipe.Expire(ctx, key, w)
+		todo = append(todo, pending{ch, incr, expire, div - sec%div})
 	}
-	_, err := pipe.Exec(ctx)
+	_, _ = pipe.Exec(ctx) // each command holds its own error, the pipeline's when it failed
 	for _, p := range todo {
-		if err != nil {
-			p.ch.err = err
+		reset := time.Duration(p.reset) * time.Second
+		if overflowed(p.count.Err()) { // the count is past 2^63-1 already: over any limit
+			p.ch.d = decided{resetAfter: reset, effectiveWindow: reset}
+			continue
+		}
+		if err := cmp.Or(p.count.Err(), p.expire.Err()); err != nil {
+			p.ch.err = err // counted without an expiry, it fails: nothing is left silently
 			continue
 		}
 		after := uint64(p.count.Val())
 		limit := uint64(p.ch.limit.RequestsPerUnit)
-		reset := time.Duration(p.reset) * time.Second
 		p.ch.d = decided{allowed: after <= limit, resetAfter: reset, effectiveWindow: reset}
 		if after <= limit {
 			p.ch.d.remaining = int64(limit - after)
 		}
 	}
+}
+
+// overflowed reports whether err is Redis refusing an INCRBY whose count would pass 2^63-1
+// (a huge hits_addend earlier in the window): the count is over every limit, and so is the
+// descriptor, until its window ends (the reference fails the whole call instead).
+func overflowed(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "increment or decrement would overflow")
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,8 +15,10 @@ import (
 )
 
 // ReadFiles reads the configuration files at path: path itself when it is a file, else every
-// file under the directory path, its subdirectories included, in lexical order, except those
-// whose name starts with a dot — as envoyproxy/ratelimit reads RUNTIME_ROOT/RUNTIME_SUBDIRECTORY
+// file under the directory path, its subdirectories included (links to directories read
+// through, as a ConfigMap's item of path "sub/b.yaml" is a link "sub" into "..data"; a link
+// back into a directory it is under read once), in lexical order, except those whose name
+// starts with a dot — as envoyproxy/ratelimit reads RUNTIME_ROOT/RUNTIME_SUBDIRECTORY
 // /config with RUNTIME_IGNOREDOTFILES. A Kubernetes ConfigMap volume fits as it is: its files
 // are symbolic links into "..data", itself a link that the kubelet swaps to a new directory
 // atomically, and the dotted entries are skipped while the links are read through. path may
@@ -39,43 +41,53 @@ func ReadFiles(path string) ([]File, error) {
 		return []File{{Name: filepath.Base(path), Data: data}}, nil
 	}
 	var files []File
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == root {
-			return nil
-		}
-		if strings.HasPrefix(d.Name(), ".") {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			return nil
-		}
-		// A symbolic link (the ConfigMap's) is read through; one to a directory is skipped.
-		st, err := os.Stat(p)
-		if err != nil {
-			return err
-		}
-		if !st.Mode().IsRegular() {
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		files = append(files, File{Name: filepath.ToSlash(rel), Data: data})
-		return nil
-	})
-	if err != nil {
+	if err := readDir(root, "", map[string]bool{}, &files); err != nil {
 		return nil, fmt.Errorf("rls: config %s: %w", path, err)
 	}
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
 	return files, nil
+}
+
+// readDir appends the files under dir to files, named under rel: entries whose name starts
+// with a dot skipped, links read through (to a regular file or a directory; others skipped, a
+// FIFO would block the read). ancestors holds the real paths of the directories it is in.
+func readDir(dir, rel string, ancestors map[string]bool, files *[]File) error {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return err
+	}
+	if ancestors[real] {
+		return nil // a link to a directory it is in: read already
+	}
+	ancestors[real] = true
+	defer delete(ancestors, real)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		p, name := filepath.Join(dir, e.Name()), path.Join(rel, e.Name())
+		st, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case st.IsDir():
+			if err := readDir(p, name, ancestors, files); err != nil {
+				return err
+			}
+		case st.Mode().IsRegular():
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			*files = append(*files, File{Name: name, Data: data})
+		}
+	}
+	return nil
 }
 
 // LoadConfig reads the files at path (see [ReadFiles]) and parses them (see [ParseConfig]).
@@ -105,18 +117,22 @@ type Reloader struct {
 	mu      sync.Mutex
 	seen    [sha256.Size]byte // the digest of the files last read
 	loaded  bool              // seen is the digest of the configuration in force
-	lastErr error             // the last refusal, nil after a good load
+	refused error             // why the files of seen were refused; nil when loaded
+	readErr error             // why the files could not be read at the last poll, nil if they were
 }
 
 // NewReloader returns a reloader of the files at path for srv. The configuration in force is
-// taken to be from those files as they are now, until they change.
+// taken to be from those files when their digest is its Version (Config.Version); otherwise
+// (they changed since it was read from them, or it was not) the first Reload reads them in.
 func NewReloader(srv *Server, path string, log *slog.Logger) *Reloader {
 	if log == nil {
 		log = slog.Default()
 	}
 	r := &Reloader{srv: srv, path: path, log: log}
 	if files, err := ReadFiles(path); err == nil {
-		r.seen, r.loaded = digest(files), true
+		if sum := digest(files); srv.Config() != nil && versionOf(sum) == srv.Config().Version() {
+			r.seen, r.loaded = sum, true
+		}
 	}
 	return r
 }
@@ -142,22 +158,21 @@ func (r *Reloader) Reload() (bool, error) {
 	defer r.mu.Unlock()
 	files, err := ReadFiles(r.path)
 	if err != nil {
-		// Mid-swap, a file can be gone for a moment: the next poll reads it again.
-		if r.lastErr == nil || r.lastErr.Error() != err.Error() {
+		// Mid-swap, a file can be gone for a moment: the next poll reads it again. An outage is
+		// logged and counted once, when it begins (or its error changes).
+		if r.readErr == nil || r.readErr.Error() != err.Error() {
 			r.log.Error("rls: reloading the configuration: the last good one stays in force", "error", err)
 			if r.srv.metrics != nil {
 				r.srv.metrics.configLoaded(false)
 			}
 		}
-		r.lastErr = err
+		r.readErr = err
 		return false, err
 	}
+	r.readErr = nil
 	sum := digest(files)
 	if sum == r.seen {
-		if r.loaded {
-			return false, nil
-		}
-		return false, r.lastErr // contents already refused
+		return false, r.refused // nil when in force; the contents' refusal when refused before
 	}
 	r.seen = sum
 	cfg, err := ParseConfig(files...)
@@ -165,7 +180,7 @@ func (r *Reloader) Reload() (bool, error) {
 		err = r.srv.SetConfig(cfg)
 	}
 	if err != nil {
-		r.loaded, r.lastErr = false, err
+		r.loaded, r.refused = false, err
 		r.srv.setRefused(versionOf(sum), err)
 		r.log.Error("rls: reloading the configuration: refused, the last good one stays in force", "error", err)
 		if r.srv.metrics != nil {
@@ -173,16 +188,20 @@ func (r *Reloader) Reload() (bool, error) {
 		}
 		return false, err
 	}
-	r.loaded, r.lastErr = true, nil
+	r.loaded, r.refused = true, nil
 	r.log.Info("rls: configuration reloaded", "files", len(files), "domains", len(cfg.Domains()))
 	return true, nil
 }
 
-// Err returns the error of the last reload that was refused, nil once one succeeds.
+// Err returns why the last reload kept the configuration in force from the files: they could
+// not be read, or what they hold was refused; nil once they read and are in force.
 func (r *Reloader) Err() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.lastErr
+	if r.readErr != nil {
+		return r.readErr
+	}
+	return r.refused
 }
 
 // Run reloads every interval until ctx ends.

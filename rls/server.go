@@ -413,8 +413,8 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 		}
 	}
 	for i := range checks {
-		if ch := &checks[i]; ch.name != "" && replaced[ch.name] {
-			*ch = check{} // replaced by another descriptor's limit: no limit
+		if ch := &checks[i]; ch.name != "" && replaced[ch.name] && !ch.unlimited {
+			*ch = check{} // replaced by another descriptor's limit: no limit (unlimited stays so, as in the reference)
 		}
 	}
 	s.run(ctx, checks)
@@ -608,7 +608,7 @@ func (s *Server) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.Ra
 		over := false
 		switch {
 		case ch.limiter == nil && !ch.ref: // a limit of 0 requests: nothing is ever admitted
-			over = true
+			over = ch.hits > 0 // but a check of nothing (hits_addend 0) is not over it
 			st.DurationUntilReset = s.resetOf(period, window)
 		case ch.err != nil:
 			s.storeFailed(req.Domain, mode, ch.err)
