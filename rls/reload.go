@@ -189,7 +189,11 @@ func (r *Reloader) Reload() (bool, error) {
 		return false, err
 	}
 	r.loaded, r.refused = true, nil
-	r.log.Info("rls: configuration reloaded", "files", len(files), "domains", len(cfg.Domains()))
+	if len(cfg.Domains()) == 0 { // every limit gone: say so louder than a reload
+		r.log.Warn("rls: configuration reloaded with no domain: every request is answered OK, with no limit", "files", len(files))
+	} else {
+		r.log.Info("rls: configuration reloaded", "files", len(files), "domains", len(cfg.Domains()))
+	}
 	return true, nil
 }
 

@@ -229,3 +229,18 @@ func TestYAMLAliasCycleRefused(t *testing.T) {
 		}
 	}
 }
+
+// A reload that leaves no domain (every file removed from the directory) is said louder than
+// an Info line: every request is answered OK from then on.
+func TestReloadToNoDomainWarns(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.yaml"), limitFile("a", 1))
+	rl := newReloading(t, dir)
+	if err := os.Remove(filepath.Join(dir, "a.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	rl.reload(t, true, "")
+	if !strings.Contains(rl.log.String(), "level=WARN") || !strings.Contains(rl.log.String(), "no domain") {
+		t.Errorf("a reload to no domain logged:\n%s", rl.log)
+	}
+}

@@ -384,6 +384,9 @@ func serve(ctx context.Context, s *settings, log *slog.Logger, ready func(grpcAd
 	}()
 	log.Info("ratelimit-rls: serving", "grpc", grpcLn.Addr().String(), "http", httpLn.Addr().String(),
 		"config", s.config, "domains", strings.Join(cfg.Domains(), ","), "fail_mode", s.failModes.String(), "timeout", s.timeout)
+	if len(cfg.Domains()) == 0 {
+		log.Warn("ratelimit-rls: the configuration has no domain: every request is answered OK, with no limit", "config", s.config)
+	}
 	if ready != nil {
 		ready(grpcLn.Addr().String(), httpLn.Addr().String())
 	}
