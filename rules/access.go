@@ -287,7 +287,7 @@ func (c *checker) overrides(n *yaml.Node, rules []Rule) []override {
 		if c.appliesTo(o, rules, where, path) == 0 {
 			continue
 		}
-		c.overrideSettles(o, rules, f["policies"], path+".policies")
+		c.overrideFits(o, rules, f["policies"], path+".policies")
 		id := [3]string{o.client.part, o.client.value, o.rule}
 		if first, dup := seen[id]; dup {
 			on := "every rule"
@@ -425,6 +425,51 @@ func (c *checker) deniedOverrides(s *Set) {
 				c.warn(o.line, "overrides", "%s is denied (access.deny_clients, line %d): deny wins, so the override never applies", o.client, d.line)
 				break
 			}
+		}
+	}
+}
+
+// clientKeys checks the clients of the lists and the overrides as every engine will: the key
+// each rule's key function finds for it (a value the function refuses, a header's with a
+// comma, say), two entries of access.deny_clients that name one client of a rule, and an
+// entry that applies to no rule (it would deny nothing). A document an engine would refuse is
+// refused here, so that validate and push refuse it, not each instance of the fleet.
+func (c *checker) clientKeys(s *Set) {
+	lineErr := func(line int, field, format string, args ...any) {
+		c.errs = append(c.errs, &Error{File: c.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
+	}
+	applies := make([]bool, len(s.access.denyClients))
+	for i := range s.rules {
+		r := &s.rules[i]
+		first := map[string]client{} // deny_clients by key
+		for j, cl := range s.access.denyClients {
+			if !keyedBy(r, cl.part) {
+				continue
+			}
+			applies[j] = true
+			k, err := keyOf(r, cl)
+			if err != nil {
+				lineErr(cl.line, "access.deny_clients", "%s on rule %q: %v", cl, r.Name, err)
+				continue
+			}
+			if d, dup := first[k]; dup {
+				lineErr(cl.line, "access.deny_clients", "%s names the client %s names (line %d) on rule %q: give each client once", cl, d, d.line, r.Name)
+				continue
+			}
+			first[k] = cl
+		}
+		for _, o := range s.overrides {
+			if !keyedBy(r, o.client.part) || o.rule != "" && o.rule != r.Name {
+				continue
+			}
+			if _, err := keyOf(r, o.client); err != nil {
+				lineErr(o.line, "overrides", "%s on rule %q: %v", o.client, r.Name, err)
+			}
+		}
+	}
+	for j, cl := range s.access.denyClients {
+		if !applies[j] {
+			lineErr(cl.line, "access.deny_clients", "no rule is keyed by %s alone: the entry would deny nothing", cl.spec)
 		}
 	}
 }

@@ -63,9 +63,15 @@
 // refused whatever allows it. Of the overrides of a client, the one naming the rule wins over
 // the one for every rule; their order in the file does not matter. An override keeps the
 // counts of its client when its policies have the rule's names, algorithms and windows, as a
-// changed limit does. Parse refuses a network that is not one, a network or override given
-// twice, an override that applies to no rule; [Set.Warnings] names what is valid but does
-// nothing (an entry inside a wider one, an allowed network inside a denied one).
+// changed limit does. Parse refuses a network that is not one, a network, override or denied
+// client given twice, an override or a denied client that applies to no rule, a client value
+// the rule's key function refuses (a header's with a comma), and an override whose policies
+// can never admit the rule's cost: what an engine would refuse, so that validate and push
+// refuse it too. [Set.Warnings] names what is valid but does nothing (an entry inside a wider
+// one, an allowed network inside a denied one).
+//
+// An engine that OpenRedis starts on a document it cannot apply (a rule with a tier, and no
+// WithTier) starts on its last known good or default rules instead, as when Redis holds none.
 //
 // A calendar quota (a period: "@" and a zone after the unit) counts from each period's start
 // to its end, by the calendar (a day of 23 or 25 hours where the clock changes, a month of 28

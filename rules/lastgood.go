@@ -63,11 +63,15 @@ func OpenRedis(ctx context.Context, store ratelimit.Store, client redis.Universa
 	s, err := Fetch(fctx, client, key, asOptions(o))
 	cancel()
 	if err == nil {
-		e, err := newEngine(store, s.Set, o, "redis "+key)
-		if err == nil {
+		e, nerr := newEngine(store, s.Set, o, "redis "+key)
+		if nerr == nil {
 			e.keepLastGood(s.Document)
+			return e, nil
 		}
-		return e, err
+		// A document that parses but that this engine refuses (a tier without WithTier, say)
+		// is one the fleet's running instances refuse too: they keep their rules, and a new
+		// instance starts on its fallback rules, as when Redis holds none, or fails.
+		err = fmt.Errorf("rules %s (version %s) cannot be applied here: %w", key, s.Set.Version(), nerr)
 	}
 	if ctx.Err() != nil {
 		return nil, err

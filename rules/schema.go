@@ -69,6 +69,9 @@ func (c *checker) document(n *yaml.Node) *Set {
 		s.overrides = c.overrides(v, s.rules)
 	}
 	c.deniedOverrides(s)
+	if len(c.errs) == 0 {
+		c.clientKeys(s)
+	}
 	s.warnings = c.warnings
 	if len(c.errs) > 0 {
 		return nil

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"context"
+	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/a7d3e0dd/ratelimit"
@@ -83,9 +85,10 @@ func holdsFor(l *ratelimit.Limiter, r *Rule) error {
 	return err
 }
 
-// overrideSettles checks that the policies of override o, at the node policies of path, can
-// hold the estimate of every rule with settle that o applies to, as the rule's own must.
-func (c *checker) overrideSettles(o override, rules []Rule, policies *yaml.Node, path string) {
+// overrideFits checks that the policies of override o, at the node policies of path, can
+// hold the estimate of every rule with settle that o applies to, and admit the cost of every
+// rule it applies to, as the rule's own must.
+func (c *checker) overrideFits(o override, rules []Rule, policies *yaml.Node, path string) {
 	if len(o.policies) == 0 {
 		return
 	}
@@ -101,6 +104,16 @@ func (c *checker) overrideSettles(o override, rules []Rule, policies *yaml.Node,
 		if err := holdsFor(l, r); err != nil {
 			c.add(deref(policies), path, "rule %q has settle: %s, so these policies hold its estimate: %v", r.Name, r.Settle, err)
 			return
+		}
+		// The rule's cost is charged under the override's policies: one that none of them can
+		// ever admit refuses the client for ever, as a rule's own would (see coreRule).
+		if r.Cost > 1 {
+			d, err := l.AllowN(context.Background(), "cost", r.Cost)
+			if err == nil && !d.Allowed && d.RetryAfter == algorithms.Never {
+				c.add(deref(policies), path, "rule %q costs %d a request, more than policy %q can ever admit at once (%d): every request of %s would be denied",
+					r.Name, r.Cost, d.Policy.Name, d.Limit, o.client)
+				return
+			}
 		}
 	}
 }

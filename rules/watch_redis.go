@@ -114,6 +114,7 @@ type redisWatch struct {
 
 	name      string        // the instance's, in the fleet hash
 	heartbeat time.Duration // how often it records its state
+	recordErr string        // why recording failed last time, "" when it worked (see report)
 }
 
 // beat records the instance's state every heartbeat until ctx ends.
@@ -133,7 +134,9 @@ func (w *redisWatch) beat(ctx context.Context) {
 }
 
 // report records the instance's state in the fleet hash: what it runs, what it refused. A
-// failure is no news: reading the rules reports Redis failing. The caller holds w.mu.
+// failure that reading the rules does not show (the fleet hash of another type, an ACL that
+// refuses it) is logged when it begins, and when recording works again: the instance is
+// missing from the fleet meanwhile, and a push waits for it in vain. The caller holds w.mu.
 func (w *redisWatch) report(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, redisCallTimeout)
 	defer cancel()
@@ -142,7 +145,16 @@ func (w *redisWatch) report(ctx context.Context) {
 	if w.rejected != "" {
 		in.Refused, in.Reason = w.rejected, clipReason(w.reason)
 	}
-	_ = record(ctx, w.client, w.key, in, w.heartbeat)
+	err := record(ctx, w.client, w.key, in, w.heartbeat)
+	switch {
+	case err != nil && w.recordErr == "" && ctx.Err() == nil:
+		w.recordErr = err.Error()
+		w.e.opts.logger.Warn("ratelimit rules: this instance cannot record itself in the fleet: `ratelimit status` and push do not see it",
+			"instance", w.name, "fleet", FleetKey(w.key), "error", err)
+	case err == nil && w.recordErr != "":
+		w.recordErr = ""
+		w.e.opts.logger.Info("ratelimit rules: this instance records itself in the fleet again", "instance", w.name)
+	}
 }
 
 // clipReason bounds what an instance records of an error.

@@ -130,7 +130,9 @@ func dryRunPush(ctx context.Context, fs *flags, rf *redisFlags, client redis.Uni
 		refuse("refused: the document has no version (its hash is %s): give it a version: field%s", set.Version(), newer)
 	case stored != nil && storedVersion == set.Version():
 		refuse("refused: version %s is stored already, and instances running it never read it again: give the document a new version", set.Version())
-	case stored != nil && rules.CompareVersions(set.Version(), storedVersion) < 0 && force:
+	case stored != nil && rules.CompareVersions(set.Version(), storedVersion) <= 0 && force:
+		// As the push's script does: under -force, any version but the one stored (1.00 over
+		// 1.0 too, which compare equal).
 		fmt.Fprintf(stdout, "forced: version %s rolls back %s\n", set.Version(), storedVersion)
 	case stored != nil && rules.CompareVersions(set.Version(), storedVersion) <= 0:
 		refuse("refused without -force: version %s is not newer than %s", set.Version(), storedVersion)

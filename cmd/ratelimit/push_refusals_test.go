@@ -133,3 +133,22 @@ func TestDurationFlagsTakeDays(t *testing.T) {
 		cli(t, "push", tc.flag, tc.value, "-redis", addr, "-key", key, file).want(t, 2, "", tc.want)
 	}
 }
+
+// -dry-run -force answers as the push -force does, for versions that compare equal but are
+// spelled apart (1.00 over 1.0): the dry run said the push would be refused (exit 1), and the
+// push went through (exit 0).
+func TestDryRunForceAgreesOnEqualVersions(t *testing.T) {
+	client := redistest.Standalone(t)
+	addr, key := redistest.Addr(t), redistest.Prefix(t)+"rules"
+	files := write(t, "a.yaml", doc("1.0", "ip"), "b.yaml", doc("1.00", "ip"))
+	push := func(args ...string) result {
+		return cli(t, append([]string{"push", "-wait", "0", "-redis", addr, "-key", key}, args...)...)
+	}
+	push(files[0]).want(t, 0, "pushed a.yaml", "")
+	dry := push("-dry-run", "-force", files[1])
+	real := push("-force", files[1])
+	v, _ := rules.StoredVersion(t.Context(), client, key)
+	if dry.code != real.code || real.code != 0 || v != "1.00" {
+		t.Errorf("-dry-run -force exit %d (%q), push -force exit %d (%q); stored now %q", dry.code, dry.stdout, real.code, real.stdout, v)
+	}
+}

@@ -1,0 +1,129 @@
+package rules
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
+)
+
+// The rules attacked (an adversarial review): each test failed while the defect its comment
+// names stood.
+
+// Parse refuses what every engine would refuse, so that validate and push refuse it, not each
+// instance of the fleet: an override whose policies can never admit the rule's cost (the
+// client refused for ever), a client value the rule's key function refuses (a comma in a
+// header's), one client denied twice, and a denied client no rule is keyed by (it would deny
+// nothing, and the operator believes it denied).
+func TestParseRefusesWhatEnginesRefuse(t *testing.T) {
+	for name, tc := range map[string]struct{ doc, want string }{
+		"override below the cost": {`version: "1"
+rules:
+  - name: api
+    key: api_key
+    cost: 10
+    policies: [{name: per-minute, rate: 100/min}]
+overrides:
+  - client: {api_key: acme}
+    policies: [{name: per-minute, rate: 5/min}]
+`, `limits.yaml:9: overrides[0].policies: rule "api" costs 10`},
+		"a comma in a client's header": {`version: "1"
+rules:
+  - name: api
+    key: api_key
+    policies: [{rate: 100/min}]
+overrides:
+  - client: {api_key: "a,b"}
+    unlimited: true
+`, `limits.yaml:7`},
+		"a client denied twice": {`version: "1"
+access:
+  deny_clients: [{api_key: k1}, {"header:x-api-key": k1}]
+rules:
+  - name: api
+    key: api_key
+    policies: [{rate: 100/min}]
+`, `names the client`},
+		"a denied client of no rule": {`version: "1"
+access:
+  deny_clients: [{"header:X-Tenant": evil}]
+rules:
+  - name: api
+    key: api_key
+    policies: [{rate: 100/min}]
+`, `would deny nothing`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			set, err := Parse("limits.yaml", []byte(tc.doc))
+			if err == nil {
+				_, nerr := NewEngine(ratelimit.NewMemoryStore(), set)
+				t.Fatalf("Parse accepted it (an engine says: %v)", nerr)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Parse: %v; want it to say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A document in Redis that parses but that this engine cannot apply (a rule with a tier, on
+// an engine without WithTier) does not keep an instance from starting: it starts on its
+// default rules, as when Redis holds none; it failed instead, so that a bad push stopped
+// every restarting instance.
+func TestOpenRedisFallsBackOnADocumentItCannotApply(t *testing.T) {
+	client := redistest.Standalone(t)
+	key := redistest.Prefix(t) + "rules"
+	tiered := []byte("version: \"2\"\nrules:\n  - name: api\n    key: api_key\n    tier: free\n    policies: [{rate: 100/min}]\n")
+	if _, err := Push(t.Context(), client, key, "limits.yaml", tiered); err != nil {
+		t.Fatalf("Push refused: %v", err)
+	}
+	def := []byte("version: \"1\"\nrules:\n  - name: api\n    key: api_key\n    policies: [{rate: 100/min}]\n")
+	e, err := OpenRedis(t.Context(), ratelimit.NewMemoryStore(), client, key, WithDefaultRules("limits.yaml", def))
+	if err != nil {
+		t.Fatalf("OpenRedis with default rules: %v; want it started on them", err)
+	}
+	if e.Version() != "1" {
+		t.Errorf("started on version %s, want the default rules' 1", e.Version())
+	}
+}
+
+// An instance that cannot record itself in the fleet (the fleet key of another type, an ACL)
+// says so once, and again when it can: it said nothing, and push then reported that no
+// instance watched the key.
+func TestFleetRecordFailureIsLogged(t *testing.T) {
+	client := redistest.Standalone(t)
+	key := redistest.Prefix(t) + "rules"
+	if _, err := Push(t.Context(), client, key, "limits.yaml", []byte("version: \"1\"\nrules:\n  - name: api\n    key: api_key\n    policies: [{rate: 100/min}]\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Set(t.Context(), FleetKey(key), "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var logged lockedBuffer
+	subscribed := make(chan struct{}, 1)
+	e, err := OpenRedis(t.Context(), ratelimit.NewMemoryStore(), client, key, WithLogger(slog.New(slog.NewTextHandler(&logged, nil))),
+		WithHeartbeat(50*time.Millisecond), WithInstanceName("i1"), signal(subscribed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	watching(t, e, client, key, subscribed)
+	waitLog := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !strings.Contains(logged.String(), what); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("waited 20 s for %q; the log:\n%s", what, logged.String())
+			}
+		}
+	}
+	waitLog("cannot record itself in the fleet")
+	if err := client.Del(t.Context(), FleetKey(key)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitLog("records itself in the fleet again")
+	if n := strings.Count(logged.String(), "cannot record itself"); n != 1 {
+		t.Errorf("the failure logged %d times, want once until it ends", n)
+	}
+}
