@@ -24,7 +24,10 @@ import (
 //
 // Deny wins: a request that any deny entry matches is refused, whether or not an allow entry
 // matches too. Then a request that an allow entry matches proceeds unlimited. The lists are
-// read before anything else, Skip included: a denied client is refused on every route. Neither asks the
+// read before anything else, Skip included: a denied client is refused on every route. With
+// Deny networks set, a request whose client IP cannot be read (a forwarding header from a
+// trusted proxy that does not parse, or is too long) is refused as a bad request, its error
+// reported: it could be a denied client's. Neither asks the
 // store anything: an allowed request over Redis costs what a check of the memory store costs,
 // and a flood from a denied range costs Redis nothing. Every other request is limited as the
 // guard's options say.
@@ -199,9 +202,10 @@ type keyed struct {
 	done bool
 }
 
-// verdict returns what the lists say of r, and which list decided, for the log. It runs the
-// key function, into k, only when a key list is set.
-func (acc *access) verdict(g *Guard, r Request, k *keyed) (int, string) {
+// verdict returns what the lists say of r, and which list decided, for the log; or the error
+// that keeps the Deny networks from deciding (the client's address cannot be read). It runs
+// the key function, into k, only when a key list is set.
+func (acc *access) verdict(g *Guard, r Request, k *keyed) (int, string, error) {
 	var (
 		addr  netip.Addr
 		haveA bool
@@ -209,6 +213,12 @@ func (acc *access) verdict(g *Guard, r Request, k *keyed) (int, string) {
 	if acc.allow != nil || acc.deny != nil {
 		a, err := g.clientIP.clientIP(r)
 		addr, haveA = a, err == nil
+		if err != nil && acc.deny != nil {
+			// A client whose address cannot be read (a forwarding header the trusted proxy
+			// passed on that does not parse, or is too long) may be a denied one: it is
+			// refused as a bad request, never let past the Deny networks.
+			return accessNone, "", err
+		}
 	}
 	if acc.allowKeys != nil || acc.denyKeys != nil {
 		if g.key != nil {
@@ -224,15 +234,15 @@ func (acc *access) verdict(g *Guard, r Request, k *keyed) (int, string) {
 	}
 	switch {
 	case haveA && acc.deny.Contains(addr):
-		return accessDenied, "Deny"
+		return accessDenied, "Deny", nil
 	case found(acc.denyKeys):
-		return accessDenied, "DenyKeys"
+		return accessDenied, "DenyKeys", nil
 	case haveA && acc.allow.Contains(addr):
-		return accessAllowed, "Allow"
+		return accessAllowed, "Allow", nil
 	case found(acc.allowKeys):
-		return accessAllowed, "AllowKeys"
+		return accessAllowed, "AllowKeys", nil
 	}
-	return accessNone, ""
+	return accessNone, "", nil
 }
 
 // logFirst logs the first request of a verdict, once per guard: the lists are configuration,

@@ -257,3 +257,45 @@ func TestAccessSkipsAddUp(t *testing.T) {
 		t.Errorf("a denied network's health check: %d; want 403", code)
 	}
 }
+
+// A client whose address the guard cannot read — behind a trusted proxy, a forwarding header
+// too long or that does not parse, which the proxy passed on after appending the real address
+// — is refused as a bad request where Deny networks are set, and the error reported: it was
+// let past the Deny networks, unlogged, and a key function that reads no address served it.
+func TestAccessRefusesAnUnreadableAddress(t *testing.T) {
+	for _, tc := range []struct{ name, header, plain, crafted string }{
+		{"a long X-Forwarded-For", "X-Forwarded-For", "203.0.113.5", strings.Repeat("1.1.1.1,", 520) + " 203.0.113.5"},
+		{"a Forwarded that does not parse", "Forwarded", "for=203.0.113.5", "for=1.1.1.1 junk, for=203.0.113.5"},
+		{"a Forwarded of 65 elements", "Forwarded", "for=203.0.113.5", strings.Repeat("for=1.1.1.1,", 64) + "for=203.0.113.5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var results []observe.Result
+			obs := &ratelimit.Observer{Answered: func(e observe.RequestEvent) { results = append(results, e.Result) }}
+			store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()), ratelimit.WithObserver(obs))
+			l := mustNew(t, store, ratelimit.Policy{Name: "p", Limit: 100, Window: time.Minute})
+			errs := 0
+			h := ratelimit.Middleware(l,
+				ratelimit.TrustProxies(tc.header, "10.0.0.1"),
+				ratelimit.WithAccess(ratelimit.Access{Deny: []string{"203.0.113.0/24"}}),
+				ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")),
+				ratelimit.WithErrorHandler(func(ratelimit.Request, error) { errs++ }),
+			)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+			send := func(v string) int {
+				r := httptest.NewRequest("GET", "/", nil)
+				r.RemoteAddr = "10.0.0.1:4000" // the trusted load balancer
+				r.Header.Set(tc.header, v)
+				r.Header.Set("X-API-Key", "k1")
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, r)
+				return w.Code
+			}
+			if got := send(tc.plain); got != http.StatusForbidden {
+				t.Fatalf("the denied client with a plain header: %d, want 403", got)
+			}
+			if got := send(tc.crafted); got != http.StatusBadRequest || errs != 1 || results[1] != observe.ResultRejected {
+				t.Errorf("the denied client 203.0.113.5 with a crafted %s (%d bytes): %d, error handler called %d times, results %v; want 400, once, rejected",
+					tc.header, len(tc.crafted), got, errs, results)
+			}
+		})
+	}
+}

@@ -6,22 +6,34 @@ import (
 	"sync/atomic"
 )
 
-// errorLog is the default error handler: it logs with log/slog, at most once a second.
+// errorLog is the default error handler: it logs with log/slog, at most once a second for
+// each of two classes, the requests a client made wrong (ErrBadRequest: answered 400) and
+// every other failure (the store's, above all), so that a client that sends one bad request a
+// second cannot keep a store outage out of the log.
 type errorLog struct {
 	clock    Clock
 	failOpen bool
 	log      logs
-	last     atomic.Int64 // Unix second of the last log
-	dropped  atomic.Int64 // errors not logged since
+	classes  [2]errorClass // the client's errors, the others
+}
+
+// errorClass is what an errorLog keeps of one class of errors.
+type errorClass struct {
+	last    atomic.Int64 // Unix second of the last log
+	dropped atomic.Int64 // errors not logged since
 }
 
 func (l *errorLog) report(r Request, err error) {
-	now, last := l.clock.Now().Unix(), l.last.Load()
-	if now == last || !l.last.CompareAndSwap(last, now) {
-		l.dropped.Add(1)
+	c := &l.classes[1]
+	if errors.Is(err, ErrBadRequest) {
+		c = &l.classes[0]
+	}
+	now, last := l.clock.Now().Unix(), c.last.Load()
+	if now == last || !c.last.CompareAndSwap(last, now) {
+		c.dropped.Add(1)
 		return
 	}
-	msg, kind, dropped := l.message(err), errorKind(err), l.dropped.Swap(0)
+	msg, kind, dropped := l.message(err), errorKind(err), c.dropped.Swap(0)
 	if kind == "" { // an error of no kind, such as a Resolver's failure: no kind to name
 		l.log.get().LogAttrs(r.Context(), slog.LevelWarn, msg, slog.String("error", err.Error()), slog.Int64("not_logged_since", dropped))
 		return

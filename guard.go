@@ -103,7 +103,14 @@ func (g *Guard) Check(r Request) (o Outcome) {
 func (g *Guard) check(r Request, o *Outcome) {
 	var found keyed      // the key function's answer, when the access lists asked it
 	if g.access != nil { // before Skip: a denied client is refused on every route
-		if v, list := g.access.verdict(g, r, &found); v != accessNone {
+		v, list, err := g.access.verdict(g, r, &found)
+		if err != nil {
+			g.onError(r, err)
+			g.refuse(o, g.badRequest, err)
+			o.Result = observe.ResultRejected
+			return
+		}
+		if v != accessNone {
 			g.access.logFirst(g, r, v, list)
 			if v == accessDenied {
 				g.refuse(o, g.forbidden, nil)

@@ -108,7 +108,7 @@ func validHeaderName(name string) bool {
 //
 // The value may be a string, a []byte, an integer (named types such as `type UserID string`
 // included) or a [fmt.Stringer]. A request without one
-// (or with an empty one) is anonymous: it has no key ([ErrNoKey]). A value of another type is
+// (or with an empty one, or a nil pointer) is anonymous: it has no key ([ErrNoKey]). A value of another type is
 // an error naming it (the request is answered 400 and the error reported): store the id itself,
 // or write a [KeyFunc] that reads it from your type. Ids longer than 256 bytes are replaced by
 // their SHA-256 digest.
@@ -139,7 +139,9 @@ func KeyByUser(key any) KeyFunc {
 		case uint32:
 			id = strconv.FormatUint(uint64(v), 10)
 		case fmt.Stringer:
-			id = v.String()
+			if !isNilPointer(v) { // (*User)(nil) for an anonymous request: its String would panic
+				id = v.String()
+			}
 		default:
 			var ok bool
 			if id, ok = idOfKind(v); !ok {
@@ -151,6 +153,13 @@ func KeyByUser(key any) KeyFunc {
 		}
 		return boundedKey("user:", id, "user id")
 	}
+}
+
+// isNilPointer reports whether v is a nil pointer of some type: a user an authentication
+// middleware stored as none.
+func isNilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // idOfKind returns the id held by a value of a named string or integer type (type UserID

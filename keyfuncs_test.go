@@ -7,9 +7,11 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/a7d3e0dd/ratelimit"
 )
@@ -287,5 +289,21 @@ func TestHTTPRequest(t *testing.T) {
 	}
 	if got := ratelimit.HTTPRequest(&http.Request{}).Path(); got != "" {
 		t.Errorf("Path of a request without URL: got %q", got)
+	}
+}
+
+// A nil pointer of a fmt.Stringer under KeyByUser's key — what an authentication middleware
+// stores for an anonymous request — is anonymous (ErrNoKey): its String made the guard panic.
+func TestKeyByUserNilStringerIsAnonymous(t *testing.T) {
+	type userKey struct{}
+	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock())), ratelimit.Policy{Name: "p", Limit: 10, Window: time.Minute})
+	h := ratelimit.Middleware(l, ratelimit.WithKey(ratelimit.KeyByUser(userKey{})), ratelimit.WithAccess(ratelimit.Access{MissingKey: http.StatusUnauthorized}))(
+		http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	r := httptest.NewRequest("GET", "/", nil)
+	r = r.WithContext(context.WithValue(r.Context(), userKey{}, (*url.URL)(nil)))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r) // panicked
+	if w.Code != http.StatusUnauthorized {
+		t.Errorf("a nil *url.URL as the user: %d, want 401 (anonymous: MissingKey)", w.Code)
 	}
 }

@@ -229,16 +229,25 @@ var useField = func() []int {
 }()
 
 // Header joins the field lines of the header with ", ", copied: fasthttp reuses its buffer.
-// The Host header is the request's host, which fasthttp keeps apart.
+// Each line is trimmed of spaces and tabs, as net/http does (fasthttp trims spaces alone
+// before v1.69: a key with a tab around it was a new quota). The Host header is the request's
+// host, which fasthttp keeps apart.
 func (r request) Header(name string) string {
 	if strings.EqualFold(name, "Host") {
 		return string(r.c.Request().Host())
 	}
 	lines := r.c.Request().Header.PeekAll(name)
 	if len(lines) == 1 {
-		return string(lines[0])
+		return string(bytes.Trim(lines[0], " \t"))
 	}
-	return string(bytes.Join(lines, []byte(", ")))
+	var b strings.Builder
+	for i, line := range lines {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.Write(bytes.Trim(line, " \t"))
+	}
+	return b.String()
 }
 
 // RemoteAddr formats the peer's address with one allocation, an IPv4 address in 4-byte form.

@@ -1,0 +1,64 @@
+package ratelimit_test
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a7d3e0dd/ratelimit"
+)
+
+// loggingErrStore is errStore with a logger, so that the guard's default error log goes to it.
+// loggingErrStore is a store that always fails, on the test's clock (which the guard's error
+// log reads).
+type loggingErrStore struct {
+	errStore
+	clock *fakeClock
+}
+
+func (s loggingErrStore) Clock() ratelimit.Clock { return s.clock }
+
+// TestAdv5BadRequestsMaskStoreFailureLog: the default error handler logs one error a second,
+// whichever comes first. A client that sends one malformed request at the start of every
+// second (a repeated X-API-Key) takes that line each second, so a store outage that lets every
+// other request through unlimited (fail-open) is never logged as such: its only trace is
+// not_logged_since of the "answered 400" lines.
+// A client that sends one bad request each second (two X-API-Key lines) cannot keep a store
+// outage out of the log: the default error handler logged the first error of each second of
+// any kind, so 1,000 requests let through unlimited because the store failed went unsaid.
+func TestBadRequestsDoNotHideStoreFailures(t *testing.T) {
+	var logs bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	defer slog.SetDefault(prev)
+	clock := newFakeClock()
+	l := mustNew(t, loggingErrStore{errStore{errors.New("connection refused")}, clock}, ratelimit.Policy{Name: "p", Limit: 10, Window: time.Minute})
+	h := ratelimit.Middleware(l, ratelimit.WithKey(ratelimit.KeyByHeader("X-API-Key")))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	send := func(keys ...string) int {
+		r := httptest.NewRequest("GET", "/", nil)
+		for _, k := range keys {
+			r.Header.Add("X-API-Key", k)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	unlimited := 0
+	for s := 0; s < 10; s++ {
+		clock.Advance(time.Second)
+		send("a", "b") // the attacker's request: 400, logged
+		for i := 0; i < 100; i++ {
+			if send("good") == 200 {
+				unlimited++ // the store failed: let through unlimited
+			}
+		}
+	}
+	if !strings.Contains(logs.String(), "store failed") {
+		t.Errorf("%d requests were let through unlimited because the store failed, but no log line says so; the log:\n%s", unlimited, logs.String())
+	}
+}
