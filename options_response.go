@@ -12,8 +12,9 @@ type Response struct {
 	// NoXRateLimit leaves out the de facto standard headers, written by default:
 	// X-RateLimit-Limit (the binding policy's capacity), X-RateLimit-Remaining (requests
 	// left) and X-RateLimit-Reset (the Unix time, in seconds rounded up, when the binding
-	// policy is fully reset, on the store's clock). Retry-After is written on every 429 and
-	// 503 regardless.
+	// policy is fully reset, on the store's clock). Retry-After is written regardless, on
+	// every 429 a limit decided and every refusal of a store's failure (a 503, or the 429 of
+	// FailClosed): not on a refusal of the access lists or of MissingKey, which no wait ends.
 	NoXRateLimit bool
 
 	// IETFDraft adds the fields of the IETF draft "RateLimit header fields for HTTP", as the

@@ -86,7 +86,8 @@ type PushOptions struct {
 	IfVersion *string
 	// Force pushes whatever is stored, older or newer: a deliberate rollback. The push is
 	// recorded as forced, and every instance that applies it says so in its log. It never
-	// pushes the version already stored: instances running that version would not read
+	// pushes the version already stored, nor a version an instance of the fleet runs (one
+	// that refused a newer version since): instances running that version would not read
 	// another document under it; give a changed document a new version. Nor does it push a
 	// document without a version ([ErrNoVersion]), or without rules that does not say
 	// allow_empty: true ([ErrEmptyRules]).
@@ -144,6 +145,11 @@ func PushStored(ctx context.Context, client redis.UniversalClient, key, name str
 	if o.IfVersion != nil {
 		ifVersion = *o.IfVersion
 	}
+	if o.Force {
+		if err := runningElsewhere(ctx, client, key, set.Version()); err != nil {
+			return nil, err
+		}
+	}
 	reply, err := pushScript.Run(ctx, client, []string{key}, set.Version(), name, data,
 		flag(o.Force), flag(o.IfVersion != nil), ifVersion).StringSlice()
 	if err != nil {
@@ -169,6 +175,24 @@ func PushStored(ctx context.Context, client redis.UniversalClient, key, name str
 	}
 	return &Stored{Set: set, Version: set.Version(), Name: name, Document: bytes.Clone(data), PushedAt: time.UnixMilli(ms),
 		Forced: o.Force, Previous: reply[2]}, nil
+}
+
+// runningElsewhere refuses a forced push of version when an instance of the fleet runs a
+// version of that name (one that refused a newer version since, say): it would not read another
+// document under it, and the fleet would run two documents under one name. The version stored
+// is refused by the push's script itself.
+func runningElsewhere(ctx context.Context, client redis.UniversalClient, key, version string) error {
+	fleet, err := Fleet(ctx, client, key)
+	if err != nil {
+		return fmt.Errorf("rules: pushing to Redis key %q: reading the fleet: %w", key, err)
+	}
+	for _, in := range fleet {
+		if in.Running == version {
+			return fmt.Errorf("%w: instance %s runs version %q, and would never read another document under it; give the document a new version",
+				ErrNotNewer, in.Name, version)
+		}
+	}
+	return nil
 }
 
 // noVersion is the error of a document without a version: field.

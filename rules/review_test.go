@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -125,5 +126,38 @@ func TestFleetRecordFailureIsLogged(t *testing.T) {
 	waitLog("records itself in the fleet again")
 	if n := strings.Count(logged.String(), "cannot record itself"); n != 1 {
 		t.Errorf("the failure logged %d times, want once until it ends", n)
+	}
+}
+
+// A forced push of a version that an instance runs (it refused a newer one since) is
+// refused: the instance would never read another document under that name, yet recorded
+// itself as running it, so the push reported "applied on 1 of 1" while the fleet ran two
+// documents under one version.
+func TestForcedPushOfARunningVersionRefused(t *testing.T) {
+	client := redistest.Standalone(t)
+	key := redistest.Prefix(t) + "rules"
+	v1 := []byte("version: \"1\"\nrules:\n  - name: api\n    key: api_key\n    policies: [{name: per-minute, rate: 100/min}]\n")
+	v2 := []byte("version: \"2\"\nrules:\n  - name: api\n    key: api_key\n    tier: free\n    policies: [{name: per-minute, rate: 100/min}]\n")
+	v1b := []byte("version: \"1\"\nrules:\n  - name: api\n    key: api_key\n    policies: [{name: per-minute, rate: 5/min}]\n")
+	if _, err := Push(t.Context(), client, key, "limits.yaml", v1); err != nil {
+		t.Fatal(err)
+	}
+	subscribed := make(chan struct{}, 1)
+	e, err := OpenRedis(t.Context(), ratelimit.NewMemoryStore(), client, key, WithLogger(slog.New(slog.DiscardHandler)),
+		WithPollInterval(50*time.Millisecond), WithHeartbeat(50*time.Millisecond), WithInstanceName("i1"), signal(subscribed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	watching(t, e, client, key, subscribed)
+	if _, err := Push(t.Context(), client, key, "limits.yaml", v2); err != nil { // refused by i1: no WithTier
+		t.Fatal(err)
+	}
+	waitFleet(t, client, key, "refused 2", func(f []Instance) bool { return len(f) == 1 && f[0].Refused == "2" })
+	_, err = PushStored(t.Context(), client, key, "limits.yaml", v1b, PushOptions{Force: true})
+	if !errors.Is(err, ErrNotNewer) || !strings.Contains(err.Error(), "instance i1 runs version") {
+		t.Fatalf("a forced push of version 1, which i1 runs: %v; want it refused", err)
+	}
+	if v, _ := StoredVersion(t.Context(), client, key); v != "2" {
+		t.Errorf("stored %q after the refusal, want 2 unchanged", v)
 	}
 }

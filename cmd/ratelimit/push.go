@@ -95,6 +95,18 @@ or no instance watches the key.
 	return awaitFleet(rf, client, stored.Version, stored.PushedAt, wait, stdout, stderr)
 }
 
+// runsElsewhere returns the name of an instance of the fleet that runs version, "" for none
+// (or a fleet that cannot be read: the push itself says why).
+func runsElsewhere(ctx context.Context, client redis.UniversalClient, key, version string) string {
+	fleet, _ := rules.Fleet(ctx, client, key)
+	for _, in := range fleet {
+		if in.Running == version {
+			return in.Name
+		}
+	}
+	return ""
+}
+
 // dryRunPush prints what pushing data would change against the stored version, and the
 // refusals the push would meet (expect is -expect's, force -force's): exit 1 when there is one.
 func dryRunPush(ctx context.Context, fs *flags, rf *redisFlags, client redis.UniversalClient, name string, data []byte, expect optionalString, force bool, stdout io.Writer) int {
@@ -130,6 +142,9 @@ func dryRunPush(ctx context.Context, fs *flags, rf *redisFlags, client redis.Uni
 		refuse("refused: the document has no version (its hash is %s): give it a version: field%s", set.Version(), newer)
 	case stored != nil && storedVersion == set.Version():
 		refuse("refused: version %s is stored already, and instances running it never read it again: give the document a new version", set.Version())
+	case force && runsElsewhere(ctx, client, rf.key, set.Version()) != "":
+		refuse("refused: instance %s runs version %s, and would never read another document under it: give the document a new version",
+			runsElsewhere(ctx, client, rf.key, set.Version()), set.Version())
 	case stored != nil && rules.CompareVersions(set.Version(), storedVersion) <= 0 && force:
 		// As the push's script does: under -force, any version but the one stored (1.00 over
 		// 1.0 too, which compare equal).
