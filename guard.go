@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/a7d3e0dd/ratelimit/cost"
 	"github.com/a7d3e0dd/ratelimit/observe"
@@ -84,17 +83,9 @@ func (g *Guard) Check(r Request) (o Outcome) {
 		g.dispatch(r, &o)
 		return o
 	}
-	var start time.Time
-	if g.observer != nil && g.waits() {
-		start = g.clock.Now()
-	}
 	g.check(r, &o)
 	if g.observer != nil {
-		e := observe.RequestEvent{Result: o.Result}
-		if !start.IsZero() {
-			e.Waited = g.clock.Now().Sub(start)
-		}
-		g.answer(r, &o, e)
+		g.answer(r, &o, observe.RequestEvent{Result: o.Result, Waited: o.waited})
 	}
 	return o
 }
@@ -169,8 +160,12 @@ func (g *Guard) check(r Request, o *Outcome) {
 	}
 	if !o.Decision.Allowed && g.slotWait > 0 && waitsForSlots(&o.Decision) {
 		reported := o.Decision.Source == observe.SourceFallback
-		if err := g.waitForSlot(r, l, key, units, &o.Decision); err != nil {
-			*o = Outcome{} // the denial it waited on decides nothing now
+		began := g.clock.Now()
+		err := g.waitForSlot(r, l, key, units, &o.Decision)
+		waited := g.clock.Now().Sub(began)
+		o.waited = waited
+		if err != nil {
+			*o = Outcome{waited: waited} // the denial it waited on decides nothing now
 			if r.Context().Err() == nil {
 				g.storeFailed(o, r, err)
 			} else {
@@ -210,13 +205,15 @@ func (g *Guard) check(r Request, o *Outcome) {
 		if g.observer != nil {
 			g.observer.queued(true)
 		}
+		began := g.clock.Now()
 		err := g.clock.Sleep(r.Context(), d)
+		o.waited += g.clock.Now().Sub(began)
 		if g.observer != nil {
 			g.observer.queued(false)
 		}
 		if err != nil { // the client left before its turn: nothing was served
 			g.abandon(o, r, l, key)
-			*o = Outcome{}
+			*o = Outcome{waited: o.waited}
 			g.refuse(o, g.gone, &opError{opWait, nil, err})
 			o.Result = observe.ResultCanceled
 		}

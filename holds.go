@@ -376,12 +376,12 @@ func (l *Limiter) Reserve(ctx context.Context, key string, estimate int64) (Deci
 	}
 	d.decide(policies, raw, at)
 	if d.Allowed {
-		d.Cost, h.at, h.mask = cost, at, chargedMask(policies, raw)
-		if h.offs == nil { // the store decided it under policies (the fallback sets its own)
+		d.Cost, h.at, h.mask = h.cost, at, chargedMask(policies, raw) // as held: the fallback clamps it again
+		if h.offs == nil {                                            // the store decided it under policies (the fallback sets its own)
 			h.offs = holdOffsets(policies, raw, cost)
 		}
 		d.hold = h
-		l.observer.held(observe.HoldEvent{Estimate: cost})
+		l.observer.held(observe.HoldEvent{Estimate: h.cost})
 	}
 	l.observe(start, &d, policies, raw)
 	return d, nil

@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -152,5 +153,21 @@ func TestFallbackSettlesAtItsOwnOffsets(t *testing.T) {
 				t.Fatalf("the fallback leaves Remaining %d; a memory store under its scaled policy, %d", got, want)
 			}
 		})
+	}
+}
+
+// On the local fallback, an estimate is clamped to half the scaled policies' least capacity:
+// it was clamped to half the store's alone, so at a share of 1/4 of 1000 an hour a fresh
+// identity's estimate of 400 (held whole) was more than the share's whole 250, refused with a
+// Retry-After of Never for the whole outage; and one of 240 held nearly all of it.
+func TestFallbackClampsTheEstimateToItsShare(t *testing.T) {
+	store := ratelimit.NewRedisStore(deadRedis(t), ratelimit.WithClock(newFakeClock()), ratelimit.WithFallback(0.25), ratelimit.WithDenialCache(0))
+	l := mustNew(t, store, ratelimit.Policy{Name: "tokens", Limit: 1000, Window: time.Hour, Algorithm: algorithms.FixedWindow{}})
+	for _, estimate := range []int64{400, 240} {
+		d := reserve(t, l, keyOf(t)+fmt.Sprint(estimate), estimate)
+		if !d.Allowed || d.Cost != 125 || d.Remaining != 125 {
+			t.Errorf("an estimate of %d on the fallback (250 of 1000): allowed %v, held %d, Remaining %d, RetryAfter %v; want held 125 (half of 250)",
+				estimate, d.Allowed, d.Cost, d.Remaining, d.RetryAfter)
+		}
 	}
 }

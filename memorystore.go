@@ -281,10 +281,12 @@ func (sh *memoryShard) charge(id []byte, policies []Policy, checks []checked, co
 		}
 		ttl := p.compiled.model.Charge(&p.compiled.params, &c.state, now, cost)
 		if c.entry == nil {
-			c.entry = &memoryEntry{policy: p.compiled}
+			c.entry = &memoryEntry{}
 			sh.add(string(append(id, p.tag()...)), c.entry)
 		}
-		c.entry.state, c.entry.expires = c.state, now+max(ttl, 1)
+		// The policy that charged it last weighs its use at the bound: a lowered limit of the
+		// same name shares the state, and weighs 6 of 10 as used, not 6 of the old 100.
+		c.entry.policy, c.entry.state, c.entry.expires = p.compiled, c.state, now+max(ttl, 1)
 	}
 }
 
@@ -478,7 +480,7 @@ func (s *memoryStore) renew(ctx context.Context, key string, id []byte, overflow
 		}
 		// Renewing always writes the state back, so the model works on the entry's own.
 		ttl := p.compiled.model.(algo.Renewer).Renew(&p.compiled.params, &e.state, now, cost, at.UnixMicro())
-		e.expires = now + max(ttl, 1)
+		e.policy, e.expires = p.compiled, now+max(ttl, 1)
 	}
 	return t, nil
 }

@@ -162,10 +162,10 @@ func (sh *memoryShard) overdraw(id []byte, policies []Policy, mask uint64, cost,
 		p.compiled.model.Check(&p.compiled.params, &st, now, 0, &r)
 		ttl := p.compiled.model.Charge(&p.compiled.params, &st, now, c)
 		if e == nil {
-			e = &memoryEntry{policy: p.compiled}
+			e = &memoryEntry{}
 			sh.add(k, e)
 		}
-		e.state, e.expires = st, now+max(ttl, 1)
+		e.policy, e.state, e.expires = p.compiled, st, now+max(ttl, 1)
 	}
 }
 

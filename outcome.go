@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/a7d3e0dd/ratelimit/cost"
 
@@ -71,6 +72,9 @@ type Outcome struct {
 	guard   *Guard    // the guard that decided
 	limiter *Limiter  // whose policies decided
 	slots   *slotHold // renews the slots the request holds; nil: none
+	// waited is how long the request waited for an in-flight slot or for its turn under a
+	// shaping policy, 0 for one that did not wait (RequestEvent.Waited).
+	waited time.Duration
 
 	// The report that waits (see report).
 	event    observe.RequestEvent

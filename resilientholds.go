@@ -62,6 +62,13 @@ func (f *fallback) reserve(ctx context.Context, key string, policies []Policy, h
 	if !ok {
 		return time.Time{}, errNoHolds
 	}
+	// The estimate was clamped to half the least capacity of the store's policies: under the
+	// instance's share it is clamped again, to half of the scaled ones', or a fresh identity
+	// would be refused for the whole outage (an estimate above the share's capacity: Never),
+	// or one request would hold the share's whole quota.
+	if _, most, _ := holdBounds(scaled, clockOf(f.store).Now()); h.cost > most {
+		h.cost = most
+	}
 	at, err := hs.reserve(ctx, key, scaled, h, out)
 	for i := range out {
 		out[i].source = observe.SourceFallback

@@ -30,7 +30,8 @@ func (l *Limiter) Wait(ctx context.Context, key string) (Decision, error) {
 // no policy can ever admit (RetryAfter [algorithms.Never]) is an error at once, wrapping [ErrBadRequest].
 // A store failure is returned as AllowN returns it: WaitN does not fail open.
 // While an in-flight policy denies, WaitN asks again at growing intervals (5 ms, doubling to
-// 100 ms) rather than at its Retry-After, since a slot comes back when a request ends. The
+// 100 ms) rather than at its Retry-After, since a slot comes back when a request ends; when a
+// rate policy denies too, it first waits for the rate's turn, not for the slot's lease. The
 // decision WaitN returns then holds its slots, as [Limiter.AllowN]'s does: give them back with
 // [Limiter.Settle] when the work ends ([Transport] does, when a response's body is closed).
 func (l *Limiter) WaitN(ctx context.Context, key string, cost int64) (Decision, error) {
@@ -57,6 +58,13 @@ func (l *Limiter) wait(ctx context.Context, key string, cost int64, decide func(
 		case !d.Allowed && waitsForSlots(&d):
 			wait = min(wait, step)
 			step = min(2*step, slotPollMax)
+		case !d.Allowed:
+			// A rate policy denies: its turn is the earliest admission, even where an in-flight
+			// slot's lease, ending later, binds d (a slot comes back when a request ends); then
+			// the slots are polled as above.
+			if rate, ok := rateDenial(&d); ok {
+				wait = rate
+			}
 		}
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait { // deadlines are the system clock's
 			return d, l.abandon(ctx, key, d, &opError{opWaitN, nil, fmt.Errorf("admitted in %v at the earliest, after the context's deadline: %w", wait, context.DeadlineExceeded)})
