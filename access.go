@@ -205,13 +205,13 @@ type keyed struct {
 // verdict returns what the lists say of r, and which list decided, for the log; or the error
 // that keeps the Deny networks from deciding (the client's address cannot be read). It runs
 // the key function, into k, only when a key list is set.
-func (acc *access) verdict(g *Guard, r Request, k *keyed) (int, string, error) {
+func (acc *access) verdict(g *Guard, r Request, res *ipResolver, k *keyed) (int, string, error) {
 	var (
 		addr  netip.Addr
 		haveA bool
 	)
 	if acc.allow != nil || acc.deny != nil {
-		a, err := g.clientIP.clientIP(r)
+		a, err := res.clientIP(r)
 		addr, haveA = a, err == nil
 		if err != nil && acc.deny != nil {
 			// A client whose address cannot be read (a forwarding header the trusted proxy
@@ -222,9 +222,9 @@ func (acc *access) verdict(g *Guard, r Request, k *keyed) (int, string, error) {
 	}
 	if acc.allowKeys != nil || acc.denyKeys != nil {
 		if g.key != nil {
-			k.key, k.err = g.key(g.keyRequest(r))
+			k.key, k.err = g.key(keyRequest(r, res))
 		} else {
-			k.key, k.err = g.clientIP.key(r)
+			k.key, k.err = res.key(r)
 		}
 		k.done = true
 	}
@@ -248,13 +248,13 @@ func (acc *access) verdict(g *Guard, r Request, k *keyed) (int, string, error) {
 // logFirst logs the first request of a verdict, once per guard: the lists are configuration,
 // and one line says they are in force; the metrics count every request. It names the list
 // that matched and the client's address, never a key (an API key is a secret).
-func (acc *access) logFirst(g *Guard, r Request, verdict int, list string) {
+func (acc *access) logFirst(g *Guard, r Request, res *ipResolver, verdict int, list string) {
 	bit := uint32(1) << verdict
 	if acc.logged.Load()&bit != 0 || acc.logged.Or(bit)&bit != 0 {
 		return
 	}
 	attrs := []slog.Attr{slog.String("list", list)}
-	if a, err := g.clientIP.clientIP(r); err == nil {
+	if a, err := res.clientIP(r); err == nil {
 		attrs = append(attrs, slog.String("client_ip", a.String()))
 	}
 	msg := "ratelimit: a request of an allowed client proceeds unlimited, without a store call (WithAccess). Logged once per guard; counted every time as allowlisted"

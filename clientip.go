@@ -58,6 +58,15 @@ func (c ipConfig) resolver() *ipResolver {
 // IPv6 clients grouped by /64. It is also the resolver of every guard configured so.
 var peerOnly = &ipResolver{header: "X-Forwarded-For", v6bits: 64}
 
+// passed is res as an outcome hands it to a guard inside (see Guard.ipOf): nil for the peer's,
+// which every guard has.
+func (res *ipResolver) passed() *ipResolver {
+	if res == peerOnly {
+		return nil
+	}
+	return res
+}
+
 // reportTo makes res, the resolver of guard g, tell g of the requests from a trusted proxy that
 // name no client (see [Guard.proxySentNoClient]). peerOnly trusts no proxy, and is shared.
 func (res *ipResolver) reportTo(g *Guard) {
@@ -68,7 +77,11 @@ func (res *ipResolver) reportTo(g *Guard) {
 
 // TrustProxies names the reverse proxies in front of the service and the header they write the
 // client's address into. It sets every use of the client IP by the guard:
-// [KeyByIP], and the client IP that limits a request whose key function finds no key.
+// [KeyByIP], and the client IP that limits a request whose key function finds no key. A guard
+// given no client-IP option (neither TrustProxies nor IPv6Prefix) that a request reaches
+// through one given them — a route's own guard inside the middleware around every route —
+// reads the client IP as that one does: the route's limit is per client, not the load
+// balancer's for everyone.
 //
 //	ratelimit.TrustProxies("X-Forwarded-For", "10.0.0.0/8", "2001:db8::/32")
 //

@@ -348,3 +348,34 @@ func TestProxyWithoutHeader(t *testing.T) {
 		t.Errorf("X-Real-IP of empty elements from a trusted proxy: %d, fallbacks %v; want 200, 17 no_proxy_header", code, obs.n)
 	}
 }
+
+// A route's own guard, given no client-IP option, inside the middleware around every route
+// that trusts the load balancer (README's login limit behind a load balancer), reads the
+// client IP through the same proxies: it read the load balancer's address, so every client
+// shared one login quota and one attacker locked everyone out.
+func TestInnerGuardReadsTheClientIPAsTheOuterDoes(t *testing.T) {
+	store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()))
+	perClient := mustNew(t, store, ratelimit.Policy{Name: "api", Limit: 100, Window: time.Minute})
+	login := mustNew(t, store, ratelimit.Policy{Name: "login", Limit: 5, Window: time.Minute})
+	mux := http.NewServeMux()
+	mux.Handle("POST /login", ratelimit.Middleware(login, ratelimit.WithKey(ratelimit.KeyJoin(ratelimit.KeyByIP(), ratelimit.KeyByRoute())))(
+		http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	h := ratelimit.Middleware(perClient, ratelimit.TrustProxies("X-Forwarded-For", "10.0.0.0/8"))(mux)
+	send := func(client string) int {
+		r := httptest.NewRequest(http.MethodPost, "/login", nil)
+		r.RemoteAddr = "10.0.0.1:4000" // the load balancer
+		r.Header.Set("X-Forwarded-For", client)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	for range 5 {
+		send("203.0.113.1")
+	}
+	if got := send("203.0.113.1"); got != http.StatusTooManyRequests {
+		t.Errorf("the sixth login of 203.0.113.1: %d, want 429", got)
+	}
+	if got := send("198.51.100.7"); got != http.StatusOK {
+		t.Errorf("the first login of another client, 198.51.100.7: %d, want 200 (its own quota)", got)
+	}
+}

@@ -85,16 +85,18 @@ func (g *Guard) Check(r Request) (o Outcome) {
 	}
 	g.check(r, &o)
 	if g.observer != nil {
-		g.answer(r, &o, observe.RequestEvent{Result: o.Result, Waited: o.waited})
+		g.answer(r, &o, observe.RequestEvent{Result: o.Result, Waited: o.event.Waited})
 	}
 	return o
 }
 
 // check decides about r in o, and sets o.Result.
 func (g *Guard) check(r Request, o *Outcome) {
-	var found keyed      // the key function's answer, when the access lists asked it
-	if g.access != nil { // before Skip: a denied client is refused on every route
-		v, list, err := g.access.verdict(g, r, &found)
+	res := g.ipOf(r)
+	defer func() { o.ip = res.passed() }() // for a guard inside (see ipOf)
+	var found keyed                        // the key function's answer, when the access lists asked it
+	if g.access != nil {                   // before Skip: a denied client is refused on every route
+		v, list, err := g.access.verdict(g, r, res, &found)
 		if err != nil {
 			g.onError(r, err)
 			g.refuse(o, g.badRequest, err)
@@ -102,7 +104,7 @@ func (g *Guard) check(r Request, o *Outcome) {
 			return
 		}
 		if v != accessNone {
-			g.access.logFirst(g, r, v, list)
+			g.access.logFirst(g, r, res, v, list)
 			if v == accessDenied {
 				g.refuse(o, g.forbidden, nil)
 			} else {
@@ -116,7 +118,7 @@ func (g *Guard) check(r Request, o *Outcome) {
 		o.Proceed, o.Result = true, observe.ResultSkipped
 		return
 	}
-	key, err := g.keyOf(r, found)
+	key, err := g.keyOf(r, res, found)
 	if errors.Is(err, ErrNoKey) {
 		g.refuse(o, g.missing, nil)
 		o.Result = observe.ResultRejected
@@ -163,9 +165,10 @@ func (g *Guard) check(r Request, o *Outcome) {
 		began := g.clock.Now()
 		err := g.waitForSlot(r, l, key, units, &o.Decision)
 		waited := g.clock.Now().Sub(began)
-		o.waited = waited
+		o.event.Waited = waited
 		if err != nil {
-			*o = Outcome{waited: waited} // the denial it waited on decides nothing now
+			*o = Outcome{} // the denial it waited on decides nothing now
+			o.event.Waited = waited
 			if r.Context().Err() == nil {
 				g.storeFailed(o, r, err)
 			} else {
@@ -207,13 +210,15 @@ func (g *Guard) check(r Request, o *Outcome) {
 		}
 		began := g.clock.Now()
 		err := g.clock.Sleep(r.Context(), d)
-		o.waited += g.clock.Now().Sub(began)
+		o.event.Waited += g.clock.Now().Sub(began)
 		if g.observer != nil {
 			g.observer.queued(false)
 		}
 		if err != nil { // the client left before its turn: nothing was served
 			g.abandon(o, r, l, key)
-			*o = Outcome{waited: o.waited}
+			waited := o.event.Waited
+			*o = Outcome{}
+			o.event.Waited = waited
 			g.refuse(o, g.gone, &opError{opWait, nil, err})
 			o.Result = observe.ResultCanceled
 		}
@@ -302,12 +307,13 @@ var errFallback = &opError{opFallback, kindUnavailable, errors.New("the store fa
 // keyOf returns the key of r: the key function's, or the client IP when it finds none (unless
 // the guard rejects such requests, then ErrNoKey). A key that cannot be used is an error of
 // kind ErrBadRequest.
-// found is what the key function answered already, if it was asked (found.done).
-func (g *Guard) keyOf(r Request, found keyed) (string, error) {
+// found is what the key function answered already, if it was asked (found.done); res reads
+// the client IP (see ipOf).
+func (g *Guard) keyOf(r Request, res *ipResolver, found keyed) (string, error) {
 	key, err := found.key, found.err
 	if g.key != nil {
 		if !found.done {
-			key, err = g.key(g.keyRequest(r))
+			key, err = g.key(keyRequest(r, res))
 		}
 		if errors.Is(err, ErrNoKey) && (g.missingStatus != 0) {
 			return "", ErrNoKey
@@ -317,7 +323,7 @@ func (g *Guard) keyOf(r Request, found keyed) (string, error) {
 		}
 	}
 	if g.key == nil || errors.Is(err, ErrNoKey) {
-		key, err = g.clientIP.key(r)
+		key, err = res.key(r)
 	}
 	switch {
 	case err != nil:
@@ -331,14 +337,29 @@ func (g *Guard) keyOf(r Request, found keyed) (string, error) {
 	return "", &opError{opKey, ErrBadRequest, err}
 }
 
-// keyRequest returns r as the guard's key function sees it: with the guard's client-IP
-// resolver, for KeyByIP. A guard whose resolver is the one KeyByIP uses outside a guard (the
-// connection's peer) hands r over as it is, which saves allocating the wrapper.
-func (g *Guard) keyRequest(r Request) Request {
-	if g.clientIP == peerOnly {
+// keyRequest returns r as a guard's key function sees it: with the guard's client-IP resolver
+// res, for KeyByIP. The resolver KeyByIP uses outside a guard (the connection's peer) hands r
+// over as it is, which saves allocating the wrapper.
+func keyRequest(r Request, res *ipResolver) Request {
+	if res == peerOnly {
 		return r
 	}
-	return &guardRequest{r, g.clientIP}
+	return &guardRequest{r, res}
+}
+
+// ipOf returns the client-IP resolver of r for g: its own; or, for a guard given no client-IP
+// option, the one of the guard the request passed before it (the middleware around every
+// route, for a route's own guard: README's login limit), so that a route's guard reads the
+// client's address through the same trusted proxies, not the load balancer's as every
+// client's.
+func (g *Guard) ipOf(r Request) *ipResolver {
+	if g.clientIP != peerOnly {
+		return g.clientIP
+	}
+	if outer := outerOf(r); outer != nil && outer.ip != nil {
+		return outer.ip
+	}
+	return peerOnly
 }
 
 // Done completes a request the guard let through, given the status its handler answered: it

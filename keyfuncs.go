@@ -247,7 +247,7 @@ func methodKey(m string) string {
 }
 
 // KeyJoin keys requests by several keys at once, e.g. the client IP and the route. The parts
-// are joined unambiguously, each prefixed with its length ("12:ip:192.0.2.1|16:route:GET /x"),
+// are joined unambiguously, each prefixed with its length ("12:ip:192.0.2.1|8:route:/x"),
 // so ("a:b", "c") and ("a", "b:c") are different keys. A request missing any part has no key
 // ([ErrNoKey]); any other error is returned as it is.
 //

@@ -198,11 +198,17 @@ func TestKeyByRoute(t *testing.T) {
 
 func TestKeyJoin(t *testing.T) {
 	boom := errors.New("boom")
+	routed := func(pattern string) ratelimit.Request {
+		r := httptest.NewRequest(http.MethodGet, "/x", nil)
+		r.RemoteAddr, r.Pattern = "192.0.2.1:1234", pattern
+		return ratelimit.HTTPRequest(r)
+	}
 	runKeyCases(t, []keyCase{
 		{name: "parts", fn: ratelimit.KeyJoin(static("a:b"), static("c")), req: newReq("/"), want: "3:a:b|1:c"},
 		{name: "other split", fn: ratelimit.KeyJoin(static("a"), static("b:c")), req: newReq("/"), want: "1:a|3:b:c"},
 		{name: "separator in a part", fn: ratelimit.KeyJoin(static("a|1:b"), static("")), req: newReq("/"), want: "5:a|1:b|0:"},
-		{name: "ip and route", fn: ratelimit.KeyJoin(ratelimit.KeyByIP(), static("route:GET /x")), req: newReq("/"), want: "12:ip:192.0.2.1|12:route:GET /x"},
+		// KeyJoin's doc shows this key: it showed one KeyByRoute never makes (the method in it).
+		{name: "ip and route", fn: ratelimit.KeyJoin(ratelimit.KeyByIP(), ratelimit.KeyByRoute()), req: routed("GET /x"), want: "12:ip:192.0.2.1|8:route:/x"},
 		{name: "a missing part", fn: ratelimit.KeyJoin(static("a"), failing(ratelimit.ErrNoKey)), req: newReq("/"), wantErr: ratelimit.ErrNoKey},
 		{name: "an error", fn: ratelimit.KeyJoin(failing(boom), static("a")), req: newReq("/"), wantErr: boom},
 	})

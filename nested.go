@@ -34,6 +34,18 @@ type outerOutcome interface {
 	OuterOutcome() *Outcome
 }
 
+// outerOf returns the outcome of the guard r passed before this one, nil for none: the one r
+// carries, or net/http's middleware's, in r's context.
+func outerOf(r Request) *Outcome {
+	if c, ok := r.(outerOutcome); ok {
+		if o := c.OuterOutcome(); o != nil {
+			return o
+		}
+	}
+	o, _ := r.Context().Value(outcomeKey{}).(*Outcome)
+	return o
+}
+
 // answer tells the guard's observer of the request o is the outcome of, with the event e: at
 // once, or, when the request carries outcomes and proceeds, when the next guard or Done does.
 // An outer guard's report, left in its outcome, is taken over and merged into e.

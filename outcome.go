@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/a7d3e0dd/ratelimit/cost"
 
@@ -72,11 +71,13 @@ type Outcome struct {
 	guard   *Guard    // the guard that decided
 	limiter *Limiter  // whose policies decided
 	slots   *slotHold // renews the slots the request holds; nil: none
-	// waited is how long the request waited for an in-flight slot or for its turn under a
-	// shaping policy, 0 for one that did not wait (RequestEvent.Waited).
-	waited time.Duration
+	// ip reads the client IP of the request for a guard inside that has no client-IP option
+	// of its own (see Guard.ipOf); nil: the connection's peer.
+	ip *ipResolver
 
-	// The report that waits (see report).
+	// The report that waits (see report). While the guard checks, its Waited is how long the
+	// request waited for an in-flight slot or for its turn under a shaping policy, 0 for one
+	// that did not wait.
 	event    observe.RequestEvent
 	observer *Observer
 }

@@ -149,9 +149,9 @@ func (m *merged) split(reply []int64) error {
 		}
 		n := reply[i]
 		if n < 0 {
-			n = -n
+			n = -n // an error's length; -MinInt64 is MinInt64 still, refused below
 		}
-		if n > int64(len(reply)-i-1) {
+		if n < 0 || n > int64(len(reply)-i-1) {
 			return bad("call %d has %d integers at %d of %d", j+1, n, i, len(reply))
 		}
 		i += 1 + int(n)

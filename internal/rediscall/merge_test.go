@@ -2,6 +2,7 @@ package rediscall
 
 import (
 	"context"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -285,5 +286,19 @@ func TestKeyRefusedByAnACL(t *testing.T) {
 	}
 	if !b.merges.Load() {
 		t.Error("a key refused by an ACL stopped the batcher merging")
+	}
+}
+
+// A merged reply whose length is the least int64 (whose negation is itself) is refused as
+// malformed: it passed the bounds check and panicked the batcher's goroutine, and with it the
+// process.
+func TestSplitRefusesTheLeastLength(t *testing.T) {
+	ctx := context.Background()
+	m := &merged{calls: []mergeInts{
+		{redis.NewIntSliceCmd(ctx, "fcall", "f", 0)},
+		{redis.NewIntSliceCmd(ctx, "fcall", "f", 0)},
+	}}
+	if err := m.split([]int64{math.MinInt64, 0, 0}); err == nil {
+		t.Fatal("split accepted a reply of length -2^63")
 	}
 }

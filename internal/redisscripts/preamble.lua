@@ -71,11 +71,19 @@ end
 -- fields at once (hash_read) and writes them at once (hash_flush), when every policy decided.
 local hkey = nil
 
+-- own reports whether key names a key of its own, not a field of the call's hash: always
+-- without hkey; with it, for a policy whose state keeps its own key in a call of hashed ones
+-- (a calendar period's, which ends with its period, never a field). A field, a policy's tag,
+-- holds no brace; a key always does, its hash tag.
+local function own(key)
+  return not hkey or string.find(key, '{', 1, true) ~= nil
+end
+
 -- state_at names where the state of key is, for an error: the key, or the field of the
 -- identity's hash (a field's name alone, the policy's tag, would send the reader looking for
 -- a key of that name).
 local function state_at(key)
-  if hkey then return 'key ' .. hkey .. ' field ' .. key end
+  if not own(key) then return 'key ' .. hkey .. ' field ' .. key end
   return 'key ' .. key
 end
 
@@ -106,7 +114,7 @@ local expire_gt = false
 
 -- sget returns the state of key, nil when absent.
 local function sget(key)
-  if not hkey then return redis.call('GET', key) end
+  if own(key) then return redis.call('GET', key) end
   if hread then return hvals[key] or nil end
   local v = redis.call('HGET', hkey, key)
   if v then hseen = true end
@@ -116,7 +124,7 @@ end
 -- sset writes the state v of key with a lifetime of ms milliseconds (see ttl_ms). A field
 -- waits for hash_flush.
 local function sset(key, v, ms)
-  if not hkey then
+  if own(key) then
     redis.call('SET', key, v, 'PX', int(ms))
     return
   end
@@ -127,7 +135,7 @@ end
 -- sdel deletes the state of key (back to fresh). A hash left without fields is deleted by
 -- Redis itself.
 local function sdel(key)
-  if not hkey then
+  if own(key) then
     redis.call('DEL', key)
   else
     redis.call('HDEL', hkey, key)
@@ -199,7 +207,7 @@ end
 -- expiries. On an injected clock (min_ttl_ms raised) every write makes the key live its
 -- minimum from then, as it must: that clock may stay in a window longer than Redis' runs.
 local function set_pair(key, a, b, ttl_us, keep)
-  if keep and expire_gt and not hkey and min_ttl_ms == 1 then
+  if keep and expire_gt and own(key) and min_ttl_ms == 1 then
     redis.call('SET', key, int(a) .. ':' .. int(b), 'KEEPTTL')
     return
   end
