@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -99,7 +100,14 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 					s.charge = t.charged(meter.After(resp.StatusCode, d.Cost))
 				}
 			}
-			_ = s.release() // nothing to report it to: the round trip's own error says more
+			if rerr := s.release(); rerr != nil { // the slots or the hold end with their lease
+				if err != nil {
+					err = errors.Join(err, rerr)
+				} else { // a response without a body: no error to carry it
+					loggerOf(t.Limiter.store).get().Warn("ratelimit: Transport: a request's slots or hold could not be given back; they end with their lease",
+						"error", rerr)
+				}
+			}
 		} else {
 			if meter != nil {
 				s.after = func() int64 { return t.charged(meter.After(resp.StatusCode, d.Cost)) }

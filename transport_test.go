@@ -299,3 +299,24 @@ func TestTransportMaxServerWait(t *testing.T) {
 		}
 	})
 }
+
+// refundsFail is a store whose refunds fail: the slots of a request cannot be given back.
+type refundsFail struct{ ratelimit.Store }
+
+func (s refundsFail) Unwrap() ratelimit.Store { return s.Store }
+func (refundsFail) Refund(context.Context, string, []ratelimit.Policy, int64, time.Time) error {
+	return errors.New("refunds refused")
+}
+
+// A round trip that fails, whose in-flight slots then cannot be given back, says so in its
+// error: the failure of the release was dropped without a word.
+func TestTransportReportsASlotItCouldNotGiveBack(t *testing.T) {
+	l := mustNew(t, refundsFail{ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()))},
+		ratelimit.Policy{Name: "slots", Limit: 2, Window: time.Minute, Algorithm: algorithms.InFlight{}})
+	tr := &ratelimit.Transport{Limiter: l, Key: func(*http.Request) string { return "partner" },
+		Base: roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New("connection reset") })}
+	_, err := tr.RoundTrip(httptest.NewRequest(http.MethodGet, "http://partner.example/x", nil))
+	if err == nil || !strings.Contains(err.Error(), "connection reset") || !strings.Contains(err.Error(), "refunds refused") {
+		t.Fatalf("RoundTrip: %v; want the round trip's error and the release's", err)
+	}
+}
