@@ -217,7 +217,7 @@ func (acc *access) verdict(g *Guard, r Request, res *ipResolver, k *keyed) (int,
 			// A client whose address cannot be read (a forwarding header the trusted proxy
 			// passed on that does not parse, or is too long) may be a denied one: it is
 			// refused as a bad request, never let past the Deny networks.
-			return accessNone, "", err
+			return accessNone, "", &opError{opKey, ErrBadRequest, err}
 		}
 	}
 	if acc.allowKeys != nil || acc.denyKeys != nil {

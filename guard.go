@@ -41,7 +41,6 @@ type Guard struct {
 	log      logs        // the store's logger
 	// fallbacks are the reasons of falling back to the client IP logged so far.
 	fallbacks keyFallbacks
-	shapes    bool // a policy of the guard may hold a request for its slot (shaping)
 
 	// Responses that do not depend on the request.
 	missing, badRequest, badCost, failed, gone, busy, forbidden response
@@ -60,7 +59,7 @@ func NewGuard(l *Limiter, opts ...Option) (*Guard, error) {
 	}
 	g := &Guard{
 		guardConfig: *c, limiter: l, observer: observerOf(l.store), clock: clockOf(l.store), local: isLocal(l.store),
-		clientIP: c.ip.resolver(), log: loggerOf(l.store), shapes: c.mayShape(l), bounds: newTimeouts(c.timeout),
+		clientIP: c.ip.resolver(), log: loggerOf(l.store), bounds: newTimeouts(c.timeout),
 	}
 	g.errs = optionErrors{}
 	g.clientIP.reportTo(g)
@@ -281,12 +280,6 @@ func (g *Guard) fallbackDecided(o *Outcome, r Request, l *Limiter, key string, r
 	g.refuse(o, g.failed, cause)
 	o.retry, o.Result = 1, observe.ResultErrorDenied
 	return true
-}
-
-// waits reports whether the guard may hold a request: for an in-flight slot, or for its slot
-// under a shaping policy. Only then does Check read the clock to report the wait.
-func (g *Guard) waits() bool {
-	return g.slotWait > 0 || g.shapes
 }
 
 // fallbackError returns the error a guard reports for a decision of the local fallback: the

@@ -74,9 +74,10 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		o = h.g.Check(httpRequest{r})
 	}
-	if !o.Proceed || o.Decision.n == 0 && o.report == 0 {
-		// Refused, or let through without a decision (skipped, failed open) nor a report to
-		// carry: there is nothing to hand over, and Write answers a refusal whole.
+	if !o.Proceed || o.Decision.n == 0 && o.report == 0 && o.ip == nil {
+		// Refused, or let through without a decision (skipped, failed open), a report to carry
+		// or a client-IP resolver for a guard inside: there is nothing to hand over, and Write
+		// answers a refusal whole.
 		o.Write(w)
 		if o.Proceed {
 			h.next.ServeHTTP(w, r)

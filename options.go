@@ -114,31 +114,6 @@ func (gc *guardConfig) fits(l *Limiter) error {
 	return nil
 }
 
-// mayShape reports whether a request of the guard may wait for its slot under a shaping
-// policy: of l, of a tier, or of whatever a resolver returns.
-func (gc *guardConfig) mayShape(l *Limiter) bool {
-	if gc.resolver != nil {
-		return true
-	}
-	shapes := func(l *Limiter) bool {
-		for _, p := range l.policies {
-			if p.compiled.model.Shapes() {
-				return true
-			}
-		}
-		return false
-	}
-	if shapes(l) {
-		return true
-	}
-	for _, tl := range gc.tierLimiters {
-		if shapes(tl) {
-			return true
-		}
-	}
-	return false
-}
-
 // errorf records an invalid option.
 func (gc *guardConfig) errorf(format string, args ...any) { gc.errs.add(format, args...) }
 

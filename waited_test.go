@@ -63,6 +63,9 @@ func TestWaitedOnlyForRequestsThatWaited(t *testing.T) {
 			t.Fatalf("status %d; want %d", w.Code, want)
 		}
 	}
+	if len(events) != 2 {
+		t.Fatalf("%d requests reported, want 2", len(events))
+	}
 	for _, e := range events {
 		if e.Waited != 0 {
 			t.Errorf("%v: Waited %v for a request that did not wait", e.Result, e.Waited)

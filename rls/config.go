@@ -254,6 +254,12 @@ func kindName(n *yaml.Node) string {
 	return "a document"
 }
 
+// emptyDocument reports whether n is a document that holds nothing: a "---" that ends a
+// file, alone or before comments, which the reference reads as no document.
+func emptyDocument(n *yaml.Node) bool {
+	return isNull(n) || n.Kind == yaml.DocumentNode && (len(n.Content) == 0 || isNull(n.Content[0]))
+}
+
 func isNull(n *yaml.Node) bool { return n == nil || n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
 
 // str reads a string scalar (a number or a boolean is read as written, as the reference does).
@@ -373,7 +379,7 @@ func (p *parser) parseFile(data []byte) (domain string, line int, lv *level) {
 	// The reference reads a file's first document alone: a second one's domain would be
 	// dropped without a word, so a file of several is refused.
 	var next yaml.Node
-	if err := dec.Decode(&next); err != io.EOF {
+	if err := dec.Decode(&next); err != io.EOF && (err != nil || !emptyDocument(&next)) {
 		line := next.Line
 		if err != nil {
 			line = yamlErrorLine(err)

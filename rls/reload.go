@@ -16,8 +16,8 @@ import (
 
 // ReadFiles reads the configuration files at path: path itself when it is a file, else every
 // file under the directory path, its subdirectories included (links to directories read
-// through, as a ConfigMap's item of path "sub/b.yaml" is a link "sub" into "..data"; a link
-// back into a directory it is under read once), in lexical order, except those whose name
+// through, as a ConfigMap's item of path "sub/b.yaml" is a link "sub" into "..data"; a
+// directory of two names, or a link back into one it is under, read once), in lexical order, except those whose name
 // starts with a dot — as envoyproxy/ratelimit reads RUNTIME_ROOT/RUNTIME_SUBDIRECTORY
 // /config with RUNTIME_IGNOREDOTFILES. A Kubernetes ConfigMap volume fits as it is: its files
 // are symbolic links into "..data", itself a link that the kubelet swaps to a new directory
@@ -50,17 +50,17 @@ func ReadFiles(path string) ([]File, error) {
 
 // readDir appends the files under dir to files, named under rel: entries whose name starts
 // with a dot skipped, links read through (to a regular file or a directory; others skipped, a
-// FIFO would block the read). ancestors holds the real paths of the directories it is in.
+// FIFO would block the read). ancestors holds the real paths of the directories read so far:
+// each is read once, under the first of its names in lexical order.
 func readDir(dir, rel string, ancestors map[string]bool, files *[]File) error {
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return err
 	}
 	if ancestors[real] {
-		return nil // a link to a directory it is in: read already
+		return nil // a directory read already: a link to one it is in, or a second name of one
 	}
 	ancestors[real] = true
-	defer delete(ancestors, real)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return err
