@@ -47,6 +47,7 @@ type leasingStore struct {
 	mu      sync.Mutex
 	entries map[leaseKey]*leaseEntry
 	byKey   map[string][]*leaseEntry // the entries of each identity (see forgetKey)
+	tracked atomic.Int32             // len(entries), read without mu
 	// full is set while the layer tracks as many identities as it may, and new ones go to the
 	// store without a lease: told to observer (quota_leases) and logged, when it starts and
 	// when it ends, a minute after the last identity turned away (one reclaimed entry is no
@@ -492,6 +493,7 @@ func (s *leasingStore) entry(key string, policies []Policy, lease time.Duration)
 	}
 	s.entries[k] = e
 	s.byKey[key] = append(s.byKey[key], e)
+	s.tracked.Add(1)
 	return e
 }
 
@@ -534,6 +536,7 @@ func (s *leasingStore) sweep() {
 		if idle {
 			delete(s.entries, k)
 			s.untrack(e)
+			s.tracked.Add(-1)
 		}
 	}
 }
@@ -558,6 +561,9 @@ func (s *leasingStore) untrack(e *leaseEntry) {
 // refund or a reset made here under one list may admit another that shares its policies (the
 // store's announcement of it comes a message later).
 func (s *leasingStore) forgetKey(key string) {
+	if s.tracked.Load() == 0 { // no list leases: refunds and resets pass straight through
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range s.byKey[key] {
