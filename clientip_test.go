@@ -352,30 +352,43 @@ func TestProxyWithoutHeader(t *testing.T) {
 // A route's own guard, given no client-IP option, inside the middleware around every route
 // that trusts the load balancer (README's login limit behind a load balancer), reads the
 // client IP through the same proxies: it read the load balancer's address, so every client
-// shared one login quota and one attacker locked everyone out.
+// shared one login quota and one attacker locked everyone out. So too when the outer guard
+// decides nothing about the request (it skips the route, or allows the client's network, with
+// no observer): the net/http middleware handed nothing over then.
 func TestInnerGuardReadsTheClientIPAsTheOuterDoes(t *testing.T) {
-	store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()))
-	perClient := mustNew(t, store, ratelimit.Policy{Name: "api", Limit: 100, Window: time.Minute})
-	login := mustNew(t, store, ratelimit.Policy{Name: "login", Limit: 5, Window: time.Minute})
-	mux := http.NewServeMux()
-	mux.Handle("POST /login", ratelimit.Middleware(login, ratelimit.WithKey(ratelimit.KeyJoin(ratelimit.KeyByIP(), ratelimit.KeyByRoute())))(
-		http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
-	h := ratelimit.Middleware(perClient, ratelimit.TrustProxies("X-Forwarded-For", "10.0.0.0/8"))(mux)
-	send := func(client string) int {
-		r := httptest.NewRequest(http.MethodPost, "/login", nil)
-		r.RemoteAddr = "10.0.0.1:4000" // the load balancer
-		r.Header.Set("X-Forwarded-For", client)
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		return w.Code
-	}
-	for range 5 {
-		send("203.0.113.1")
-	}
-	if got := send("203.0.113.1"); got != http.StatusTooManyRequests {
-		t.Errorf("the sixth login of 203.0.113.1: %d, want 429", got)
-	}
-	if got := send("198.51.100.7"); got != http.StatusOK {
-		t.Errorf("the first login of another client, 198.51.100.7: %d, want 200 (its own quota)", got)
+	for _, tc := range []struct {
+		name  string
+		outer []ratelimit.Option
+	}{
+		{"the outer guard limits", nil},
+		{"the outer guard skips", []ratelimit.Option{ratelimit.WithAccess(ratelimit.Access{Skip: func(r ratelimit.Request) bool { return r.Path() == "/login" }})}},
+		{"the outer guard allows", []ratelimit.Option{ratelimit.WithAccess(ratelimit.Access{Allow: []string{"198.51.100.0/24", "203.0.113.0/24"}})}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := ratelimit.NewMemoryStore(ratelimit.WithClock(newFakeClock()))
+			perClient := mustNew(t, store, ratelimit.Policy{Name: "api", Limit: 100, Window: time.Minute})
+			login := mustNew(t, store, ratelimit.Policy{Name: "login", Limit: 5, Window: time.Minute})
+			mux := http.NewServeMux()
+			mux.Handle("POST /login", ratelimit.Middleware(login, ratelimit.WithKey(ratelimit.KeyJoin(ratelimit.KeyByIP(), ratelimit.KeyByRoute())))(
+				http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+			h := ratelimit.Middleware(perClient, append([]ratelimit.Option{ratelimit.TrustProxies("X-Forwarded-For", "10.0.0.0/8")}, tc.outer...)...)(mux)
+			send := func(client string) int {
+				r := httptest.NewRequest(http.MethodPost, "/login", nil)
+				r.RemoteAddr = "10.0.0.1:4000" // the load balancer
+				r.Header.Set("X-Forwarded-For", client)
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, r)
+				return w.Code
+			}
+			for range 5 {
+				send("203.0.113.1")
+			}
+			if got := send("203.0.113.1"); got != http.StatusTooManyRequests {
+				t.Errorf("the sixth login of 203.0.113.1: %d, want 429", got)
+			}
+			if got := send("198.51.100.7"); got != http.StatusOK {
+				t.Errorf("the first login of another client, 198.51.100.7: %d, want 200 (its own quota)", got)
+			}
+		})
 	}
 }

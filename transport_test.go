@@ -17,14 +17,17 @@ import (
 )
 
 // sleepingClock is a fake clock that a Sleep moves forward: a test of waits runs in no time.
+// With tick, each reading moves it that much too: a store call that takes time.
 type sleepingClock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu   sync.Mutex
+	now  time.Time
+	tick time.Duration
 }
 
 func (c *sleepingClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.now = c.now.Add(c.tick)
 	return c.now
 }
 

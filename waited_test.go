@@ -1,7 +1,6 @@
 package ratelimit_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -12,27 +11,6 @@ import (
 	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/observe"
 )
-
-// tickClock is a store clock on which each reading is 1 ms later: a store call takes time.
-// tickClock moves a millisecond each time it is read: a store call that takes time.
-type tickClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *tickClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(time.Millisecond)
-	return c.now
-}
-
-func (c *tickClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-	return ctx.Err()
-}
 
 // observe.RequestEvent.Waited: "0 for a request that did not wait"; the metrics' time in
 // queue: "only requests that waited". Under a guard with WaitForSlot (or a shaping policy),
@@ -49,7 +27,7 @@ func TestWaitedOnlyForRequestsThatWaited(t *testing.T) {
 		events = append(events, e)
 		mu.Unlock()
 	}}
-	clock := &tickClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := &sleepingClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), tick: time.Millisecond} // a store call takes time
 	l := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock), ratelimit.WithObserver(obs)),
 		ratelimit.Policy{Name: "slots", Limit: 10, Window: time.Minute, Algorithm: algorithms.InFlight{}},
 		ratelimit.Policy{Name: "rate", Limit: 1, Window: time.Hour, Algorithm: algorithms.FixedWindow{}})
