@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 
 	"github.com/a7d3e0dd/ratelimit/internal/prefixset"
@@ -44,7 +45,9 @@ type Access struct {
 	// AllowKeys and DenyKeys list keys as the guard's key function returns them, such as
 	// "hdr:x-api-key:abc123" for KeyByHeader("X-API-Key") or "user:42" for KeyByUser: a
 	// request whose key function finds one of them is let through or refused. A request for
-	// which it finds no key is matched by networks only.
+	// which it finds no key is matched by networks only. A value that a built-in key function
+	// gives as its digest (longer than 256 bytes, or starting with '#') matches as written too:
+	// "hdr:x-api-key:<a long token>".
 	AllowKeys, DenyKeys []string
 	// Status is the status of a denied request: 403 Forbidden by default; a 4xx or a 5xx.
 	Status int
@@ -174,7 +177,10 @@ func networks(field string, list []string) (*prefixset.Set, error) {
 	return prefixset.New(entries)
 }
 
-// keySet compiles the list of keys named field.
+// keySet compiles the list of keys named field. A key of a built-in key function's kind whose
+// value that function gives as its digest (see boundedKey) is also listed as the function
+// returns it, so that it is matched as written: a revoked token longer than 256 bytes, listed
+// as "hdr:x-api-key:<token>", is the request's key "hdr:x-api-key:#<digest>".
 func keySet(field string, list []string) (map[string]struct{}, error) {
 	if len(list) == 0 {
 		return nil, nil
@@ -192,7 +198,39 @@ func keySet(field string, list []string) (map[string]struct{}, error) {
 		}
 		set[k] = struct{}{}
 	}
+	for _, k := range list {
+		if b, ok := boundedForm(k); ok {
+			set[b] = struct{}{}
+		}
+	}
 	return set, nil
+}
+
+// boundedForm returns key as a built-in key function returns the identity it names, when that
+// function would give the identity's value as its digest: for the kinds "hdr:<name>:" (a
+// header name holds no ':'), "user:" and "route:".
+func boundedForm(key string) (string, bool) {
+	kind := ""
+	switch {
+	case strings.HasPrefix(key, "hdr:"):
+		i := strings.IndexByte(key[len("hdr:"):], ':')
+		if i < 0 {
+			return "", false
+		}
+		kind = key[:len("hdr:")+i+1]
+	case strings.HasPrefix(key, "user:"):
+		kind = "user:"
+	case strings.HasPrefix(key, "route:"):
+		kind = "route:"
+	default:
+		return "", false
+	}
+	value := key[len(kind):]
+	if len(value) <= maxKeyPart && !strings.HasPrefix(value, "#") {
+		return "", false
+	}
+	b, err := boundedKey(kind, value, "")
+	return b, err == nil
 }
 
 // keyed is what a guard's key function found for a request, kept so that it runs once.

@@ -299,3 +299,49 @@ func TestAccessRefusesAnUnreadableAddress(t *testing.T) {
 		})
 	}
 }
+
+// A key list names keys as the key function returns them, and a built-in key function gives
+// a long value, or one that starts with '#', as its digest: listed as written, such a key is
+// still matched (a revoked JWT in DenyKeys is refused, not served), and listed as its digest
+// too.
+func TestAccessKeysMatchTheBoundedFormOfLongValues(t *testing.T) {
+	long := strings.Repeat("x", 300)
+	cases := []struct {
+		name  string
+		key   ratelimit.KeyFunc
+		entry string
+		set   func(r *http.Request)
+	}{
+		{"short header value", ratelimit.KeyByHeader("X-API-Key"), "hdr:x-api-key:revoked-key", func(r *http.Request) { r.Header.Set("X-API-Key", "revoked-key") }},
+		{"300-byte header value", ratelimit.KeyByHeader("X-API-Key"), "hdr:x-api-key:" + long, func(r *http.Request) { r.Header.Set("X-API-Key", long) }},
+		{"header value starting with #", ratelimit.KeyByHeader("X-API-Key"), "hdr:x-api-key:#revoked", func(r *http.Request) { r.Header.Set("X-API-Key", "#revoked") }},
+		{"300-byte header value with colons", ratelimit.KeyByHeader("X-API-Key"), "hdr:x-api-key:a:b:" + long, func(r *http.Request) { r.Header.Set("X-API-Key", "a:b:"+long) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, list := range []string{"DenyKeys", "AllowKeys"} {
+				l := mustNew(t, ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1, Window: time.Hour})
+				a := ratelimit.Access{DenyKeys: []string{c.entry}}
+				want := http.StatusForbidden
+				if list == "AllowKeys" {
+					a = ratelimit.Access{AllowKeys: []string{c.entry}}
+					want = http.StatusOK // allowlisted: never limited, so the second request passes too
+				}
+				g, err := ratelimit.NewGuard(l, ratelimit.WithKey(c.key), ratelimit.WithAccess(a))
+				if err != nil {
+					t.Fatal(err)
+				}
+				h := ratelimit.FromGuard(g)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+				for range 2 {
+					r := httptest.NewRequest("GET", "/", nil)
+					c.set(r)
+					w := httptest.NewRecorder()
+					h.ServeHTTP(w, r)
+					if w.Code != want {
+						t.Fatalf("%s [%q…]: status %d, want %d", list, c.entry[:min(len(c.entry), 24)], w.Code, want)
+					}
+				}
+			}
+		})
+	}
+}
