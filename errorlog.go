@@ -50,6 +50,8 @@ func (l *errorLog) message(err error) string {
 		return "ratelimit: the Resolver failed; the limiter's own policies decide the request, and the key's others while the failure is kept (a second, or the Resolver's TTL if shorter)"
 	case errors.As(err, &op) && op.kind == ErrBadRequest && op.op == opCost:
 		return "ratelimit: request answered 400: its cost is negative"
+	case errors.As(err, &op) && op.op == opSettle:
+		return "ratelimit: a request's hold could not be settled after its handler; the store gives it back when its lifetime ends, and the request is charged nothing"
 	case errors.Is(err, ErrBadRequest):
 		return "ratelimit: request answered 400: its key could not be read"
 	case errors.As(err, &op) && op.op == opRefund:

@@ -10,7 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/a7d3e0dd/ratelimit"
+	"github.com/a7d3e0dd/ratelimit/cost"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/faultproxy"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
 
 // loggingErrStore is errStore with a logger, so that the guard's default error log goes to it.
@@ -60,5 +65,36 @@ func TestBadRequestsDoNotHideStoreFailures(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "store failed") {
 		t.Errorf("%d requests were let through unlimited because the store failed, but no log line says so; the log:\n%s", unlimited, logs.String())
+	}
+}
+
+// A settle that fails after the handler served a limited request is logged as what it is, not
+// as the fail mode's answer: the client got a limited 200, and the hold, left in the store,
+// ends with its lifetime having charged nothing.
+func TestASettleThatFailsIsLoggedAsASettle(t *testing.T) {
+	for _, closed := range []bool{false, true} {
+		proxy := faultproxy.Start(t, redistest.Addr(t))
+		client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
+		t.Cleanup(func() { client.Close() })
+		var buf syncBuffer
+		store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
+		l := mustNew(t, store, ratelimit.Policy{Name: "tokens", Limit: 1000, Window: time.Minute})
+		opts := []ratelimit.Option{ratelimit.ChargeAfter(cost.Reported)}
+		if closed {
+			opts = append(opts, ratelimit.WithResponse(ratelimit.Response{FailClosed: http.StatusServiceUnavailable}))
+		}
+		h := ratelimit.Middleware(l, opts...)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			proxy.Refuse() // Redis goes away while the handler runs
+			w.WriteHeader(http.StatusOK)
+		}))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+		if w.Code != http.StatusOK || w.Header().Get("X-RateLimit-Limit") == "" {
+			t.Fatalf("status %d, headers %v", w.Code, w.Header())
+		}
+		out := buf.String()
+		if strings.Contains(out, "let through unlimited") || strings.Contains(out, "refused (fail-closed)") || !strings.Contains(out, "could not be settled") {
+			t.Errorf("FailClosed %v: a failed settle of a limited, served request is not logged as one:\n%s", closed, out)
+		}
 	}
 }

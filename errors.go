@@ -73,6 +73,7 @@ const (
 	opRefund  = "store, refunding after the handler"
 	opRelease = "store, releasing in-flight slots"
 	opRenew   = "store, renewing in-flight slots"
+	opSettle  = "store, settling"
 	opWait    = "shaping wait"
 	opSlot    = "waiting for an in-flight slot"
 	// opFallback names a store failure on which the local fallback decided.

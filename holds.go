@@ -317,7 +317,7 @@ func offsetsText(offs []int64) string {
 const maxHoldPolicies = 52
 
 // errSettledTwice is the error of a second Settle of one reservation.
-var errSettledTwice = &opError{"settling", ErrBadRequest, errors.New("the reservation was settled already")}
+var errSettledTwice = &opError{opSettle, ErrBadRequest, errors.New("the reservation was settled already")}
 
 // Reserve admits a request whose cost is known only after it ran — the tokens of a completion,
 // the bytes of a response — against an estimate: the request is admitted when every policy can
@@ -429,7 +429,7 @@ func (l *Limiter) Settle(ctx context.Context, key string, d Decision, actual int
 	}
 	if d.hold != nil {
 		if err := ctx.Err(); err != nil { // the store was not asked: the settle may be tried again
-			return &opError{"settling", nil, err}
+			return &opError{opSettle, nil, err}
 		}
 		if !d.hold.settled.CompareAndSwap(false, true) {
 			return errSettledTwice
@@ -492,8 +492,8 @@ func (l *Limiter) settleHold(ctx context.Context, key string, d *Decision, h *ho
 	}
 	hs, ok := holdsOf(store)
 	if !ok {
-		return false, &opError{"settling", ErrBadRequest, errors.New("the store keeps no holds")}
+		return false, &opError{opSettle, ErrBadRequest, errors.New("the store keeps no holds")}
 	}
 	held, err := hs.settle(ctx, key, policies, h, actual)
-	return held, storeError("store, settling", err)
+	return held, storeError(opSettle, err)
 }
