@@ -425,6 +425,9 @@ func (g *Guard) DoneLater(o *Outcome) func(status int) {
 	later := *o
 	later.req = keptRequest{ctx: context.WithoutCancel(o.req.Context()), method: strings.Clone(o.req.Method()),
 		path: strings.Clone(o.req.Path()), route: strings.Clone(o.req.Route()), remote: strings.Clone(o.req.RemoteAddr())}
+	if later.slots != nil { // renewed while the response is sent, on what is kept of the request
+		later.slots.keep(later.req)
+	}
 	o.Pending = false
 	return func(status int) { g.Done(&later, status) }
 }

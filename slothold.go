@@ -58,6 +58,14 @@ func (l *slotHold) renew() {
 	l.timer.Reset(l.every)
 }
 
+// keep has the renewals use r from now on: the request DoneLater kept, once the framework may
+// recycle the one the hold was made with.
+func (l *slotHold) keep(r Request) {
+	l.mu.Lock()
+	l.req = r
+	l.mu.Unlock()
+}
+
 // stop ends the renewals, waiting for one under way, and returns the decision with its slots'
 // latest time, to release them.
 func (l *slotHold) stop() Decision {

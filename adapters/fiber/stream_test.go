@@ -2,6 +2,7 @@ package fiberlimit_test
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -145,5 +146,67 @@ func TestChargeAfterTheBodyStreams(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("20 s after the stream was sent, %d remain; want %d: its 21 reported tokens settled", d.Remaining, 1000-21)
 		}
+	}
+}
+
+// renewSeen is a store that tells renewed each time it renews in-flight slots.
+type renewSeen struct {
+	ratelimit.Store
+	renewed chan struct{}
+}
+
+func (s renewSeen) Unwrap() ratelimit.Store { return s.Store }
+
+func (s renewSeen) Renew(ctx context.Context, key string, policies []ratelimit.Policy, cost int64, at time.Time) (time.Time, error) {
+	r := s.Store.(interface {
+		Renew(context.Context, string, []ratelimit.Policy, int64, time.Time) (time.Time, error)
+	})
+	t, err := r.Renew(ctx, key, policies, cost, at)
+	select {
+	case s.renewed <- struct{}{}:
+	default:
+	}
+	return t, err
+}
+
+// TestSlotRenewedWhileTheBodyStreams: the in-flight slot of a streamed body is renewed while
+// fasthttp writes it, after the handler returned and Fiber released its context: the renewal
+// read the request through that context, and the process crashed (a nil fasthttp context; on
+// Fiber v3 a data race with the context's reuse). It reads what DoneLater kept instead.
+func TestSlotRenewedWhileTheBodyStreams(t *testing.T) {
+	store := renewSeen{ratelimit.NewMemoryStore(), make(chan struct{}, 1)}
+	l := mustNew(store, ratelimit.Policy{Limit: 1, Window: 30 * time.Millisecond, Algorithm: algorithms.InFlight{}})
+	app := fiber.New()
+	app.Use(fiberlimit.New(l))
+	app.Get("/export", func(c *fiber.Ctx) error {
+		c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+			w.WriteString("first row\n")
+			w.Flush()
+			for range 2 { // renewed after the handler returned, the context released
+				select {
+				case <-store.renewed:
+				case <-time.After(time.Minute):
+					w.WriteString("never renewed\n")
+					return
+				}
+			}
+			w.WriteString("last row\n")
+		})
+		return nil
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go app.Listener(ln)
+	defer app.Shutdown()
+	resp, err := http.Get("http://" + ln.Addr().String() + "/export")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(body) != "first row\nlast row\n" {
+		t.Fatalf("export: %d, %q", resp.StatusCode, body)
 	}
 }
