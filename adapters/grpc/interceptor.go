@@ -2,6 +2,7 @@ package grpclimit
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -133,13 +134,15 @@ func stream(g *ratelimit.Guard) grpc.StreamServerInterceptor {
 }
 
 // doneStatus returns the status the interceptors tell the guard of a call that ended with err
-// on the incoming context ctx: its HTTPStatus — but a DeadlineExceeded of a call whose client
-// set a deadline is the client ending it, 499 as Canceled is, not a server's 504: a client
-// that chooses its deadline to cut each call short does not get it as a server error, which
-// ChargeAfter's usual charges (cost.Reported, cost.Written) charge nothing.
+// on the incoming context ctx: its HTTPStatus — but a DeadlineExceeded of a call whose
+// client's deadline has passed is the client ending it, 499 as Canceled is, not a server's
+// 504: a client that chooses its deadline to cut each call short does not get it as a server
+// error, which ChargeAfter's usual charges (cost.Reported, cost.Written) charge nothing. A
+// DeadlineExceeded before the client's deadline (the handler's own budget ran out, or a
+// timeout interceptor's) is the server's: 504.
 func doneStatus(ctx context.Context, err error) int {
 	c := codeOf(err)
-	if _, set := ctx.Deadline(); set && c == codes.DeadlineExceeded {
+	if _, set := ctx.Deadline(); set && c == codes.DeadlineExceeded && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		c = codes.Canceled
 	}
 	return HTTPStatus(c)
