@@ -114,10 +114,13 @@ func FromGuard(g *ratelimit.Guard) fiber.Handler {
 	}
 }
 
-// written returns the bytes of the body of resp, for ChargeAfter: of a body stream, its
-// declared length, or 0 when it has none (fasthttp writes the stream, and does not say how
+// written returns the bytes of the body of resp, for ChargeAfter (0 for a status that has no
+// body: 1xx, 204, 304): of a body stream, its declared length, or 0 when it has none (fasthttp writes the stream, and does not say how
 // much; a handler reports such a cost with cost.Report).
 func written(resp *fasthttp.Response) int64 {
+	if c := resp.StatusCode(); c < 200 || c == fasthttp.StatusNoContent || c == fasthttp.StatusNotModified {
+		return 0 // a status without a body: fasthttp sends none of it, as net/http writes none
+	}
 	if resp.IsBodyStream() {
 		return int64(max(resp.Header.ContentLength(), 0))
 	}

@@ -210,3 +210,32 @@ func TestSlotRenewedWhileTheBodyStreams(t *testing.T) {
 		t.Fatalf("export: %d, %q", resp.StatusCode, body)
 	}
 }
+
+// ChargeAfter(cost.Written) charges the body bytes sent: none for a status without a body
+// (304, 204), whose body fasthttp drops, as net/http writes none (it counted the handler's
+// body, sent or not).
+func TestWrittenChargesNoBodyOfANoBodyStatus(t *testing.T) {
+	for _, status := range []int{http.StatusNotModified, http.StatusNoContent, http.StatusOK} {
+		l := mustNew(ratelimit.NewMemoryStore(), ratelimit.Policy{Limit: 1000, Window: time.Minute})
+		app := fiber.New()
+		app.Use(fiberv3limit.New(l, ratelimit.WithCost(func(ratelimit.Request) int64 { return 100 }), ratelimit.ChargeAfter(cost.Written)))
+		app.Get("/doc", func(c fiber.Ctx) error { return c.Status(status).SendString("a cached body of 32 bytes .......") })
+		resp, err := app.Test(httptest.NewRequest(http.MethodGet, "/doc", nil), noTimeout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		d, err := l.Peek(t.Context(), "ip:0.0.0.0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := l.Peek(t.Context(), "ip:192.0.2.1") // Remaining counts the next request too
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fresh.Remaining - d.Remaining; resp.StatusCode != status || got != int64(len(body)) {
+			t.Errorf("a %d with %d body bytes sent: charged %d", resp.StatusCode, len(body), got)
+		}
+	}
+}
