@@ -261,7 +261,8 @@ func holdOffsets(policies []Policy, out []PolicyResult, cost int64) []int64 {
 }
 
 // overdraftTimes bounds an overdraft: at most this many times a policy's capacity is charged
-// beyond what a settle's decision charged — enough to refuse for as many windows — and, for a
+// beyond what a settle's decision charged — enough for a TAT to refuse for as many windows (a
+// window algorithm forgets it with its window) — and, for a
 // TAT, no more than its exact arithmetic holds (maxOverdraft). A usage a broken upstream
 // reports as 2^62 refuses the identity; it does not wrap its count to free.
 const overdraftTimes = 16

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/internal/algo"
 	"github.com/a7d3e0dd/ratelimit/cost"
 
 	"github.com/a7d3e0dd/ratelimit"
@@ -321,6 +322,38 @@ func TestExpiredHoldGivenBackAtItsOwnRate(t *testing.T) {
 		// 100 − 40 − 1, with 5 minutes repaid (8) and the hold's 50 back: at most 68 left.
 		if d.Remaining > 70 {
 			t.Fatalf("Remaining %d of 100 after the pro hold expired, want at most 68: it was given back at the free rate", d.Remaining)
+		}
+	})
+}
+
+// An overdraft is repaid as its algorithm counts time: a TAT (GCRA, the buckets) carries it
+// forward, and refuses the identity until time has repaid it all, windows later; a window
+// algorithm (fixed window, sliding log, sliding counter) counts per window, and forgets it with
+// the window it was charged in (docs/costs.md says so: choose a TAT where a repeated overdraft
+// must be repaid). 100 a minute, reserved at 50, settled at 500: an overdraft of 450.
+func TestAnOverdraftIsRepaidAsItsAlgorithmCounts(t *testing.T) {
+	forEachHoldable(t, time.Minute, func(t *testing.T, l *ratelimit.Limiter, key string, clock *fakeClock, alg algorithms.Algorithm) {
+		d := reserve(t, l, key, 50)
+		if !d.Allowed {
+			t.Fatal("the reservation denied")
+		}
+		settle(t, l, key, d, 500)
+		clock.Advance(time.Second)
+		if got := allow(t, l, key, 0); got.Allowed && got.Remaining > 0 {
+			t.Fatalf("a second after an overdraft of 450, Remaining %d", got.Remaining)
+		}
+		clock.Advance(2 * time.Minute)
+		tat := algo.Of(alg).UsesBurst()
+		got := allow(t, l, key, 1)
+		switch {
+		case tat && got.Allowed:
+			t.Errorf("two windows after an overdraft of 4.5 windows, a request is admitted (Remaining %d): a TAT carries it forward", got.Remaining)
+		case !tat && !got.Allowed:
+			t.Errorf("two windows after an overdraft, a window algorithm still refuses (Retry-After %v): it counts per window", got.RetryAfter)
+		}
+		clock.Advance(5 * time.Minute)
+		if got := allow(t, l, key, 1); !got.Allowed {
+			t.Errorf("seven windows after an overdraft of 4.5, still refused (Retry-After %v)", got.RetryAfter)
 		}
 	})
 }
