@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit/algorithms"
-	"github.com/a7d3e0dd/ratelimit/internal/algo"
 	"github.com/a7d3e0dd/ratelimit/cost"
+	"github.com/a7d3e0dd/ratelimit/internal/algo"
 
 	"github.com/a7d3e0dd/ratelimit"
 )
