@@ -36,6 +36,13 @@ type Instance struct {
 	Name string `json:"name"`
 	// Running is the version of the rules it runs.
 	Running string `json:"running"`
+	// Stored reports that the rules it runs are the stored document of that version, read by
+	// its Engine.WatchRedis: the instance never reads that version again (rules of the
+	// version's name from elsewhere, the default rules it started on, are replaced by the
+	// stored ones). Digest is a hash of what those rules say: two documents of one digest
+	// limit alike. Both are unset in the records of instances before they were recorded.
+	Stored bool   `json:"stored,omitempty"`
+	Digest string `json:"digest,omitempty"`
 	// Refused is the version it last refused, and Reason why; "" when it refused none newer
 	// than the one it runs.
 	Refused string `json:"refused,omitempty"`
@@ -60,6 +67,14 @@ type Instance struct {
 	// Age is how long before [Fleet] read the records that was, on the same clock: what to
 	// show as "seen ago" (the reader's own clock may differ from the server's).
 	Age time.Duration `json:"-"`
+}
+
+// IgnoresPushOf reports whether the instance would keep rules other than s's were s pushed:
+// it runs s's version as read from the stored document, so it never reads that version
+// again, and what it runs does not say what s says. An instance of another kind (Kind not
+// "") does not run the stored rules, and ignores no push.
+func (in Instance) IgnoresPushOf(s *Set) bool {
+	return in.Kind == "" && in.Stored && in.Running == s.Version() && in.Digest != s.digest
 }
 
 //go:embed fleet.lua

@@ -66,8 +66,13 @@ type Stored struct {
 // otherwise, forced or not): push orders versions ([CompareVersions]), and the hash of the
 // rules that stands for the version of a document without one has no order. It refuses what
 // would silently roll back limiting, a version that is not newer than the one stored
-// ([ErrNotNewer]; [PushWith] with Force overrides); a document without rules is refused by
-// Parse ([ErrEmptyRules]) unless it says allow_empty: true. The hash at key is replaced whole
+// ([ErrNotNewer]; [PushWith] with Force overrides), and, forced or not, a version an instance
+// of the fleet runs as read from the stored document when the document says other than what
+// the instance runs ([ErrNotNewer], naming the instances; [Instance.IgnoresPushOf]): it would
+// never read it, as happens when the key was emptied (deleted, evicted, a Redis restarted
+// without its data) and any version passes the stored one's checks. The same document again
+// is pushed. A document without rules is refused by Parse ([ErrEmptyRules]) unless it says
+// allow_empty: true. The hash at key is replaced whole
 // and the version published on the channel key, in one atomic script call (EVALSHA, EVAL when
 // the server lacks the script) that also makes the checks: a reader sees the previous
 // document or this one, never a mixture, and of two pushes over one version only one wins.
@@ -86,11 +91,11 @@ type PushOptions struct {
 	IfVersion *string
 	// Force pushes whatever is stored, older or newer: a deliberate rollback. The push is
 	// recorded as forced, and every instance that applies it says so in its log. It never
-	// pushes the version already stored, nor a version an instance of the fleet runs (one
-	// that refused a newer version since): instances running that version would not read
-	// another document under it; give a changed document a new version. Nor does it push a
-	// document without a version ([ErrNoVersion]), or without rules that does not say
-	// allow_empty: true ([ErrEmptyRules]).
+	// pushes the version already stored, nor, as no push does, a version an instance of the
+	// fleet runs from the stored document (one that refused a newer version since) with other
+	// rules: instances running that version would not read another document under it; give
+	// a changed document a new version. Nor does it push a document without a version
+	// ([ErrNoVersion]), or without rules that does not say allow_empty: true ([ErrEmptyRules]).
 	Force bool
 }
 
@@ -145,10 +150,8 @@ func PushStored(ctx context.Context, client redis.UniversalClient, key, name str
 	if o.IfVersion != nil {
 		ifVersion = *o.IfVersion
 	}
-	if o.Force {
-		if err := runningElsewhere(ctx, client, key, set.Version()); err != nil {
-			return nil, err
-		}
+	if err := runningElsewhere(ctx, client, key, set); err != nil {
+		return nil, err
 	}
 	reply, err := pushScript.Run(ctx, client, []string{key}, set.Version(), name, data,
 		flag(o.Force), flag(o.IfVersion != nil), ifVersion).StringSlice()
@@ -177,22 +180,33 @@ func PushStored(ctx context.Context, client redis.UniversalClient, key, name str
 		Forced: o.Force, Previous: reply[2]}, nil
 }
 
-// runningElsewhere refuses a forced push of version when an instance of the fleet runs a
-// version of that name (one that refused a newer version since, say): it would not read another
-// document under it, and the fleet would run two documents under one name. The version stored
-// is refused by the push's script itself.
-func runningElsewhere(ctx context.Context, client redis.UniversalClient, key, version string) error {
+// runningElsewhere refuses a push of set, forced or not, when an instance of the fleet runs
+// its version as read from the stored document, and other rules than set's
+// ([Instance.IgnoresPushOf]): it would never read set, and the fleet would run two documents
+// under one name while the push counted the instance as running it. A key that holds nothing
+// (deleted, evicted, a Redis restarted without its data) lets any version through the
+// script's checks, the one the fleet runs too. The error names every such instance. The
+// version stored is refused by the push's script itself.
+func runningElsewhere(ctx context.Context, client redis.UniversalClient, key string, set *Set) error {
 	fleet, err := Fleet(ctx, client, key)
 	if err != nil {
 		return fmt.Errorf("rules: pushing to Redis key %q: reading the fleet: %w", key, err)
 	}
+	var names []string
 	for _, in := range fleet {
-		if in.Running == version {
-			return fmt.Errorf("%w: instance %s runs version %q, and would never read another document under it; give the document a new version",
-				ErrNotNewer, in.Name, version)
+		if in.IgnoresPushOf(set) {
+			names = append(names, in.Name)
 		}
 	}
-	return nil
+	if len(names) == 0 {
+		return nil
+	}
+	who := "instance " + names[0] + " runs"
+	if len(names) > 1 {
+		who = "instances " + strings.Join(names, ", ") + " run"
+	}
+	return fmt.Errorf("%w: %s version %q as read from Redis, other rules than this document's, and would never read another document under it; give the document a new version",
+		ErrNotNewer, who, set.Version())
 }
 
 // noVersion is the error of a document without a version: field.

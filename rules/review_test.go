@@ -161,3 +161,41 @@ func TestForcedPushOfARunningVersionRefused(t *testing.T) {
 		t.Errorf("stored %q after the refusal, want 2 unchanged", v)
 	}
 }
+
+// A push, forced or not, over a key emptied (deleted, evicted, a Redis restarted without its
+// data) of the version an instance runs as read from the stored document is refused when the
+// document says other than the instance runs: any version passed the script's checks, the
+// instance never read it, and the fleet ran two documents under one name. The same document
+// again is pushed.
+func TestPushOverNothingStoredOfARunningVersion(t *testing.T) {
+	client := redistest.Standalone(t)
+	key := redistest.Prefix(t) + "rules"
+	v1 := []byte("version: \"1\"\nrules:\n  - name: api\n    key: api_key\n    policies: [{name: per-minute, rate: 100/min}]\n")
+	v1b := []byte("version: \"1\"\nrules:\n  - name: api\n    key: api_key\n    policies: [{name: per-minute, rate: 5/min}]\n")
+	if _, err := Push(t.Context(), client, key, "limits.yaml", v1); err != nil {
+		t.Fatal(err)
+	}
+	subscribed := make(chan struct{}, 1)
+	e, err := OpenRedis(t.Context(), ratelimit.NewMemoryStore(), client, key, WithLogger(slog.New(slog.DiscardHandler)),
+		WithPollInterval(50*time.Millisecond), WithHeartbeat(50*time.Millisecond), WithInstanceName("i1"), signal(subscribed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	watching(t, e, client, key, subscribed)
+	waitFleet(t, client, key, "running 1 as stored", func(f []Instance) bool { return len(f) == 1 && f[0].Stored })
+	if err := client.Del(t.Context(), key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, force := range []bool{false, true} {
+		_, err = PushStored(t.Context(), client, key, "limits.yaml", v1b, PushOptions{Force: force})
+		if !errors.Is(err, ErrNotNewer) || !strings.Contains(err.Error(), `instance i1 runs version "1"`) {
+			t.Fatalf("a push (force %v) of another document as version 1, which i1 runs: %v; want it refused", force, err)
+		}
+	}
+	if _, err := StoredVersion(t.Context(), client, key); !errors.Is(err, ErrNoRules) {
+		t.Fatalf("after the refusals: %v, want nothing stored", err)
+	}
+	if _, err := Push(t.Context(), client, key, "limits.yaml", v1); err != nil {
+		t.Fatalf("the document i1 runs, pushed again: %v", err)
+	}
+}

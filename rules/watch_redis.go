@@ -141,7 +141,7 @@ func (w *redisWatch) report(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, redisCallTimeout)
 	defer cancel()
 	set := w.e.Set()
-	in := Instance{Name: w.name, Running: set.Version(), Empty: len(set.rules) == 0}
+	in := Instance{Name: w.name, Running: set.Version(), Stored: set.Version() == w.current, Digest: set.digest, Empty: len(set.rules) == 0}
 	if w.rejected != "" {
 		in.Refused, in.Reason = w.rejected, clipReason(w.reason)
 	}

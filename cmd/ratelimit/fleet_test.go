@@ -279,3 +279,29 @@ func TestStatusSeenOnTheServersClock(t *testing.T) {
 		t.Errorf("status says api-1 was seen %s ago; want 42s, on the server's clock", m[1])
 	}
 }
+
+// A push of the version an instance runs, read from the stored document, is refused when
+// the key holds nothing (deleted, evicted, a Redis restarted without its data): the instance
+// never reads that version again, so it kept the old document while push counted its record
+// as applied, "applied on 1 of 1", exit 0. The same document again is pushed, and applied:
+// the instance runs what it says.
+func TestPushOfTheRunningVersionOverNothingStored(t *testing.T) {
+	client := redistest.Standalone(t)
+	addr, key := redistest.Addr(t), redistest.Prefix(t)+"rules"
+	if _, err := rules.Push(t.Context(), client, key, "limits.yaml", []byte(doc("1", "ip"))); err != nil {
+		t.Fatal(err)
+	}
+	watchingInstance(t, client, key, "api-1") // in the fleet once it has read version 1
+	if err := client.Del(t.Context(), key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	files := write(t, "changed.yaml", "version: \"1\"\nrules:\n  - {name: all, key: ip, policies: [{name: m, limit: 500, window: 1m}]}\n",
+		"same.yaml", doc("1", "ip"))
+	r := cli(t, "push", "-wait", "20s", "-redis", addr, "-key", key, files[0])
+	r.want(t, 1, "", `instance api-1 runs version "1"`)
+	if v, err := rules.StoredVersion(t.Context(), client, key); err == nil {
+		t.Errorf("the refused push stored version %q", v)
+	}
+	cli(t, "push", "-dry-run", "-redis", addr, "-key", key, files[0]).want(t, 1, "refused: version 1 runs, as read from Redis, on api-1: other rules", "the push would be refused")
+	cli(t, "push", "-wait", "20s", "-redis", addr, "-key", key, files[1]).want(t, 0, "applied on 1 of 1 instances", "")
+}

@@ -35,7 +35,9 @@ ordered (segments between dots; in each, numbers by their value, so v10 follows 
 file without one, whose version is a hash of its rules, is refused, -force or not. It
 refuses, and writes nothing, when the version is not newer than the stored one (a silent
 rollback; -force pushes it all the same, and every instance logs that it applied a forced
-push), and when the stored version is not -expect (someone pushed since you started); a file
+push), when the stored version is not -expect (someone pushed since you started), and when an
+instance runs the version as read from Redis with other rules (it would never read them; a key
+emptied lets any version through), -force or not; a file
 without rules, which stops limiting everywhere, is invalid unless it says allow_empty: true.
 -dry-run prints what would change, rule by rule, against the stored version, and the
 refusals the push would meet; it writes nothing, and exits 1 when the push would be refused.
@@ -95,16 +97,18 @@ or no instance watches the key.
 	return awaitFleet(rf, client, stored.Version, stored.PushedAt, wait, stdout, stderr)
 }
 
-// runsElsewhere returns the name of an instance of the fleet that runs version, "" for none
-// (or a fleet that cannot be read: the push itself says why).
-func runsElsewhere(ctx context.Context, client redis.UniversalClient, key, version string) string {
+// ignoring returns the names of the instances of the fleet that would not read a push of set
+// (rules.Instance.IgnoresPushOf), joined; "" for none (or a fleet that cannot be read: the
+// push itself says why).
+func ignoring(ctx context.Context, client redis.UniversalClient, key string, set *rules.Set) string {
 	fleet, _ := rules.Fleet(ctx, client, key)
+	var names []string
 	for _, in := range fleet {
-		if in.Running == version {
-			return in.Name
+		if in.IgnoresPushOf(set) {
+			names = append(names, in.Name)
 		}
 	}
-	return ""
+	return strings.Join(names, ", ")
 }
 
 // dryRunPush prints what pushing data would change against the stored version, and the
@@ -142,9 +146,9 @@ func dryRunPush(ctx context.Context, fs *flags, rf *redisFlags, client redis.Uni
 		refuse("refused: the document has no version (its hash is %s): give it a version: field%s", set.Version(), newer)
 	case stored != nil && storedVersion == set.Version():
 		refuse("refused: version %s is stored already, and instances running it never read it again: give the document a new version", set.Version())
-	case force && runsElsewhere(ctx, client, rf.key, set.Version()) != "":
-		refuse("refused: instance %s runs version %s, and would never read another document under it: give the document a new version",
-			runsElsewhere(ctx, client, rf.key, set.Version()), set.Version())
+	case ignoring(ctx, client, rf.key, set) != "":
+		refuse("refused: version %s runs, as read from Redis, on %s: other rules than this document's, and an instance never reads again the version it runs: give the document a new version",
+			set.Version(), ignoring(ctx, client, rf.key, set))
 	case stored != nil && rules.CompareVersions(set.Version(), storedVersion) <= 0 && force:
 		// As the push's script does: under -force, any version but the one stored (1.00 over
 		// 1.0 too, which compare equal).
