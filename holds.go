@@ -152,7 +152,8 @@ const maxHolds = 1024
 // over the lifetime: its capacity, or for a bucket whose refill over it is more, that refill.
 // Where that least would exceed the largest (a bucket whose small burst refills many times
 // over while a hold lives), holds live shorter instead: as long as the refill takes to admit
-// maxHolds of the largest.
+// maxHolds of the largest. The ratelimit command's inspect mirrors it (cmd/ratelimit's held,
+// TestHeldAgreesWithReserve): change both.
 func holdBounds(policies []Policy, at time.Time) (minEstimate, maxEstimate int64, life time.Duration) {
 	var tightest *Policy // the enforced policy of the least capacity
 	life = maxHold

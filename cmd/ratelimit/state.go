@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -282,7 +283,7 @@ application refuses it, is elsewhere).
 		st.header(stdout)
 		cost, what := st.rule.Cost, "cost"
 		if st.rule.Settle != "" {
-			cost, what = held(st.rule.Estimate, now), "estimate"
+			cost, what = held(st.rule.Estimate, now, st.at), "estimate"
 			fmt.Fprintf(stdout, "cost      what each request cost, charged once its response is sent (settle: %s); it holds %d while it runs (estimate: %d)\n",
 				st.rule.Settle, cost, st.rule.Estimate)
 		} else {
@@ -384,20 +385,65 @@ func limit(p ratelimit.Policy) string {
 	return s
 }
 
-// capacity is what a policy admits at once when whole: its burst, else its limit.
-// held is what a request of a rule with settle holds while it runs: its estimate, at least 1
-// and at most half the least capacity of an enforced policy of now (a check of cost 0 under
-// the identity's policies), as the core clamps it (ratelimit.Limiter.Reserve).
-func held(estimate int64, now ratelimit.Decision) int64 {
-	most := int64(0)
+// The core's bounds of a hold (holds.go, holdBounds), which held mirrors: a hold lives at
+// most holdLife, and holds at least a holdShare-th of what the tightest enforced policy
+// admits meanwhile. TestHeldAgreesWithReserve holds held to Reserve.
+const (
+	holdLife  = 5 * time.Minute
+	holdShare = 1024
+)
+
+// held is what a request of a rule with settle holds while it runs, as Reserve holds it: its
+// estimate, raised to at least a holdShare-th of what the enforced policies of now (a check of
+// cost 0, at at) admit over a hold's life, and at most half the least capacity of one (at
+// least 1). A hold lives holdLife, or to the end of the shortest window or calendar period.
+// Where the least would exceed the most (a bucket of small burst that refills many times over
+// meanwhile), the core shortens the hold's life and holds the most, as the clamp here does.
+func held(estimate int64, now ratelimit.Decision, at time.Time) int64 {
+	life, most, enforced := holdLife, int64(0), false
 	for _, r := range now.Results() {
-		if half := capacity(r.Policy) / 2; !r.Policy.Shadow && (most == 0 || half < most) {
-			most = half
+		p := r.Policy
+		if p.Shadow {
+			continue
+		}
+		w := p.Window
+		if p.Period != nil {
+			_, end := p.Period.Bounds(at)
+			w = end.Sub(at)
+		}
+		life = min(life, w)
+		if !enforced || capacity(p)/2 < most {
+			most = capacity(p) / 2
+		}
+		enforced = true
+	}
+	if !enforced {
+		return 1 // shadow policies alone: nothing is enforced
+	}
+	life, most = max(life, time.Millisecond), max(most, 1)
+	span := math.Inf(1) // what the enforced policies admit over life, at most
+	for _, r := range now.Results() {
+		if !r.Policy.Shadow {
+			span = min(span, admitsOver(r.Policy, life))
 		}
 	}
-	return min(max(estimate, 1), max(most, 1))
+	least := max(int64(math.Ceil(span/holdShare)), 1)
+	return min(max(estimate, least), most)
 }
 
+// admitsOver returns how much p admits over d, as the core counts it for a hold's least: its
+// capacity, or for a bucket (token, leaky, GCRA), which refills at its rate meanwhile, that
+// refill if it is more.
+func admitsOver(p ratelimit.Policy, d time.Duration) float64 {
+	s := float64(capacity(p))
+	switch p.Algorithm.(type) {
+	case algorithms.TokenBucket, algorithms.LeakyBucket, algorithms.GCRA, nil:
+		s = max(s, float64(p.Limit)*float64(d.Microseconds())/float64(p.Window.Microseconds()))
+	}
+	return s
+}
+
+// capacity is what a policy admits at once when whole: its burst, else its limit.
 func capacity(p ratelimit.Policy) int64 {
 	if p.Burst != 0 {
 		return p.Burst
