@@ -89,3 +89,22 @@ func TestPushDryRunShowsAccessAndOverrides(t *testing.T) {
 	r.want(t, 0, "~ (access): allow: + 192.168.0.0/16; allow: - 10.1.0.0/16", "")
 	r.want(t, 0, "~ (overrides): ~ api_key=acme on every rule keyed by api_key: per-minute 600/1m0s gcra → per-minute 900/1m0s gcra", "")
 }
+
+// inspect's verdicts on a client the access lists deny, or let through unlimited, are the
+// lists', not the store's: it said "next allowed" for a revoked key the guard refuses without
+// a store call, under the line that said so.
+func TestInspectNextOfDeniedAndUnlimitedClients(t *testing.T) {
+	f := writeFile(t, "limits.yaml", accessDoc)
+	addr, prefix := redistest.Addr(t), redistest.Prefix(t)
+	inspect := func(key string) result {
+		return cli(t, "inspect", "-redis", addr, "-prefix", prefix, "-file", f, "-rule", "api", "-api-key", key)
+	}
+	for key, want := range map[string]string{"revoked": "denied by the access lists", "monitor": "unlimited by the overrides"} {
+		r := inspect(key)
+		r.want(t, 0, "next      "+want+", without a store call", "")
+		row(t, r.stdout, "per-minute", "60 per 1m", "60", want)
+		if key == "revoked" && strings.Contains(r.stdout, "allowed") {
+			t.Errorf("a denied client is allowed somewhere:\n%s", r.stdout)
+		}
+	}
+}

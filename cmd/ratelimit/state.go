@@ -268,6 +268,8 @@ as the application's limiter sees it: the policies (of the rules in Redis, of -f
 what remains now, when it is whole again, and whether a next request of cost 1 would be
 allowed (Limiter.Peek), with its storage key; for a rule whose requests cost more, whether
 one of that cost would be allowed now (for a rule with settle, one that holds its estimate).
+A client the access lists deny, or let through unlimited, is decided without a store call,
+and its verdicts say so.
 Then, if the identity has reservations outstanding (Limiter.Reserve), how many each policy
 list holds and their estimates' total. Nothing is charged. For an identity that has used
 nothing at those keys it says so on standard error, as reset does (its state, if the
@@ -289,9 +291,15 @@ application refuses it, is elsewhere).
 		} else {
 			fmt.Fprintf(stdout, "cost      %d a request\n", cost)
 		}
-		fmt.Fprintf(stdout, "next      %s (a request of cost 1)\n", verdict(next.Allowed, next.RetryAfter))
-		if cost > 1 {
-			fmt.Fprintf(stdout, "          %s\n", costVerdict(now, cost, what))
+		listed := st.listVerdict()
+		switch {
+		case listed != "":
+			fmt.Fprintf(stdout, "next      %s, without a store call\n", listed)
+		default:
+			fmt.Fprintf(stdout, "next      %s (a request of cost 1)\n", verdict(next.Allowed, next.RetryAfter))
+			if cost > 1 {
+				fmt.Fprintf(stdout, "          %s\n", costVerdict(now, cost, what))
+			}
 		}
 		fmt.Fprintln(stdout)
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -301,6 +309,9 @@ application refuses it, is elsewhere).
 			verdict := verdict(n.Allowed, n.RetryAfter)
 			if r.Policy.Shadow {
 				verdict += " (shadow)"
+			}
+			if listed != "" {
+				verdict = listed
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Policy.Name, r.Policy.Algorithm.Name(), limit(r.Policy),
 				r.Remaining, span(r.ResetAfter), verdict, st.key(r.Policy))
@@ -474,7 +485,6 @@ func span(d time.Duration) string {
 	return window(d.Round(time.Millisecond))
 }
 
-// verdict describes whether a request is allowed, and when it would be.
 // costVerdict says whether a request of the rule's cost would be allowed now, from what each
 // policy has left (now, a check of cost 0): a policy admits a request of cost c when it has c
 // left. When one would not, it names the one with least left (how long until it has enough
@@ -498,6 +508,22 @@ func costVerdict(now ratelimit.Decision, cost int64, what string) string {
 	return fmt.Sprintf("denied now (%s: %s has %d left)", what, least.Policy.Name, least.Remaining)
 }
 
+// listVerdict is the verdict on a client the rules decide without a store call (st.limits):
+// denied by the access lists, or unlimited by them or by an override; "" for a client the
+// store decides, whose verdicts are Peek's.
+func (st *state) listVerdict() string {
+	switch l := st.limits; {
+	case l.Denied:
+		return "denied by the access lists"
+	case l.Unlimited && strings.HasPrefix(l.Why, "overrides"):
+		return "unlimited by the overrides"
+	case l.Unlimited:
+		return "unlimited by the access lists"
+	}
+	return ""
+}
+
+// verdict describes whether a request is allowed, and when it would be.
 func verdict(allowed bool, retryAfter time.Duration) string {
 	switch {
 	case allowed:
