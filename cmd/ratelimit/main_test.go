@@ -75,6 +75,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"inspect", "-redis", "localhost:6379", "-rule", "api", "-ip", "192.0.2.1", "ip:192.0.2.1"}, 2, "", "not both"},
 		{[]string{"inspect", "-redis", "localhost:6379", "-rule", "api", "-prefix", "a{b}", "x"}, 2, "", "-prefix \"a{b}\" holds '{' or '}'"},
 		{[]string{"inspect", "-redis", "localhost:6379", "-rule", "api", "-header", "X-Tenant", "x"}, 2, "", `invalid value "X-Tenant" for flag -header: "X-Tenant" is not "Name: value"`},
+		{[]string{"inspect", "-redis", "localhost:6379", "-rule", "api", ""}, 2, "", "ratelimit inspect: the IDENTITY is empty: give it as the limiter sees it"},
+		{[]string{"reset", "-redis", "localhost:6379", "-rule", "api", ""}, 2, "", "ratelimit reset: the IDENTITY is empty"},
 		{[]string{"inspect", "-h"}, 0, "12:ip:192.0.2.1|17:route:/search/{q}", ""},
 		{[]string{"reset", "-redis", "localhost:6379", "-rule", "api", "a", "b"}, 2, "", `unexpected arguments ["b"]`},
 		{[]string{"reset", "-h"}, 0, "Limiter.Reset", ""},

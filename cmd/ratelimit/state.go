@@ -128,6 +128,8 @@ func stateCmd(name, about string, args []string, stdout, stderr io.Writer, f fun
 		return fs.usageError("give the IDENTITY or the parts of the rule's key, not both")
 	case len(others) == 0 && !s.parts.given():
 		return fs.usageError("%v", errNoIdentity)
+	case len(others) == 1 && others[0] == "":
+		return fs.usageError("the IDENTITY is empty: give it as the limiter sees it (hdr:x-api-key:abc, ip:192.0.2.1), or the parts of the rule's key")
 	}
 	client, ctx, cancel := s.redis.client()
 	defer cancel()
