@@ -13,8 +13,9 @@ import (
 // fallback decides while the store is unavailable: an in-memory store in this process, under
 // the same policies with each limit scaled to this instance's share. With n instances and a
 // share of 1/n, the fleet admits about the configured limit during an outage. Its state starts
-// empty and is not handed back to the store, so a window that spans an outage can admit up to
-// twice its limit (see [WithFallback]).
+// empty and is not handed back to the store, so a window that spans an outage can admit one
+// burst more than the policy does through the store: twice the limit of a fixed window (see
+// [WithFallback]).
 type fallback struct {
 	share float64
 	log   logs  // the store's

@@ -239,6 +239,55 @@ func TestFallbackOverAdmission(t *testing.T) {
 	}
 }
 
+// The same bound for GCRA, whose window admits its burst and then its refill (Burst + Limit −
+// 1 through Redis): the fallbacks' buckets start full, so a window that spans an outage admits
+// up to one burst more than Redis alone would, as docs/outages.md says: 100 admitted at once
+// through Redis, then the four fallbacks' 25 each and their refill over the hour (found by a
+// review: the bound said twice the limit, for every algorithm).
+func TestFallbackOverAdmissionOfABucket(t *testing.T) {
+	proxy := faultproxy.Start(t, redistest.Addr(t))
+	clock := newFakeClock()
+	prefix := redistest.Prefix(t)
+	policy := ratelimit.Policy{Limit: 100, Window: time.Hour} // GCRA, burst 100
+	var instances []*ratelimit.Limiter
+	for range 4 {
+		client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true, DialerRetries: 1}) // a probe's dial fails once
+		t.Cleanup(func() { client.Close() })
+		store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix), ratelimit.WithClock(clock),
+			ratelimit.WithBreaker(1, time.Minute), ratelimit.WithFallback(0.25))
+		instances = append(instances, mustNew(t, store, policy))
+	}
+	allowed := func(l *ratelimit.Limiter) bool {
+		c, cancel := generous()
+		defer cancel()
+		d, err := l.Allow(c, "client")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Allowed
+	}
+	start, before, during := clock.Now(), 0, 0
+	for i := range 150 {
+		if allowed(instances[i%len(instances)]) {
+			before++
+		}
+	}
+	proxy.Refuse()
+	for clock.Now().Sub(start) < policy.Window {
+		for _, l := range instances {
+			if allowed(l) {
+				during++
+			}
+		}
+		clock.Advance(time.Minute) // a call a minute on each instance takes each token its refill gives
+	}
+	total, alone := before+during, int(2*policy.Limit-1) // Redis alone: the burst and the refill
+	t.Logf("one hour, GCRA 100 an hour, 4 instances at share 1/4: %d admitted through Redis, then %d by the fallbacks: %d in all (Redis alone admits at most %d)", before, during, total, alone)
+	if before != 100 || total > alone+int(policy.Limit) || total <= alone {
+		t.Errorf("admitted %d + %d = %d; want 100 through Redis, and in all more than Redis alone (%d) by at most one burst (%d)", before, during, total, alone, policy.Limit)
+	}
+}
+
 // A Sentinel failover under traffic: the primary is killed, the fallback decides while the
 // Sentinel promotes the replica, and the store decides again afterwards, without a restart.
 // It reports how many admissions the failover lost: those the primary had not yet sent to the

@@ -130,11 +130,14 @@ func WithDenialCache(entries int) RedisOption {
 // each limit). Its decisions carry rate-limit headers and have Source observe.SourceFallback;
 // a guard that fails closed ([Response.FailClosed]) still refuses them.
 //
-// Bound on over-admission: during an outage the fleet admits about share × n × Limit per
-// window; the local state starts empty and Redis never learns what it admitted, so with a share
-// of 1/n a window that spans an outage admits up to twice its limit (measured: 60 + 100 + 40 of
-// 100 per hour, by TestFallbackOverAdmission). By default there is no fallback and the guard's
-// fail mode decides.
+// Bound on over-admission: during an outage the fleet admits about share × n times what the
+// policy admits in a window (its Limit for a window algorithm, up to Burst + Limit for GCRA and
+// the buckets); the local state starts empty (a bucket full) and Redis never learns what it
+// admitted, so with a share of 1/n a window that spans an outage admits up to one burst more
+// than the policy does through Redis: twice the limit for a fixed window (measured: 60 + 100 +
+// 40 of 100 per hour, by TestFallbackOverAdmission), 296 where Redis alone admits 199 for GCRA
+// 100 per hour (TestFallbackOverAdmissionOfABucket). By default there is no fallback and the
+// guard's fail mode decides.
 func WithFallback(share float64) RedisOption {
 	return redisOption(func(sc *storeConfig) {
 		if !sc.once("WithFallback") {
