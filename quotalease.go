@@ -51,8 +51,11 @@ type leasingStore struct {
 	// full is set while the layer tracks as many identities as it may, and new ones go to the
 	// store without a lease: told to observer (quota_leases) and logged, when it starts and
 	// when it ends, a minute after the last identity turned away (one reclaimed entry is no
-	// end: under churn it would flap with every sweep). refused is when that was.
-	full     bool
+	// end: under churn it would flap with every sweep), seen by the next leased check, of a
+	// new identity or a tracked one. refused is when that was. Both are written under s.mu;
+	// full is read without it, so that a check of a tracked identity reads no clock while the
+	// layer has room.
+	full     atomic.Bool
 	refused  time.Time
 	observer *Observer // nil: none
 
@@ -477,6 +480,9 @@ func (s *leasingStore) entry(key string, policies []Policy, lease time.Duration)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.entries[k]; e != nil && e.isFor(policies) {
+		if s.full.Load() { // it may have had room for a minute: see filled
+			s.filled(false)
+		}
 		return e
 	}
 	if len(s.entries) >= maxLeaseEntries {
@@ -500,18 +506,18 @@ func (s *leasingStore) entry(key string, policies []Policy, lease time.Duration)
 // leasesFullQuiet is how long the layer turns no identity away before it says it has room.
 const leasesFullQuiet = time.Minute
 
-// filled records an identity turned away (full) or tracked (not full), and tells when the
-// layer starts being full, or stops: a minute after it last turned one away. The caller holds
-// s.mu.
+// filled records an identity turned away (full) or tracked (not full, a new one or one it
+// already tracks), and tells when the layer starts being full, or stops: a minute after it
+// last turned one away. The caller holds s.mu.
 func (s *leasingStore) filled(full bool) {
 	now := s.clock.Now()
 	if full {
 		s.refused = now
 	}
-	if s.full == full || !full && now.Sub(s.refused) < leasesFullQuiet {
+	if s.full.Load() == full || !full && now.Sub(s.refused) < leasesFullQuiet {
 		return
 	}
-	s.full = full
+	s.full.Store(full)
 	if full {
 		s.log.get().Warn("ratelimit: the quota leases track as many identities as they may (4,096 seen within their lease's time): new ones go to Redis, a call per request, until some are idle")
 	} else {

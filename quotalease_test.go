@@ -345,6 +345,30 @@ func TestLeasesFullReported(t *testing.T) {
 	}
 }
 
+// TestLeasesFullEndsWithoutANewcomer: once the leases are full, the identities they track keep
+// coming and no new one is turned away: the store says it has room again a minute after the
+// last was (it said so only when a new identity was tracked, so the gauge stayed at 1).
+func TestLeasesFullEndsWithoutANewcomer(t *testing.T) {
+	clock := fakeclock.New(fakeclock.T0)
+	obs := &evictionSeen{}
+	store := ratelimit.NewRedisStore(redistest.Standalone(t), ratelimit.WithClock(clock), ratelimit.WithPrefix(redistest.Prefix(t)),
+		ratelimit.WithObserver(obs.observer()))
+	l := mustNew(t, store, ratelimit.Policy{Limit: 1000, Window: time.Hour, Algorithm: algorithms.FixedWindow{}, Lease: time.Second})
+	for i := range 4096 + 2 {
+		allow(t, l, "user:"+strconv.Itoa(i), 1)
+	}
+	if got := obs.degradations(); !slices.Equal(got, []string{"quota_leases"}) {
+		t.Fatalf("4,098 identities within a lease's time: reported %v; want [quota_leases]", got)
+	}
+	for range 600 { // a tracked identity's traffic alone, for ten minutes
+		clock.Advance(time.Second)
+		allow(t, l, "user:0", 1)
+	}
+	if got := obs.degradations(); !slices.Equal(got, []string{"quota_leases", "-quota_leases"}) {
+		t.Errorf("none turned away for ten minutes: reported %v; want [quota_leases -quota_leases]", got)
+	}
+}
+
 // TestLeaseCheckWithoutAnswerIsLogged: a check that would take a lease and gets no answer in
 // time may still have run in Redis, charging the lease's units; they then stay charged until
 // their window ends (fewer admitted, never more), and the store says so, naming them (it said
