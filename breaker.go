@@ -47,6 +47,12 @@ type breaker struct {
 	probes   int           // probes that failed since the breaker opened
 	probed   bool          // a probe was let through since the breaker opened (logged once)
 	logged   time.Time     // when a failed probe was last logged
+
+	// The observer's view: told is the state it was last told of, gone is set once the store
+	// is closed (see stop), after which it is told nothing. tellMu orders the tells.
+	tellMu sync.Mutex
+	told   observe.BreakerState
+	gone   bool
 }
 
 // acquire reports whether a call may be made, and whether it is the probe of an open breaker.
@@ -163,11 +169,32 @@ func (b *breaker) trip(err error, epoch uint64) {
 	b.release(err, false)
 }
 
-// tell tells the observer of a change.
+// tell tells the observer of a change, unless the store is closed.
 func (b *breaker) tell(from, to observe.BreakerState) {
-	if b.changed != nil {
-		b.changed(from, to)
+	if b.changed == nil {
+		return
 	}
+	b.tellMu.Lock()
+	defer b.tellMu.Unlock()
+	if b.gone {
+		return
+	}
+	b.told = to
+	b.changed(from, to)
+}
+
+// stop tells the observer, as the store is closed, that its breaker is gone: closed, if it was
+// told otherwise (a closed store's breaker is no breaker open); it is told nothing after.
+func (b *breaker) stop() {
+	if b.changed == nil {
+		return
+	}
+	b.tellMu.Lock()
+	defer b.tellMu.Unlock()
+	if !b.gone && b.told != observe.BreakerClosed {
+		b.changed(b.told, observe.BreakerClosed)
+	}
+	b.gone = true
 }
 
 // unreachable reports a failure to connect to the store at all (refused, no route): evidence

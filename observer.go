@@ -1,6 +1,8 @@
 package ratelimit
 
 import (
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/a7d3e0dd/ratelimit/observe"
@@ -35,7 +37,8 @@ type Observer struct {
 	// StoreFailed reports a failed store call ([ErrStore]); observe.ErrorKind names its kind
 	// (breaker_open for a call the circuit breaker did not make).
 	StoreFailed func(err error)
-	// BreakerChanged reports the store's circuit breaker changing state, from one to another.
+	// BreakerChanged reports the store's circuit breaker changing state, from one to another;
+	// a Redis store's Close reports a breaker that is not closed as closed, and nothing after.
 	BreakerChanged func(from, to observe.BreakerState)
 	// MemoryStoreFull reports the memory store at its bound ([WithMaxKeys]) making room for a
 	// new identity: by forgetting the least-used state, under half its capacity, of another
@@ -68,7 +71,8 @@ type Observer struct {
 	// more; feature is one of observe.Degradations. Each is also a warning in the store's log.
 	// A store reports a feature when it finds it unavailable (on a request's goroutine, or on
 	// one of its own), and, for quota_leases, again when it is back; the others do not come
-	// back while the store lives.
+	// back while the store lives. A Redis store's Close reports every feature it reported back
+	// (degraded false), once, and nothing after.
 	StoreDegraded func(feature string, degraded bool)
 	// SlotHeld reports a request starting to hold in-flight slots (held 0, acquired true)
 	// when its guard admits it, and giving them back (acquired false) after its handler,
@@ -201,7 +205,47 @@ const (
 	degradedQuotaLeases   = "quota_leases"
 )
 
-// degraded tells o, when there is one, that its store runs without feature from now on.
-func degraded(o *Observer, feature string) {
-	o.storeDegraded(feature, true)
+// degradations are the features one store reported to its observer it runs without, so that
+// its Close reports each back once: a store that is gone runs without nothing, and keeps no
+// alert firing. A feature is reported only when that is news, and nothing once the store is
+// closed. Safe for concurrent use; a nil *degradations reports nothing.
+type degradations struct {
+	observer *Observer // nil: none
+	mu       sync.Mutex
+	on       []string // the features reported and not reported back, in their order
+	closed   bool
+}
+
+// set tells the observer that the store runs without feature (on) or with it again.
+func (d *degradations) set(feature string, on bool) {
+	if d == nil || d.observer == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	i := slices.Index(d.on, feature)
+	if d.closed || on == (i >= 0) {
+		return
+	}
+	if on {
+		d.on = append(d.on, feature)
+	} else {
+		d.on = slices.Delete(d.on, i, i+1)
+	}
+	d.observer.storeDegraded(feature, on)
+}
+
+// close reports back every feature reported, for a store being closed; nothing is reported
+// after.
+func (d *degradations) close() {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closed = true
+	for _, f := range d.on {
+		d.observer.storeDegraded(f, false)
+	}
+	d.on = nil
 }

@@ -57,7 +57,8 @@ type leasingStore struct {
 	// layer has room.
 	full     atomic.Bool
 	refused  time.Time
-	observer *Observer // nil: none
+	observer *Observer     // nil: none
+	degraded *degradations // what the store reported running without (see observer.go)
 
 	// The store's closing (see redisclose.go): closed refuses every call from Close on;
 	// closeBelow closes the layers below; bg runs the refunds of leases.
@@ -133,11 +134,11 @@ func (e *leaseEntry) forgetDenial() {
 
 var _ Store = (*leasingStore)(nil)
 
-// leasing wraps s in the leasing layer.
-func leasing(s Store, c *storeConfig, bg *background) *leasingStore {
+// leasing wraps s in the leasing layer, which reports to deg when it is full (nil: to nobody).
+func leasing(s Store, c *storeConfig, bg *background, deg *degradations) *leasingStore {
 	counts, _ := capability[leaseCounter](s)
 	return &leasingStore{next: s, clock: clockOf(s), log: logs{c.logger}, entries: map[leaseKey]*leaseEntry{}, byKey: map[string][]*leaseEntry{}, stored: c.stored,
-		observer: c.res.observer, bg: bg, counts: counts}
+		observer: c.res.observer, degraded: deg, bg: bg, counts: counts}
 }
 
 // Unwrap declares the store below: every capability is its.
@@ -523,9 +524,7 @@ func (s *leasingStore) filled(full bool) {
 	} else {
 		s.log.get().Info("ratelimit: the quota leases have room again for new identities (none turned away for a minute)")
 	}
-	if s.observer != nil {
-		s.observer.storeDegraded(degradedQuotaLeases, full)
-	}
+	s.degraded.set(degradedQuotaLeases, full)
 }
 
 // isFor reports whether e is the entry of exactly this list.

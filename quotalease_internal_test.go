@@ -40,7 +40,7 @@ func TestLeaseDenialRacingARefundIsNotKept(t *testing.T) {
 	mem := NewMemoryStore(WithClock(clock))
 	redis := &racingStore{Store: mem}
 	c := newStoreConfig(false)
-	leases := leasing(redis, c, newBackground())
+	leases := leasing(redis, c, newBackground(), nil)
 	leases.heard = func() bool { return true }
 	l, err := New(leases, Policy{Name: "tenant", Limit: 10, Window: time.Hour, Algorithm: algorithms.FixedWindow{}, Lease: time.Minute})
 	if err != nil {
@@ -83,7 +83,7 @@ func TestLeaseDenialEndsWithARefundHere(t *testing.T) {
 	clock := fakeclock.New(fakeclock.T0)
 	mem := NewMemoryStore(WithClock(clock))
 	c := newStoreConfig(false)
-	leases := leasing(mem, c, newBackground())
+	leases := leasing(mem, c, newBackground(), nil)
 	leases.heard = func() bool { return true } // no announcement comes: nothing publishes
 	l, err := New(leases, Policy{Name: "tenant", Limit: 10, Window: time.Hour, Algorithm: algorithms.FixedWindow{}, Lease: time.Minute})
 	if err != nil {
@@ -132,7 +132,7 @@ func TestLeaseDenialOnThisServersClock(t *testing.T) {
 	local := fakeclock.New(server.Now().Add(-10 * time.Second))
 	mem := NewMemoryStore(WithClock(server))
 	c := newStoreConfig(false)
-	leases := leasing(&skewedStore{Store: mem, local: local}, c, newBackground())
+	leases := leasing(&skewedStore{Store: mem, local: local}, c, newBackground(), nil)
 	leases.heard = func() bool { return true }
 	l, err := New(leases, Policy{Name: "tenant", Limit: 10, Window: time.Minute, Algorithm: algorithms.FixedWindow{}, Lease: time.Second})
 	if err != nil {
@@ -185,7 +185,7 @@ func TestLeaseTakenAsAResetIsHeardEnds(t *testing.T) {
 	clock := fakeclock.New(fakeclock.T0)
 	mem := NewMemoryStore(WithClock(clock))
 	redis := &resettingStore{Store: mem}
-	leases := leasing(redis, newStoreConfig(false), newBackground())
+	leases := leasing(redis, newStoreConfig(false), newBackground(), nil)
 	l, err := New(leases, Policy{Name: "tenant", Limit: 100, Window: time.Hour, Algorithm: algorithms.FixedWindow{}, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)

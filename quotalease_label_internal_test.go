@@ -34,7 +34,7 @@ func leasedOverFlaky(t *testing.T, share float64) (*flakyStore, Store) {
 	redis := &flakyStore{Store: NewMemoryStore()}
 	c := newStoreConfig(false)
 	c.res.share, c.res.denials, c.res.breakerFailures = share, 0, 0
-	return redis, leasing(resilient(redis, c), c, newBackground())
+	return redis, leasing(resilient(redis, c), c, newBackground(), nil)
 }
 
 // A hot identity's lease check (k units) fails on Redis and the fallback denies k; the

@@ -18,7 +18,7 @@ import (
 func TestLeaseDenialHonoursNoDenialCache(t *testing.T) {
 	clock := fakeclock.New(fakeclock.T0)
 	mem := NewMemoryStore(WithClock(clock))
-	leases := leasing(mem, newStoreConfig(false), newBackground())
+	leases := leasing(mem, newStoreConfig(false), newBackground(), nil)
 	leases.heard = func() bool { return true } // subscribed, as the Redis store is
 	l, err := New(leases, Policy{Name: "tenant", Limit: 10, Window: time.Hour, Algorithm: algorithms.FixedWindow{},
 		Lease: time.Minute, NoDenialCache: true})
@@ -56,7 +56,7 @@ func TestLeaseDenialHonoursNoDenialCache(t *testing.T) {
 func TestLeaseDenialEndsWithARefundHereUnderAnotherList(t *testing.T) {
 	clock := fakeclock.New(fakeclock.T0)
 	mem := NewMemoryStore(WithClock(clock))
-	leases := leasing(mem, newStoreConfig(false), newBackground())
+	leases := leasing(mem, newStoreConfig(false), newBackground(), nil)
 	leases.heard = func() bool { return true } // no announcement comes: nothing publishes
 	p := Policy{Name: "tenant", Limit: 10, Window: time.Hour, Algorithm: algorithms.FixedWindow{}, Lease: time.Minute}
 	leased, err := New(leases, p)

@@ -22,7 +22,9 @@ import (
 // that began before it ends as it would have, its lease given back.
 //
 // Close returns nil: what it cannot give back (Redis is down) stays charged until its window
-// ends, fewer admitted, never more, and is logged.
+// ends, fewer admitted, never more, and is logged. A closed store is gone for its observer
+// too: Close reports its breaker closed if it was not, and back every feature it reported
+// running without ([Observer.StoreDegraded]).
 type RedisStore interface {
 	Store
 	Close() error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/algorithms"
+	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
 	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 	"github.com/a7d3e0dd/ratelimit/observe"
 )
@@ -156,5 +158,32 @@ func TestRedisStoreCloseGivesBackLeases(t *testing.T) {
 	plain := mustNew(t, ratelimit.NewRedisStore(redistest.Standalone(t), ratelimit.WithClock(clock), ratelimit.WithPrefix(prefix)), policy)
 	if d := allow(t, plain, "tenant", 0); d.Remaining != 990 {
 		t.Errorf("after Close, Redis has %d left of 1000; want 990: the 10 admitted, the lease's unused units given back", d.Remaining)
+	}
+}
+
+// TestRedisStoreCloseEndsItsReports: a closed store runs without nothing any more: each
+// feature it reported running without is reported back, once, however often it is closed, and
+// none after (a closed store kept RateLimitStoreDegraded firing).
+func TestRedisStoreCloseEndsItsReports(t *testing.T) {
+	clock := fakeclock.New(fakeclock.T0)
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"one": redistest.Addr(t)}}) // no denial cache
+	t.Cleanup(func() { ring.Close() })
+	obs := &evictionSeen{}
+	store := ratelimit.NewRedisStore(ring, ratelimit.WithClock(clock), ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithObserver(obs.observer()))
+	l := mustNew(t, store, ratelimit.Policy{Limit: 1000, Window: time.Hour, Algorithm: algorithms.FixedWindow{}, Lease: time.Second})
+	for i := range 4096 + 2 { // the leases full
+		allow(t, l, "user:"+strconv.Itoa(i), 1)
+	}
+	if got := obs.degradations(); !slices.Equal(got, []string{"denial_cache", "quota_leases"}) {
+		t.Fatalf("before Close: reported %v; want [denial_cache quota_leases]", got)
+	}
+	for range 2 {
+		if err := store.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _ = l.Allow(context.Background(), "newcomer")
+	if got := obs.degradations(); !slices.Equal(got, []string{"denial_cache", "quota_leases", "-denial_cache", "-quota_leases"}) {
+		t.Errorf("after Close: reported %v; want [denial_cache quota_leases -denial_cache -quota_leases]", got)
 	}
 }

@@ -201,7 +201,7 @@ func (s *redisStore) checkCompactServers(ctx context.Context) {
 	if len(old) > 0 {
 		s.log.get().LogAttrs(ctx, slog.LevelWarn, "ratelimit: compact state on a server before Redis 7.0, which has no PEXPIRETIME: its TATs stay in values (16 B more per identity); the keys are still short",
 			slog.String("servers", strings.Join(old, ", ")))
-		degraded(s.observer, degradedCompactExpiry)
+		s.degraded.set(degradedCompactExpiry, true)
 	}
 }
 

@@ -58,6 +58,8 @@ type redisStore struct {
 	dials   *dialWatch // nil: the client takes no hooks
 	// observer is the store's, for what only the store knows (its servers' eviction policy).
 	observer *Observer
+	// degraded is what the store reported running without, reported back by Close.
+	degraded *degradations
 	eviction evictionCheck
 	// persistence is what the store knows of its servers' persistence (redispersist.go).
 	persistence persistenceCheck
@@ -136,6 +138,7 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) RedisStore {
 	}
 	calls := rediscall.NewCaller(client)
 	log := logs{c.logger}
+	deg := &degradations{observer: c.res.observer}
 	var tryAgain rareLog
 	calls.OnTryAgainExhausted(func(err error) {
 		tryAgain.warn(log, "ratelimit: a Cluster node answered TRYAGAIN until the call's deadline (its slot moving, the call's keys split between two nodes); the call failed, of kind unavailable", err)
@@ -143,7 +146,7 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) RedisStore {
 	calls.OnMergeRefused(func(err error) {
 		log.get().Warn("ratelimit: Redis refused a merged call of concurrent checks (a server in cluster mode behind one address, or an ACL that allows "+
 			checkScript.Function()+" but not "+redisscripts.Merged()+"): checks go one call each from now on, which costs Redis more per check", "error", err)
-		degraded(c.res.observer, degradedMergedChecks)
+		deg.set(degradedMergedChecks, true)
 	})
 	if c.compact {
 		prefix := c.prefix
@@ -154,7 +157,7 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) RedisStore {
 	}
 	s := &redisStore{client: client, calls: calls, prefix: c.prefix, compact: c.compact, hash: c.hash, forgets: forgetChannel(c.prefix), clock: c.clock, direct: honoursDeadlines(client),
 		timeout: c.res.callTimeout, ticks: newTimeouts(c.res.callTimeout), log: log, dials: watchDials(client),
-		observer: c.res.observer, pingEvery: pingEvery, bg: newBackground()}
+		observer: c.res.observer, degraded: deg, pingEvery: pingEvery, bg: newBackground()}
 	s.desc.Store(describeRedis(client))
 	calls.OnFunctionsRefused(func(err error) {
 		log.get().Warn("ratelimit: Redis refused FCALL (a server before Redis 7.0, or an ACL without FCALL or FUNCTION): checks run as scripts (EVALSHA) from now on, "+
@@ -162,7 +165,7 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) RedisStore {
 		scripts := *s.desc.Load() // the calls as the observer's attributes name them
 		scripts.Operation, scripts.Procedure = "EVALSHA", ""
 		s.desc.Store(&scripts)
-		degraded(c.res.observer, degradedFunctions)
+		deg.set(degradedFunctions, true)
 	})
 	s.startEviction()
 	r := resilient(s, c)
@@ -171,14 +174,20 @@ func NewRedisStore(client redis.Scripter, opts ...RedisOption) RedisStore {
 		s.dials.epoch.Store(&epoch)
 		s.dials.onFail.Store(&trip)
 	}
-	l := leasing(r, c, s.bg)
-	l.closeBelow = s.close
+	l := leasing(r, c, s.bg, deg)
+	l.closeBelow = func() {
+		s.close()
+		if rs, ok := r.(*resilientStore); ok {
+			rs.close()
+		}
+		deg.close() // a closed store runs without nothing
+	}
 	if rs, ok := r.(*resilientStore); ok && rs.denials != nil {
 		if s.listenForForgets(rs.denials, l) {
 			l.heard = rs.denials.live.Load
 		} else {
 			s.log.get().Warn("ratelimit: no denial cache: this client cannot hear the refunds and resets of every server (a Ring, or a client without Subscribe), so every denial asks Redis; WithDenialCache(0) says you know")
-			degraded(c.res.observer, degradedDenialCache)
+			deg.set(degradedDenialCache, true)
 		}
 	}
 	return l

@@ -52,6 +52,13 @@ func resilient(s Store, c *storeConfig) Store {
 	return rs
 }
 
+// close ends what the layers report, for a store being closed: its breaker is told closed.
+func (s *resilientStore) close() {
+	if s.breaker != nil {
+		s.breaker.stop()
+	}
+}
+
 // Unwrap declares the wrapped store (see [Store]).
 func (s *resilientStore) Unwrap() Store { return s.next }
 

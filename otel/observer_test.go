@@ -380,3 +380,22 @@ func TestRulesReportAllocations(t *testing.T) {
 		t.Errorf("RulesRejected allocates %v times, want 0", n)
 	}
 }
+
+// A closed store's breaker is gone: ratelimit.breaker.open, which counts the breakers not
+// closed, no longer counts it.
+func TestBreakerOfAClosedStore(t *testing.T) {
+	m := newMeter(t)
+	store := ratelimit.NewRedisStore(refusedRedis(t), ratelimit.WithBreaker(1, time.Minute), ratelimit.WithObserver(m.Hooks()),
+		ratelimit.WithClock(fakeclock.New(fakeclock.T0))) // no probe: the breaker stays open
+	l := mustNew(t, store, ratelimit.Policy{Limit: 10, Window: time.Minute})
+	allow(l, "k")
+	allow(l, "k")
+	if got := m.sum(t, "ratelimit.breaker.open"); got != 1 {
+		t.Fatalf("ratelimit.breaker.open %d before Close, want 1", got)
+	}
+	store.Close()
+	store.Close()
+	if got := m.sum(t, "ratelimit.breaker.open"); got != 0 {
+		t.Errorf("ratelimit.breaker.open %d after Close, want 0", got)
+	}
+}

@@ -457,3 +457,23 @@ func TestBucketsTwice(t *testing.T) {
 	}()
 	ratelimitprom.New(ratelimitprom.WithBuckets(0.001, 0.1), ratelimitprom.WithBuckets(0.01, 1))
 }
+
+// A closed store's breaker is gone: ratelimit_breaker_open, which counts the breakers not
+// closed, no longer counts it (it stayed at 1, and RateLimitBreakerOpen fired for a store no
+// longer used).
+func TestBreakerOfAClosedStore(t *testing.T) {
+	obs := ratelimitprom.New()
+	store := ratelimit.NewRedisStore(refusedRedis(t), ratelimit.WithBreaker(1, time.Minute), ratelimit.WithObserver(obs.Hooks()),
+		ratelimit.WithClock(fakeclock.New(fakeclock.T0))) // no probe: the breaker stays open
+	l := mustNew(t, store, ratelimit.Policy{Limit: 10, Window: time.Minute})
+	allow(l, "k")
+	allow(l, "k")
+	if got := value(t, obs, "ratelimit_breaker_open", ""); got != 1 {
+		t.Fatalf("ratelimit_breaker_open %v before Close, want 1", got)
+	}
+	store.Close()
+	store.Close()
+	if got := value(t, obs, "ratelimit_breaker_open", ""); got != 0 {
+		t.Errorf("ratelimit_breaker_open %v after Close, want 0", got)
+	}
+}

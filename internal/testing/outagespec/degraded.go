@@ -20,7 +20,7 @@ import (
 // merged checks, which are then sent one by one). degraded returns what obs counts as stores
 // degraded in a feature now, and ok false while it has no series of it. Every feature of
 // observe.Degradations must read 0 before, and after: denial_cache 1, merged_checks 1,
-// compact_expiry 0 (the servers are Redis 7).
+// compact_expiry 0 (the servers are Redis 7); and 0 again once both stores are closed (twice).
 func Degraded(t *testing.T, obs *ratelimit.Observer, degraded func(feature string) (n float64, ok bool)) {
 	t.Helper()
 	want := func(what string, counts map[string]float64) {
@@ -35,13 +35,13 @@ func Degraded(t *testing.T, obs *ratelimit.Observer, degraded func(feature strin
 
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"one": redistest.Addr(t)}})
 	t.Cleanup(func() { ring.Close() })
-	ratelimit.NewRedisStore(ring, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithObserver(obs))
+	overRing := ratelimit.NewRedisStore(ring, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithObserver(obs))
 	want("a store over a Ring", map[string]float64{"denial_cache": 1})
 
 	client := redis.NewClient(&redis.Options{Addr: redistest.OneShardCluster(t), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { client.Close() })
-	l, err := ratelimit.New(ratelimit.NewRedisStore(client, ratelimit.WithDenialCache(0), ratelimit.WithObserver(obs)),
-		ratelimit.Policy{Limit: 1, Window: time.Hour})
+	unmerged := ratelimit.NewRedisStore(client, ratelimit.WithDenialCache(0), ratelimit.WithObserver(obs))
+	l, err := ratelimit.New(unmerged, ratelimit.Policy{Limit: 1, Window: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,4 +64,9 @@ func Degraded(t *testing.T, obs *ratelimit.Observer, degraded func(feature strin
 		wg.Wait()
 	}
 	want("a store whose server refuses merged checks", map[string]float64{"denial_cache": 1, "merged_checks": 1})
+
+	for _, s := range []ratelimit.RedisStore{overRing, unmerged, overRing, unmerged} {
+		s.Close()
+	}
+	want("both stores closed", nil)
 }
