@@ -173,7 +173,7 @@ func countLeased(policies []Policy) int {
 }
 
 func (s *leasingStore) Check(ctx context.Context, key string, policies []Policy, cost int64, charge bool, out []PolicyResult) (time.Time, error) {
-	if err := s.open(); err != nil {
+	if err := s.open(ctx); err != nil {
 		return time.Time{}, err
 	}
 	lease := leaseOf(policies)
@@ -582,7 +582,7 @@ func (s *leasingStore) forgetKey(key string) {
 // active goes back into it; any other goes to the store, and ends the identity's denials here
 // at once, under every list (see forgetKey).
 func (s *leasingStore) Refund(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) error {
-	if err := s.open(); err != nil {
+	if err := s.open(ctx); err != nil {
 		return err
 	}
 	if leaseOf(policies) > 0 {
@@ -604,7 +604,7 @@ func (s *leasingStore) Refund(ctx context.Context, key string, policies []Policy
 // hand out, before Redis forgets (see leasecount.go: a lease that ended leaves nothing
 // counted).
 func (s *leasingStore) Reset(ctx context.Context, key string, policies []Policy) error {
-	if err := s.open(); err != nil {
+	if err := s.open(ctx); err != nil {
 		return err
 	}
 	if e := s.lookup(key, policies); e != nil {

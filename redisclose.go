@@ -17,7 +17,8 @@ import (
 // hand out, ends the subscription and its connection, and waits for the store's goroutines.
 // It does not close the client, which the store never owns. After Close every call of the
 // store fails at once, without a call to Redis, with an error of kind unavailable that says
-// the store is closed (a guard then applies its fail mode); close the store once the servers
+// the store is closed, reported to its observer as a store failure (a guard then applies its
+// fail mode); close the store once the servers
 // that use it have stopped. Close is idempotent and safe while calls are under way: a call
 // that began before it ends as it would have, its lease given back.
 //
@@ -177,18 +178,24 @@ func (s *leasingStore) endAll() {
 	wg.Wait()
 }
 
-// open returns errStoreClosed once the store is closed.
-func (s *leasingStore) open() error {
-	if s.closed.Load() {
-		return errStoreClosed
+// open returns errStoreClosed once the store is closed, and tells the observer of that store
+// failure, as the layer below reports its own (a call whose client went away is none): a
+// request a guard then lets through unlimited counts a store error of kind unavailable, as the
+// guard logs it.
+func (s *leasingStore) open(ctx context.Context) error {
+	if !s.closed.Load() {
+		return nil
 	}
-	return nil
+	if !errors.Is(ctx.Err(), context.Canceled) {
+		s.observer.storeFailed(storeError(opCheck, errStoreClosed))
+	}
+	return errStoreClosed
 }
 
 // Renew declares that the store holds in-flight slots, as the store below does; refused once
 // the store is closed.
 func (s *leasingStore) Renew(ctx context.Context, key string, policies []Policy, cost int64, at time.Time) (time.Time, error) {
-	if err := s.open(); err != nil {
+	if err := s.open(ctx); err != nil {
 		return time.Time{}, err
 	}
 	r, ok := capability[renewer](s.next)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
@@ -397,5 +399,29 @@ func TestBreakerOfAClosedStore(t *testing.T) {
 	store.Close()
 	if got := m.sum(t, "ratelimit.breaker.open"); got != 0 {
 		t.Errorf("ratelimit.breaker.open %d after Close, want 0", got)
+	}
+}
+
+// A request a guard lets through unlimited because its store is closed counts a store error,
+// of kind unavailable, as the guard logs it.
+func TestClosedStoreCountsAnError(t *testing.T) {
+	m := newMeter(t)
+	store := ratelimit.NewRedisStore(refusedRedis(t), ratelimit.WithBreaker(0, 0), ratelimit.WithDenialCache(0), ratelimit.WithObserver(m.Hooks()))
+	l := mustNew(t, store, ratelimit.Policy{Limit: 10, Window: time.Minute})
+	store.Close()
+	errs := func() int64 { // 0 before the first is recorded
+		if !m.recorded(t, "ratelimit.store.errors") {
+			return 0
+		}
+		return m.storeErrors(t, "unavailable")
+	}
+	before := errs()
+	h := ratelimit.Middleware(l)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	if got := m.sum(t, "ratelimit.requests", attribute.String("ratelimit.result", "unlimited")); got != 1 {
+		t.Fatalf("requests unlimited %d, want 1", got)
+	}
+	if got := errs() - before; got != 1 {
+		t.Errorf("store errors of kind unavailable for the request over a closed store: %d, want 1", got)
 	}
 }

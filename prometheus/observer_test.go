@@ -477,3 +477,22 @@ func TestBreakerOfAClosedStore(t *testing.T) {
 		t.Errorf("ratelimit_breaker_open %v after Close, want 0", got)
 	}
 }
+
+// A request a guard lets through unlimited because its store is closed counts a store error,
+// of kind unavailable, as the guard logs it (none was counted: the closed store's outermost
+// layer refused it before the layer that reports failures).
+func TestClosedStoreCountsAnError(t *testing.T) {
+	obs := ratelimitprom.New()
+	store := ratelimit.NewRedisStore(refusedRedis(t), ratelimit.WithBreaker(0, 0), ratelimit.WithDenialCache(0), ratelimit.WithObserver(obs.Hooks()))
+	l := mustNew(t, store, ratelimit.Policy{Limit: 10, Window: time.Minute})
+	store.Close()
+	before := value(t, obs, "ratelimit_store_errors_total", "kind=unavailable")
+	h := ratelimit.Middleware(l)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	if got := value(t, obs, "ratelimit_requests_total", "result=unlimited"); got != 1 {
+		t.Fatalf("requests unlimited %v, want 1", got)
+	}
+	if got := value(t, obs, "ratelimit_store_errors_total", "kind=unavailable") - before; got != 1 {
+		t.Errorf("store errors of kind unavailable for the request over a closed store: %v, want 1", got)
+	}
+}
