@@ -83,9 +83,7 @@ func (g *Guard) Check(r Request) (o Outcome) {
 		return o
 	}
 	g.check(r, &o)
-	if g.observer != nil {
-		g.answer(r, &o, observe.RequestEvent{Result: o.Result, Waited: o.event.Waited})
-	}
+	g.answer(r, &o, observe.RequestEvent{Result: o.Result, Waited: o.event.Waited})
 	return o
 }
 

@@ -48,25 +48,34 @@ func outerOf(r Request) *Outcome {
 
 // answer tells the guard's observer of the request o is the outcome of, with the event e: at
 // once, or, when the request carries outcomes and proceeds, when the next guard or Done does.
-// An outer guard's report, left in its outcome, is taken over and merged into e.
+// An outer guard's report, left in its outcome, is taken over and merged into e. A guard
+// without an observer reports to the outer guard's, if there is one: that observer counts the
+// request by what its client got, this guard's refusal included.
 func (g *Guard) answer(r Request, o *Outcome, e observe.RequestEvent) {
+	obs := g.observer
 	c, carries := r.(outerOutcome)
 	if !carries {
-		g.observer.answered(e)
+		obs.answered(e)
 		return
 	}
 	outer := c.OuterOutcome()
 	if outer == nil { // net/http's middleware around the framework's engine, if any
 		outer, _ = r.Context().Value(outcomeKey{}).(*Outcome)
 	}
-	if outer != nil && sameObserver(outer.observer, g.observer) && outer.takeReport() {
+	if obs == nil {
+		if outer == nil || outer.observer == nil {
+			return // nobody to tell
+		}
+		obs = outer.observer
+	}
+	if outer != nil && sameObserver(outer.observer, obs) && outer.takeReport() {
 		e = mergeEvents(outer.event, e)
 	}
 	if !o.Proceed {
-		g.observer.answered(e)
+		obs.answered(e)
 		return
 	}
-	o.report, o.event, o.observer = 1, e, g.observer // o is not shared yet
+	o.report, o.event, o.observer = 1, e, obs // o is not shared yet
 }
 
 // tell tells o's observer of its request, unless it was told or an inner guard took the

@@ -303,6 +303,29 @@ func TestResultsOfTwoGuardsWithTwoObservers(t *testing.T) {
 	}
 }
 
+// A guard over a store without an observer tells nothing of its own, and the outer guard's
+// observer counts the request by what its client got: a 429 of the inner guard is denied, not
+// the outer's allowed (found by a review: it counted a refused request as allowed).
+func TestResultsOfAnInnerGuardWithoutAnObserver(t *testing.T) {
+	outer := &answers{}
+	clock := newFakeClock()
+	lo := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithObserver(outer.observer()), ratelimit.WithClock(clock)), ratelimit.Policy{Limit: 10, Window: time.Second})
+	li := mustNew(t, ratelimit.NewMemoryStore(ratelimit.WithClock(clock)), ratelimit.Policy{Limit: 1, Window: time.Minute})
+	h := ratelimit.Middleware(lo)(ratelimit.Middleware(li)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	codes := []int{}
+	for range 2 {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+		codes = append(codes, w.Code)
+	}
+	if codes[0] != http.StatusOK || codes[1] != http.StatusTooManyRequests {
+		t.Fatalf("statuses %v; want 200 then 429", codes)
+	}
+	if got, want := outer.take(), map[observe.Result]int{observe.ResultAllowed: 1, observe.ResultDenied: 1}; !sameCounts(got, want) {
+		t.Errorf("the outer observer: %v; want %v (what the clients got)", got, want)
+	}
+}
+
 // sameCounts reports whether two counts by result agree.
 func sameCounts(a, b map[observe.Result]int) bool {
 	for _, r := range observe.Results() {
