@@ -155,8 +155,9 @@ func hashTag(code string, parts ...string) string {
 // a call). The 8 after are 48 bits of the SHA-256 of the prefix, the identity and the policy's
 // tag. Two keys are the same only when both digests are: among a million identities under
 // three policies each, the odds that any two share a key are about 1 in 80 million; among a
-// billion, about 1 in 1,000 (they would then share that policy's quota). An identity made to share the key of a given other takes about 2^72
-// tries. The prefix is in the digests, not in the key, so two prefixes still name different
+// billion, about 1 in 1,000 (they would then share that policy's quota). An identity made to
+// share the key of a given other takes about 2^72 tries; one whose own two policies share a
+// key (their braces are the same: 48 bits), about 2^48. The prefix is in the digests, not in the key, so two prefixes still name different
 // keys; it names the channel of the announcements, as for readable keys.
 const (
 	compactTagChars = 4
