@@ -38,13 +38,8 @@ func TestInFlightHeldWhileTheBodyStreams(t *testing.T) {
 		})
 		return nil
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go app.Listener(ln)
-	defer app.Shutdown()
-	url := "http://" + ln.Addr().String() + "/export"
+	base := serveOnLoopback(t, app)
+	url := base + "/export"
 
 	first, err := http.Get(url)
 	if err != nil {
@@ -194,13 +189,8 @@ func TestSlotRenewedWhileTheBodyStreams(t *testing.T) {
 		})
 		return nil
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go app.Listener(ln)
-	defer app.Shutdown()
-	resp, err := http.Get("http://" + ln.Addr().String() + "/export")
+	base := serveOnLoopback(t, app)
+	resp, err := http.Get(base + "/export")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,4 +228,16 @@ func TestWrittenChargesNoBodyOfANoBodyStatus(t *testing.T) {
 			t.Errorf("a %d with %d body bytes sent: charged %d", resp.StatusCode, len(body), got)
 		}
 	}
+}
+
+// serveOnLoopback serves app on a loopback port until the test ends, and returns its base URL.
+func serveOnLoopback(t *testing.T, app *fiber.App) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go app.Listener(ln)
+	t.Cleanup(func() { _ = app.Shutdown() })
+	return "http://" + ln.Addr().String()
 }
