@@ -98,3 +98,33 @@ func TestASettleThatFailsIsLoggedAsASettle(t *testing.T) {
 		}
 	}
 }
+
+// The same when the store's breaker is open by the time the settle runs: the breaker refuses it
+// without naming an operation, and the log took the refusal for the request's fail mode (found
+// by a review; the test above met it now and then, when a failed dial opened the breaker first).
+func TestASettleRefusedByTheOpenBreakerIsLoggedAsASettle(t *testing.T) {
+	proxy := faultproxy.Start(t, redistest.Addr(t))
+	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { client.Close() })
+	var buf syncBuffer
+	store := ratelimit.NewRedisStore(client, ratelimit.WithPrefix(redistest.Prefix(t)), ratelimit.WithBreaker(1, time.Hour),
+		ratelimit.WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
+	l := mustNew(t, store, ratelimit.Policy{Name: "tokens", Limit: 1000, Window: time.Minute})
+	other := mustNew(t, store, ratelimit.Policy{Name: "other", Limit: 1000, Window: time.Minute})
+	h := ratelimit.Middleware(l, ratelimit.ChargeAfter(cost.Reported))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proxy.Refuse()
+		for range 3 {
+			_, _ = other.Allow(r.Context(), "k") // fails, and opens the breaker
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+	out := buf.String()
+	if w.Code != http.StatusOK || !strings.Contains(out, "circuit breaker opened") {
+		t.Fatalf("status %d; the breaker did not open:\n%s", w.Code, out)
+	}
+	if strings.Contains(out, "let through unlimited") || !strings.Contains(out, "could not be settled") {
+		t.Errorf("a settle refused by the open breaker is not logged as a settle:\n%s", out)
+	}
+}

@@ -131,6 +131,9 @@ func storeError(op string, err error) error {
 	)
 	switch {
 	case errors.As(err, &oe) && oe.kind != nil:
+		if oe.op == "" && op != "" { // a refusal that names no operation (the open breaker's): this one
+			return &opError{op, oe.kind, oe.err}
+		}
 		return err
 	case errors.As(err, &k):
 		return &opError{op, k, err}

@@ -61,6 +61,9 @@ func NewGuard(l *Limiter, opts ...Option) (*Guard, error) {
 		guardConfig: *c, limiter: l, observer: observerOf(l.store), clock: clockOf(l.store), local: isLocal(l.store),
 		clientIP: c.ip.resolver(), log: loggerOf(l.store), bounds: newTimeouts(c.timeout),
 	}
+	if g.observer != nil {
+		observedGuards.Store(true)
+	}
 	g.errs = optionErrors{}
 	g.clientIP.reportTo(g)
 	if g.onError == nil {

@@ -29,6 +29,10 @@ import (
 // method) tells its observer at once, as before: there, a request through two guards is
 // counted by each.
 
+// observedGuards is set once a guard with an observer is made: until then, a guard without one
+// has no outer guard's observer to report to, and looks for none.
+var observedGuards atomic.Bool
+
 // outerOutcome is a Request that carries the outcome of the guard before (see above).
 type outerOutcome interface {
 	OuterOutcome() *Outcome
@@ -53,6 +57,9 @@ func outerOf(r Request) *Outcome {
 // request by what its client got, this guard's refusal included.
 func (g *Guard) answer(r Request, o *Outcome, e observe.RequestEvent) {
 	obs := g.observer
+	if obs == nil && !observedGuards.Load() {
+		return // no guard of the process has an observer: none to tell, none to look for
+	}
 	c, carries := r.(outerOutcome)
 	if !carries {
 		obs.answered(e)

@@ -69,12 +69,21 @@ type Instance struct {
 	Age time.Duration `json:"-"`
 }
 
-// IgnoresPushOf reports whether the instance would keep rules other than s's were s pushed:
-// it runs s's version as read from the stored document, so it never reads that version
-// again, and what it runs does not say what s says. An instance of another kind (Kind not
+// IgnoresPushOf reports whether the instance would keep rules other than s's were s pushed
+// (force: a forced push): it runs s's version as read from the stored document, so it never
+// reads that version again, and what it runs does not say what s says. An instance of an
+// earlier release, whose record says neither where its rules came from nor their digest, is
+// taken to ignore a forced push of the version it runs, as it always was; a push that is not
+// forced it may read (its rules may be its defaults). An instance of another kind (Kind not
 // "") does not run the stored rules, and ignores no push.
-func (in Instance) IgnoresPushOf(s *Set) bool {
-	return in.Kind == "" && in.Stored && in.Running == s.Version() && in.Digest != s.digest
+func (in Instance) IgnoresPushOf(s *Set, force bool) bool {
+	if in.Kind != "" || in.Running != s.Version() {
+		return false
+	}
+	if in.Digest == "" { // an earlier release's record
+		return force
+	}
+	return in.Stored && in.Digest != s.digest
 }
 
 //go:embed fleet.lua

@@ -150,7 +150,7 @@ func PushStored(ctx context.Context, client redis.UniversalClient, key, name str
 	if o.IfVersion != nil {
 		ifVersion = *o.IfVersion
 	}
-	if err := runningElsewhere(ctx, client, key, set); err != nil {
+	if err := runningElsewhere(ctx, client, key, set, o.Force); err != nil {
 		return nil, err
 	}
 	reply, err := pushScript.Run(ctx, client, []string{key}, set.Version(), name, data,
@@ -186,15 +186,20 @@ func PushStored(ctx context.Context, client redis.UniversalClient, key, name str
 // under one name while the push counted the instance as running it. A key that holds nothing
 // (deleted, evicted, a Redis restarted without its data) lets any version through the
 // script's checks, the one the fleet runs too. The error names every such instance. The
-// version stored is refused by the push's script itself.
-func runningElsewhere(ctx context.Context, client redis.UniversalClient, key string, set *Set) error {
+// version stored is refused by the push's script itself. A fleet that cannot be read (an ACL
+// that allows the rules key alone, a key of another type) refuses a forced push, and lets an
+// unforced one go on, as before the fleet was read for it: then it is not checked.
+func runningElsewhere(ctx context.Context, client redis.UniversalClient, key string, set *Set, force bool) error {
 	fleet, err := Fleet(ctx, client, key)
+	if err != nil && !force {
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("rules: pushing to Redis key %q: reading the fleet: %w", key, err)
 	}
 	var names []string
 	for _, in := range fleet {
-		if in.IgnoresPushOf(set) {
+		if in.IgnoresPushOf(set, force) {
 			names = append(names, in.Name)
 		}
 	}

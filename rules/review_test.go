@@ -199,3 +199,39 @@ func TestPushOverNothingStoredOfARunningVersion(t *testing.T) {
 		t.Fatalf("the document i1 runs, pushed again: %v", err)
 	}
 }
+
+// An instance of an earlier release records no digest: a forced push of the version it runs
+// is refused, as it always was (the digest's check let it through: found by a review).
+func TestForcedPushOfAVersionAnEarlierReleaseRuns(t *testing.T) {
+	client := redistest.Standalone(t)
+	key := redistest.Prefix(t) + "rules"
+	v2 := []byte("version: \"2\"\nrules:\n  - name: api\n    key: api_key\n    policies: [{name: per-minute, rate: 100/min}]\n")
+	v1b := []byte("version: \"1\"\nrules:\n  - name: api\n    key: api_key\n    policies: [{name: per-minute, rate: 5/min}]\n")
+	if _, err := Push(t.Context(), client, key, "limits.yaml", v2); err != nil {
+		t.Fatal(err)
+	}
+	if err := record(t.Context(), client, key, Instance{Name: "old", Running: "1", Refused: "2"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := PushStored(t.Context(), client, key, "limits.yaml", v1b, PushOptions{Force: true}); !errors.Is(err, ErrNotNewer) {
+		t.Fatalf("a forced push of version 1, which instance old runs: %v, want ErrNotNewer", err)
+	}
+}
+
+// A push that is not forced does not need the fleet: one it cannot read (a key of another
+// type, an ACL that allows the rules key alone) does not stop it, as before the fleet was read
+// for it (found by a review).
+func TestPushWithAnUnreadableFleet(t *testing.T) {
+	client := redistest.Standalone(t)
+	key := redistest.Prefix(t) + "rules"
+	v1 := []byte("version: \"1\"\nrules:\n  - name: api\n    key: api_key\n    policies: [{name: per-minute, rate: 100/min}]\n")
+	if err := client.Set(t.Context(), FleetKey(key), "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Push(t.Context(), client, key, "limits.yaml", v1); err != nil {
+		t.Fatalf("a push over an unreadable fleet: %v", err)
+	}
+	if _, err := PushStored(t.Context(), client, key, "limits.yaml", v1, PushOptions{Force: true}); err == nil {
+		t.Fatal("a forced push over a fleet it cannot check went on")
+	}
+}

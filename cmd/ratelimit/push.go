@@ -100,11 +100,11 @@ or no instance watches the key.
 // ignoring returns the names of the instances of the fleet that would not read a push of set
 // (rules.Instance.IgnoresPushOf), joined; "" for none (or a fleet that cannot be read: the
 // push itself says why).
-func ignoring(ctx context.Context, client redis.UniversalClient, key string, set *rules.Set) string {
+func ignoring(ctx context.Context, client redis.UniversalClient, key string, set *rules.Set, force bool) string {
 	fleet, _ := rules.Fleet(ctx, client, key)
 	var names []string
 	for _, in := range fleet {
-		if in.IgnoresPushOf(set) {
+		if in.IgnoresPushOf(set, force) {
 			names = append(names, in.Name)
 		}
 	}
@@ -146,9 +146,9 @@ func dryRunPush(ctx context.Context, fs *flags, rf *redisFlags, client redis.Uni
 		refuse("refused: the document has no version (its hash is %s): give it a version: field%s", set.Version(), newer)
 	case stored != nil && storedVersion == set.Version():
 		refuse("refused: version %s is stored already, and instances running it never read it again: give the document a new version", set.Version())
-	case ignoring(ctx, client, rf.key, set) != "":
+	case ignoring(ctx, client, rf.key, set, force) != "":
 		refuse("refused: version %s runs, as read from Redis, on %s: other rules than this document's, and an instance never reads again the version it runs: give the document a new version",
-			set.Version(), ignoring(ctx, client, rf.key, set))
+			set.Version(), ignoring(ctx, client, rf.key, set, force))
 	case stored != nil && rules.CompareVersions(set.Version(), storedVersion) <= 0 && force:
 		// As the push's script does: under -force, any version but the one stored (1.00 over
 		// 1.0 too, which compare equal).

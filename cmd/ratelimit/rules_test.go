@@ -170,7 +170,7 @@ func TestPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := write(t, "limits.yaml", goodYAML)[0]
-	cli(t, "push", "-wait", "0", "-redis", addr, good).want(t, 1, "", ": rules: pushing to Redis key \"rl:rules\": reading the fleet: rules: reading Redis key \"rl:rules:fleet\": NOAUTH")
+	cli(t, "push", "-wait", "0", "-redis", addr, good).want(t, 1, "", ": rules: pushing to Redis key \"rl:rules\": NOAUTH")
 	cli(t, "push", "-wait", "0", "-redis", addr, "-password", "s3cret", good).want(t, 0, "pushed limits.yaml to rl:rules: version v1", "")
 	t.Setenv("REDIS_PASSWORD", "s3cret")
 	cli(t, "version", "-redis", addr).want(t, 0, "version    v1\n", "")
