@@ -119,7 +119,9 @@
 // request a client sends, whose rule would silently limit nothing, is refused too: a standard
 // method not in upper case ("post /login": methods are case-sensitive), a host with a port
 // ("example.com:8443/x": hosts are matched without their port), a path with an empty, "."
-// or ".." segment ("/a/../b": paths are matched cleaned); and so is a host with capitals
+// or ".." segment ("/a/../b": paths are matched cleaned), a host in Unicode ("bücher.example/":
+// clients send its ASCII form, xn--…), a '?' or '#' in the path ("/x?y=1": a pattern matches
+// the path, never the query); and so is a host with capitals
 // ("API.example.com/"), which ServeMux compares as the request spells it, while clients send
 // hosts in lower case (browsers always do): write it in lower case. A host with a trailing
 // dot ("example.com./") is another host, which clients send when the dot is written: it

@@ -170,7 +170,9 @@ var standardMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", 
 // capitals ("API.example.com/": ServeMux compares hosts as the request spells them, and
 // clients send them in lower case, browsers always), and, in a pattern without a method, a
 // path with an empty, "." or ".." segment (requests' paths are cleaned before they are
-// matched, but for CONNECT; with a method other than CONNECT, ServeMux refuses it). A host
+// matched, but for CONNECT; with a method other than CONNECT, ServeMux refuses it), a host
+// in Unicode (clients send its ASCII form, xn--…), and a path with '?' or '#' (it matches
+// only a path that escapes them; a pattern never matches a query or fragment). A host
 // with a trailing dot ("example.com./") is another host to ServeMux, which clients send when
 // the dot is written: it matches those requests.
 func matchesNothing(pattern string) string {
@@ -187,6 +189,13 @@ func matchesNothing(pattern string) string {
 	}
 	if h, port, err := net.SplitHostPort(host); err == nil && port != "" {
 		return " matches no request: a request's host is matched without its port; write " + lowerASCII(h)
+	}
+	if strings.IndexFunc(host, func(r rune) bool { return r >= 0x80 }) >= 0 {
+		return " matches no request: clients send an internationalized host in its ASCII form (xn--…, IDNA); write that"
+	}
+	if i := strings.IndexAny(path, "?#"); i >= 0 {
+		c := path[i : i+1]
+		return fmt.Sprintf(" matches only paths that escape %q (%%%02X): a pattern matches a request's path, without its query or fragment", c, c[0])
 	}
 	if lower := lowerASCII(host); lower != host {
 		return " matches only requests that spell the host in these capitals: hosts are case-insensitive, clients send them in lower case (browsers always do), and ServeMux compares them as spelled; write " + lower

@@ -126,3 +126,25 @@ func TestPatternWithUpperCaseHost(t *testing.T) {
 		}
 	}
 }
+
+// TestPatternThatNoClientSends: a host written in Unicode ("bücher.example/") is sent by
+// clients in its ASCII form (xn--bcher-kva.example), and a '?' or '#' in a pattern's path
+// matches only a path that escapes it (%3F, %23), never a query or a fragment, which a
+// pattern does not match: such a rule silently limited nothing, and validation said the file
+// was fine (found by a review). Each is refused, saying why.
+func TestPatternThatNoClientSends(t *testing.T) {
+	for pattern, want := range map[string]string{
+		"bücher.example/": `limits.yaml:2: rules[0].match.pattern: "bücher.example/" matches no request: clients send an internationalized host in its ASCII form (xn--…, IDNA); write that`,
+		"GET /x?y=1":      `limits.yaml:2: rules[0].match.pattern: "GET /x?y=1" matches only paths that escape "?" (%3F): a pattern matches a request's path, without its query or fragment`,
+		"/docs#intro":     `limits.yaml:2: rules[0].match.pattern: "/docs#intro" matches only paths that escape "#" (%23): a pattern matches a request's path, without its query or fragment`,
+	} {
+		_, err := Parse("limits.yaml", []byte(fmt.Sprintf("rules:\n  - {name: a, match: {pattern: %q}, key: ip, policies: [{limit: 1, window: 1s}]}\n", pattern)))
+		if err == nil || err.Error() != want {
+			t.Errorf("pattern %q: %v\nwant %s", pattern, err, want)
+		}
+	}
+	s := mustParseString(t, "rules:\n  - {name: a, match: {pattern: \"xn--bcher-kva.example/\"}, key: ip, policies: [{limit: 1, window: 1s}]}\n")
+	if _, ok := s.Match(httptest.NewRequest("GET", "http://xn--bcher-kva.example/x", nil), ""); !ok {
+		t.Error("the ASCII form of the host does not match")
+	}
+}
