@@ -3,6 +3,7 @@ package ratelimitotel
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -306,6 +307,7 @@ func (o *Observer) breakerChanged(from, to observe.BreakerState) {
 // version (at most 128 bytes, as the rules module bounds it) in place of the version before,
 // and the load is counted as applied.
 func (o *Observer) RulesApplied(version string) {
+	version = strings.ToValidUTF8(version, "\uFFFD") // as the Prometheus observer labels it
 	opts := []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("ratelimit.rules.version", version)))}
 	o.version.Store(&opts)
 	o.rulesLoads.Add(context.Background(), 1, o.applied...)
@@ -381,6 +383,7 @@ func (o *Observer) redisEvictionPolicy(policy string, evicts bool) {
 	if policy == "" {
 		policy = "unknown"
 	}
+	policy = strings.ToValidUTF8(policy, "\uFFFD") // a Redis reply, as the Prometheus observer labels it
 	e := &evictionObs{opts: []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(
 		attribute.String("ratelimit.redis.maxmemory_policy", policy)))}}
 	if evicts {

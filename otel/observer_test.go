@@ -309,6 +309,13 @@ func TestRulesVersion(t *testing.T) {
 		t.Errorf("versions %v, want v2:1 alone", got)
 	}
 	loads(2, 1)
+
+	// Not a version of the rules module, which reads only UTF-8: reported as the Prometheus
+	// observer labels it, valid UTF-8 (an OTLP exporter refuses a batch holding invalid UTF-8).
+	r.RulesApplied("v\xff")
+	if got := m.versions(t); !maps.Equal(got, map[string]int64{"v\uFFFD": 1}) {
+		t.Errorf("versions %v, want v\uFFFD:1", got)
+	}
 }
 
 // The rules module's EmptyReporter: ratelimit.rules.empty is 1 while the rules last applied
