@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/a7d3e0dd/ratelimit"
 	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
 )
@@ -142,18 +144,12 @@ func TestForcedPushOfARunningVersionRefused(t *testing.T) {
 	if _, err := Push(t.Context(), client, key, "limits.yaml", v1); err != nil {
 		t.Fatal(err)
 	}
-	subscribed := make(chan struct{}, 1)
-	e, err := OpenRedis(t.Context(), ratelimit.NewMemoryStore(), client, key, WithLogger(slog.New(slog.DiscardHandler)),
-		WithPollInterval(50*time.Millisecond), WithHeartbeat(50*time.Millisecond), WithInstanceName("i1"), signal(subscribed))
-	if err != nil {
-		t.Fatal(err)
-	}
-	watching(t, e, client, key, subscribed)
+	instanceI1(t, client, key)
 	if _, err := Push(t.Context(), client, key, "limits.yaml", v2); err != nil { // refused by i1: no WithTier
 		t.Fatal(err)
 	}
 	waitFleet(t, client, key, "refused 2", func(f []Instance) bool { return len(f) == 1 && f[0].Refused == "2" })
-	_, err = PushStored(t.Context(), client, key, "limits.yaml", v1b, PushOptions{Force: true})
+	_, err := PushStored(t.Context(), client, key, "limits.yaml", v1b, PushOptions{Force: true})
 	if !errors.Is(err, ErrNotNewer) || !strings.Contains(err.Error(), "instance i1 runs version") {
 		t.Fatalf("a forced push of version 1, which i1 runs: %v; want it refused", err)
 	}
@@ -175,19 +171,13 @@ func TestPushOverNothingStoredOfARunningVersion(t *testing.T) {
 	if _, err := Push(t.Context(), client, key, "limits.yaml", v1); err != nil {
 		t.Fatal(err)
 	}
-	subscribed := make(chan struct{}, 1)
-	e, err := OpenRedis(t.Context(), ratelimit.NewMemoryStore(), client, key, WithLogger(slog.New(slog.DiscardHandler)),
-		WithPollInterval(50*time.Millisecond), WithHeartbeat(50*time.Millisecond), WithInstanceName("i1"), signal(subscribed))
-	if err != nil {
-		t.Fatal(err)
-	}
-	watching(t, e, client, key, subscribed)
+	instanceI1(t, client, key)
 	waitFleet(t, client, key, "running 1 as stored", func(f []Instance) bool { return len(f) == 1 && f[0].Stored })
 	if err := client.Del(t.Context(), key).Err(); err != nil {
 		t.Fatal(err)
 	}
 	for _, force := range []bool{false, true} {
-		_, err = PushStored(t.Context(), client, key, "limits.yaml", v1b, PushOptions{Force: force})
+		_, err := PushStored(t.Context(), client, key, "limits.yaml", v1b, PushOptions{Force: force})
 		if !errors.Is(err, ErrNotNewer) || !strings.Contains(err.Error(), `instance i1 runs version "1"`) {
 			t.Fatalf("a push (force %v) of another document as version 1, which i1 runs: %v; want it refused", force, err)
 		}
@@ -234,4 +224,18 @@ func TestPushWithAnUnreadableFleet(t *testing.T) {
 	if _, err := PushStored(t.Context(), client, key, "limits.yaml", v1, PushOptions{Force: true}); err == nil {
 		t.Fatal("a forced push over a fleet it cannot check went on")
 	}
+}
+
+// instanceI1 opens an engine named i1 on the rules at key, polling and recording every 50 ms,
+// and returns once it watches them.
+func instanceI1(t *testing.T, client redis.UniversalClient, key string) *Engine {
+	t.Helper()
+	subscribed := make(chan struct{}, 1)
+	e, err := OpenRedis(t.Context(), ratelimit.NewMemoryStore(), client, key, WithLogger(slog.New(slog.DiscardHandler)),
+		WithPollInterval(50*time.Millisecond), WithHeartbeat(50*time.Millisecond), WithInstanceName("i1"), signal(subscribed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	watching(t, e, client, key, subscribed)
+	return e
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/a7d3e0dd/ratelimit/algorithms"
 	"github.com/a7d3e0dd/ratelimit/internal/testing/fakeclock"
 	"github.com/a7d3e0dd/ratelimit/internal/testing/redistest"
-	"github.com/a7d3e0dd/ratelimit/rules"
 )
 
 // settleDoc is a rules document whose rule is charged after the response: it holds an
@@ -42,14 +41,7 @@ rules:
 	cli(t, "validate", files[0]).want(t, 0, "limits.yaml: ok, version 1, 1 rule", "")
 	cli(t, "validate", files[1]).want(t, 1, "", files[1]+`:6: rules[0].settle: "tokens" is not a settle source`)
 
-	set, err := rules.Parse("limits.yaml", []byte(settleDoc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := ratelimit.New(ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix)), set.Rules()[0].Policies...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := firstRuleLimiter(t, client, prefix, settleDoc)
 	const identity = "hdr:x-api-key:abc"
 	d, err := l.Reserve(t.Context(), identity, 500) // one request running, as the engine's guard holds it
 	if err != nil || !d.Allowed {
@@ -77,14 +69,7 @@ func TestInspectHoldsTheLeastHold(t *testing.T) {
 	client, addr := redistest.Standalone(t), redistest.Addr(t)
 	prefix := redistest.Prefix(t)
 	file := write(t, "limits.yaml", doc)[0]
-	set, err := rules.Parse("limits.yaml", []byte(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := ratelimit.New(ratelimit.NewRedisStore(client, ratelimit.WithPrefix(prefix)), set.Rules()[0].Policies...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := firstRuleLimiter(t, client, prefix, doc)
 	const identity = "hdr:x-api-key:abc"
 	if d, err := l.AllowN(t.Context(), identity, 1048576-500); err != nil || !d.Allowed {
 		t.Fatalf("AllowN: %+v %v", d, err)

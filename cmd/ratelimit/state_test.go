@@ -330,6 +330,19 @@ rules:
       - {name: per-day, limit: 100, window: 24h}
 `
 	file := write(t, "limits.yaml", doc)[0]
+	l := firstRuleLimiter(t, client, prefix, doc)
+	const identity = "hdr:x-api-key:abc"
+	if d, err := l.AllowN(t.Context(), identity, 3); err != nil || !d.Allowed {
+		t.Fatalf("the first export: %+v, %v", d, err)
+	}
+	cli(t, "inspect", "-redis", addr, "-prefix", prefix, "-file", file, "-rule", "export", identity).want(t, 0,
+		"next      allowed (a request of cost 1)\n          denied now (a request of the rule's cost, 3: per-hour has 1 left)\n", "")
+}
+
+// firstRuleLimiter returns the limiter of the first rule of doc (limits.yaml) on the Redis of
+// client, under prefix: the one the rule's engine would check, for a test to charge.
+func firstRuleLimiter(t *testing.T, client redis.UniversalClient, prefix, doc string) *ratelimit.Limiter {
+	t.Helper()
 	set, err := rules.Parse("limits.yaml", []byte(doc))
 	if err != nil {
 		t.Fatal(err)
@@ -338,10 +351,5 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	const identity = "hdr:x-api-key:abc"
-	if d, err := l.AllowN(t.Context(), identity, 3); err != nil || !d.Allowed {
-		t.Fatalf("the first export: %+v, %v", d, err)
-	}
-	cli(t, "inspect", "-redis", addr, "-prefix", prefix, "-file", file, "-rule", "export", identity).want(t, 0,
-		"next      allowed (a request of cost 1)\n          denied now (a request of the rule's cost, 3: per-hour has 1 left)\n", "")
+	return l
 }
