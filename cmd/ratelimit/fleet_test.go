@@ -305,3 +305,15 @@ func TestPushOfTheRunningVersionOverNothingStored(t *testing.T) {
 	cli(t, "push", "-dry-run", "-redis", addr, "-key", key, files[0]).want(t, 1, "refused: version 1 runs, as read from Redis, on api-1: other rules", "the push would be refused")
 	cli(t, "push", "-wait", "20s", "-redis", addr, "-key", key, files[1]).want(t, 0, "applied on 1 of 1 instances", "")
 }
+
+// A push that is not forced goes on when it cannot read the fleet (an ACL that allows the
+// rules key alone), unchecked against the versions instances run: it says so.
+func TestPushOverAnUnreadableFleetWarns(t *testing.T) {
+	client := redistest.Standalone(t)
+	addr, key := redistest.Addr(t), redistest.Prefix(t)+"rules"
+	if err := client.Set(t.Context(), rules.FleetKey(key), "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	users := write(t, "users.yaml", doc("1", "user"))[0]
+	cli(t, "push", "-wait", "0", "-redis", addr, "-key", key, users).want(t, 0, "pushed users.yaml", "warning: the fleet could not be read")
+}

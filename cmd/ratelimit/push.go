@@ -91,6 +91,9 @@ or no instance watches the key.
 		return fs.fail(rf.failed(err))
 	}
 	fmt.Fprintf(stdout, "pushed %s to %s: version %s, %s\n", name, rf.key, stored.Version, ruleCount(stored.Set, "every instance that applies it limits nothing"))
+	if _, err := rules.Fleet(ctx, client, rf.key); err != nil && !force { // the push went on without checking it
+		fmt.Fprintf(stderr, "warning: the fleet could not be read (%v): the push was not checked against the versions instances run\n", err)
+	}
 	if wait <= 0 {
 		return 0
 	}
